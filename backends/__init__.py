@@ -1,0 +1,1 @@
+"""fuseopt's backends: printers from tile IR to Triton and CUDA C++, with runtimes."""

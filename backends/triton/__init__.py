@@ -1,0 +1,1 @@
+"""Triton backend: tile IR printed as a Triton Python module, plus its runtime."""

@@ -1,0 +1,1 @@
+"""fuseopt's benchmark suite: the PERFORMANCE.md workloads, harness and results."""

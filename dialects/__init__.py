@@ -1,0 +1,1 @@
+"""fuseopt's dialects: `nn` (high-level tensors) and, later, `tile`. One file per dialect."""

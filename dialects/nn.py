@@ -1,0 +1,1489 @@
+"""The `nn` dialect: fuseopt's high-level tensor dialect.
+
+Ops have value semantics on builtin ranked tensors of f32, f16, bf16, i1 or i64.
+Elementwise operands have equal shapes (the frontend inserts explicit `nn.broadcast`).
+Composite ops (softmax, norms, linear) are expanded into primitives by `nn-decompose`.
+`nn.fusion` holds a group of ops that becomes one kernel.
+
+Every op has a custom syntax shown in its docstring, a verifier, and round-trips through
+the generic form. Numerical semantics live in `fuseopt.interpreter` (the reference).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f64,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    attr_def,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_attr_def,
+    opt_operand_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.pattern_rewriter import RewritePattern
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasCanonicalizationPatternsTrait,
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    Pure,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from fuseopt.dialects.syntax import (
+    array_values,
+    int_array,
+    is_bool,
+    is_float,
+    parse_int_list,
+    parse_operands,
+    parse_types,
+    print_int_list,
+    print_operands,
+    print_types,
+    shape_str,
+    tensor_type,
+)
+
+ELEMENT_TYPES = "f32, f16, bf16, i1, i64"
+
+
+def check_element_type(t: TensorType, what: str) -> None:
+    """Reject tensors whose element type nn does not support."""
+    e = t.element_type
+    ok = isinstance(e, Float32Type | Float16Type | BFloat16Type) or (
+        isinstance(e, IntegerType) and e.width.data in (1, 64)
+    )
+    if not ok:
+        raise VerifyException(f"{what} has element type {e}; nn supports {ELEMENT_TYPES}")
+
+
+def check_same_type(a: Attribute, b: Attribute, what: str) -> None:
+    """Raise unless `a` and `b` are the same type."""
+    if a != b:
+        raise VerifyException(f"{what} must have the same type, got {a} and {b}")
+
+
+def normalized_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """`axis` in [0, rank), or a VerifyException."""
+    if not 0 <= axis < rank:
+        raise VerifyException(f"{what} {axis} is out of range for rank {rank}")
+    return axis
+
+
+class NNCanonicalization(HasCanonicalizationPatternsTrait):
+    """Gives each nn op the canonicalization patterns registered for its class."""
+
+    def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
+        from fuseopt.passes.nn_canonicalization_patterns import patterns_for
+
+        return patterns_for(op)
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return ()
+
+
+# --------------------------------------------------------------------------- elementwise
+
+
+class UnaryElementwiseOp(IRDLOperation, ABC):
+    """Base of `%r = nn.<op> %x : tensor<...>`: one operand, result of the same type."""
+
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+
+    def __init__(self, input: SSAValue, attributes: dict[str, Attribute] | None = None):
+        super().__init__(operands=[input], result_types=[input.type], attributes=attributes)
+
+    def verify_(self) -> None:
+        t = tensor_type(self.input, "operand")
+        check_element_type(t, "operand")
+        check_same_type(self.input.type, self.result.type, "operand and result")
+        if self.FLOAT_ONLY and not is_float(t.element_type):
+            raise VerifyException(f"{self.name} needs a floating-point tensor, got {t}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> UnaryElementwiseOp:
+        x = parser.parse_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls.build(operands=[x], result_types=[t])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class NegOp(UnaryElementwiseOp):
+    """Negation, `-x`. Example: `%r = nn.neg %x : tensor<4xf32>`."""
+
+    name = "nn.neg"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class AbsOp(UnaryElementwiseOp):
+    """Absolute value. Example: `%r = nn.abs %x : tensor<4xf32>`."""
+
+    name = "nn.abs"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class ExpOp(UnaryElementwiseOp):
+    """Natural exponential. Example: `%r = nn.exp %x : tensor<4xf32>`."""
+
+    name = "nn.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryElementwiseOp):
+    """Natural logarithm. Example: `%r = nn.log %x : tensor<4xf32>`."""
+
+    name = "nn.log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryElementwiseOp):
+    """Square root. Example: `%r = nn.sqrt %x : tensor<4xf32>`."""
+
+    name = "nn.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryElementwiseOp):
+    """Reciprocal square root, `1/sqrt(x)`. Example: `%r = nn.rsqrt %x : tensor<4xf32>`."""
+
+    name = "nn.rsqrt"
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryElementwiseOp):
+    """Reciprocal, `1/x`. Example: `%r = nn.reciprocal %x : tensor<4xf32>`."""
+
+    name = "nn.reciprocal"
+
+
+@irdl_op_definition
+class TanhOp(UnaryElementwiseOp):
+    """Hyperbolic tangent. Example: `%r = nn.tanh %x : tensor<4xf32>`."""
+
+    name = "nn.tanh"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryElementwiseOp):
+    """Logistic sigmoid, `1/(1+exp(-x))`. Example: `%r = nn.sigmoid %x : tensor<4xf32>`."""
+
+    name = "nn.sigmoid"
+
+
+@irdl_op_definition
+class ReluOp(UnaryElementwiseOp):
+    """Rectified linear unit, `max(x, 0)`. Example: `%r = nn.relu %x : tensor<4xf32>`."""
+
+    name = "nn.relu"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+GELU_APPROXIMATIONS = ("none", "tanh")
+
+
+@irdl_op_definition
+class GeluOp(UnaryElementwiseOp):
+    """Gaussian error linear unit, exact (erf) or with the tanh approximation.
+
+    Example:
+        %r = nn.gelu %x : tensor<4xf32>
+        %t = nn.gelu %x {approximate = "tanh"} : tensor<4xf32>
+    """
+
+    name = "nn.gelu"
+    approximate = opt_attr_def(StringAttr)
+
+    @property
+    def approximation(self) -> str:
+        """`"none"` (erf form) or `"tanh"`."""
+        return "none" if self.approximate is None else self.approximate.data
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.approximation not in GELU_APPROXIMATIONS:
+            raise VerifyException(
+                f"approximate must be one of {GELU_APPROXIMATIONS}, got '{self.approximation}'"
+            )
+
+
+@irdl_op_definition
+class SiluOp(UnaryElementwiseOp):
+    """Sigmoid linear unit, `x * sigmoid(x)`. Example: `%r = nn.silu %x : tensor<4xf32>`."""
+
+    name = "nn.silu"
+
+
+@irdl_op_definition
+class ErfOp(UnaryElementwiseOp):
+    """Gauss error function. Example: `%r = nn.erf %x : tensor<4xf32>`."""
+
+    name = "nn.erf"
+
+
+@irdl_op_definition
+class SinOp(UnaryElementwiseOp):
+    """Sine. Example: `%r = nn.sin %x : tensor<4xf32>`."""
+
+    name = "nn.sin"
+
+
+@irdl_op_definition
+class CosOp(UnaryElementwiseOp):
+    """Cosine. Example: `%r = nn.cos %x : tensor<4xf32>`."""
+
+    name = "nn.cos"
+
+
+class BinaryElementwiseOp(IRDLOperation, ABC):
+    """Base of `%r = nn.<op> %a, %b : tensor<...>`: operands and result of one type."""
+
+    FLOAT_ONLY: ClassVar[bool] = False
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+    def verify_(self) -> None:
+        t = tensor_type(self.lhs, "lhs")
+        check_element_type(t, "lhs")
+        check_same_type(self.lhs.type, self.rhs.type, "operands")
+        check_same_type(self.lhs.type, self.result.type, "operands and result")
+        if self.FLOAT_ONLY and not is_float(t.element_type):
+            raise VerifyException(f"{self.name} needs floating-point tensors, got {t}")
+        if is_bool(t.element_type):
+            raise VerifyException(f"{self.name} is not defined on i1 tensors")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BinaryElementwiseOp:
+        lhs = parser.parse_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls.build(operands=[lhs, rhs], result_types=[t])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_operands(printer, [self.lhs, self.rhs])
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class AddOp(BinaryElementwiseOp):
+    """Addition. Example: `%r = nn.add %a, %b : tensor<4xf32>`."""
+
+    name = "nn.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryElementwiseOp):
+    """Subtraction, `a - b`. Example: `%r = nn.sub %a, %b : tensor<4xf32>`."""
+
+    name = "nn.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryElementwiseOp):
+    """Multiplication. Example: `%r = nn.mul %a, %b : tensor<4xf32>`."""
+
+    name = "nn.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryElementwiseOp):
+    """True division, `a / b`. Example: `%r = nn.div %a, %b : tensor<4xf32>`."""
+
+    name = "nn.div"
+    FLOAT_ONLY: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class MaxOp(BinaryElementwiseOp):
+    """Elementwise maximum (NaN-propagating). Example: `%r = nn.max %a, %b : tensor<4xf32>`."""
+
+    name = "nn.max"
+
+
+@irdl_op_definition
+class MinOp(BinaryElementwiseOp):
+    """Elementwise minimum (NaN-propagating). Example: `%r = nn.min %a, %b : tensor<4xf32>`."""
+
+    name = "nn.min"
+
+
+@irdl_op_definition
+class PowOp(BinaryElementwiseOp):
+    """Power, `a ** b`. Example: `%r = nn.pow %a, %b : tensor<4xf32>`."""
+
+    name = "nn.pow"
+    FLOAT_ONLY: ClassVar[bool] = True
+
+
+COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+@irdl_op_definition
+class CompareOp(IRDLOperation):
+    """Elementwise comparison; the result is an i1 tensor of the operands' shape.
+
+    Predicates: eq, ne, lt, le, gt, ge.
+
+    Example:
+        %m = nn.compare lt, %a, %b : tensor<4x8xf32>
+    """
+
+    name = "nn.compare"
+    predicate = attr_def(StringAttr)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+
+    def __init__(self, predicate: str, lhs: SSAValue, rhs: SSAValue):
+        t = tensor_type(lhs, "lhs")
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[TensorType(IntegerType(1), t.get_shape())],
+            attributes={"predicate": StringAttr(predicate)},
+        )
+
+    def verify_(self) -> None:
+        if self.predicate.data not in COMPARE_PREDICATES:
+            raise VerifyException(
+                f"unknown predicate '{self.predicate.data}'; expected one of "
+                + ", ".join(COMPARE_PREDICATES)
+            )
+        t = tensor_type(self.lhs, "lhs")
+        check_element_type(t, "lhs")
+        check_same_type(self.lhs.type, self.rhs.type, "operands")
+        r = tensor_type(self.result, "result")
+        if not is_bool(r.element_type) or r.get_shape() != t.get_shape():
+            raise VerifyException(f"result must be tensor<{shape_str(t.get_shape())}xi1>, got {r}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CompareOp:
+        pred = parser.parse_identifier()
+        parser.parse_punctuation(",")
+        lhs, rhs = parse_operands(parser)[:2]
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if not isinstance(t, TensorType):
+            parser.raise_error(f"nn.compare expects a tensor type, got {t}")
+        op = cls(pred, lhs, rhs)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.predicate.data}, ")
+        print_operands(printer, [self.lhs, self.rhs])
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("predicate",))
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+
+
+@irdl_op_definition
+class SelectOp(IRDLOperation):
+    """Elementwise choice: `cond ? a : b`, with an i1 condition of the same shape.
+
+    Example:
+        %r = nn.select %m, %a, %b : tensor<4x8xf32>
+    """
+
+    name = "nn.select"
+    condition = operand_def(TensorType)
+    true_value = operand_def(TensorType)
+    false_value = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+
+    def __init__(self, condition: SSAValue, true_value: SSAValue, false_value: SSAValue):
+        super().__init__(
+            operands=[condition, true_value, false_value], result_types=[true_value.type]
+        )
+
+    def verify_(self) -> None:
+        t = tensor_type(self.true_value, "true value")
+        check_element_type(t, "true value")
+        check_same_type(self.true_value.type, self.false_value.type, "true and false values")
+        check_same_type(self.true_value.type, self.result.type, "values and result")
+        c = tensor_type(self.condition, "condition")
+        if not is_bool(c.element_type) or c.get_shape() != t.get_shape():
+            raise VerifyException(
+                f"condition must be tensor<{shape_str(t.get_shape())}xi1>, got {c}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SelectOp:
+        operands = parse_operands(parser)
+        if len(operands) != 3:
+            parser.raise_error("nn.select takes three operands: condition, true, false")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if not isinstance(t, TensorType):
+            parser.raise_error(f"nn.select expects a tensor type, got {t}")
+        cond_type = TensorType(IntegerType(1), t.get_shape())
+        op = cls.build(operands=operands, result_types=[t])
+        op.attributes.update(attrs)
+        if operands[0].type != cond_type:
+            parser.raise_error(f"condition must be {cond_type}, got {operands[0].type}")
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_operands(printer, list(self.operands))
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+class ConversionOp(IRDLOperation, ABC):
+    """Base of `%r = nn.<op> %x ... : tensor<A> -> tensor<B>` (one operand, one result).
+
+    Subclasses may print extra syntax between the operand and the types by overriding
+    `parse_extra`/`print_extra`; attributes they own are listed in `RESERVED`.
+    """
+
+    RESERVED: ClassVar[tuple[str, ...]] = ()
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+
+    def __init__(
+        self, input: SSAValue, result_type: Attribute, attributes: dict[str, Attribute] | None = None
+    ):
+        super().__init__(operands=[input], result_types=[result_type], attributes=attributes)
+
+    @classmethod
+    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        """Parse the syntax between the operand and the attribute dictionary."""
+        return {}
+
+    def print_extra(self, printer: Printer) -> None:
+        """Print the syntax between the operand and the attribute dictionary."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConversionOp:
+        x = parser.parse_operand()
+        attrs = cls.parse_extra(parser)
+        attrs.update(parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        parser.parse_type()
+        parser.parse_punctuation("->")
+        t = parser.parse_type()
+        op = cls.build(operands=[x], result_types=[t])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        self.print_extra(printer)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=self.RESERVED)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    def verify_types(self) -> tuple[TensorType, TensorType]:
+        """Check both types are supported tensors and return them."""
+        a, r = tensor_type(self.input, "operand"), tensor_type(self.result, "result")
+        check_element_type(a, "operand")
+        check_element_type(r, "result")
+        return a, r
+
+
+@irdl_op_definition
+class CastOp(ConversionOp):
+    """Element-type conversion (round to nearest even; float to int truncates).
+
+    Example:
+        %r = nn.cast %x : tensor<4x8xbf16> -> tensor<4x8xf32>
+    """
+
+    name = "nn.cast"
+
+    def verify_(self) -> None:
+        a, r = self.verify_types()
+        if a.get_shape() != r.get_shape():
+            raise VerifyException(f"nn.cast keeps the shape: {a} -> {r}")
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+class ReductionOp(ConversionOp, ABC):
+    """Base of reductions over `axes`, keeping reduced dims as size 1 with `keepdim`.
+
+    Syntax: `%r = nn.<op> %x [axes] (keepdim)? : tensor<A> -> tensor<B>`.
+    """
+
+    RESERVED: ClassVar[tuple[str, ...]] = ("axes", "keepdim")
+    FLOAT_ONLY: ClassVar[bool] = False
+    axes = attr_def(DenseArrayBase)
+    keepdim = opt_attr_def(UnitAttr)
+
+    def __init__(self, input: SSAValue, axes: Sequence[int], keepdim: bool = False):
+        t = tensor_type(input, "operand")
+        shape = reduced_shape(t.get_shape(), axes, keepdim)
+        attrs: dict[str, Attribute] = {"axes": int_array(sorted(axes))}
+        if keepdim:
+            attrs["keepdim"] = UnitAttr()
+        super().__init__(input, TensorType(t.element_type, shape), attrs)
+
+    @property
+    def axis_list(self) -> tuple[int, ...]:
+        """The reduced axes."""
+        return array_values(self.axes)
+
+    @classmethod
+    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        attrs: dict[str, Attribute] = {"axes": int_array(parse_int_list(parser))}
+        if parser.parse_optional_keyword("keepdim"):
+            attrs["keepdim"] = UnitAttr()
+        return attrs
+
+    def print_extra(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_int_list(printer, self.axis_list)
+        if self.keepdim is not None:
+            printer.print_string(" keepdim")
+
+    def verify_(self) -> None:
+        a, r = self.verify_types()
+        if a.element_type != r.element_type:
+            raise VerifyException(f"{self.name} keeps the element type: {a} -> {r}")
+        if self.FLOAT_ONLY and not is_float(a.element_type):
+            raise VerifyException(f"{self.name} needs a floating-point tensor, got {a}")
+        if is_bool(a.element_type):
+            raise VerifyException(f"{self.name} is not defined on i1 tensors")
+        axes = self.axis_list
+        if len(set(axes)) != len(axes):
+            raise VerifyException(f"axes {list(axes)} repeat an axis")
+        for axis in axes:
+            normalized_axis(axis, len(a.get_shape()))
+        want = reduced_shape(a.get_shape(), axes, self.keepdim is not None)
+        if r.get_shape() != want:
+            raise VerifyException(f"result shape must be {shape_str(want)}, got {r}")
+
+
+def reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdim: bool) -> tuple[int, ...]:
+    """The shape left after reducing `axes` of `shape`."""
+    if keepdim:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+@irdl_op_definition
+class SumOp(ReductionOp):
+    """Sum over axes (accumulated in at least f32 precision).
+
+    Example:
+        %r = nn.sum %x [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+    """
+
+    name = "nn.sum"
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReductionOp):
+    """Maximum over axes. Example: `%r = nn.reduce_max %x [1] : tensor<4x8xf32> -> tensor<4xf32>`."""
+
+    name = "nn.reduce_max"
+
+
+@irdl_op_definition
+class ReduceMinOp(ReductionOp):
+    """Minimum over axes. Example: `%r = nn.reduce_min %x [0] : tensor<4x8xf32> -> tensor<8xf32>`."""
+
+    name = "nn.reduce_min"
+
+
+@irdl_op_definition
+class MeanOp(ReductionOp):
+    """Arithmetic mean over axes (accumulated in at least f32 precision).
+
+    Example:
+        %r = nn.mean %x [1] keepdim : tensor<4x8xbf16> -> tensor<4x1xbf16>
+    """
+
+    name = "nn.mean"
+    FLOAT_ONLY: ClassVar[bool] = True
+
+
+# --------------------------------------------------------------------------- shape ops
+
+
+@irdl_op_definition
+class ReshapeOp(ConversionOp):
+    """Reinterpret the elements (row-major) under a new shape of the same size.
+
+    Example:
+        %r = nn.reshape %x : tensor<4x8xf32> -> tensor<2x16xf32>
+    """
+
+    name = "nn.reshape"
+
+    def verify_(self) -> None:
+        a, r = self.verify_types()
+        if a.element_type != r.element_type:
+            raise VerifyException(f"nn.reshape keeps the element type: {a} -> {r}")
+        if math.prod(a.get_shape()) != math.prod(r.get_shape()):
+            raise VerifyException(f"nn.reshape keeps the number of elements: {a} -> {r}")
+
+
+@irdl_op_definition
+class TransposeOp(ConversionOp):
+    """Permute dimensions: result dim i is operand dim `permutation[i]`.
+
+    Example:
+        %r = nn.transpose %x [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+    """
+
+    name = "nn.transpose"
+    RESERVED: ClassVar[tuple[str, ...]] = ("permutation",)
+    permutation = attr_def(DenseArrayBase)
+
+    @property
+    def perm(self) -> tuple[int, ...]:
+        """The permutation as ints."""
+        return array_values(self.permutation)
+
+    @classmethod
+    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        return {"permutation": int_array(parse_int_list(parser))}
+
+    def print_extra(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_int_list(printer, self.perm)
+
+    def verify_(self) -> None:
+        a, r = self.verify_types()
+        perm = self.perm
+        if sorted(perm) != list(range(len(a.get_shape()))):
+            raise VerifyException(f"{list(perm)} is not a permutation of rank {len(a.get_shape())}")
+        want = tuple(a.get_shape()[p] for p in perm)
+        if r.get_shape() != want or r.element_type != a.element_type:
+            raise VerifyException(
+                f"result must be tensor<{shape_str(want)}x{a.element_type}>, got {r}"
+            )
+
+
+@irdl_op_definition
+class SliceOp(ConversionOp):
+    """Strided slice: along each dim, elements start, start+step, ... below limit.
+
+    Syntax lists `start:limit` or `start:limit:step` per dimension.
+
+    Example:
+        %r = nn.slice %x [0:4, 2:8:2] : tensor<4x8xf32> -> tensor<4x3xf32>
+    """
+
+    name = "nn.slice"
+    RESERVED: ClassVar[tuple[str, ...]] = ("start", "limit", "step")
+    start = attr_def(DenseArrayBase)
+    limit = attr_def(DenseArrayBase)
+    step = attr_def(DenseArrayBase)
+
+    @property
+    def bounds(self) -> list[tuple[int, int, int]]:
+        """(start, limit, step) per dimension."""
+        return list(
+            zip(array_values(self.start), array_values(self.limit), array_values(self.step))
+        )
+
+    @classmethod
+    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        def parse_dim() -> tuple[int, int, int]:
+            lo = parser.parse_integer()
+            parser.parse_punctuation(":")
+            hi = parser.parse_integer()
+            st = parser.parse_integer() if parser.parse_optional_punctuation(":") else 1
+            return lo, hi, st
+
+        dims = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parse_dim)
+        return {
+            "start": int_array([d[0] for d in dims]),
+            "limit": int_array([d[1] for d in dims]),
+            "step": int_array([d[2] for d in dims]),
+        }
+
+    def print_extra(self, printer: Printer) -> None:
+        parts = [f"{lo}:{hi}" + (f":{st}" if st != 1 else "") for lo, hi, st in self.bounds]
+        printer.print_string(" [" + ", ".join(parts) + "]")
+
+    def verify_(self) -> None:
+        a, r = self.verify_types()
+        shape = a.get_shape()
+        bounds = self.bounds
+        n = {len(array_values(x)) for x in (self.start, self.limit, self.step)}
+        if n != {len(a.get_shape())}:
+            raise VerifyException(f"slice needs one start:limit:step per dim of {a}")
+        want = []
+        for dim, (lo, hi, st) in zip(shape, bounds, strict=True):
+            if st < 1 or not 0 <= lo <= hi <= dim:
+                raise VerifyException(f"slice {lo}:{hi}:{st} is invalid for a dim of size {dim}")
+            want.append(-(-(hi - lo) // st))
+        if r.get_shape() != tuple(want) or r.element_type != a.element_type:
+            raise VerifyException(
+                f"result must be tensor<{shape_str(want)}x{a.element_type}>, got {r}"
+            )
+
+
+@irdl_op_definition
+class BroadcastOp(ConversionOp):
+    """NumPy-style broadcast: dims align from the right; size-1 dims and new leading
+    dims expand.
+
+    Example:
+        %r = nn.broadcast %b : tensor<8xf32> -> tensor<4x8xf32>
+    """
+
+    name = "nn.broadcast"
+
+    def verify_(self) -> None:
+        a, r = self.verify_types()
+        if a.element_type != r.element_type:
+            raise VerifyException(f"nn.broadcast keeps the element type: {a} -> {r}")
+        if not broadcastable(a.get_shape(), r.get_shape()):
+            raise VerifyException(f"cannot broadcast {a} to {r}")
+
+
+def broadcastable(src: Sequence[int], dst: Sequence[int]) -> bool:
+    """Whether `src` broadcasts to `dst` under NumPy's rules."""
+    if len(src) > len(dst):
+        return False
+    tail = dst[len(dst) - len(src) :]
+    return all(s in (1, d) for s, d in zip(src, tail, strict=True))
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """Concatenate tensors along `axis`; other dims must match.
+
+    Example:
+        %r = nn.concat %a, %b axis 1 : tensor<4x2xf32>, tensor<4x3xf32> -> tensor<4x5xf32>
+    """
+
+    name = "nn.concat"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = attr_def(IntegerAttr)
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+
+    def __init__(self, inputs: Sequence[SSAValue], axis: int):
+        types = [tensor_type(x, "operand") for x in inputs]
+        shape = list(types[0].get_shape())
+        shape[axis] = sum(t.get_shape()[axis] for t in types)
+        super().__init__(
+            operands=[inputs],
+            result_types=[TensorType(types[0].element_type, shape)],
+            attributes={"axis": IntegerAttr(axis, i64)},
+        )
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException("nn.concat needs at least one operand")
+        types = [tensor_type(x, "operand") for x in self.inputs]
+        first = types[0]
+        check_element_type(first, "operand")
+        axis = normalized_axis(self.axis.value.data, len(first.get_shape()))
+        total = 0
+        for t in types:
+            if t.element_type != first.element_type or len(t.get_shape()) != len(first.get_shape()):
+                raise VerifyException(f"operands must have one element type and rank: {t}")
+            for i, (d, e) in enumerate(zip(t.get_shape(), first.get_shape(), strict=True)):
+                if i != axis and d != e:
+                    raise VerifyException(f"operand dims must match off the axis: {t}")
+            total += t.get_shape()[axis]
+        want = list(first.get_shape())
+        want[axis] = total
+        r = tensor_type(self.result, "result")
+        if r.get_shape() != tuple(want) or r.element_type != first.element_type:
+            raise VerifyException(
+                f"result must be tensor<{shape_str(want)}x{first.element_type}>, got {r}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConcatOp:
+        inputs = parse_operands(parser)
+        parser.parse_keyword("axis")
+        axis = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        parse_types(parser)
+        parser.parse_punctuation("->")
+        t = parser.parse_type()
+        op = cls.build(
+            operands=[inputs], result_types=[t], attributes={"axis": IntegerAttr(axis, i64)}
+        )
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_operands(printer, list(self.inputs))
+        printer.print_string(f" axis {self.axis.value.data}")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("axis",))
+        printer.print_string(" : ")
+        print_types(printer, [x.type for x in self.inputs])
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+# --------------------------------------------------------------------------- constant
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A constant tensor: a splat scalar, or dense elements.
+
+    Example:
+        %c = nn.constant 1.0 : tensor<4x8xf32>
+        %d = nn.constant dense<[1.0, 2.0]> : tensor<2xbf16>
+    """
+
+    name = "nn.constant"
+    value = attr_def(FloatAttr | IntegerAttr | DenseIntOrFPElementsAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, value: float | int | bool | Attribute, result_type: TensorType):
+        if isinstance(value, bool | int) and not is_float(result_type.element_type):
+            attr: Attribute = IntegerAttr(int(value), result_type.element_type)
+        elif isinstance(value, int | float):
+            attr = FloatAttr(float(value), f64)
+        else:
+            attr = value
+        super().__init__(result_types=[result_type], attributes={"value": attr})
+
+    @property
+    def splat_value(self) -> float | int | None:
+        """The scalar every element equals, if the constant is a splat."""
+        v = self.value
+        if isinstance(v, FloatAttr):
+            return v.value.data
+        if isinstance(v, IntegerAttr):
+            return v.value.data
+        values = v.get_values()
+        if values and all(x == values[0] for x in values):
+            return values[0]
+        return None
+
+    def verify_(self) -> None:
+        t = tensor_type(self.result, "result")
+        check_element_type(t, "result")
+        v = self.value
+        if isinstance(v, DenseIntOrFPElementsAttr):
+            if v.type != t:
+                raise VerifyException(f"dense value has type {v.type}, result is {t}")
+        elif isinstance(v, IntegerAttr) and is_float(t.element_type):
+            raise VerifyException(f"an integer splat needs an integer tensor, got {t}")
+        elif isinstance(v, FloatAttr) and not is_float(t.element_type):
+            raise VerifyException(f"a float splat needs a floating-point tensor, got {t}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        if parser.parse_optional_keyword("dense") is not None:
+            # re-parse the dense literal as a typed builtin attribute
+            dense = parser.parse_dense_int_or_fp_elements_attr(None)
+            attrs = parser.parse_optional_attr_dict()
+            op = cls.build(result_types=[dense.type], attributes={"value": dense})
+            op.attributes.update(attrs)
+            return op
+        pos = parser.pos
+        if (b := parser.parse_optional_boolean()) is not None:
+            number: float | int = int(b)
+        else:
+            number = parser.parse_number()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if not isinstance(t, TensorType):
+            parser.raise_error(f"nn.constant needs a tensor type, got {t}", pos, parser.pos)
+        if is_float(t.element_type):
+            attr: Attribute = FloatAttr(float(number), f64)
+        elif isinstance(number, float):
+            parser.raise_error(f"a float splat needs a floating-point tensor, got {t}", pos)
+        else:
+            attr = IntegerAttr(int(number), t.element_type)
+        op = cls.build(result_types=[t], attributes={"value": attr})
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        v = self.value
+        if isinstance(v, DenseIntOrFPElementsAttr):
+            printer.print_attribute(v)
+            printer.print_op_attributes(self.attributes, reserved_attr_names=("value",))
+            return
+        if isinstance(v, FloatAttr):
+            printer.print_float(v.value.data, f64)
+        elif is_bool(v.type):
+            printer.print_string("true" if v.value.data else "false")
+        else:
+            printer.print_int(v.value.data)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("value",))
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+# --------------------------------------------------------------------------- matmul
+
+
+@irdl_op_definition
+class MatmulOp(IRDLOperation):
+    """Batched matrix product with optional transposes of the last two dims.
+
+    `a` is [B..., M, K] (or [B..., K, M] with `transpose_a`); `b` is [B..., K, N]
+    (or [B..., N, K] with `transpose_b`), or rank 2 and shared by every batch.
+    The result is [B..., M, N] with a's element type; accumulation is in f32.
+
+    Example:
+        %r = nn.matmul %a, %w transpose_b : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+    """
+
+    name = "nn.matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    transpose_a = opt_attr_def(UnitAttr)
+    transpose_b = opt_attr_def(UnitAttr)
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    FLAGS: ClassVar[tuple[str, ...]] = ("transpose_a", "transpose_b")
+
+    def __init__(
+        self, lhs: SSAValue, rhs: SSAValue, transpose_a: bool = False, transpose_b: bool = False
+    ):
+        a, b = tensor_type(lhs, "lhs"), tensor_type(rhs, "rhs")
+        shape = matmul_shape(a.get_shape(), b.get_shape(), transpose_a, transpose_b)
+        attrs = {
+            n: UnitAttr() for n, on in zip(self.FLAGS, (transpose_a, transpose_b)) if on
+        }
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[TensorType(a.element_type, shape)],
+            attributes=attrs,
+        )
+
+    def verify_(self) -> None:
+        a, b = tensor_type(self.lhs, "lhs"), tensor_type(self.rhs, "rhs")
+        r = tensor_type(self.result, "result")
+        check_element_type(a, "lhs")
+        if not is_float(a.element_type):
+            raise VerifyException(f"nn.matmul needs floating-point operands, got {a}")
+        if a.element_type != b.element_type or r.element_type != a.element_type:
+            raise VerifyException(f"nn.matmul operands and result share an element type: {a}, {b}, {r}")
+        try:
+            want = matmul_shape(
+                a.get_shape(), b.get_shape(), self.transpose_a is not None, self.transpose_b is not None
+            )
+        except ValueError as e:
+            raise VerifyException(str(e)) from None
+        if r.get_shape() != want:
+            raise VerifyException(f"result shape must be {shape_str(want)}, got {r}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MatmulOp:
+        operands = parse_operands(parser)
+        if len(operands) != 2:
+            parser.raise_error("nn.matmul takes two operands")
+        attrs: dict[str, Attribute] = {}
+        while (flag := parser.parse_optional_keyword_in(cls.FLAGS)) is not None:
+            attrs[flag] = UnitAttr()
+        attrs.update(parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        parse_types(parser)
+        parser.parse_punctuation("->")
+        t = parser.parse_type()
+        op = cls.build(operands=operands, result_types=[t])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_operands(printer, [self.lhs, self.rhs])
+        for flag in self.FLAGS:
+            if flag in self.attributes:
+                printer.print_string(f" {flag}")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=self.FLAGS)
+        printer.print_string(" : ")
+        print_types(printer, [self.lhs.type, self.rhs.type])
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+def matmul_shape(
+    a: Sequence[int], b: Sequence[int], transpose_a: bool, transpose_b: bool
+) -> tuple[int, ...]:
+    """The result shape of `nn.matmul`, or ValueError explaining the mismatch."""
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"nn.matmul operands need rank >= 2, got {list(a)} and {list(b)}")
+    m, k = (a[-1], a[-2]) if transpose_a else (a[-2], a[-1])
+    k2, n = (b[-1], b[-2]) if transpose_b else (b[-2], b[-1])
+    if k != k2:
+        raise ValueError(f"contraction dims differ: {k} and {k2}")
+    if len(b) != 2 and tuple(b[:-2]) != tuple(a[:-2]):
+        raise ValueError(
+            f"batch dims must match (or rhs be rank 2): {list(a[:-2])} and {list(b[:-2])}"
+        )
+    return (*a[:-2], m, n)
+
+
+# --------------------------------------------------------------------------- composites
+
+
+class RowwiseOp(IRDLOperation, ABC):
+    """Base of `%r = nn.<op> %x axis N : tensor<...>`: a same-typed op along one axis."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = attr_def(IntegerAttr)
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+
+    def __init__(self, input: SSAValue, axis: int):
+        super().__init__(
+            operands=[input], result_types=[input.type], attributes={"axis": IntegerAttr(axis, i64)}
+        )
+
+    def verify_(self) -> None:
+        t = tensor_type(self.input, "operand")
+        check_element_type(t, "operand")
+        check_same_type(self.input.type, self.result.type, "operand and result")
+        if not is_float(t.element_type):
+            raise VerifyException(f"{self.name} needs a floating-point tensor, got {t}")
+        normalized_axis(self.axis.value.data, len(t.get_shape()))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> RowwiseOp:
+        x = parser.parse_operand()
+        parser.parse_keyword("axis")
+        axis = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls.build(
+            operands=[x], result_types=[t], attributes={"axis": IntegerAttr(axis, i64)}
+        )
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_string(f" axis {self.axis.value.data}")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("axis",))
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class SoftmaxOp(RowwiseOp):
+    """Softmax along `axis` (a composite; `nn-decompose` subtracts the max first).
+
+    Example:
+        %r = nn.softmax %x axis 1 : tensor<4x8xf32>
+    """
+
+    name = "nn.softmax"
+
+
+@irdl_op_definition
+class LogSoftmaxOp(RowwiseOp):
+    """Log-softmax along `axis` (a composite).
+
+    Example:
+        %r = nn.log_softmax %x axis 1 : tensor<4x8xf32>
+    """
+
+    name = "nn.log_softmax"
+
+
+class NormOp(IRDLOperation, ABC):
+    """Base of normalizations over the trailing `normalized_rank` dims (default 1),
+    with optional affine `weight` (and `bias`) of that trailing shape.
+
+    Syntax: `%r = nn.<op> %x (weight %w)? (bias %b)? {eps = ...} : <input type> -> <type>`.
+    """
+
+    input = operand_def(TensorType)
+    weight = opt_operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    eps = attr_def(FloatAttr)
+    normalized_rank = opt_attr_def(IntegerAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    HAS_BIAS: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue | None,
+        bias: SSAValue | None,
+        eps: float,
+        normalized_rank: int = 1,
+    ):
+        attrs: dict[str, Attribute] = {"eps": FloatAttr(eps, f64)}
+        if normalized_rank != 1:
+            attrs["normalized_rank"] = IntegerAttr(normalized_rank, i64)
+        super().__init__(
+            operands=[input, [weight] if weight else [], [bias] if bias else []],
+            result_types=[input.type],
+            attributes=attrs,
+        )
+
+    @property
+    def norm_rank(self) -> int:
+        """How many trailing dims are normalized."""
+        return 1 if self.normalized_rank is None else self.normalized_rank.value.data
+
+    def verify_(self) -> None:
+        t = tensor_type(self.input, "input")
+        check_element_type(t, "input")
+        check_same_type(self.input.type, self.result.type, "input and result")
+        if not is_float(t.element_type):
+            raise VerifyException(f"{self.name} needs a floating-point tensor, got {t}")
+        k = self.norm_rank
+        if not 1 <= k <= len(t.get_shape()):
+            raise VerifyException(f"normalized_rank {k} is out of range for {t}")
+        if self.bias is not None and not self.HAS_BIAS:
+            raise VerifyException(f"{self.name} takes no bias")
+        trailing = t.get_shape()[len(t.get_shape()) - k :]
+        for name, v in (("weight", self.weight), ("bias", self.bias)):
+            if v is None:
+                continue
+            vt = tensor_type(v, name)
+            if vt.get_shape() != trailing or vt.element_type != t.element_type:
+                raise VerifyException(
+                    f"{name} must be tensor<{shape_str(trailing)}x{t.element_type}>, got {vt}"
+                )
+        if self.eps.value.data < 0:
+            raise VerifyException("eps must be non-negative")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> NormOp:
+        x = parser.parse_operand()
+        w = parser.parse_operand() if parser.parse_optional_keyword("weight") else None
+        b = parser.parse_operand() if parser.parse_optional_keyword("bias") else None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        parse_types(parser)
+        parser.parse_punctuation("->")
+        t = parser.parse_type()
+        op = cls.build(
+            operands=[x, [w] if w else [], [b] if b else []], result_types=[t]
+        )
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        for key, v in (("weight", self.weight), ("bias", self.bias)):
+            if v is not None:
+                printer.print_string(f" {key} ")
+                printer.print_operand(v)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        print_types(printer, [v.type for v in self.operands])
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class RmsNormOp(NormOp):
+    """RMS normalization: `x * rsqrt(mean(x^2) + eps) * weight` over the trailing dims.
+
+    Example:
+        %r = nn.rms_norm %x weight %w {eps = 1.0e-06 : f64} : tensor<2x8xbf16>, tensor<8xbf16> -> tensor<2x8xbf16>
+    """
+
+    name = "nn.rms_norm"
+    HAS_BIAS: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class LayerNormOp(NormOp):
+    """Layer normalization: `(x - mean) * rsqrt(var + eps) * weight + bias` over the
+    trailing dims (biased variance, as PyTorch).
+
+    Example:
+        %r = nn.layer_norm %x weight %w bias %b {eps = 1.0e-05 : f64} : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+    """
+
+    name = "nn.layer_norm"
+
+
+@irdl_op_definition
+class LinearOp(IRDLOperation):
+    """`x @ weight^T + bias`, as `torch.nn.functional.linear`: x is [..., in], weight
+    [out, in], bias [out].
+
+    Example:
+        %r = nn.linear %x, %w, %b : tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<4x16xf32>
+    """
+
+    name = "nn.linear"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+
+    def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None = None):
+        x, w = tensor_type(input, "input"), tensor_type(weight, "weight")
+        shape = (*x.get_shape()[:-1], w.get_shape()[0])
+        super().__init__(
+            operands=[input, weight, [bias] if bias else []],
+            result_types=[TensorType(x.element_type, shape)],
+        )
+
+    def verify_(self) -> None:
+        x, w = tensor_type(self.input, "input"), tensor_type(self.weight, "weight")
+        check_element_type(x, "input")
+        if not is_float(x.element_type) or w.element_type != x.element_type:
+            raise VerifyException(f"nn.linear needs floating-point operands of one type: {x}, {w}")
+        if len(x.get_shape()) < 1 or len(w.get_shape()) != 2 or w.get_shape()[1] != x.get_shape()[-1]:
+            raise VerifyException(f"weight must be [out, {x.get_shape()[-1]}], got {w}")
+        out = w.get_shape()[0]
+        if self.bias is not None:
+            b = tensor_type(self.bias, "bias")
+            if b.get_shape() != (out,) or b.element_type != x.element_type:
+                raise VerifyException(f"bias must be tensor<{out}x{x.element_type}>, got {b}")
+        want = TensorType(x.element_type, (*x.get_shape()[:-1], out))
+        check_same_type(self.result.type, want, "result and expected")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LinearOp:
+        operands = parse_operands(parser)
+        if len(operands) not in (2, 3):
+            parser.raise_error("nn.linear takes input, weight and an optional bias")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        parse_types(parser)
+        parser.parse_punctuation("->")
+        t = parser.parse_type()
+        op = cls.build(operands=[operands[0], operands[1], operands[2:]], result_types=[t])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_operands(printer, list(self.operands))
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        print_types(printer, [v.type for v in self.operands])
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+# --------------------------------------------------------------------------- fusion
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminator of `nn.fusion`: the values the group returns.
+
+    Example:
+        nn.yield %r, %s : tensor<4x8xf32>, tensor<4xf32>
+    """
+
+    name = "nn.yield"
+    values = var_operand_def()
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FusionOp), Pure()))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class FusionOp(IRDLOperation):
+    """A fusion group: ops that become one kernel, intermediates kept on chip.
+
+    The region is isolated from above: its block arguments stand for the `ins` operands,
+    and `nn.yield` returns the group's results. Attributes (a name, a route chosen by
+    the cost model, ...) follow `attributes`.
+
+    Example:
+        %r = nn.fusion ins(%x, %b : tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> {
+        ^bb0(%a: tensor<4x8xf32>, %c: tensor<4x8xf32>):
+          %s = nn.add %a, %c : tensor<4x8xf32>
+          %e = nn.exp %s : tensor<4x8xf32>
+          nn.yield %e : tensor<4x8xf32>
+        }
+    """
+
+    name = "nn.fusion"
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove())
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        body: Region,
+        attributes: dict[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[inputs], result_types=[result_types], regions=[body], attributes=attributes
+        )
+
+    def verify_(self) -> None:
+        block = self.body.block
+        arg_types = [a.type for a in block.args]
+        in_types = [v.type for v in self.inputs]
+        if arg_types != in_types:
+            raise VerifyException(
+                "block arguments must match the ins operands: "
+                f"({', '.join(map(str, arg_types))}) vs ({', '.join(map(str, in_types))})"
+            )
+        term = block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException("nn.fusion body must end in nn.yield")
+        yielded = [v.type for v in term.values]
+        out = [r.type for r in self.outputs]
+        if yielded != out:
+            raise VerifyException(
+                f"nn.yield types ({', '.join(map(str, yielded))}) differ from results "
+                f"({', '.join(map(str, out))})"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FusionOp:
+        parser.parse_keyword("ins")
+        parser.parse_punctuation("(")
+        values: list[SSAValue] = []
+        if parser.parse_optional_punctuation(")") is None:
+            values = parse_operands(parser)
+            parser.parse_punctuation(":")
+            parse_types(parser)
+            parser.parse_punctuation(")")
+        parser.parse_punctuation("->")
+        if parser.parse_optional_punctuation("(") is not None:
+            result_types = (
+                []
+                if parser.parse_optional_punctuation(")") is not None
+                else [*parse_types(parser)]
+            )
+            if result_types:
+                parser.parse_punctuation(")")
+        else:
+            result_types = [parser.parse_type()]
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region()
+        op = cls(values, result_types, body)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ins(")
+        print_operands(printer, list(self.inputs))
+        if self.inputs:
+            printer.print_string(" : ")
+            print_types(printer, [v.type for v in self.inputs])
+        printer.print_string(") -> ")
+        if len(self.outputs) == 1:
+            printer.print_attribute(self.outputs[0].type)
+        else:
+            printer.print_string("(")
+            print_types(printer, [r.type for r in self.outputs])
+            printer.print_string(")")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=True)
+
+
+NN = Dialect(
+    "nn",
+    [
+        NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, SigmoidOp,
+        ReluOp, GeluOp, SiluOp, ErfOp, SinOp, CosOp,
+        AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp,
+        CompareOp, SelectOp, CastOp,
+        SumOp, ReduceMaxOp, ReduceMinOp, MeanOp,
+        MatmulOp, ConstantOp,
+        ReshapeOp, TransposeOp, SliceOp, ConcatOp, BroadcastOp,
+        SoftmaxOp, LogSoftmaxOp, RmsNormOp, LayerNormOp, LinearOp,
+        FusionOp, YieldOp,
+    ],
+    [],
+)
+"""The nn dialect object registered with xDSL contexts."""
+
+UNARY_OPS: tuple[type[UnaryElementwiseOp], ...] = tuple(
+    op for op in NN.operations if issubclass(op, UnaryElementwiseOp)
+)
+BINARY_OPS: tuple[type[BinaryElementwiseOp], ...] = tuple(
+    op for op in NN.operations if issubclass(op, BinaryElementwiseOp)
+)
+REDUCTION_OPS: tuple[type[ReductionOp], ...] = tuple(
+    op for op in NN.operations if issubclass(op, ReductionOp)
+)
+COMPOSITE_OPS = (SoftmaxOp, LogSoftmaxOp, RmsNormOp, LayerNormOp, LinearOp)
+"""Ops that `nn-decompose` expands into primitives."""
+

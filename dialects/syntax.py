@@ -1,0 +1,95 @@
+"""Small parse/print helpers shared by fuseopt's dialects.
+
+xDSL's declarative assembly format cannot express a few of the forms fuseopt uses
+(integer lists such as `[0, 1]`, slice specs such as `[0:4:2]`, splat constants), so
+ops with those forms write `parse`/`print` by hand on top of these helpers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, SSAValue
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+FLOAT_ELEMENT_TYPES = (Float32Type, Float16Type, BFloat16Type, Float64Type)
+"""Element types that count as floating point."""
+
+
+def is_float(element_type: Attribute) -> bool:
+    """True for a floating-point element type (f16, bf16, f32, f64)."""
+    return isinstance(element_type, FLOAT_ELEMENT_TYPES)
+
+
+def is_bool(element_type: Attribute) -> bool:
+    """True for the i1 element type."""
+    return isinstance(element_type, IntegerType) and element_type.width.data == 1
+
+
+def int_array(values: Sequence[int]) -> DenseArrayBase:
+    """An `array<i64: ...>` attribute holding `values`."""
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def array_values(attr: Attribute) -> tuple[int, ...]:
+    """The integers of an `array<i64: ...>` attribute."""
+    if not isinstance(attr, DenseArrayBase):
+        raise VerifyException(f"expected an array<i64> attribute, got {attr}")
+    return tuple(int(v) for v in attr.get_values())
+
+
+def parse_int_list(parser: Parser) -> list[int]:
+    """Parse `[i, j, ...]` (possibly empty) into a list of Python ints."""
+    return parser.parse_comma_separated_list(
+        Parser.Delimiter.SQUARE, parser.parse_integer
+    )
+
+
+def print_int_list(printer: Printer, values: Sequence[int]) -> None:
+    """Print `[i, j, ...]`."""
+    printer.print_string("[" + ", ".join(str(v) for v in values) + "]")
+
+
+def parse_operands(parser: Parser) -> list[SSAValue]:
+    """Parse a comma-separated list of operand uses (at least one)."""
+    return parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_operand)
+
+
+def print_operands(printer: Printer, operands: Sequence[SSAValue]) -> None:
+    """Print operands separated by `, `."""
+    printer.print_list(operands, printer.print_operand)
+
+
+def parse_types(parser: Parser) -> list[Attribute]:
+    """Parse a comma-separated list of types (at least one)."""
+    return parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+
+
+def print_types(printer: Printer, types: Sequence[Attribute]) -> None:
+    """Print types separated by `, `."""
+    printer.print_list(types, printer.print_attribute)
+
+
+def tensor_type(value: SSAValue | Attribute, what: str) -> TensorType:
+    """The ranked tensor type of `value`, or a VerifyException naming `what`."""
+    t = value.type if isinstance(value, SSAValue) else value
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"{what} must be a ranked tensor, got {t}")
+    return t
+
+
+def shape_str(shape: Sequence[int]) -> str:
+    """A shape as MLIR writes it: `4x8`, or `scalar` for rank 0."""
+    return "x".join(str(d) for d in shape) if shape else "scalar"

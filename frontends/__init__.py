@@ -1,0 +1,1 @@
+"""fuseopt's frontends: PyTorch programs (FX/ATen graphs) into the nn dialect."""

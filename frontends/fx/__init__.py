@@ -1,0 +1,1 @@
+"""FX/ATen graphs into the nn dialect: importer, op table, Dynamo backend, fallback."""

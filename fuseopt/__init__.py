@@ -1,0 +1,30 @@
+"""fuseopt: an MLIR-style kernel-fusion compiler on xDSL.
+
+PyTorch programs (or `.mlir` text in the `nn` dialect) are fused, tiled and printed as
+Triton or CUDA C++ kernels. See README.md and DESIGN.md.
+
+Public API:
+- `parse(text, name)`: parse and verify MLIR text into a module;
+- `interpret(module, func_name, *arrays)`: run nn IR on NumPy arrays (the reference);
+- `run_pipeline(module, spec)`: run a named or spelled-out pass pipeline.
+"""
+
+from xdsl.dialects.builtin import ModuleOp
+
+from fuseopt.diagnostics import CompileError, parse_module
+from fuseopt.interpreter import interpret
+from fuseopt.pipelines import run_pipeline
+from fuseopt.registry import make_context
+
+__version__ = "0.1.0"
+
+
+def parse(text: str, name: str = "<input>") -> ModuleOp:
+    """Parse and verify MLIR text (any dialect fuse-opt knows) into a module.
+
+    Raises `CompileError` (with `file:line:col`) on a parse or verifier error.
+    """
+    return parse_module(make_context(), text, name)
+
+
+__all__ = ["CompileError", "interpret", "parse", "run_pipeline"]

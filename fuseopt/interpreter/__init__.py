@@ -1,0 +1,65 @@
+"""The reference interpreter: runs fuseopt IR on NumPy arrays.
+
+`interpret(module, func_name, *arrays)` runs a `func.func` of nn ops (nn.fusion
+included) and returns its results as a tuple of NumPy arrays. It is the oracle every
+pass and backend is checked against. Storage conventions per element type are in
+`fuseopt.interpreter.dtypes` (bf16 results come back as bf16-exact float32 arrays).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.interpreter import Interpreter
+from xdsl.interpreters.arith import ArithFunctions
+from xdsl.interpreters.func import FuncFunctions
+
+from fuseopt.interpreter.dtypes import to_tensor
+from fuseopt.interpreter.nn_semantics import NNFunctions
+
+
+class InterpretError(ValueError):
+    """Bad arguments to `interpret`: unknown function, wrong count, shape or type."""
+
+
+def interpret(module: ModuleOp, func_name: str, *arrays: Any) -> tuple[np.ndarray, ...]:
+    """Run `func_name` in `module` on `arrays` and return its results as a tuple.
+
+    Inputs may be NumPy arrays, Python scalars or torch tensors; each is converted to
+    the function's argument type (bf16 inputs are rounded to bf16).
+    """
+    target = next(
+        (
+            op
+            for op in module.ops
+            if isinstance(op, func.FuncOp) and op.sym_name.data == func_name
+        ),
+        None,
+    )
+    if target is None:
+        names = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)]
+        raise InterpretError(f"no function @{func_name} in the module (have: {names})")
+    arg_types = target.function_type.inputs.data
+    if len(arrays) != len(arg_types):
+        raise InterpretError(
+            f"@{func_name} takes {len(arg_types)} arguments, {len(arrays)} were given"
+        )
+    inputs = []
+    for i, (a, t) in enumerate(zip(arrays, arg_types, strict=True)):
+        if not isinstance(t, TensorType):
+            raise InterpretError(f"argument {i} of @{func_name} has non-tensor type {t}")
+        try:
+            inputs.append(to_tensor(a, t))
+        except ValueError as e:
+            raise InterpretError(f"argument {i} of @{func_name}: {e}") from None
+    interpreter = Interpreter(module)
+    interpreter.register_implementations(FuncFunctions())
+    interpreter.register_implementations(ArithFunctions())
+    interpreter.register_implementations(NNFunctions())
+    return tuple(interpreter.call_op(target, tuple(inputs)))
+
+
+__all__ = ["InterpretError", "interpret"]

@@ -1,0 +1,265 @@
+"""Reference semantics of the nn dialect, as xDSL interpreter functions over NumPy.
+
+Each op computes in float64 (int64 for integers) and rounds once into its result
+type (see `dtypes`), so results are correctly rounded per op. This is the oracle
+every pass and backend is checked against; it favours clarity over speed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    ReturnedValues,
+    TerminatorValue,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
+
+from fuseopt.dialects import nn
+from fuseopt.interpreter.dtypes import compute_dtype, to_element_type
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+UNARY: dict[type[nn.UnaryElementwiseOp], Callable[[np.ndarray], np.ndarray]] = {
+    nn.NegOp: np.negative,
+    nn.AbsOp: np.abs,
+    nn.ExpOp: np.exp,
+    nn.LogOp: np.log,
+    nn.SqrtOp: np.sqrt,
+    nn.RsqrtOp: lambda x: 1 / np.sqrt(x),
+    nn.ReciprocalOp: lambda x: 1 / x,
+    nn.TanhOp: np.tanh,
+    nn.SigmoidOp: _sigmoid,
+    nn.ReluOp: lambda x: np.maximum(x, 0),
+    nn.SiluOp: lambda x: x * _sigmoid(x),
+    nn.ErfOp: _erf,
+    nn.SinOp: np.sin,
+    nn.CosOp: np.cos,
+}
+"""Unary elementwise ops (gelu has an attribute and is handled apart)."""
+
+BINARY: dict[type[nn.BinaryElementwiseOp], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    nn.AddOp: np.add,
+    nn.SubOp: np.subtract,
+    nn.MulOp: np.multiply,
+    nn.DivOp: np.divide,
+    nn.MaxOp: np.maximum,
+    nn.MinOp: np.minimum,
+    nn.PowOp: np.power,
+}
+
+COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+
+REDUCE: dict[type[nn.ReductionOp], Callable[..., np.ndarray]] = {
+    nn.SumOp: np.sum,
+    nn.ReduceMaxOp: np.max,
+    nn.ReduceMinOp: np.min,
+    nn.MeanOp: np.mean,
+}
+
+
+def _result(op_result_type: object, value: np.ndarray) -> np.ndarray:
+    assert isinstance(op_result_type, TensorType)
+    with np.errstate(all="ignore"):
+        out = to_element_type(value, op_result_type.element_type)
+    return np.broadcast_to(out, op_result_type.get_shape()).copy() if out.ndim == 0 else out
+
+
+def _args(args: PythonValues) -> list[np.ndarray]:
+    return [compute_dtype(np.asarray(a)) for a in args]
+
+
+def _trailing_axes(x: np.ndarray, k: int) -> tuple[int, ...]:
+    return tuple(range(x.ndim - k, x.ndim))
+
+
+@register_impls
+class NNFunctions(InterpreterFunctions):
+    """Interpreter implementations of every nn op."""
+
+    @impl(nn.GeluOp)
+    def run_gelu(self, interpreter: Interpreter, op: nn.GeluOp, args: PythonValues):
+        (x,) = _args(args)
+        return (_result(op.result.type, _gelu(x, op.approximation)),)
+
+    @impl(nn.CompareOp)
+    def run_compare(self, interpreter: Interpreter, op: nn.CompareOp, args: PythonValues):
+        a, b = _args(args)
+        return (_result(op.result.type, COMPARE[op.predicate.data](a, b)),)
+
+    @impl(nn.SelectOp)
+    def run_select(self, interpreter: Interpreter, op: nn.SelectOp, args: PythonValues):
+        c, a, b = args
+        return (_result(op.result.type, np.where(np.asarray(c, dtype=bool), a, b)),)
+
+    @impl(nn.CastOp)
+    def run_cast(self, interpreter: Interpreter, op: nn.CastOp, args: PythonValues):
+        (x,) = _args(args)
+        return (_result(op.result.type, x),)
+
+    @impl(nn.ConstantOp)
+    def run_constant(self, interpreter: Interpreter, op: nn.ConstantOp, args: PythonValues):
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        v = op.value
+        if isinstance(v, DenseIntOrFPElementsAttr):
+            data = np.array(v.get_values()).reshape(t.get_shape())
+        else:
+            data = np.full(t.get_shape(), v.value.data)
+        return (_result(t, data),)
+
+    @impl(nn.MatmulOp)
+    def run_matmul(self, interpreter: Interpreter, op: nn.MatmulOp, args: PythonValues):
+        a, b = _args(args)
+        if op.transpose_a is not None:
+            a = np.swapaxes(a, -1, -2)
+        if op.transpose_b is not None:
+            b = np.swapaxes(b, -1, -2)
+        return (_result(op.result.type, np.matmul(a, b)),)
+
+    @impl(nn.ReshapeOp)
+    def run_reshape(self, interpreter: Interpreter, op: nn.ReshapeOp, args: PythonValues):
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        return (np.reshape(np.asarray(args[0]), t.get_shape()).copy(),)
+
+    @impl(nn.TransposeOp)
+    def run_transpose(self, interpreter: Interpreter, op: nn.TransposeOp, args: PythonValues):
+        return (np.transpose(np.asarray(args[0]), op.perm).copy(),)
+
+    @impl(nn.SliceOp)
+    def run_slice(self, interpreter: Interpreter, op: nn.SliceOp, args: PythonValues):
+        index = tuple(slice(lo, hi, st) for lo, hi, st in op.bounds)
+        return (np.asarray(args[0])[index].copy(),)
+
+    @impl(nn.BroadcastOp)
+    def run_broadcast(self, interpreter: Interpreter, op: nn.BroadcastOp, args: PythonValues):
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        return (np.broadcast_to(np.asarray(args[0]), t.get_shape()).copy(),)
+
+    @impl(nn.ConcatOp)
+    def run_concat(self, interpreter: Interpreter, op: nn.ConcatOp, args: PythonValues):
+        return (np.concatenate([np.asarray(a) for a in args], axis=op.axis.value.data),)
+
+    @impl(nn.SoftmaxOp)
+    def run_softmax(self, interpreter: Interpreter, op: nn.SoftmaxOp, args: PythonValues):
+        (x,) = _args(args)
+        axis = op.axis.value.data
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return (_result(op.result.type, e / np.sum(e, axis=axis, keepdims=True)),)
+
+    @impl(nn.LogSoftmaxOp)
+    def run_log_softmax(
+        self, interpreter: Interpreter, op: nn.LogSoftmaxOp, args: PythonValues
+    ):
+        (x,) = _args(args)
+        axis = op.axis.value.data
+        shifted = x - np.max(x, axis=axis, keepdims=True)
+        lse = np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+        return (_result(op.result.type, shifted - lse),)
+
+    @impl(nn.RmsNormOp)
+    def run_rms_norm(self, interpreter: Interpreter, op: nn.RmsNormOp, args: PythonValues):
+        x, *params = _args(args)
+        axes = _trailing_axes(x, op.norm_rank)
+        y = x / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + op.eps.value.data)
+        if op.weight is not None:
+            y = y * params[0]
+        return (_result(op.result.type, y),)
+
+    @impl(nn.LayerNormOp)
+    def run_layer_norm(self, interpreter: Interpreter, op: nn.LayerNormOp, args: PythonValues):
+        x, *params = _args(args)
+        axes = _trailing_axes(x, op.norm_rank)
+        mean = np.mean(x, axis=axes, keepdims=True)
+        var = np.mean((x - mean) ** 2, axis=axes, keepdims=True)
+        y = (x - mean) / np.sqrt(var + op.eps.value.data)
+        if op.weight is not None:
+            y = y * params.pop(0)
+        if op.bias is not None:
+            y = y + params.pop(0)
+        return (_result(op.result.type, y),)
+
+    @impl(nn.LinearOp)
+    def run_linear(self, interpreter: Interpreter, op: nn.LinearOp, args: PythonValues):
+        x, w, *bias = _args(args)
+        y = np.matmul(x, w.T)
+        if bias:
+            y = y + bias[0]
+        return (_result(op.result.type, y),)
+
+    @impl(nn.FusionOp)
+    def run_fusion(self, interpreter: Interpreter, op: nn.FusionOp, args: PythonValues):
+        return interpreter.run_ssacfg_region(op.body, args, "nn.fusion")
+
+    @impl_terminator(nn.YieldOp)
+    def run_yield(
+        self, interpreter: Interpreter, op: nn.YieldOp, args: PythonValues
+    ) -> tuple[TerminatorValue, PythonValues]:
+        return ReturnedValues(args), ()
+
+
+def _unary_impl(fn: Callable[[np.ndarray], np.ndarray]):  # noqa: ANN202
+    def run(self, interpreter: Interpreter, op: nn.UnaryElementwiseOp, args: PythonValues):  # noqa: ANN001
+        (x,) = _args(args)
+        with np.errstate(all="ignore"):
+            return (_result(op.result.type, fn(x)),)
+
+    return run
+
+
+def _binary_impl(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]):  # noqa: ANN202
+    def run(self, interpreter: Interpreter, op: nn.BinaryElementwiseOp, args: PythonValues):  # noqa: ANN001
+        a, b = _args(args)
+        with np.errstate(all="ignore"):
+            return (_result(op.result.type, fn(a, b)),)
+
+    return run
+
+
+def _reduce_impl(fn: Callable[..., np.ndarray]):  # noqa: ANN202
+    def run(self, interpreter: Interpreter, op: nn.ReductionOp, args: PythonValues):  # noqa: ANN001
+        (x,) = _args(args)
+        axes = op.axis_list
+        keep = op.keepdim is not None
+        return (_result(op.result.type, fn(x, axis=axes, keepdims=keep)),)
+
+    return run
+
+
+# Table-driven families: attach one `@impl` per op, then (re-)register the class.
+for _op, _fn in UNARY.items():
+    setattr(NNFunctions, f"run_{_op.name[3:]}", impl(_op)(_unary_impl(_fn)))
+for _op, _fn in BINARY.items():
+    setattr(NNFunctions, f"run_{_op.name[3:]}", impl(_op)(_binary_impl(_fn)))
+for _op, _fn in REDUCE.items():
+    setattr(NNFunctions, f"run_{_op.name[3:]}", impl(_op)(_reduce_impl(_fn)))
+NNFunctions = register_impls(NNFunctions)

@@ -1,0 +1,109 @@
+"""The registry of fuseopt's dialects, passes and targets.
+
+`fuse-opt` and the Python API look dialects, passes and targets up here, by name.
+`FUSEOPT_UNIVERSE` exposes fuseopt's own entries to stock `xdsl-opt` through the
+`xdsl.universe` entry point (xDSL's own passes such as `canonicalize` and `cse` are
+not repeated there, since names may not clash).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.ir import Dialect
+from xdsl.passes import ModulePass
+from xdsl.universe import Universe
+from xdsl.utils.target import Target
+
+
+def _nn() -> Dialect:
+    from fuseopt.dialects.nn import NN
+
+    return NN
+
+
+def _nn_decompose() -> type[ModulePass]:
+    from fuseopt.passes.nn_decompose import NNDecomposePass
+
+    return NNDecomposePass
+
+
+FUSEOPT_DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn}
+"""fuseopt's own dialects, by name."""
+
+FUSEOPT_PASSES: dict[str, Callable[[], type[ModulePass]]] = {"nn-decompose": _nn_decompose}
+"""fuseopt's own passes, by flag."""
+
+FUSEOPT_TARGETS: dict[str, Callable[[], type[Target]]] = {}
+"""fuseopt's own printers (`-t NAME`), by name."""
+
+
+def _upstream_dialects() -> dict[str, Callable[[], Dialect]]:
+    from xdsl.dialects.arith import Arith
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+    from xdsl.dialects.math import Math
+    from xdsl.dialects.memref import MemRef
+    from xdsl.dialects.scf import Scf
+
+    return {
+        "builtin": lambda: Builtin,
+        "func": lambda: Func,
+        "arith": lambda: Arith,
+        "math": lambda: Math,
+        "scf": lambda: Scf,
+        "memref": lambda: MemRef,
+    }
+
+
+def _upstream_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    def canonicalize() -> type[ModulePass]:
+        from xdsl.transforms.canonicalize import CanonicalizePass
+
+        return CanonicalizePass
+
+    def cse() -> type[ModulePass]:
+        from xdsl.transforms.common_subexpression_elimination import (
+            CommonSubexpressionElimination,
+        )
+
+        return CommonSubexpressionElimination
+
+    def dce() -> type[ModulePass]:
+        from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+
+        return DeadCodeElimination
+
+    return {"canonicalize": canonicalize, "cse": cse, "dce": dce}
+
+
+def all_dialects() -> dict[str, Callable[[], Dialect]]:
+    """Every dialect fuse-opt understands: fuseopt's and the upstream ones it uses."""
+    return {**_upstream_dialects(), **FUSEOPT_DIALECTS}
+
+
+def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Every pass fuse-opt can run, by flag."""
+    return {**_upstream_passes(), **FUSEOPT_PASSES}
+
+
+def all_targets() -> dict[str, Callable[[], type[Target]]]:
+    """Every `-t` target of fuse-opt: MLIR text plus fuseopt's printers."""
+    from xdsl.targets import get_all_targets
+
+    return {"mlir": get_all_targets()["mlir"], **FUSEOPT_TARGETS}
+
+
+def make_context() -> Context:
+    """A fresh xDSL context with every dialect of `all_dialects()` registered."""
+    ctx = Context()
+    for name, factory in all_dialects().items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+FUSEOPT_UNIVERSE = Universe(
+    all_dialects=FUSEOPT_DIALECTS, all_passes=FUSEOPT_PASSES, all_targets=FUSEOPT_TARGETS
+)
+"""Entry point for `xdsl-opt` (see pyproject's `xdsl.universe`)."""
