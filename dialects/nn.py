@@ -509,7 +509,10 @@ class ConversionOp(IRDLOperation, ABC):
     traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
 
     def __init__(
-        self, input: SSAValue, result_type: Attribute, attributes: dict[str, Attribute] | None = None
+        self,
+        input: SSAValue,
+        result_type: Attribute,
+        attributes: dict[str, Attribute] | None = None,
     ):
         super().__init__(operands=[input], result_types=[result_type], attributes=attributes)
 
@@ -646,14 +649,22 @@ class SumOp(ReductionOp):
 
 @irdl_op_definition
 class ReduceMaxOp(ReductionOp):
-    """Maximum over axes. Example: `%r = nn.reduce_max %x [1] : tensor<4x8xf32> -> tensor<4xf32>`."""
+    """Maximum over axes.
+
+    Example:
+        %r = nn.reduce_max %x [1] : tensor<4x8xf32> -> tensor<4xf32>
+    """
 
     name = "nn.reduce_max"
 
 
 @irdl_op_definition
 class ReduceMinOp(ReductionOp):
-    """Minimum over axes. Example: `%r = nn.reduce_min %x [0] : tensor<4x8xf32> -> tensor<8xf32>`."""
+    """Minimum over axes.
+
+    Example:
+        %r = nn.reduce_min %x [0] : tensor<4x8xf32> -> tensor<8xf32>
+    """
 
     name = "nn.reduce_min"
 
@@ -748,7 +759,12 @@ class SliceOp(ConversionOp):
     def bounds(self) -> list[tuple[int, int, int]]:
         """(start, limit, step) per dimension."""
         return list(
-            zip(array_values(self.start), array_values(self.limit), array_values(self.step))
+            zip(
+                array_values(self.start),
+                array_values(self.limit),
+                array_values(self.step),
+                strict=True,
+            )
         )
 
     @classmethod
@@ -1018,7 +1034,9 @@ class MatmulOp(IRDLOperation):
         a, b = tensor_type(lhs, "lhs"), tensor_type(rhs, "rhs")
         shape = matmul_shape(a.get_shape(), b.get_shape(), transpose_a, transpose_b)
         attrs = {
-            n: UnitAttr() for n, on in zip(self.FLAGS, (transpose_a, transpose_b)) if on
+            n: UnitAttr()
+            for n, on in zip(self.FLAGS, (transpose_a, transpose_b), strict=True)
+            if on
         }
         super().__init__(
             operands=[lhs, rhs],
@@ -1033,10 +1051,15 @@ class MatmulOp(IRDLOperation):
         if not is_float(a.element_type):
             raise VerifyException(f"nn.matmul needs floating-point operands, got {a}")
         if a.element_type != b.element_type or r.element_type != a.element_type:
-            raise VerifyException(f"nn.matmul operands and result share an element type: {a}, {b}, {r}")
+            raise VerifyException(
+                f"nn.matmul operands and result share an element type: {a}, {b}, {r}"
+            )
         try:
             want = matmul_shape(
-                a.get_shape(), b.get_shape(), self.transpose_a is not None, self.transpose_b is not None
+                a.get_shape(),
+                b.get_shape(),
+                self.transpose_a is not None,
+                self.transpose_b is not None,
             )
         except ValueError as e:
             raise VerifyException(str(e)) from None
@@ -1122,9 +1145,7 @@ class RowwiseOp(IRDLOperation, ABC):
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
-        op = cls.build(
-            operands=[x], result_types=[t], attributes={"axis": IntegerAttr(axis, i64)}
-        )
+        op = cls.build(operands=[x], result_types=[t], attributes={"axis": IntegerAttr(axis, i64)})
         op.attributes.update(attrs)
         return op
 
@@ -1231,9 +1252,7 @@ class NormOp(IRDLOperation, ABC):
         parse_types(parser)
         parser.parse_punctuation("->")
         t = parser.parse_type()
-        op = cls.build(
-            operands=[x, [w] if w else [], [b] if b else []], result_types=[t]
-        )
+        op = cls.build(operands=[x, [w] if w else [], [b] if b else []], result_types=[t])
         op.attributes.update(attrs)
         return op
 
@@ -1304,7 +1323,8 @@ class LinearOp(IRDLOperation):
         check_element_type(x, "input")
         if not is_float(x.element_type) or w.element_type != x.element_type:
             raise VerifyException(f"nn.linear needs floating-point operands of one type: {x}, {w}")
-        if len(x.get_shape()) < 1 or len(w.get_shape()) != 2 or w.get_shape()[1] != x.get_shape()[-1]:
+        in_features = x.get_shape()[-1] if x.get_shape() else None
+        if len(w.get_shape()) != 2 or w.get_shape()[1] != in_features:
             raise VerifyException(f"weight must be [out, {x.get_shape()[-1]}], got {w}")
         out = w.get_shape()[0]
         if self.bias is not None:
@@ -1425,9 +1445,7 @@ class FusionOp(IRDLOperation):
         parser.parse_punctuation("->")
         if parser.parse_optional_punctuation("(") is not None:
             result_types = (
-                []
-                if parser.parse_optional_punctuation(")") is not None
-                else [*parse_types(parser)]
+                [] if parser.parse_optional_punctuation(")") is not None else [*parse_types(parser)]
             )
             if result_types:
                 parser.parse_punctuation(")")
@@ -1461,15 +1479,49 @@ class FusionOp(IRDLOperation):
 NN = Dialect(
     "nn",
     [
-        NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, SigmoidOp,
-        ReluOp, GeluOp, SiluOp, ErfOp, SinOp, CosOp,
-        AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp,
-        CompareOp, SelectOp, CastOp,
-        SumOp, ReduceMaxOp, ReduceMinOp, MeanOp,
-        MatmulOp, ConstantOp,
-        ReshapeOp, TransposeOp, SliceOp, ConcatOp, BroadcastOp,
-        SoftmaxOp, LogSoftmaxOp, RmsNormOp, LayerNormOp, LinearOp,
-        FusionOp, YieldOp,
+        NegOp,
+        AbsOp,
+        ExpOp,
+        LogOp,
+        SqrtOp,
+        RsqrtOp,
+        ReciprocalOp,
+        TanhOp,
+        SigmoidOp,
+        ReluOp,
+        GeluOp,
+        SiluOp,
+        ErfOp,
+        SinOp,
+        CosOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        MaxOp,
+        MinOp,
+        PowOp,
+        CompareOp,
+        SelectOp,
+        CastOp,
+        SumOp,
+        ReduceMaxOp,
+        ReduceMinOp,
+        MeanOp,
+        MatmulOp,
+        ConstantOp,
+        ReshapeOp,
+        TransposeOp,
+        SliceOp,
+        ConcatOp,
+        BroadcastOp,
+        SoftmaxOp,
+        LogSoftmaxOp,
+        RmsNormOp,
+        LayerNormOp,
+        LinearOp,
+        FusionOp,
+        YieldOp,
     ],
     [],
 )
@@ -1486,4 +1538,3 @@ REDUCTION_OPS: tuple[type[ReductionOp], ...] = tuple(
 )
 COMPOSITE_OPS = (SoftmaxOp, LogSoftmaxOp, RmsNormOp, LayerNormOp, LinearOp)
 """Ops that `nn-decompose` expands into primitives."""
-

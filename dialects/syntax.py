@@ -52,9 +52,7 @@ def array_values(attr: Attribute) -> tuple[int, ...]:
 
 def parse_int_list(parser: Parser) -> list[int]:
     """Parse `[i, j, ...]` (possibly empty) into a list of Python ints."""
-    return parser.parse_comma_separated_list(
-        Parser.Delimiter.SQUARE, parser.parse_integer
-    )
+    return parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_integer)
 
 
 def print_int_list(printer: Printer, values: Sequence[int]) -> None:

@@ -91,7 +91,9 @@ class LocatingParser(Parser):
         return op
 
 
-def parse_module(ctx: Context, text: str | bytes, name: str = "<input>", line_offset: int = 0) -> ModuleOp:
+def parse_module(
+    ctx: Context, text: str | bytes, name: str = "<input>", line_offset: int = 0
+) -> ModuleOp:
     """Parse MLIR text into a verified module, raising CompileError on any problem."""
     try:
         module = LocatingParser(ctx, text, name, line_offset).parse_module()

@@ -32,11 +32,7 @@ def interpret(module: ModuleOp, func_name: str, *arrays: Any) -> tuple[np.ndarra
     the function's argument type (bf16 inputs are rounded to bf16).
     """
     target = next(
-        (
-            op
-            for op in module.ops
-            if isinstance(op, func.FuncOp) and op.sym_name.data == func_name
-        ),
+        (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == func_name),
         None,
     )
     if target is None:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -21,7 +22,6 @@ from xdsl.interpreter import (
     impl_terminator,
     register_impls,
 )
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 
 from fuseopt.dialects import nn
 from fuseopt.interpreter.dtypes import compute_dtype, to_element_type
@@ -177,9 +177,7 @@ class NNFunctions(InterpreterFunctions):
         return (_result(op.result.type, e / np.sum(e, axis=axis, keepdims=True)),)
 
     @impl(nn.LogSoftmaxOp)
-    def run_log_softmax(
-        self, interpreter: Interpreter, op: nn.LogSoftmaxOp, args: PythonValues
-    ):
+    def run_log_softmax(self, interpreter: Interpreter, op: nn.LogSoftmaxOp, args: PythonValues):
         (x,) = _args(args)
         axis = op.axis.value.data
         shifted = x - np.max(x, axis=axis, keepdims=True)

@@ -1,0 +1,206 @@
+"""Canonicalization patterns for the nn dialect, run by xDSL's `canonicalize` pass.
+
+Each nn op's `NNCanonicalization` trait asks `patterns_for(op_type)` for its patterns:
+- identities: x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 -> x (splat constants);
+- no-op shape/type ops: cast, reshape, broadcast to the same type, identity transpose;
+- chains: transpose of transpose -> one transpose; reshape of reshape -> one reshape;
+  broadcast of broadcast -> one broadcast; a widening cast undone by the reverse cast;
+- constant folding: an op whose operands are all constants folds to a constant when
+  every operand is a splat (any size: elementwise and layout ops map splats to
+  splats) or the result has at most `MAX_FOLD_ELEMENTS` elements.
+Folding evaluates the op with the reference interpreter, so it has the same numerics.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.interpreter import Interpreter
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from fuseopt.dialects import nn
+from fuseopt.dialects.syntax import int_array, is_float
+from fuseopt.interpreter.dtypes import to_element_type
+
+MAX_FOLD_ELEMENTS = 1024
+"""Largest non-splat result that constant folding materializes."""
+
+# Ops that map splat operands to a splat result (so folding never grows IR).
+SPLAT_PRESERVING = (
+    *nn.UNARY_OPS,
+    *nn.BINARY_OPS,
+    nn.CompareOp,
+    nn.SelectOp,
+    nn.CastOp,
+    nn.BroadcastOp,
+    nn.ReshapeOp,
+    nn.TransposeOp,
+    nn.SliceOp,
+)
+
+
+def splat_of(value: SSAValue) -> float | int | None:
+    """The scalar a value equals everywhere, if it is a splat nn.constant."""
+    owner = value.owner
+    if isinstance(owner, nn.ConstantOp):
+        return owner.splat_value
+    return None
+
+
+class FoldIdentityOperand(RewritePattern):
+    """x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 -> x."""
+
+    RIGHT_IDENTITIES = {nn.AddOp: 0, nn.SubOp: 0, nn.MulOp: 1, nn.DivOp: 1}
+    COMMUTATIVE = (nn.AddOp, nn.MulOp)
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.BinaryElementwiseOp, rewriter: PatternRewriter) -> None:
+        unit = self.RIGHT_IDENTITIES.get(type(op))
+        if unit is None:
+            return
+        if splat_of(op.rhs) == unit:
+            rewriter.replace_matched_op([], [op.lhs])
+        elif isinstance(op, self.COMMUTATIVE) and splat_of(op.lhs) == unit:
+            rewriter.replace_matched_op([], [op.rhs])
+
+
+class FoldNoOpConversion(RewritePattern):
+    """cast, reshape or broadcast to the operand's own type -> the operand."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.ConversionOp, rewriter: PatternRewriter) -> None:
+        no_op_kinds = nn.CastOp | nn.ReshapeOp | nn.BroadcastOp
+        if isinstance(op, no_op_kinds) and op.input.type == op.result.type:
+            rewriter.replace_matched_op([], [op.input])
+
+
+class FoldTransposes(RewritePattern):
+    """transpose(transpose(x)) -> transpose(x) with the composed permutation;
+    an identity permutation -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.TransposeOp, rewriter: PatternRewriter) -> None:
+        perm = op.perm
+        if list(perm) == sorted(perm):
+            rewriter.replace_matched_op([], [op.input])
+            return
+        inner = op.input.owner
+        if isinstance(inner, nn.TransposeOp):
+            composed = [inner.perm[p] for p in perm]
+            rewriter.replace_matched_op(
+                nn.TransposeOp.build(
+                    operands=[inner.input],
+                    result_types=[op.result.type],
+                    attributes={"permutation": int_array(composed)},
+                )
+            )
+
+
+class FoldConversionChain(RewritePattern):
+    """reshape(reshape(x)) -> reshape(x); broadcast(broadcast(x)) -> broadcast(x);
+    cast(cast(x: A -> B) -> A) -> x when A -> B is exact (widening float)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.ConversionOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        chainable = nn.ReshapeOp | nn.BroadcastOp | nn.CastOp
+        if type(inner) is not type(op) or not isinstance(op, chainable):
+            return
+        assert isinstance(inner, nn.ConversionOp)
+        if isinstance(op, nn.CastOp):
+            if inner.input.type == op.result.type and _exact_widening(inner):
+                rewriter.replace_matched_op([], [inner.input])
+            return
+        rewriter.replace_matched_op(type(op)(inner.input, op.result.type))
+
+
+def _exact_widening(cast: nn.ConversionOp) -> bool:
+    src, dst = cast.input.type, cast.result.type
+    assert isinstance(src, TensorType) and isinstance(dst, TensorType)
+    return (
+        is_float(src.element_type)
+        and isinstance(dst.element_type, Float32Type)
+        and not isinstance(src.element_type, Float32Type)
+    )
+
+
+@cache
+def _folding_interpreter() -> Interpreter:
+    from fuseopt.interpreter.nn_semantics import NNFunctions
+
+    interpreter = Interpreter(ModuleOp([]))
+    interpreter.register_implementations(NNFunctions())
+    return interpreter
+
+
+LAYOUT_OPS = (nn.BroadcastOp, nn.ReshapeOp, nn.TransposeOp, nn.SliceOp)
+"""Ops that move elements without changing values: a splat stays the same splat."""
+
+
+class FoldConstants(RewritePattern):
+    """Evaluate an op whose operands are all constants (see module docstring)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, nn.ConstantOp | nn.FusionOp | nn.YieldOp) or len(op.results) != 1:
+            return
+        if not op.operands or not all(isinstance(v.owner, nn.ConstantOp) for v in op.operands):
+            return
+        result_type = op.results[0].type
+        assert isinstance(result_type, TensorType)
+        splats = [splat_of(v) for v in op.operands]
+        if isinstance(op, SPLAT_PRESERVING) and all(s is not None for s in splats):
+            value = splats[0] if isinstance(op, LAYOUT_OPS) else _evaluate_on_one_element(op)
+            rewriter.replace_matched_op(nn.ConstantOp(value, result_type))
+            return
+        if int(np.prod(result_type.get_shape())) > MAX_FOLD_ELEMENTS:
+            return
+        args = tuple(_run(v.owner, ()) for v in op.operands)
+        out = np.asarray(_run(op, args))
+        rewriter.replace_matched_op(nn.ConstantOp(_value_attr(out, result_type), result_type))
+
+
+def _run(op: Operation, args: tuple[np.ndarray, ...]) -> np.ndarray:
+    (out,) = _folding_interpreter().run_op(op, args)
+    return out
+
+
+def _evaluate_on_one_element(op: Operation) -> float | int:
+    """Apply an elementwise op to its splat operands, each viewed as one element."""
+    args = []
+    for v in op.operands:
+        t = v.type
+        assert isinstance(t, TensorType)
+        one = np.full((1,) * len(t.get_shape()), splat_of(v))
+        args.append(to_element_type(one, t.element_type))
+    return np.asarray(_run(op, tuple(args))).reshape(-1)[0].item()
+
+
+def _value_attr(values: np.ndarray, t: TensorType) -> DenseIntOrFPElementsAttr | float | int:
+    """A splat scalar when all elements are equal, else dense elements of type `t`."""
+    flat = values.reshape(-1)
+    if flat.size and np.all(flat == flat[0]):
+        return flat[0].item()
+    items = [float(x) for x in flat] if is_float(t.element_type) else [int(x) for x in flat]
+    return DenseIntOrFPElementsAttr.from_list(t, items)
+
+
+@cache
+def patterns_for(op_type: type[Operation]) -> tuple[RewritePattern, ...]:
+    """The canonicalization patterns that apply to ops of `op_type`."""
+    found: list[RewritePattern] = [FoldConstants()]
+    if issubclass(op_type, nn.BinaryElementwiseOp):
+        found.append(FoldIdentityOperand())
+    if issubclass(op_type, nn.CastOp | nn.ReshapeOp | nn.BroadcastOp):
+        found += [FoldNoOpConversion(), FoldConversionChain()]
+    if op_type is nn.TransposeOp:
+        found.append(FoldTransposes())
+    return tuple(found)

@@ -1,0 +1,159 @@
+"""`nn-decompose`: expand every composite nn op into primitives.
+
+Preconditions: the module verifies; shapes are static.
+Postcondition: no composite op (softmax, log_softmax, rms_norm, layer_norm, linear)
+survives; the pass checks this and fails with a located error otherwise.
+
+Numerics, the way PyTorch's own kernels do it:
+- softmax and log_softmax subtract the row max before `exp`;
+- f16/bf16 inputs are widened to f32 for the whole computation of softmax, log_softmax
+  and the norms (accumulation in f32) and narrowed once at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from fuseopt.diagnostics import error_at
+from fuseopt.dialects import nn
+from fuseopt.passes.nn_builder import NNBuilder
+
+
+def _element_type(x: SSAValue):  # noqa: ANN202 - an xDSL type attribute
+    assert isinstance(x.type, TensorType)
+    return x.type.element_type
+
+
+class SoftmaxLowering(RewritePattern):
+    """softmax(x) = exp(x - max) / sum(exp(x - max)), along the axis."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.SoftmaxOp, rewriter: PatternRewriter) -> None:
+        b = NNBuilder()
+        x = b.to_f32(op.input)
+        axes = [op.axis.value.data]
+        shifted = b.binary(nn.SubOp, x, b.reduce(nn.ReduceMaxOp, x, axes))
+        e = b.unary(nn.ExpOp, shifted)
+        y = b.binary(nn.DivOp, e, b.reduce(nn.SumOp, e, axes))
+        _replace(op, b, y, rewriter)
+
+
+class LogSoftmaxLowering(RewritePattern):
+    """log_softmax(x) = (x - max) - log(sum(exp(x - max))), along the axis."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.LogSoftmaxOp, rewriter: PatternRewriter) -> None:
+        b = NNBuilder()
+        x = b.to_f32(op.input)
+        axes = [op.axis.value.data]
+        shifted = b.binary(nn.SubOp, x, b.reduce(nn.ReduceMaxOp, x, axes))
+        lse = b.unary(nn.LogOp, b.reduce(nn.SumOp, b.unary(nn.ExpOp, shifted), axes))
+        y = b.binary(nn.SubOp, shifted, lse)
+        _replace(op, b, y, rewriter)
+
+
+class RmsNormLowering(RewritePattern):
+    """rms_norm(x) = x * rsqrt(mean(x^2) + eps) [* weight], in f32 for narrow floats."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.RmsNormOp, rewriter: PatternRewriter) -> None:
+        b = NNBuilder()
+        x = b.to_f32(op.input)
+        axes = _trailing_axes(op)
+        ms = b.reduce(nn.MeanOp, b.add(nn.MulOp(x, x)), axes)
+        inv = b.unary(nn.RsqrtOp, b.add(nn.AddOp(ms, b.constant(op.eps.value.data, ms))))
+        y = b.binary(nn.MulOp, x, inv)
+        if op.weight is not None:
+            y = b.binary(nn.MulOp, y, b.to_f32(op.weight))
+        _replace(op, b, y, rewriter)
+
+
+class LayerNormLowering(RewritePattern):
+    """layer_norm(x) = (x - mean) * rsqrt(var + eps) [* weight] [+ bias], biased var."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.LayerNormOp, rewriter: PatternRewriter) -> None:
+        b = NNBuilder()
+        x = b.to_f32(op.input)
+        axes = _trailing_axes(op)
+        centered = b.binary(nn.SubOp, x, b.reduce(nn.MeanOp, x, axes))
+        var = b.reduce(nn.MeanOp, b.add(nn.MulOp(centered, centered)), axes)
+        inv = b.unary(nn.RsqrtOp, b.add(nn.AddOp(var, b.constant(op.eps.value.data, var))))
+        y = b.binary(nn.MulOp, centered, inv)
+        if op.weight is not None:
+            y = b.binary(nn.MulOp, y, b.to_f32(op.weight))
+        if op.bias is not None:
+            y = b.binary(nn.AddOp, y, b.to_f32(op.bias))
+        _replace(op, b, y, rewriter)
+
+
+class LinearLowering(RewritePattern):
+    """linear(x, w, b) = matmul(x, w, transpose_b) [+ broadcast(b)]."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.LinearOp, rewriter: PatternRewriter) -> None:
+        b = NNBuilder()
+        x = op.input
+        x_type = op.input.type
+        assert isinstance(x_type, TensorType)
+        vector = len(x_type.get_shape()) == 1
+        if vector:  # matmul needs rank >= 2: view [K] as [1, K]
+            x = b.add(nn.ReshapeOp(x, TensorType(x_type.element_type, (1, *x_type.get_shape()))))
+        y = b.add(nn.MatmulOp(x, op.weight, transpose_b=True))
+        if op.bias is not None:
+            y = b.binary(nn.AddOp, y, op.bias)
+        if vector:
+            y = b.add(nn.ReshapeOp(y, op.result.type))
+        rewriter.replace_matched_op(b.ops, [y])
+
+
+def _trailing_axes(op: nn.NormOp) -> list[int]:
+    t = op.input.type
+    assert isinstance(t, TensorType)
+    rank = len(t.get_shape())
+    return list(range(rank - op.norm_rank, rank))
+
+
+def _replace(
+    op: nn.RowwiseOp | nn.NormOp, b: NNBuilder, y: SSAValue, rewriter: PatternRewriter
+) -> None:
+    """Narrow `y` back to the op's element type and replace the op with `b.ops`."""
+    y = b.cast(y, _element_type(op.input))
+    rewriter.replace_matched_op(b.ops, [y])
+
+
+@dataclass(frozen=True)
+class NNDecomposePass(ModulePass):
+    """Expand softmax, log_softmax, rms_norm, layer_norm and linear into nn primitives."""
+
+    name = "nn-decompose"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        walker = PatternRewriteWalker(
+            GreedyRewritePatternApplier(
+                [
+                    SoftmaxLowering(),
+                    LogSoftmaxLowering(),
+                    RmsNormLowering(),
+                    LayerNormLowering(),
+                    LinearLowering(),
+                ]
+            ),
+            apply_recursively=False,
+        )
+        walker.rewrite_module(op)
+        for inner in op.walk():
+            if isinstance(inner, nn.COMPOSITE_OPS):
+                raise error_at(inner, f"nn-decompose left a composite op '{inner.name}' behind")
