@@ -66,7 +66,8 @@ from fuseopt.dialects.syntax import (
     is_float,
     parse_int_list,
     parse_operands,
-    parse_types,
+    parse_tensor_type,
+    parse_tensor_types,
     print_int_list,
     print_operands,
     print_types,
@@ -133,14 +134,14 @@ class UnaryElementwiseOp(IRDLOperation, ABC):
         check_element_type(t, "operand")
         check_same_type(self.input.type, self.result.type, "operand and result")
         if self.FLOAT_ONLY and not is_float(t.element_type):
-            raise VerifyException(f"{self.name} needs a floating-point tensor, got {t}")
+            raise VerifyException(f"needs a floating-point tensor, got {t}")
 
     @classmethod
     def parse(cls, parser: Parser) -> UnaryElementwiseOp:
         x = parser.parse_operand()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        t = parser.parse_type()
+        t = parse_tensor_type(parser)
         op = cls.build(operands=[x], result_types=[t])
         op.attributes.update(attrs)
         return op
@@ -301,9 +302,9 @@ class BinaryElementwiseOp(IRDLOperation, ABC):
         check_same_type(self.lhs.type, self.rhs.type, "operands")
         check_same_type(self.lhs.type, self.result.type, "operands and result")
         if self.FLOAT_ONLY and not is_float(t.element_type):
-            raise VerifyException(f"{self.name} needs floating-point tensors, got {t}")
+            raise VerifyException(f"needs floating-point tensors, got {t}")
         if is_bool(t.element_type):
-            raise VerifyException(f"{self.name} is not defined on i1 tensors")
+            raise VerifyException("is not defined on i1 tensors")
 
     @classmethod
     def parse(cls, parser: Parser) -> BinaryElementwiseOp:
@@ -312,7 +313,7 @@ class BinaryElementwiseOp(IRDLOperation, ABC):
         rhs = parser.parse_operand()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        t = parser.parse_type()
+        t = parse_tensor_type(parser)
         op = cls.build(operands=[lhs, rhs], result_types=[t])
         op.attributes.update(attrs)
         return op
@@ -424,7 +425,7 @@ class CompareOp(IRDLOperation):
         lhs, rhs = parse_operands(parser)[:2]
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        t = parser.parse_type()
+        t = parse_tensor_type(parser)
         if not isinstance(t, TensorType):
             parser.raise_error(f"nn.compare expects a tensor type, got {t}")
         op = cls(pred, lhs, rhs)
@@ -477,7 +478,7 @@ class SelectOp(IRDLOperation):
             parser.raise_error("nn.select takes three operands: condition, true, false")
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        t = parser.parse_type()
+        t = parse_tensor_type(parser)
         if not isinstance(t, TensorType):
             parser.raise_error(f"nn.select expects a tensor type, got {t}")
         cond_type = TensorType(IntegerType(1), t.get_shape())
@@ -530,9 +531,9 @@ class ConversionOp(IRDLOperation, ABC):
         attrs = cls.parse_extra(parser)
         attrs.update(parser.parse_optional_attr_dict())
         parser.parse_punctuation(":")
-        parser.parse_type()
+        parse_tensor_type(parser)
         parser.parse_punctuation("->")
-        t = parser.parse_type()
+        t = parse_tensor_type(parser)
         op = cls.build(operands=[x], result_types=[t])
         op.attributes.update(attrs)
         return op
@@ -568,7 +569,7 @@ class CastOp(ConversionOp):
     def verify_(self) -> None:
         a, r = self.verify_types()
         if a.get_shape() != r.get_shape():
-            raise VerifyException(f"nn.cast keeps the shape: {a} -> {r}")
+            raise VerifyException(f"must keep the shape: {a} -> {r}")
 
 
 # --------------------------------------------------------------------------- reductions
@@ -614,11 +615,11 @@ class ReductionOp(ConversionOp, ABC):
     def verify_(self) -> None:
         a, r = self.verify_types()
         if a.element_type != r.element_type:
-            raise VerifyException(f"{self.name} keeps the element type: {a} -> {r}")
+            raise VerifyException(f"must keep the element type: {a} -> {r}")
         if self.FLOAT_ONLY and not is_float(a.element_type):
-            raise VerifyException(f"{self.name} needs a floating-point tensor, got {a}")
+            raise VerifyException(f"needs a floating-point tensor, got {a}")
         if is_bool(a.element_type):
-            raise VerifyException(f"{self.name} is not defined on i1 tensors")
+            raise VerifyException("is not defined on i1 tensors")
         axes = self.axis_list
         if len(set(axes)) != len(axes):
             raise VerifyException(f"axes {list(axes)} repeat an axis")
@@ -697,9 +698,9 @@ class ReshapeOp(ConversionOp):
     def verify_(self) -> None:
         a, r = self.verify_types()
         if a.element_type != r.element_type:
-            raise VerifyException(f"nn.reshape keeps the element type: {a} -> {r}")
+            raise VerifyException(f"must keep the element type: {a} -> {r}")
         if math.prod(a.get_shape()) != math.prod(r.get_shape()):
-            raise VerifyException(f"nn.reshape keeps the number of elements: {a} -> {r}")
+            raise VerifyException(f"must keep the number of elements: {a} -> {r}")
 
 
 @irdl_op_definition
@@ -819,7 +820,7 @@ class BroadcastOp(ConversionOp):
     def verify_(self) -> None:
         a, r = self.verify_types()
         if a.element_type != r.element_type:
-            raise VerifyException(f"nn.broadcast keeps the element type: {a} -> {r}")
+            raise VerifyException(f"must keep the element type: {a} -> {r}")
         if not broadcastable(a.get_shape(), r.get_shape()):
             raise VerifyException(f"cannot broadcast {a} to {r}")
 
@@ -858,7 +859,7 @@ class ConcatOp(IRDLOperation):
 
     def verify_(self) -> None:
         if not self.inputs:
-            raise VerifyException("nn.concat needs at least one operand")
+            raise VerifyException("needs at least one operand")
         types = [tensor_type(x, "operand") for x in self.inputs]
         first = types[0]
         check_element_type(first, "operand")
@@ -886,9 +887,9 @@ class ConcatOp(IRDLOperation):
         axis = parser.parse_integer()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        parse_types(parser)
+        parse_tensor_types(parser)
         parser.parse_punctuation("->")
-        t = parser.parse_type()
+        t = parse_tensor_type(parser)
         op = cls.build(
             operands=[inputs], result_types=[t], attributes={"axis": IntegerAttr(axis, i64)}
         )
@@ -973,7 +974,7 @@ class ConstantOp(IRDLOperation):
             number = parser.parse_number()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        t = parser.parse_type()
+        t = parse_tensor_type(parser)
         if not isinstance(t, TensorType):
             parser.raise_error(f"nn.constant needs a tensor type, got {t}", pos, parser.pos)
         if is_float(t.element_type):
@@ -1049,10 +1050,10 @@ class MatmulOp(IRDLOperation):
         r = tensor_type(self.result, "result")
         check_element_type(a, "lhs")
         if not is_float(a.element_type):
-            raise VerifyException(f"nn.matmul needs floating-point operands, got {a}")
+            raise VerifyException(f"needs floating-point operands, got {a}")
         if a.element_type != b.element_type or r.element_type != a.element_type:
             raise VerifyException(
-                f"nn.matmul operands and result share an element type: {a}, {b}, {r}"
+                f"operands and result must share an element type: {a}, {b}, {r}"
             )
         try:
             want = matmul_shape(
@@ -1076,9 +1077,9 @@ class MatmulOp(IRDLOperation):
             attrs[flag] = UnitAttr()
         attrs.update(parser.parse_optional_attr_dict())
         parser.parse_punctuation(":")
-        parse_types(parser)
+        parse_tensor_types(parser)
         parser.parse_punctuation("->")
-        t = parser.parse_type()
+        t = parse_tensor_type(parser)
         op = cls.build(operands=operands, result_types=[t])
         op.attributes.update(attrs)
         return op
@@ -1134,7 +1135,7 @@ class RowwiseOp(IRDLOperation, ABC):
         check_element_type(t, "operand")
         check_same_type(self.input.type, self.result.type, "operand and result")
         if not is_float(t.element_type):
-            raise VerifyException(f"{self.name} needs a floating-point tensor, got {t}")
+            raise VerifyException(f"needs a floating-point tensor, got {t}")
         normalized_axis(self.axis.value.data, len(t.get_shape()))
 
     @classmethod
@@ -1144,7 +1145,7 @@ class RowwiseOp(IRDLOperation, ABC):
         axis = parser.parse_integer()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        t = parser.parse_type()
+        t = parse_tensor_type(parser)
         op = cls.build(operands=[x], result_types=[t], attributes={"axis": IntegerAttr(axis, i64)})
         op.attributes.update(attrs)
         return op
@@ -1224,12 +1225,12 @@ class NormOp(IRDLOperation, ABC):
         check_element_type(t, "input")
         check_same_type(self.input.type, self.result.type, "input and result")
         if not is_float(t.element_type):
-            raise VerifyException(f"{self.name} needs a floating-point tensor, got {t}")
+            raise VerifyException(f"needs a floating-point tensor, got {t}")
         k = self.norm_rank
         if not 1 <= k <= len(t.get_shape()):
             raise VerifyException(f"normalized_rank {k} is out of range for {t}")
         if self.bias is not None and not self.HAS_BIAS:
-            raise VerifyException(f"{self.name} takes no bias")
+            raise VerifyException("takes no bias")
         trailing = t.get_shape()[len(t.get_shape()) - k :]
         for name, v in (("weight", self.weight), ("bias", self.bias)):
             if v is None:
@@ -1249,9 +1250,9 @@ class NormOp(IRDLOperation, ABC):
         b = parser.parse_operand() if parser.parse_optional_keyword("bias") else None
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        parse_types(parser)
+        parse_tensor_types(parser)
         parser.parse_punctuation("->")
-        t = parser.parse_type()
+        t = parse_tensor_type(parser)
         op = cls.build(operands=[x, [w] if w else [], [b] if b else []], result_types=[t])
         op.attributes.update(attrs)
         return op
@@ -1322,7 +1323,7 @@ class LinearOp(IRDLOperation):
         x, w = tensor_type(self.input, "input"), tensor_type(self.weight, "weight")
         check_element_type(x, "input")
         if not is_float(x.element_type) or w.element_type != x.element_type:
-            raise VerifyException(f"nn.linear needs floating-point operands of one type: {x}, {w}")
+            raise VerifyException(f"needs floating-point operands of one type: {x}, {w}")
         in_features = x.get_shape()[-1] if x.get_shape() else None
         if len(w.get_shape()) != 2 or w.get_shape()[1] != in_features:
             raise VerifyException(f"weight must be [out, {x.get_shape()[-1]}], got {w}")
@@ -1341,9 +1342,9 @@ class LinearOp(IRDLOperation):
             parser.raise_error("nn.linear takes input, weight and an optional bias")
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        parse_types(parser)
+        parse_tensor_types(parser)
         parser.parse_punctuation("->")
-        t = parser.parse_type()
+        t = parse_tensor_type(parser)
         op = cls.build(operands=[operands[0], operands[1], operands[2:]], result_types=[t])
         op.attributes.update(attrs)
         return op
@@ -1423,7 +1424,7 @@ class FusionOp(IRDLOperation):
             )
         term = block.last_op
         if not isinstance(term, YieldOp):
-            raise VerifyException("nn.fusion body must end in nn.yield")
+            raise VerifyException("body must end in nn.yield")
         yielded = [v.type for v in term.values]
         out = [r.type for r in self.outputs]
         if yielded != out:
@@ -1440,17 +1441,17 @@ class FusionOp(IRDLOperation):
         if parser.parse_optional_punctuation(")") is None:
             values = parse_operands(parser)
             parser.parse_punctuation(":")
-            parse_types(parser)
+            parse_tensor_types(parser)
             parser.parse_punctuation(")")
         parser.parse_punctuation("->")
         if parser.parse_optional_punctuation("(") is not None:
             result_types = (
-                [] if parser.parse_optional_punctuation(")") is not None else [*parse_types(parser)]
+                [] if parser.parse_optional_punctuation(")") is not None else [*parse_tensor_types(parser)]
             )
             if result_types:
                 parser.parse_punctuation(")")
         else:
-            result_types = [parser.parse_type()]
+            result_types = [parse_tensor_type(parser)]
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region()
         op = cls(values, result_types, body)

@@ -80,6 +80,22 @@ def print_types(printer: Printer, types: Sequence[Attribute]) -> None:
     printer.print_list(types, printer.print_attribute)
 
 
+def parse_tensor_type(parser: Parser) -> TensorType:
+    """Parse a type, requiring a ranked tensor (a located parse error otherwise)."""
+    start = parser.pos
+    t = parser.parse_type()
+    if not isinstance(t, TensorType):
+        parser.raise_error(f"expected a ranked tensor type, got {t}", start, parser.pos)
+    return t
+
+
+def parse_tensor_types(parser: Parser) -> list[TensorType]:
+    """Parse a comma-separated list of ranked tensor types (at least one)."""
+    return parser.parse_comma_separated_list(
+        Parser.Delimiter.NONE, lambda: parse_tensor_type(parser)
+    )
+
+
 def tensor_type(value: SSAValue | Attribute, what: str) -> TensorType:
     """The ranked tensor type of `value`, or a VerifyException naming `what`."""
     t = value.type if isinstance(value, SSAValue) else value

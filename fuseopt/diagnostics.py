@@ -100,6 +100,9 @@ def parse_module(
     except ParseError as e:
         e.span = _with_offset(e.span, line_offset)
         raise from_parse_error(e) from None
+    except UnicodeDecodeError as e:
+        message = f"{name}: input is not UTF-8 text (bad byte at offset {e.start})"
+        raise CompileError(message) from None
     verify_module(module)
     return module
 

@@ -1,0 +1,75 @@
+// Every bad input gets one located error, a non-zero exit, and no traceback.
+// RUN: fuse-opt %s --split-input-file --verify-diagnostics | filecheck %s --check-prefix=DIAG
+// RUN: not fuse-opt %s 2>&1 | filecheck %s --check-prefix=FIRST
+// RUN: head -n 30 %s | not fuse-opt 2>&1 | filecheck %s --check-prefix=TRUNC
+// RUN: not fuse-opt %s -p frobnicate 2>&1 | filecheck %s --check-prefix=PASS
+// RUN: not fuse-opt %s -p 'canonicalize{bogus=1}' 2>&1 | filecheck %s --check-prefix=OPTION
+// RUN: not fuse-opt %S/does-not-exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
+// RUN: not fuse-opt %s -t nonsense 2>&1 | filecheck %s --check-prefix=TARGET
+
+// FIRST:       bad_input.mlir:{{[0-9]+}}:{{[0-9]+}}: error: Operation nn.frobnicate is not registered
+// FIRST-NOT:   Traceback
+// TRUNC:       stdin:{{[0-9]+}}:{{[0-9]+}}: error:
+// TRUNC-NOT:   Traceback
+// PASS:        fuse-opt: error: Unrecognized passes: ['frobnicate']
+// PASS-NOT:    Traceback
+// OPTION:      fuse-opt: error: {{.*}}bogus
+// OPTION-NOT:  Traceback
+// MISSING:     fuse-opt: error: cannot open '{{.*}}does-not-exist.mlir': No such file or directory
+// TARGET:      fuse-opt: error: argument -t/--target: invalid choice: 'nonsense'
+
+// DIAG: bad_input.mlir:25:22: error: Operation nn.frobnicate is not registered
+// DIAG-NEXT: %0 = nn.frobnicate %x : tensor<4xf32>
+// DIAG-NEXT: ^^
+func.func @unknown_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.frobnicate %x : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// DIAG: bad_input.mlir:{{[0-9]+}}:20: error: expected a ranked tensor type, got i32
+func.func @wrong_type(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.exp %x : i32
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// DIAG: bad_input.mlir:{{[0-9]+}}:3: error: 'nn.gelu' op 3 : i64 should be of base attribute string
+func.func @bad_attribute(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.gelu %x {approximate = 3 : i64} : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// DIAG: error: SSA value used before assignment
+func.func @undefined_value(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.exp %y : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// DIAG: error: Expected ':'
+func.func @missing_colon(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.exp %x tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// DIAG: error: ']' expected
+func.func @unclosed_list(%x: tensor<4xf32>) -> tensor<f32> {
+  %0 = nn.sum %x [0 : tensor<4xf32> -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+// -----
+
+// DIAG: error: 'nn.sum' op 3 : i64 should be of base attribute array
+func.func @generic_bad_attribute(%x: tensor<4xf32>) -> tensor<f32> {
+  %0 = "nn.sum"(%x) {axes = 3 : i64} : (tensor<4xf32>) -> tensor<f32>
+  func.return %0 : tensor<f32>
+}

@@ -1,0 +1,106 @@
+// RUN: fuse-opt %s --split-input-file -p canonicalize | filecheck %s
+
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME:  (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT:  func.return %[[X]], %[[X]], %[[X]], %[[X]]
+func.func @identities(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %one = nn.constant 1.0 : tensor<4x8xf32>
+  %zero = nn.constant 0.0 : tensor<4x8xf32>
+  %0 = nn.mul %x, %one : tensor<4x8xf32>
+  %1 = nn.add %zero, %x : tensor<4x8xf32>
+  %2 = nn.sub %x, %zero : tensor<4x8xf32>
+  %3 = nn.div %x, %one : tensor<4x8xf32>
+  func.return %0, %1, %2, %3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// 0 - x is not x: only right identities of sub and div fold.
+// CHECK-LABEL: func.func @not_identities
+// CHECK: nn.sub
+// CHECK: nn.div
+// CHECK: nn.mul
+func.func @not_identities(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %zero = nn.constant 0.0 : tensor<4xf32>
+  %one = nn.constant 1.0 : tensor<4xf32>
+  %two = nn.constant 2.0 : tensor<4xf32>
+  %0 = nn.sub %zero, %x : tensor<4xf32>
+  %1 = nn.div %one, %x : tensor<4xf32>
+  %2 = nn.mul %x, %two : tensor<4xf32>
+  func.return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @transposes
+// CHECK-SAME:  (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT:  %[[T:.*]] = nn.transpose %[[X]] [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+// CHECK-NEXT:  func.return %[[X]], %[[T]]
+func.func @transposes(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4x2x3xf32>) {
+  %0 = nn.transpose %x [1, 0, 2] : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+  %1 = nn.transpose %0 [1, 0, 2] : tensor<3x2x4xf32> -> tensor<2x3x4xf32>
+  %2 = nn.transpose %0 [2, 1, 0] : tensor<3x2x4xf32> -> tensor<4x2x3xf32>
+  %3 = nn.transpose %x [0, 1, 2] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  func.return %1, %2 : tensor<2x3x4xf32>, tensor<4x2x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @shape_chains
+// CHECK-SAME:  (%[[X:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>)
+// CHECK-NEXT:  %[[R:.*]] = nn.reshape %[[X]] : tensor<4x8xf32> -> tensor<32xf32>
+// CHECK-NEXT:  %[[BB:.*]] = nn.broadcast %[[B]] : tensor<8xf32> -> tensor<2x4x8xf32>
+// CHECK-NEXT:  func.return %[[R]], %[[BB]], %[[X]]
+func.func @shape_chains(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<32xf32>, tensor<2x4x8xf32>, tensor<4x8xf32>) {
+  %0 = nn.reshape %x : tensor<4x8xf32> -> tensor<2x16xf32>
+  %1 = nn.reshape %0 : tensor<2x16xf32> -> tensor<32xf32>
+  %2 = nn.broadcast %b : tensor<8xf32> -> tensor<4x8xf32>
+  %3 = nn.broadcast %2 : tensor<4x8xf32> -> tensor<2x4x8xf32>
+  %4 = nn.reshape %x : tensor<4x8xf32> -> tensor<4x8xf32>
+  %5 = nn.broadcast %4 : tensor<4x8xf32> -> tensor<4x8xf32>
+  func.return %1, %3, %5 : tensor<32xf32>, tensor<2x4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A widening cast undone is a no-op; a narrowing one is not (it rounds).
+// CHECK-LABEL: func.func @casts
+// CHECK-SAME:  (%[[H:.*]]: tensor<4xbf16>, %[[F:.*]]: tensor<4xf32>)
+// CHECK-NEXT:  %[[N:.*]] = nn.cast %[[F]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK-NEXT:  %[[W:.*]] = nn.cast %[[N]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK-NEXT:  func.return %[[H]], %[[W]], %[[F]]
+func.func @casts(%h: tensor<4xbf16>, %f: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = nn.cast %h : tensor<4xbf16> -> tensor<4xf32>
+  %1 = nn.cast %0 : tensor<4xf32> -> tensor<4xbf16>
+  %2 = nn.cast %f : tensor<4xf32> -> tensor<4xbf16>
+  %3 = nn.cast %2 : tensor<4xbf16> -> tensor<4xf32>
+  %4 = nn.cast %f : tensor<4xf32> -> tensor<4xf32>
+  func.return %1, %3, %4 : tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Splats fold at any size; other constants fold up to 1024 elements.
+// CHECK-LABEL: func.func @constant_folding
+// CHECK-DAG:   nn.constant 1.4142135381698608 : tensor<4096x4096xf32>
+// CHECK-DAG:   nn.constant dense<[2.71828175, 7.38905621]> : tensor<2xf32>
+// CHECK-DAG:   nn.constant 6.000000e+00 : tensor<f32>
+// CHECK-DAG:   nn.exp %{{.*}} : tensor<2048xf32>
+// CHECK-NOT:   nn.sqrt
+func.func @constant_folding() -> (tensor<4096x4096xf32>, tensor<2xf32>, tensor<f32>, tensor<2048xf32>) {
+  %s = nn.constant 2.0 : tensor<f32>
+  %sb = nn.broadcast %s : tensor<f32> -> tensor<4096x4096xf32>
+  %sq = nn.sqrt %sb : tensor<4096x4096xf32>
+  %a = nn.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %e = nn.exp %a : tensor<2xf32>
+  %t = nn.constant 2.0 : tensor<3xf32>
+  %sum = nn.sum %t [0] : tensor<3xf32> -> tensor<f32>
+  %big = nn.constant dense<1.0> : tensor<2048xf32>
+  %r = nn.constant dense<1.0> : tensor<2048xf32>
+  %big2 = nn.add %big, %r : tensor<2048xf32>
+  %i = "nn.constant"() {value = dense<[0.5, 1.5]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %ib = nn.broadcast %i : tensor<2xf32> -> tensor<1024x2xf32>
+  %ibr = nn.reshape %ib : tensor<1024x2xf32> -> tensor<2048xf32>
+  %ex = nn.exp %ibr : tensor<2048xf32>
+  func.return %sq, %e, %sum, %ex : tensor<4096x4096xf32>, tensor<2xf32>, tensor<f32>, tensor<2048xf32>
+}
