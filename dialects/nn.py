@@ -71,6 +71,7 @@ from fuseopt.dialects.syntax import (
     print_int_list,
     print_operands,
     print_types,
+    resolve_operands,
     shape_str,
     tensor_type,
 )
@@ -138,11 +139,11 @@ class UnaryElementwiseOp(IRDLOperation, ABC):
 
     @classmethod
     def parse(cls, parser: Parser) -> UnaryElementwiseOp:
-        x = parser.parse_operand()
+        x = parser.parse_unresolved_operand()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parse_tensor_type(parser)
-        op = cls.build(operands=[x], result_types=[t])
+        op = cls.build(operands=[parser.resolve_operand(x, t)], result_types=[t])
         op.attributes.update(attrs)
         return op
 
@@ -308,13 +309,11 @@ class BinaryElementwiseOp(IRDLOperation, ABC):
 
     @classmethod
     def parse(cls, parser: Parser) -> BinaryElementwiseOp:
-        lhs = parser.parse_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_operand()
+        operands = parse_operands(parser)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parse_tensor_type(parser)
-        op = cls.build(operands=[lhs, rhs], result_types=[t])
+        op = cls.build(operands=resolve_operands(parser, operands, [t, t]), result_types=[t])
         op.attributes.update(attrs)
         return op
 
@@ -422,12 +421,11 @@ class CompareOp(IRDLOperation):
     def parse(cls, parser: Parser) -> CompareOp:
         pred = parser.parse_identifier()
         parser.parse_punctuation(",")
-        lhs, rhs = parse_operands(parser)[:2]
+        operands = parse_operands(parser)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parse_tensor_type(parser)
-        if not isinstance(t, TensorType):
-            parser.raise_error(f"nn.compare expects a tensor type, got {t}")
+        lhs, rhs = resolve_operands(parser, operands, [t, t])
         op = cls(pred, lhs, rhs)
         op.attributes.update(attrs)
         return op
@@ -474,18 +472,13 @@ class SelectOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> SelectOp:
         operands = parse_operands(parser)
-        if len(operands) != 3:
-            parser.raise_error("nn.select takes three operands: condition, true, false")
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parse_tensor_type(parser)
-        if not isinstance(t, TensorType):
-            parser.raise_error(f"nn.select expects a tensor type, got {t}")
         cond_type = TensorType(IntegerType(1), t.get_shape())
-        op = cls.build(operands=operands, result_types=[t])
+        values = resolve_operands(parser, operands, [cond_type, t, t])
+        op = cls.build(operands=values, result_types=[t])
         op.attributes.update(attrs)
-        if operands[0].type != cond_type:
-            parser.raise_error(f"condition must be {cond_type}, got {operands[0].type}")
         return op
 
     def print(self, printer: Printer) -> None:
@@ -527,14 +520,14 @@ class ConversionOp(IRDLOperation, ABC):
 
     @classmethod
     def parse(cls, parser: Parser) -> ConversionOp:
-        x = parser.parse_operand()
+        x = parser.parse_unresolved_operand()
         attrs = cls.parse_extra(parser)
         attrs.update(parser.parse_optional_attr_dict())
         parser.parse_punctuation(":")
-        parse_tensor_type(parser)
+        input_type = parse_tensor_type(parser)
         parser.parse_punctuation("->")
         t = parse_tensor_type(parser)
-        op = cls.build(operands=[x], result_types=[t])
+        op = cls.build(operands=[parser.resolve_operand(x, input_type)], result_types=[t])
         op.attributes.update(attrs)
         return op
 
@@ -887,11 +880,13 @@ class ConcatOp(IRDLOperation):
         axis = parser.parse_integer()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        parse_tensor_types(parser)
+        types = parse_tensor_types(parser)
         parser.parse_punctuation("->")
         t = parse_tensor_type(parser)
         op = cls.build(
-            operands=[inputs], result_types=[t], attributes={"axis": IntegerAttr(axis, i64)}
+            operands=[resolve_operands(parser, inputs, types)],
+            result_types=[t],
+            attributes={"axis": IntegerAttr(axis, i64)},
         )
         op.attributes.update(attrs)
         return op
@@ -1052,9 +1047,7 @@ class MatmulOp(IRDLOperation):
         if not is_float(a.element_type):
             raise VerifyException(f"needs floating-point operands, got {a}")
         if a.element_type != b.element_type or r.element_type != a.element_type:
-            raise VerifyException(
-                f"operands and result must share an element type: {a}, {b}, {r}"
-            )
+            raise VerifyException(f"operands and result must share an element type: {a}, {b}, {r}")
         try:
             want = matmul_shape(
                 a.get_shape(),
@@ -1070,17 +1063,17 @@ class MatmulOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> MatmulOp:
         operands = parse_operands(parser)
-        if len(operands) != 2:
-            parser.raise_error("nn.matmul takes two operands")
         attrs: dict[str, Attribute] = {}
         while (flag := parser.parse_optional_keyword_in(cls.FLAGS)) is not None:
             attrs[flag] = UnitAttr()
         attrs.update(parser.parse_optional_attr_dict())
         parser.parse_punctuation(":")
-        parse_tensor_types(parser)
+        types = parse_tensor_types(parser)
         parser.parse_punctuation("->")
         t = parse_tensor_type(parser)
-        op = cls.build(operands=operands, result_types=[t])
+        if len(operands) != 2:
+            parser.raise_error("nn.matmul takes two operands")
+        op = cls.build(operands=resolve_operands(parser, operands, types), result_types=[t])
         op.attributes.update(attrs)
         return op
 
@@ -1140,13 +1133,17 @@ class RowwiseOp(IRDLOperation, ABC):
 
     @classmethod
     def parse(cls, parser: Parser) -> RowwiseOp:
-        x = parser.parse_operand()
+        x = parser.parse_unresolved_operand()
         parser.parse_keyword("axis")
         axis = parser.parse_integer()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parse_tensor_type(parser)
-        op = cls.build(operands=[x], result_types=[t], attributes={"axis": IntegerAttr(axis, i64)})
+        op = cls.build(
+            operands=[parser.resolve_operand(x, t)],
+            result_types=[t],
+            attributes={"axis": IntegerAttr(axis, i64)},
+        )
         op.attributes.update(attrs)
         return op
 
@@ -1245,15 +1242,22 @@ class NormOp(IRDLOperation, ABC):
 
     @classmethod
     def parse(cls, parser: Parser) -> NormOp:
-        x = parser.parse_operand()
-        w = parser.parse_operand() if parser.parse_optional_keyword("weight") else None
-        b = parser.parse_operand() if parser.parse_optional_keyword("bias") else None
+        operands = [parser.parse_unresolved_operand()]
+        has = {}
+        for key in ("weight", "bias"):
+            has[key] = parser.parse_optional_keyword(key) is not None
+            if has[key]:
+                operands.append(parser.parse_unresolved_operand())
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        parse_tensor_types(parser)
+        types = parse_tensor_types(parser)
         parser.parse_punctuation("->")
         t = parse_tensor_type(parser)
-        op = cls.build(operands=[x, [w] if w else [], [b] if b else []], result_types=[t])
+        values = iter(resolve_operands(parser, operands, types))
+        x = next(values)
+        w = [next(values)] if has["weight"] else []
+        b = [next(values)] if has["bias"] else []
+        op = cls.build(operands=[x, w, b], result_types=[t])
         op.attributes.update(attrs)
         return op
 
@@ -1342,10 +1346,11 @@ class LinearOp(IRDLOperation):
             parser.raise_error("nn.linear takes input, weight and an optional bias")
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        parse_tensor_types(parser)
+        types = parse_tensor_types(parser)
         parser.parse_punctuation("->")
         t = parse_tensor_type(parser)
-        op = cls.build(operands=[operands[0], operands[1], operands[2:]], result_types=[t])
+        values = resolve_operands(parser, operands, types)
+        op = cls.build(operands=[values[0], values[1], values[2:]], result_types=[t])
         op.attributes.update(attrs)
         return op
 
@@ -1439,14 +1444,16 @@ class FusionOp(IRDLOperation):
         parser.parse_punctuation("(")
         values: list[SSAValue] = []
         if parser.parse_optional_punctuation(")") is None:
-            values = parse_operands(parser)
+            operands = parse_operands(parser)
             parser.parse_punctuation(":")
-            parse_tensor_types(parser)
+            values = resolve_operands(parser, operands, parse_tensor_types(parser))
             parser.parse_punctuation(")")
         parser.parse_punctuation("->")
         if parser.parse_optional_punctuation("(") is not None:
             result_types = (
-                [] if parser.parse_optional_punctuation(")") is not None else [*parse_tensor_types(parser)]
+                []
+                if parser.parse_optional_punctuation(")") is not None
+                else [*parse_tensor_types(parser)]
             )
             if result_types:
                 parser.parse_punctuation(")")

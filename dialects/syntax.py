@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
@@ -60,9 +60,19 @@ def print_int_list(printer: Printer, values: Sequence[int]) -> None:
     printer.print_string("[" + ", ".join(str(v) for v in values) + "]")
 
 
-def parse_operands(parser: Parser) -> list[SSAValue]:
-    """Parse a comma-separated list of operand uses (at least one)."""
-    return parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_operand)
+def parse_operands(parser: Parser) -> list[UnresolvedOperand]:
+    """Parse a comma-separated list of operand uses (at least one), to be resolved
+    against their types with `resolve_operands` once the types are parsed."""
+    return parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_unresolved_operand)
+
+
+def resolve_operands(
+    parser: Parser, operands: Sequence[UnresolvedOperand], types: Sequence[Attribute]
+) -> list[SSAValue]:
+    """Give each parsed operand its type (a located error if counts or types differ)."""
+    if len(operands) != len(types):
+        parser.raise_error(f"{len(operands)} operands but {len(types)} types")
+    return [parser.resolve_operand(o, t) for o, t in zip(operands, types, strict=True)]
 
 
 def print_operands(printer: Printer, operands: Sequence[SSAValue]) -> None:

@@ -44,7 +44,7 @@ func.func @bad_attribute(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// DIAG: error: SSA value used before assignment
+// DIAG: error: values used but not defined: [%y]
 func.func @undefined_value(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = nn.exp %y : tensor<4xf32>
   func.return %0 : tensor<4xf32>
