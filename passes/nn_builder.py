@@ -1,7 +1,7 @@
 """A small helper for passes that expand one nn op into a sequence of new nn ops.
 
 Patterns collect the ops they create in an `NNBuilder`, then hand `builder.ops` to
-`rewriter.replace_matched_op`. Each method returns the new op's result value.
+`rewriter.replace(op, builder.ops, [result])`. Each method returns the new op's result value.
 """
 
 from __future__ import annotations

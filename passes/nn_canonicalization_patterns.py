@@ -67,9 +67,9 @@ class FoldIdentityOperand(RewritePattern):
         if unit is None:
             return
         if splat_of(op.rhs) == unit:
-            rewriter.replace_matched_op([], [op.lhs])
+            rewriter.replace(op, [], [op.lhs])
         elif isinstance(op, self.COMMUTATIVE) and splat_of(op.lhs) == unit:
-            rewriter.replace_matched_op([], [op.rhs])
+            rewriter.replace(op, [], [op.rhs])
 
 
 class FoldNoOpConversion(RewritePattern):
@@ -79,7 +79,7 @@ class FoldNoOpConversion(RewritePattern):
     def match_and_rewrite(self, op: nn.ConversionOp, rewriter: PatternRewriter) -> None:
         no_op_kinds = nn.CastOp | nn.ReshapeOp | nn.BroadcastOp
         if isinstance(op, no_op_kinds) and op.input.type == op.result.type:
-            rewriter.replace_matched_op([], [op.input])
+            rewriter.replace(op, [], [op.input])
 
 
 class FoldTransposes(RewritePattern):
@@ -90,17 +90,18 @@ class FoldTransposes(RewritePattern):
     def match_and_rewrite(self, op: nn.TransposeOp, rewriter: PatternRewriter) -> None:
         perm = op.perm
         if list(perm) == sorted(perm):
-            rewriter.replace_matched_op([], [op.input])
+            rewriter.replace(op, [], [op.input])
             return
         inner = op.input.owner
         if isinstance(inner, nn.TransposeOp):
             composed = [inner.perm[p] for p in perm]
-            rewriter.replace_matched_op(
+            rewriter.replace(
+                op,
                 nn.TransposeOp.build(
                     operands=[inner.input],
                     result_types=[op.result.type],
                     attributes={"permutation": int_array(composed)},
-                )
+                ),
             )
 
 
@@ -117,9 +118,9 @@ class FoldConversionChain(RewritePattern):
         assert isinstance(inner, nn.ConversionOp)
         if isinstance(op, nn.CastOp):
             if inner.input.type == op.result.type and _exact_widening(inner):
-                rewriter.replace_matched_op([], [inner.input])
+                rewriter.replace(op, [], [inner.input])
             return
-        rewriter.replace_matched_op(type(op)(inner.input, op.result.type))
+        rewriter.replace(op, type(op)(inner.input, op.result.type))
 
 
 def _exact_widening(cast: nn.ConversionOp) -> bool:
@@ -159,13 +160,13 @@ class FoldConstants(RewritePattern):
         splats = [splat_of(v) for v in op.operands]
         if isinstance(op, SPLAT_PRESERVING) and all(s is not None for s in splats):
             value = splats[0] if isinstance(op, LAYOUT_OPS) else _evaluate_on_one_element(op)
-            rewriter.replace_matched_op(nn.ConstantOp(value, result_type))
+            rewriter.replace(op, nn.ConstantOp(value, result_type))
             return
         if int(np.prod(result_type.get_shape())) > MAX_FOLD_ELEMENTS:
             return
         args = tuple(_run(v.owner, ()) for v in op.operands)
         out = np.asarray(_run(op, args))
-        rewriter.replace_matched_op(nn.ConstantOp(_value_attr(out, result_type), result_type))
+        rewriter.replace(op, nn.ConstantOp(_value_attr(out, result_type), result_type))
 
 
 def _run(op: Operation, args: tuple[np.ndarray, ...]) -> np.ndarray:

@@ -116,7 +116,7 @@ class LinearLowering(RewritePattern):
             y = b.binary(nn.AddOp, y, op.bias)
         if vector:
             y = b.add(nn.ReshapeOp(y, op.result.type))
-        rewriter.replace_matched_op(b.ops, [y])
+        rewriter.replace(op, b.ops, [y])
 
 
 def _trailing_axes(op: nn.NormOp) -> list[int]:
@@ -131,7 +131,7 @@ def _replace(
 ) -> None:
     """Narrow `y` back to the op's element type and replace the op with `b.ops`."""
     y = b.cast(y, _element_type(op.input))
-    rewriter.replace_matched_op(b.ops, [y])
+    rewriter.replace(op, b.ops, [y])
 
 
 @dataclass(frozen=True)

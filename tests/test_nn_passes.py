@@ -1,0 +1,126 @@
+"""nn-decompose, canonicalize and cse keep results: interpret the IR before and after."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fuseopt
+from fuseopt.dialects import nn
+
+# Programs exercising every composite and every canonicalization pattern.
+PROGRAMS = {
+    "composites_f32": """
+func.func @f(%x: tensor<3x16xf32>, %w: tensor<16xf32>, %lw: tensor<8x16xf32>, %lb: tensor<8xf32>)
+    -> (tensor<3x16xf32>, tensor<3x16xf32>, tensor<3x16xf32>, tensor<3x16xf32>, tensor<3x8xf32>) {
+  %0 = nn.softmax %x axis 1 : tensor<3x16xf32>
+  %1 = nn.log_softmax %x axis 0 : tensor<3x16xf32>
+  %2 = nn.rms_norm %x weight %w {eps = 1.0e-06 : f64} : tensor<3x16xf32>, tensor<16xf32> -> tensor<3x16xf32>
+  %3 = nn.layer_norm %x weight %w bias %w {eps = 1.0e-05 : f64} : tensor<3x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<3x16xf32>
+  %4 = nn.linear %x, %lw, %lb : tensor<3x16xf32>, tensor<8x16xf32>, tensor<8xf32> -> tensor<3x8xf32>
+  func.return %0, %1, %2, %3, %4 : tensor<3x16xf32>, tensor<3x16xf32>, tensor<3x16xf32>, tensor<3x16xf32>, tensor<3x8xf32>
+}
+""",
+    "composites_bf16": """
+func.func @f(%x: tensor<2x3x32xbf16>, %w: tensor<32xbf16>, %w2: tensor<3x32xbf16>)
+    -> (tensor<2x3x32xbf16>, tensor<2x3x32xbf16>, tensor<2x3x32xbf16>, tensor<2x3x32xbf16>) {
+  %0 = nn.softmax %x axis 2 : tensor<2x3x32xbf16>
+  %1 = nn.rms_norm %x weight %w {eps = 1.0e-06 : f64} : tensor<2x3x32xbf16>, tensor<32xbf16> -> tensor<2x3x32xbf16>
+  %2 = nn.layer_norm %x weight %w2 {eps = 1.0e-05 : f64, normalized_rank = 2 : i64} : tensor<2x3x32xbf16>, tensor<3x32xbf16> -> tensor<2x3x32xbf16>
+  %3 = nn.log_softmax %x axis 1 : tensor<2x3x32xbf16>
+  func.return %0, %1, %2, %3 : tensor<2x3x32xbf16>, tensor<2x3x32xbf16>, tensor<2x3x32xbf16>, tensor<2x3x32xbf16>
+}
+""",
+    "canonicalizations": """
+func.func @f(%x: tensor<4x6xf32>, %h: tensor<4x6xbf16>) -> (tensor<6x4xf32>, tensor<6x4xf32>, tensor<24xf32>, tensor<4x6xbf16>, tensor<4x6xf32>) {
+  %one = nn.constant 1.0 : tensor<4x6xf32>
+  %zero = nn.constant 0.0 : tensor<4x6xf32>
+  %two = nn.constant 2.0 : tensor<f32>
+  %0 = nn.mul %x, %one : tensor<4x6xf32>
+  %1 = nn.add %zero, %0 : tensor<4x6xf32>
+  %2 = nn.div %1, %one : tensor<4x6xf32>
+  %3 = nn.sub %2, %zero : tensor<4x6xf32>
+  %t1 = nn.transpose %3 [1, 0] : tensor<4x6xf32> -> tensor<6x4xf32>
+  %t2 = nn.transpose %t1 [1, 0] : tensor<6x4xf32> -> tensor<4x6xf32>
+  %t3 = nn.transpose %t2 [1, 0] : tensor<4x6xf32> -> tensor<6x4xf32>
+  %r1 = nn.reshape %t2 : tensor<4x6xf32> -> tensor<2x12xf32>
+  %r2 = nn.reshape %r1 : tensor<2x12xf32> -> tensor<24xf32>
+  %c1 = nn.cast %h : tensor<4x6xbf16> -> tensor<4x6xf32>
+  %c2 = nn.cast %c1 : tensor<4x6xf32> -> tensor<4x6xbf16>
+  %b = nn.broadcast %two : tensor<f32> -> tensor<4x6xf32>
+  %s = nn.sqrt %b : tensor<4x6xf32>
+  %m = nn.mul %x, %s : tensor<4x6xf32>
+  func.return %t3, %t1, %r2, %c2, %m : tensor<6x4xf32>, tensor<6x4xf32>, tensor<24xf32>, tensor<4x6xbf16>, tensor<4x6xf32>
+}
+""",
+    "folding": """
+func.func @f(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>, tensor<3xi1>) {
+  %a = nn.constant dense<[0.5, 1.5, -2.0]> : tensor<3xf32>
+  %e = nn.exp %a : tensor<3xf32>
+  %y = nn.mul %x, %e : tensor<3xf32>
+  %s = nn.sum %a [0] : tensor<3xf32> -> tensor<f32>
+  %z = nn.constant 0.0 : tensor<3xf32>
+  %m = nn.compare gt, %a, %z : tensor<3xf32>
+  func.return %y, %s, %m : tensor<3xf32>, tensor<f32>, tensor<3xi1>
+}
+""",
+}
+
+PIPELINES = ["nn-decompose", "canonicalize", "cse", "nn-decompose,canonicalize,cse"]
+
+
+def random_inputs(module, rng: np.random.Generator) -> list[np.ndarray]:  # noqa: ANN001
+    func = next(iter(module.ops))
+    return [
+        rng.standard_normal(t.get_shape()).astype(np.float32)
+        for t in func.function_type.inputs.data
+    ]
+
+
+# decomposition rounds intermediates that the composite kept exact: allow a few ulps
+TOLERANCE = {np.dtype(np.float32): 1e-5}
+BF16_TOLERANCE = 2e-2
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_pass_preserves_results(name: str, pipeline: str) -> None:
+    rng = np.random.default_rng(7)
+    before = fuseopt.parse(PROGRAMS[name])
+    after = fuseopt.run_pipeline(fuseopt.parse(PROGRAMS[name]), pipeline)
+    args = random_inputs(before, rng)
+    expected = fuseopt.interpret(before, "f", *args)
+    actual = fuseopt.interpret(after, "f", *args)
+    bf16 = "bf16" in name or "bf16" in PROGRAMS[name]
+    for e, a in zip(expected, actual, strict=True):
+        if e.dtype == np.bool_:
+            assert np.array_equal(e, a)
+        else:
+            tol = BF16_TOLERANCE if bf16 else 1e-5
+            np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
+
+
+def test_decompose_leaves_no_composites() -> None:
+    module = fuseopt.run_pipeline(fuseopt.parse(PROGRAMS["composites_f32"]), "nn-decompose")
+    assert not [op for op in module.walk() if isinstance(op, nn.COMPOSITE_OPS)]
+
+
+def test_canonicalize_simplifies() -> None:
+    module = fuseopt.run_pipeline(fuseopt.parse(PROGRAMS["canonicalizations"]), "canonicalize,cse")
+    names = [op.name for op in module.walk() if op.name.startswith("nn.")]
+    # everything folds away but one transpose, one reshape, the sqrt(2) constant and its mul
+    assert sorted(names) == ["nn.constant", "nn.mul", "nn.reshape", "nn.transpose"]
+
+
+def test_softmax_is_stable_for_large_inputs() -> None:
+    text = """
+func.func @f(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %0 = nn.softmax %x axis 1 : tensor<2x4xf32>
+  func.return %0 : tensor<2x4xf32>
+}
+"""
+    module = fuseopt.run_pipeline(fuseopt.parse(text), "standard")
+    x = np.array([[1000.0, 1001.0, 1002.0, 999.0], [-1000.0, -1000.0, -999.0, -1001.0]], np.float32)
+    (y,) = fuseopt.interpret(module, "f", x)
+    assert np.all(np.isfinite(y))
+    np.testing.assert_allclose(y.sum(axis=1), 1.0, rtol=1e-6)
