@@ -1,0 +1,1087 @@
+"""The `tile` dialect: fused kernels as grids of programs working on tiles.
+
+The level both backends print. It follows Triton's programming model, which also maps
+directly onto CUDA (one program = one thread block):
+
+- **host side** (inside a `func.func`): global buffers are `memref`s (no memory space,
+  or `#tile.memory_space<global>`); `tile.alloc` makes a temporary, `tile.view`
+  reinterprets one under another shape, `tile.launch` runs a kernel over a grid, and
+  `tile.gemm` calls a library GEMM (the `library_gemm` route).
+- **kernels**: `tile.kernel @name grid R (%buf: memref<...>, ...)` is a symbol whose body
+  runs once per program instance of an R-dimensional grid. Inside, tiles are builtin
+  ranked `tensor`s held in registers; `tile.program_id` says which program runs,
+  `tile.load`/`tile.store` move a box of a buffer (the tile covers the buffer's trailing
+  dims; out-of-bounds elements are masked: loads give `fill`, stores skip them),
+  `tile.mask` makes an explicit in-bounds mask, `tile.dot` (f32 accumulation),
+  `tile.reduce`, `tile.broadcast` and `tile.transpose` work on tiles, and shared memory
+  is `tile.alloc` of a `#tile.memory_space<shared>` memref filled by `tile.copy` and
+  ordered by `tile.barrier`.
+- **elementwise math on tiles reuses the nn ops** (`nn.add`, `nn.exp`, `nn.cast`,
+  `nn.compare`, `nn.select`, splat `nn.constant`, ...) on tile tensors: one op table per
+  printer serves both levels, and their semantics are the nn reference's. Index
+  arithmetic is `arith` on `index`; loops are `scf.for` with `iter_args`.
+
+See `passes/convert_nn_to_tile.py` for the host calling convention and the schedules.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+    f64,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    attr_def,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_attr_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    Pure,
+    SymbolOpInterface,
+    SymbolTable,
+)
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from fuseopt.dialects.syntax import (
+    array_values,
+    int_array,
+    is_bool,
+    is_float,
+    parse_int_list,
+    parse_operands,
+    parse_types,
+    print_int_list,
+    print_operands,
+    print_types,
+    resolve_operands,
+    shape_str,
+    tensor_type,
+)
+
+# --------------------------------------------------------------------------- memory spaces
+
+
+class MemorySpace(StrEnum):
+    """Where a buffer lives: HBM, the program's shared memory, or registers."""
+
+    GLOBAL = "global"
+    SHARED = "shared"
+    REGISTERS = "registers"
+
+
+@irdl_attr_definition
+class MemorySpaceAttr(EnumAttribute[MemorySpace]):
+    """A memref memory space: `#tile.memory_space<shared>`. No space means global."""
+
+    name = "tile.memory_space"
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data.value}>")
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> MemorySpace:
+        parser.parse_punctuation("<")
+        space = parser.parse_str_enum(MemorySpace)
+        parser.parse_punctuation(">")
+        return space
+
+
+SHARED = MemorySpaceAttr(MemorySpace.SHARED)
+"""The shared-memory space attribute."""
+
+
+def memory_space(t: MemRefType) -> MemorySpace:
+    """The memory space of a memref type (global when it has none)."""
+    space = t.memory_space
+    return space.data if isinstance(space, MemorySpaceAttr) else MemorySpace.GLOBAL
+
+
+def memref_type(value: SSAValue | Attribute, what: str) -> MemRefType:
+    """The static memref type of `value`, or a VerifyException naming `what`."""
+    t = value.type if isinstance(value, SSAValue) else value
+    if not isinstance(t, MemRefType):
+        raise VerifyException(f"{what} must be a memref, got {t}")
+    if any(d < 0 for d in t.get_shape()):
+        raise VerifyException(f"{what} must have a static shape, got {t}")
+    return t
+
+
+def enclosing_kernel(op: Operation) -> KernelOp | None:
+    """The `tile.kernel` that contains `op`, if any."""
+    node = op.parent_op()
+    while node is not None and not isinstance(node, KernelOp):
+        node = node.parent_op()
+    return node
+
+
+def _check_index_operands(values: Sequence[SSAValue], what: str) -> None:
+    for v in values:
+        if not isinstance(v.type, IndexType):
+            raise VerifyException(f"{what} must be of type index, got {v.type}")
+
+
+def _check_tile_box(tile: tuple[int, ...], buf: MemRefType, n_offsets: int, what: str) -> None:
+    rank = len(buf.get_shape())
+    if n_offsets != rank:
+        raise VerifyException(f"{what} takes {rank} offsets for {buf}, got {n_offsets}")
+    if len(tile) > rank:
+        raise VerifyException(f"a tile of rank {len(tile)} does not fit {buf}")
+    if any(d < 1 for d in tile):
+        raise VerifyException(f"tile dims must be positive, got {shape_str(tile)}")
+
+
+def _parse_offsets(parser: Parser) -> list[SSAValue]:
+    return parser.parse_comma_separated_list(
+        Parser.Delimiter.SQUARE, lambda: parser.parse_operand(IndexType())
+    )
+
+
+def _print_offsets(printer: Printer, offsets: Sequence[SSAValue]) -> None:
+    printer.print_string("[")
+    print_operands(printer, offsets)
+    printer.print_string("]")
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """Terminator of a `tile.kernel` body. Example: `tile.return`."""
+
+    name = "tile.return"
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(KernelOp), Pure()))
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A kernel: a symbol whose body runs once per program of a `grid`-dimensional grid.
+
+    The entry block's arguments are the kernel's buffers (global memrefs). Attributes
+    record the schedule and tuning decisions (`schedule`, block sizes, `num_warps`,
+    `num_stages`, `vector_width`, `candidates`, ...); see convert-nn-to-tile and
+    tile-promote.
+
+    Example:
+        tile.kernel @add grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) {
+          %p = tile.program_id 0
+          %c16 = arith.constant 16 : index
+          %o = arith.muli %p, %c16 : index
+          %t = tile.load %x[%o] : memref<64xf32> -> tensor<16xf32>
+          tile.store %t, %y[%o] : tensor<16xf32>, memref<64xf32>
+          tile.return
+        }
+    """
+
+    name = "tile.kernel"
+    sym_name = attr_def(StringAttr)
+    grid = attr_def(IntegerAttr)
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
+    RESERVED: ClassVar[tuple[str, ...]] = ("sym_name", "grid")
+
+    def __init__(
+        self,
+        name: str,
+        grid_rank: int,
+        param_types: Sequence[Attribute],
+        attributes: dict[str, Attribute] | None = None,
+    ):
+        body = Region(Block(arg_types=param_types))
+        attrs: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "grid": IntegerAttr(grid_rank, i64),
+        }
+        attrs.update(attributes or {})
+        super().__init__(regions=[body], attributes=attrs)
+
+    @property
+    def grid_rank(self) -> int:
+        """How many grid dimensions (1 to 3)."""
+        return self.grid.value.data
+
+    @property
+    def param_types(self) -> list[MemRefType]:
+        """The kernel's buffer parameter types."""
+        return [a.type for a in self.body.block.args]  # type: ignore[misc]
+
+    def verify_(self) -> None:
+        if not 1 <= self.grid_rank <= 3:
+            raise VerifyException(f"grid rank must be 1, 2 or 3, got {self.grid_rank}")
+        for i, a in enumerate(self.body.block.args):
+            t = memref_type(a, f"kernel parameter {i}")
+            if memory_space(t) != MemorySpace.GLOBAL:
+                raise VerifyException(f"kernel parameter {i} must be a global buffer, got {t}")
+        if not isinstance(self.body.block.last_op, ReturnOp):
+            raise VerifyException("tile.kernel body must end in tile.return")
+        if enclosing_kernel(self) is not None:
+            raise VerifyException("tile.kernel cannot be nested in another kernel")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name = parser.parse_symbol_name().data
+        parser.parse_keyword("grid")
+        rank = parser.parse_integer()
+        args = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: parser.parse_argument()
+        )
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region(args)
+        op = cls.build(
+            regions=[region],
+            attributes={"sym_name": StringAttr(name), "grid": IntegerAttr(rank, i64)},
+        )
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(f" grid {self.grid_rank} (")
+        printer.print_list(self.body.block.args, printer.print_block_argument)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=self.RESERVED, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """Host side: run kernel `@k` over a grid of the given sizes with buffer arguments.
+
+    Each argument must have the element type and element count of the kernel's
+    parameter; a different shape is a free row-major reinterpretation (a view).
+
+    Example:
+        tile.launch @add grid [4] (%x, %y) : memref<64xf32>, memref<64xf32>
+    """
+
+    name = "tile.launch"
+    kernel = attr_def(SymbolRefAttr)
+    grid = attr_def(DenseArrayBase)
+    args = var_operand_def(MemRefType)
+    RESERVED: ClassVar[tuple[str, ...]] = ("kernel", "grid")
+
+    def __init__(self, kernel: str, grid: Sequence[int], args: Sequence[SSAValue]):
+        super().__init__(
+            operands=[args],
+            attributes={"kernel": SymbolRefAttr(kernel), "grid": int_array(grid)},
+        )
+
+    @property
+    def grid_sizes(self) -> tuple[int, ...]:
+        """The number of programs along each grid dimension."""
+        return array_values(self.grid)
+
+    def callee(self) -> KernelOp:
+        """The launched kernel (VerifyException when it does not exist)."""
+        k = SymbolTable.lookup_symbol(self, self.kernel)
+        if not isinstance(k, KernelOp):
+            raise VerifyException(f"@{self.kernel.root_reference.data} is not a tile.kernel")
+        return k
+
+    def verify_(self) -> None:
+        if enclosing_kernel(self) is not None:
+            raise VerifyException("tile.launch is a host op; it cannot appear in a kernel")
+        sizes = self.grid_sizes
+        if any(s < 1 for s in sizes):
+            raise VerifyException(f"grid sizes must be positive, got {list(sizes)}")
+        k = self.callee()
+        if len(sizes) != k.grid_rank:
+            raise VerifyException(
+                f"@{k.sym_name.data} has a grid of rank {k.grid_rank}, launched with {list(sizes)}"
+            )
+        params = k.param_types
+        if len(params) != len(self.args):
+            raise VerifyException(
+                f"@{k.sym_name.data} takes {len(params)} buffers, {len(self.args)} were given"
+            )
+        for i, (a, p) in enumerate(zip(self.args, params, strict=True)):
+            t = memref_type(a, f"argument {i}")
+            if t.element_type != p.element_type or math.prod(t.get_shape()) != math.prod(
+                p.get_shape()
+            ):
+                raise VerifyException(f"argument {i} of type {t} cannot be passed as {p}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LaunchOp:
+        name = parser.parse_symbol_name().data
+        parser.parse_keyword("grid")
+        grid = parse_int_list(parser)
+        parser.parse_punctuation("(")
+        unresolved = []
+        if parser.parse_optional_punctuation(")") is None:
+            unresolved = parse_operands(parser)
+            parser.parse_punctuation(")")
+        attrs = parser.parse_optional_attr_dict()
+        types = []
+        if unresolved:
+            parser.parse_punctuation(":")
+            types = parse_types(parser)
+        op = cls(name, grid, resolve_operands(parser, unresolved, types))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.kernel.root_reference.data)
+        printer.print_string(" grid ")
+        print_int_list(printer, self.grid_sizes)
+        printer.print_string(" (")
+        print_operands(printer, list(self.args))
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=self.RESERVED)
+        if self.args:
+            printer.print_string(" : ")
+            print_types(printer, [a.type for a in self.args])
+
+
+@irdl_op_definition
+class ProgramIdOp(IRDLOperation):
+    """The index of the running program along grid dimension `axis`.
+
+    Example: `%p = tile.program_id 0`
+    """
+
+    name = "tile.program_id"
+    axis = attr_def(IntegerAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, axis: int):
+        super().__init__(attributes={"axis": IntegerAttr(axis, i64)}, result_types=[IndexType()])
+
+    def verify_(self) -> None:
+        k = enclosing_kernel(self)
+        if k is None:
+            raise VerifyException("tile.program_id must be inside a tile.kernel")
+        if not 0 <= self.axis.value.data < k.grid_rank:
+            raise VerifyException(
+                f"axis {self.axis.value.data} is out of range for a grid of rank {k.grid_rank}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ProgramIdOp:
+        op = cls(parser.parse_integer())
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.axis.value.data}")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("axis",))
+
+
+# --------------------------------------------------------------------------- memory
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """Load a tile from a buffer at per-dim offsets, masked at the buffer's bounds.
+
+    The tile covers the trailing dims of the buffer; a leading dim the tile does not
+    cover contributes only its offset. Elements outside the buffer read as `fill`
+    (default 0). The element type is the buffer's.
+
+    Example:
+        %t = tile.load %x[%r, %c] : memref<6x100xf32> -> tensor<2x128xf32>
+        %u = tile.load %x[%r, %c] fill -inf : memref<6x100xf32> -> tensor<128xf32>
+    """
+
+    name = "tile.load"
+    buffer = operand_def(MemRefType)
+    offsets = var_operand_def(IndexType)
+    result = result_def(TensorType)
+    fill = opt_attr_def(FloatAttr | IntegerAttr)
+
+    def __init__(
+        self, buffer: SSAValue, offsets: Sequence[SSAValue], tile: Sequence[int], fill: float = 0.0
+    ):
+        t = memref_type(buffer, "buffer")
+        attrs: dict[str, Attribute] = {} if fill == 0 else {"fill": FloatAttr(fill, f64)}
+        super().__init__(
+            operands=[buffer, offsets],
+            result_types=[TensorType(t.element_type, list(tile))],
+            attributes=attrs,
+        )
+
+    @property
+    def fill_value(self) -> float:
+        """The value read for out-of-bounds elements."""
+        return 0.0 if self.fill is None else float(self.fill.value.data)
+
+    def verify_(self) -> None:
+        buf = memref_type(self.buffer, "buffer")
+        tile = tensor_type(self.result, "result")
+        _check_index_operands(self.offsets, "offsets")
+        _check_tile_box(tile.get_shape(), buf, len(self.offsets), "tile.load")
+        if tile.element_type != buf.element_type:
+            raise VerifyException(f"the tile's element type must be the buffer's: {tile}, {buf}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadOp:
+        buf_ref = parser.parse_unresolved_operand()
+        offsets = _parse_offsets(parser)
+        attrs: dict[str, Attribute] = {}
+        if parser.parse_optional_keyword("fill") is not None:
+            attrs["fill"] = FloatAttr(_parse_signed_float(parser), f64)
+        attrs.update(parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        buf = parser.resolve_operand(buf_ref, parser.parse_type())
+        parser.parse_punctuation("->")
+        t = parser.parse_type()
+        return cls.build(operands=[buf, offsets], result_types=[t], attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.buffer)
+        _print_offsets(printer, self.offsets)
+        if self.fill is not None:
+            printer.print_string(" fill ")
+            _print_float(printer, self.fill_value)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("fill",))
+        printer.print_string(" : ")
+        printer.print_attribute(self.buffer.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+def _parse_signed_float(parser: Parser) -> float:
+    neg = parser.parse_optional_punctuation("-") is not None
+    if parser.parse_optional_keyword("inf") is not None:
+        value = math.inf
+    elif parser.parse_optional_keyword("nan") is not None:
+        value = math.nan
+    else:
+        value = float(parser.parse_number())
+    return -value if neg else value
+
+
+def _print_float(printer: Printer, value: float) -> None:
+    if math.isinf(value):
+        printer.print_string("-inf" if value < 0 else "inf")
+    elif math.isnan(value):
+        printer.print_string("nan")
+    else:
+        printer.print_float(value, f64)
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """Store a tile into a buffer at per-dim offsets; out-of-bounds elements are skipped.
+
+    Example:
+        tile.store %t, %y[%r, %c] : tensor<2x128xf32>, memref<6x100xf32>
+    """
+
+    name = "tile.store"
+    value = operand_def(TensorType)
+    buffer = operand_def(MemRefType)
+    offsets = var_operand_def(IndexType)
+
+    def __init__(self, value: SSAValue, buffer: SSAValue, offsets: Sequence[SSAValue]):
+        super().__init__(operands=[value, buffer, offsets])
+
+    def verify_(self) -> None:
+        buf = memref_type(self.buffer, "buffer")
+        tile = tensor_type(self.value, "value")
+        _check_index_operands(self.offsets, "offsets")
+        _check_tile_box(tile.get_shape(), buf, len(self.offsets), "tile.store")
+        if tile.element_type != buf.element_type:
+            raise VerifyException(f"the tile's element type must be the buffer's: {tile}, {buf}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreOp:
+        refs = [parser.parse_unresolved_operand()]
+        parser.parse_punctuation(",")
+        refs.append(parser.parse_unresolved_operand())
+        offsets = _parse_offsets(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        value, buf = resolve_operands(parser, refs, parse_types(parser))
+        op = cls(value, buf, offsets)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.value)
+        printer.print_string(", ")
+        printer.print_operand(self.buffer)
+        _print_offsets(printer, self.offsets)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        print_types(printer, [self.value.type, self.buffer.type])
+
+
+@irdl_op_definition
+class MaskOp(IRDLOperation):
+    """An i1 tile, true where `offset[d] + i_d < bound[d]` in every dim d.
+
+    Example:
+        %m = tile.mask [%r, %c] bounds [6, 100] : tensor<2x128xi1>
+    """
+
+    name = "tile.mask"
+    offsets = var_operand_def(IndexType)
+    bounds = attr_def(DenseArrayBase)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, offsets: Sequence[SSAValue], bounds: Sequence[int], tile: Sequence[int]):
+        super().__init__(
+            operands=[offsets],
+            result_types=[TensorType(i1, list(tile))],
+            attributes={"bounds": int_array(bounds)},
+        )
+
+    def verify_(self) -> None:
+        t = tensor_type(self.result, "result")
+        _check_index_operands(self.offsets, "offsets")
+        rank = len(t.get_shape())
+        if len(self.offsets) != rank or len(array_values(self.bounds)) != rank:
+            raise VerifyException(f"tile.mask needs {rank} offsets and bounds for {t}")
+        if not is_bool(t.element_type):
+            raise VerifyException(f"tile.mask produces an i1 tile, got {t}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MaskOp:
+        offsets = _parse_offsets(parser)
+        parser.parse_keyword("bounds")
+        bounds = parse_int_list(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls.build(operands=[offsets], result_types=[t], attributes={"bounds": int_array(bounds)})
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_offsets(printer, self.offsets)
+        printer.print_string(" bounds ")
+        print_int_list(printer, array_values(self.bounds))
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("bounds",))
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """Allocate a buffer: a global temporary on the host, shared memory in a kernel.
+
+    Contents are undefined until written.
+
+    Example:
+        %t = tile.alloc : memref<64xf32>
+        %s = tile.alloc : memref<2x512xf32, #tile.memory_space<shared>>
+    """
+
+    name = "tile.alloc"
+    result = result_def(MemRefType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, t: MemRefType):
+        super().__init__(result_types=[t])
+
+    def verify_(self) -> None:
+        t = memref_type(self.result, "result")
+        want = MemorySpace.SHARED if enclosing_kernel(self) else MemorySpace.GLOBAL
+        if memory_space(t) != want:
+            raise VerifyException(
+                f"tile.alloc {'in a kernel' if want == MemorySpace.SHARED else 'on the host'} "
+                f"allocates {want} memory, got {t}"
+            )
+
+
+@irdl_op_definition
+class CopyOp(IRDLOperation):
+    """Copy a box of `shape` from one buffer to another (in a kernel: global to shared).
+
+    The box covers the trailing dims of each buffer, like a tile. Elements outside the
+    source are not read and outside the destination are not written. On CUDA it is an
+    asynchronous copy completed by the next `tile.barrier`; a backend without explicit
+    shared memory may read the source wherever the destination is read.
+
+    Example:
+        tile.copy %x[%r, %c] to %s[%z, %c] [2, 128] : memref<6x500xf32> to memref<2x500xf32, #tile.memory_space<shared>>
+    """
+
+    name = "tile.copy"
+    source = operand_def(MemRefType)
+    dest = operand_def(MemRefType)
+    src_offsets = var_operand_def(IndexType)
+    dst_offsets = var_operand_def(IndexType)
+    shape = attr_def(DenseArrayBase)
+    irdl_options = (AttrSizedOperandSegments(as_property=False),)
+
+    def __init__(
+        self,
+        source: SSAValue,
+        src_offsets: Sequence[SSAValue],
+        dest: SSAValue,
+        dst_offsets: Sequence[SSAValue],
+        shape: Sequence[int],
+    ):
+        super().__init__(
+            operands=[source, dest, src_offsets, dst_offsets],
+            attributes={"shape": int_array(shape)},
+        )
+
+    def verify_(self) -> None:
+        src, dst = memref_type(self.source, "source"), memref_type(self.dest, "dest")
+        box = array_values(self.shape)
+        _check_index_operands([*self.src_offsets, *self.dst_offsets], "offsets")
+        _check_tile_box(box, src, len(self.src_offsets), "tile.copy source")
+        _check_tile_box(box, dst, len(self.dst_offsets), "tile.copy dest")
+        if src.element_type != dst.element_type:
+            raise VerifyException(f"tile.copy keeps the element type: {src}, {dst}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CopyOp:
+        src_ref = parser.parse_unresolved_operand()
+        src_offsets = _parse_offsets(parser)
+        parser.parse_keyword("to")
+        dst_ref = parser.parse_unresolved_operand()
+        dst_offsets = _parse_offsets(parser)
+        shape = parse_int_list(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        src = parser.resolve_operand(src_ref, parser.parse_type())
+        parser.parse_keyword("to")
+        dst = parser.resolve_operand(dst_ref, parser.parse_type())
+        op = cls(src, src_offsets, dst, dst_offsets, shape)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        _print_offsets(printer, self.src_offsets)
+        printer.print_string(" to ")
+        printer.print_operand(self.dest)
+        _print_offsets(printer, self.dst_offsets)
+        printer.print_string(" ")
+        print_int_list(printer, array_values(self.shape))
+        printer.print_op_attributes(
+            self.attributes, reserved_attr_names=("shape", "operandSegmentSizes")
+        )
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" to ")
+        printer.print_attribute(self.dest.type)
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """Synchronize the threads of one program (`__syncthreads()`); orders shared memory.
+
+    Example: `tile.barrier`
+    """
+
+    name = "tile.barrier"
+    assembly_format = "attr-dict"
+
+    def verify_(self) -> None:
+        if enclosing_kernel(self) is None:
+            raise VerifyException("tile.barrier must be inside a tile.kernel")
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """Reinterpret a contiguous buffer under another shape with the same element count.
+
+    Example:
+        %v = tile.view %x : memref<4x8xf32> -> memref<32xf32>
+    """
+
+    name = "tile.view"
+    source = operand_def(MemRefType)
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, t: MemRefType):
+        super().__init__(operands=[source], result_types=[t])
+
+    def verify_(self) -> None:
+        a, r = memref_type(self.source, "source"), memref_type(self.result, "result")
+        if a.element_type != r.element_type or math.prod(a.get_shape()) != math.prod(r.get_shape()):
+            raise VerifyException(f"tile.view keeps the element type and count: {a} -> {r}")
+        if memory_space(a) != memory_space(r):
+            raise VerifyException(f"tile.view keeps the memory space: {a} -> {r}")
+
+
+@irdl_op_definition
+class GemmOp(IRDLOperation):
+    """Host side: `c = a @ b` by a library GEMM (cuBLAS), f32 accumulation.
+
+    Shapes follow `nn.matmul` (batched, `b` may be rank 2, transpose flags).
+
+    Example:
+        tile.gemm %a, %w into %c transpose_b : memref<64x32xbf16>, memref<16x32xbf16>, memref<64x16xbf16>
+    """
+
+    name = "tile.gemm"
+    lhs = operand_def(MemRefType)
+    rhs = operand_def(MemRefType)
+    out = operand_def(MemRefType)
+    transpose_a = opt_attr_def(UnitAttr)
+    transpose_b = opt_attr_def(UnitAttr)
+    FLAGS: ClassVar[tuple[str, ...]] = ("transpose_a", "transpose_b")
+
+    def __init__(
+        self, lhs: SSAValue, rhs: SSAValue, out: SSAValue, transpose_a: bool, transpose_b: bool
+    ):
+        flags = {f: UnitAttr() for f, on in zip(self.FLAGS, (transpose_a, transpose_b)) if on}
+        super().__init__(operands=[lhs, rhs, out], attributes=flags)
+
+    def verify_(self) -> None:
+        from fuseopt.dialects.nn import matmul_shape
+
+        if enclosing_kernel(self) is not None:
+            raise VerifyException("tile.gemm is a host op; it cannot appear in a kernel")
+        a, b, c = (memref_type(v, w) for v, w in ((self.lhs, "lhs"), (self.rhs, "rhs"), (self.out, "out")))
+        if not is_float(a.element_type) or {a.element_type, b.element_type, c.element_type} != {
+            a.element_type
+        }:
+            raise VerifyException(f"tile.gemm needs one floating-point element type: {a}, {b}, {c}")
+        try:
+            want = matmul_shape(
+                a.get_shape(), b.get_shape(), self.transpose_a is not None, self.transpose_b is not None
+            )
+        except ValueError as e:
+            raise VerifyException(str(e)) from None
+        if tuple(c.get_shape()) != want:
+            raise VerifyException(f"out must have shape {shape_str(want)}, got {c}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GemmOp:
+        refs = parse_operands(parser)
+        parser.parse_keyword("into")
+        refs.append(parser.parse_unresolved_operand())
+        flags = []
+        while (f := parser.parse_optional_keyword_in(cls.FLAGS)) is not None:
+            flags.append(f)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        if len(refs) != 3:
+            parser.raise_error("tile.gemm takes `%a, %b into %c`")
+        a, b, c = resolve_operands(parser, refs, parse_types(parser))
+        op = cls(a, b, c, "transpose_a" in flags, "transpose_b" in flags)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_operands(printer, [self.lhs, self.rhs])
+        printer.print_string(" into ")
+        printer.print_operand(self.out)
+        for f in self.FLAGS:
+            if f in self.attributes:
+                printer.print_string(f" {f}")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=self.FLAGS)
+        printer.print_string(" : ")
+        print_types(printer, [self.lhs.type, self.rhs.type, self.out.type])
+
+
+# --------------------------------------------------------------------------- tile math
+
+
+@irdl_op_definition
+class DotOp(IRDLOperation):
+    """`acc + a @ b` on tiles, accumulated and returned in f32.
+
+    `a` is [..., M, K], `b` [..., K, N] of one floating-point type; `acc` and the
+    result are [..., M, N] f32.
+
+    Example:
+        %d = tile.dot %a, %b, %acc : tensor<64x32xbf16>, tensor<32x64xbf16>, tensor<64x64xf32>
+    """
+
+    name = "tile.dot"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    acc = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, acc: SSAValue):
+        super().__init__(operands=[lhs, rhs, acc], result_types=[acc.type])
+
+    def verify_(self) -> None:
+        from xdsl.dialects.builtin import Float32Type
+
+        a, b = tensor_type(self.lhs, "lhs"), tensor_type(self.rhs, "rhs")
+        c = tensor_type(self.acc, "acc")
+        if not is_float(a.element_type) or a.element_type != b.element_type:
+            raise VerifyException(f"tile.dot needs floating-point tiles of one type: {a}, {b}")
+        if not isinstance(c.element_type, Float32Type) or self.result.type != c:
+            raise VerifyException(f"tile.dot accumulates in f32: acc and result must be f32, got {c}")
+        sa, sb, sc = a.get_shape(), b.get_shape(), c.get_shape()
+        if not (len(sa) == len(sb) == len(sc) >= 2) or sa[:-2] != sb[:-2] or sa[:-2] != sc[:-2]:
+            raise VerifyException(f"tile.dot operands need one rank >= 2 and batch dims: {a}, {b}, {c}")
+        if sa[-1] != sb[-2] or sc[-2:] != (sa[-2], sb[-1]):
+            raise VerifyException(f"tile.dot shapes do not chain: {a}, {b}, {c}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DotOp:
+        refs = parse_operands(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parse_types(parser)
+        if len(refs) != 3 or len(types) != 3:
+            parser.raise_error("tile.dot takes three operands and their three types")
+        operands = resolve_operands(parser, refs, types)
+        op = cls.build(operands=operands, result_types=[types[2]])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_operands(printer, [self.lhs, self.rhs, self.acc])
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        print_types(printer, [self.lhs.type, self.rhs.type, self.acc.type])
+
+
+REDUCE_KINDS = ("sum", "max", "min")
+
+
+class TileShapeOp(IRDLOperation, ABC):
+    """Base of tile ops `%r = tile.<op> %x <extra> : tensor<A> -> tensor<B>`."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        """Parse what sits between the operand and the types."""
+        return {}
+
+    def print_extra(self, printer: Printer) -> None:
+        """Print what sits between the operand and the types."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TileShapeOp:
+        pre = cls.parse_prefix(parser)
+        x_ref = parser.parse_unresolved_operand()
+        attrs = {**pre, **cls.parse_extra(parser)}
+        attrs.update(parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        x = parser.resolve_operand(x_ref, parser.parse_type())
+        parser.parse_punctuation("->")
+        t = parser.parse_type()
+        return cls.build(operands=[x], result_types=[t], attributes=attrs)
+
+    @classmethod
+    def parse_prefix(cls, parser: Parser) -> dict[str, Attribute]:
+        """Parse what sits before the operand."""
+        return {}
+
+    def print_prefix(self, printer: Printer) -> None:
+        """Print what sits before the operand."""
+
+    RESERVED: ClassVar[tuple[str, ...]] = ()
+
+    def print(self, printer: Printer) -> None:
+        self.print_prefix(printer)
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        self.print_extra(printer)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=self.RESERVED)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class ReduceOp(TileShapeOp):
+    """Reduce a tile along one axis with sum, max or min (the axis is dropped).
+
+    Sums of f16/bf16 tiles accumulate in f32 and round once.
+
+    Example:
+        %s = tile.reduce sum %x axis 1 : tensor<2x128xf32> -> tensor<2xf32>
+    """
+
+    name = "tile.reduce"
+    kind = attr_def(StringAttr)
+    axis = attr_def(IntegerAttr)
+    RESERVED: ClassVar[tuple[str, ...]] = ("kind", "axis")
+
+    def __init__(self, kind: str, input: SSAValue, axis: int):
+        t = tensor_type(input, "input")
+        shape = [d for i, d in enumerate(t.get_shape()) if i != axis]
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(t.element_type, shape)],
+            attributes={"kind": StringAttr(kind), "axis": IntegerAttr(axis, i64)},
+        )
+
+    @property
+    def axis_index(self) -> int:
+        """The reduced axis."""
+        return self.axis.value.data
+
+    @classmethod
+    def parse_prefix(cls, parser: Parser) -> dict[str, Attribute]:
+        kind = parser.parse_identifier()
+        return {"kind": StringAttr(kind)}
+
+    @classmethod
+    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        parser.parse_keyword("axis")
+        return {"axis": IntegerAttr(parser.parse_integer(), i64)}
+
+    def print_prefix(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data}")
+
+    def print_extra(self, printer: Printer) -> None:
+        printer.print_string(f" axis {self.axis_index}")
+
+    def verify_(self) -> None:
+        x, r = tensor_type(self.input, "input"), tensor_type(self.result, "result")
+        if self.kind.data not in REDUCE_KINDS:
+            raise VerifyException(f"kind must be one of {REDUCE_KINDS}, got '{self.kind.data}'")
+        shape = x.get_shape()
+        if not 0 <= self.axis_index < len(shape):
+            raise VerifyException(f"axis {self.axis_index} is out of range for {x}")
+        want = tuple(d for i, d in enumerate(shape) if i != self.axis_index)
+        if r.get_shape() != want or r.element_type != x.element_type:
+            raise VerifyException(f"result must be tensor<{shape_str(want)}x{x.element_type}>, got {r}")
+
+
+@irdl_op_definition
+class BroadcastOp(TileShapeOp):
+    """Broadcast a tile: operand dim i becomes result dim `dims[i]` (size 1 or equal).
+
+    Example:
+        %b = tile.broadcast %r dims [0] : tensor<2xf32> -> tensor<2x128xf32>
+    """
+
+    name = "tile.broadcast"
+    dims = attr_def(DenseArrayBase)
+    RESERVED: ClassVar[tuple[str, ...]] = ("dims",)
+
+    def __init__(self, input: SSAValue, dims: Sequence[int], result_type: TensorType):
+        super().__init__(
+            operands=[input], result_types=[result_type], attributes={"dims": int_array(dims)}
+        )
+
+    @classmethod
+    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        parser.parse_keyword("dims")
+        return {"dims": int_array(parse_int_list(parser))}
+
+    def print_extra(self, printer: Printer) -> None:
+        printer.print_string(" dims ")
+        print_int_list(printer, array_values(self.dims))
+
+    def verify_(self) -> None:
+        x, r = tensor_type(self.input, "input"), tensor_type(self.result, "result")
+        dims = array_values(self.dims)
+        xs, rs = x.get_shape(), r.get_shape()
+        if x.element_type != r.element_type:
+            raise VerifyException(f"tile.broadcast keeps the element type: {x} -> {r}")
+        if len(dims) != len(xs) or list(dims) != sorted(set(dims)) or any(
+            not 0 <= d < len(rs) for d in dims
+        ):
+            raise VerifyException(
+                f"dims {list(dims)} must be increasing result dims, one per operand dim of {x}"
+            )
+        for i, d in enumerate(dims):
+            if xs[i] not in (1, rs[d]):
+                raise VerifyException(f"operand dim {i} (size {xs[i]}) cannot broadcast to {rs[d]}")
+
+
+@irdl_op_definition
+class TransposeOp(TileShapeOp):
+    """Permute the dims of a tile: result dim i is operand dim `permutation[i]`.
+
+    Example:
+        %t = tile.transpose %x [1, 0] : tensor<32x64xf32> -> tensor<64x32xf32>
+    """
+
+    name = "tile.transpose"
+    permutation = attr_def(DenseArrayBase)
+    RESERVED: ClassVar[tuple[str, ...]] = ("permutation",)
+
+    def __init__(self, input: SSAValue, permutation: Sequence[int]):
+        t = tensor_type(input, "input")
+        shape = [t.get_shape()[p] for p in permutation]
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(t.element_type, shape)],
+            attributes={"permutation": int_array(permutation)},
+        )
+
+    @classmethod
+    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        return {"permutation": int_array(parse_int_list(parser))}
+
+    def print_extra(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_int_list(printer, array_values(self.permutation))
+
+    def verify_(self) -> None:
+        x, r = tensor_type(self.input, "input"), tensor_type(self.result, "result")
+        perm = array_values(self.permutation)
+        if sorted(perm) != list(range(len(x.get_shape()))):
+            raise VerifyException(f"{list(perm)} is not a permutation of {len(x.get_shape())} dims")
+        want = tuple(x.get_shape()[p] for p in perm)
+        if r.get_shape() != want or r.element_type != x.element_type:
+            raise VerifyException(f"result must be tensor<{shape_str(want)}x{x.element_type}>, got {r}")
+
+
+TILE = Dialect(
+    "tile",
+    [
+        KernelOp, ReturnOp, LaunchOp, ProgramIdOp,
+        LoadOp, StoreOp, MaskOp, AllocOp, CopyOp, BarrierOp, ViewOp, GemmOp,
+        DotOp, ReduceOp, BroadcastOp, TransposeOp,
+    ],
+    [MemorySpaceAttr],
+)
+"""The tile dialect object registered with xDSL contexts."""
+
+__all__ = [
+    "SHARED", "TILE", "AllocOp", "BarrierOp", "BroadcastOp", "CopyOp", "DotOp",
+    "GemmOp", "KernelOp", "LaunchOp", "LoadOp", "MaskOp", "MemorySpace", "MemorySpaceAttr",
+    "ProgramIdOp", "ReduceOp", "ReturnOp", "StoreOp", "TransposeOp", "ViewOp", "memory_space",
+]
