@@ -1,6 +1,7 @@
 """`fuse-opt`: fuseopt's pass-pipeline driver, used like `mlir-opt` / `xdsl-opt`.
 
     fuse-opt input.mlir -p 'nn-decompose,canonicalize,cse' [-t mlir] [-o out]
+    fuse-opt input.mlir --pipeline standard
 
 It is xDSL's opt main with fuseopt's dialects, passes and targets registered, and with
 errors for people: a parse error, verifier failure or pass failure prints
@@ -12,6 +13,7 @@ lines print one line and exit non-zero. No input produces a Python traceback; se
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -23,6 +25,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from fuseopt import registry
 from fuseopt.diagnostics import CompileError, parse_module
+from fuseopt.pipelines import PIPELINES
 
 
 class FuseOptMain(xDSLOptMain):
@@ -30,6 +33,21 @@ class FuseOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None):
         super().__init__(description="fuseopt's pass-pipeline driver", args=args)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--pipeline",
+            choices=sorted(PIPELINES),
+            help="run a named pipeline from fuseopt.pipelines (before any -p passes): "
+            + "; ".join(f"{name} = {spec}" for name, spec in sorted(PIPELINES.items())),
+        )
+
+    def setup_pipeline(self) -> None:
+        if self.args.pipeline:
+            named = PIPELINES[self.args.pipeline]
+            self.args.passes = f"{named},{self.args.passes}" if self.args.passes else named
+        super().setup_pipeline()
 
     def register_all_dialects(self) -> None:
         for name, factory in registry.all_dialects().items():
