@@ -1,0 +1,368 @@
+"""Reports: the JSON record, the Markdown table and the speedup chart of one run.
+
+The JSON file is the source of truth; the Markdown and the PNG are rendered from it,
+so `python -m benchmarks.report results.json` re-renders them (for example after a
+run on a GPU machine was cut short before drawing its chart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import geometric_mean
+from benchmarks.systems import BASELINES, EAGER, MAX_AUTOTUNE
+
+JSON_NAME = "results.json"
+MARKDOWN_NAME = "results.md"
+CHART_NAME = "speedup.png"
+NOT_MEANINGFUL = "not meaningful (CPU)"
+
+
+def _ok(entry: dict) -> bool:
+    return entry.get("status") == "ok" and bool(entry.get("time_us"))
+
+
+def summarize(doc: dict) -> dict[str, Any]:
+    """Per-system summary: geometric-mean speedups, worst workload, median % of roofline.
+
+    Also a "best fuseopt" line: per instance the fastest correct fuseopt system.
+    """
+    results = doc["results"]
+    names = [s["name"] for s in doc["config"]["systems"]]
+    summary: dict[str, Any] = {}
+    for name in names:
+        summary[name] = _system_summary(results, lambda r, n=name: r["systems"].get(n, {}))
+    fuseopt = [n for n in names if n.startswith("fuseopt")]
+
+    def best_fuseopt(result: dict) -> dict:
+        timed = [result["systems"][n] for n in fuseopt if _ok(result["systems"].get(n, {}))]
+        return min(timed, key=lambda e: e["time_us"]) if timed else {}
+
+    summary["best fuseopt"] = _system_summary(results, best_fuseopt)
+    return summary
+
+
+def _system_summary(results: list[dict], pick: Any) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    vs: dict[str, list[float]] = {base: [] for base in BASELINES}
+    worst: tuple[float, str] | None = None
+    roofline_pcts: list[float] = []
+    for result in results:
+        entry = pick(result)
+        status = entry.get("status", "n/a")
+        counts[status] = counts.get(status, 0) + 1
+        if not _ok(entry):
+            continue
+        label = f"{result['workload']} {result['shape']}"
+        for base in BASELINES:
+            base_entry = result["systems"].get(base, {})
+            if _ok(base_entry):
+                vs[base].append(base_entry["time_us"] / entry["time_us"])
+        mat = result["systems"].get(MAX_AUTOTUNE, {})
+        if _ok(mat):
+            ratio = mat["time_us"] / entry["time_us"]
+            if worst is None or ratio < worst[0]:
+                worst = (ratio, label)
+        if result["bound"] == "memory":
+            roofline_pcts.append(100.0 * result["roofline_us"] / entry["time_us"])
+    return {
+        "counts": counts,
+        "geomean_speedup": {base: geometric_mean(v) for base, v in vs.items()},
+        "worst_vs_max_autotune": {"speedup": worst[0], "instance": worst[1]} if worst else None,
+        "median_pct_roofline_memory_bound": (
+            statistics.median(roofline_pcts) if roofline_pcts else None
+        ),
+    }
+
+
+def write_json(doc: dict, out_dir: Path) -> Path:
+    """Write the run record (atomically: a cut-short run never leaves half a file)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / JSON_NAME
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return ""
+    if abs(value) >= 1000:
+        return f"{value:.0f}"
+    return f"{value:.{digits}f}"
+
+
+def _cell(entry: dict) -> str:
+    if _ok(entry):
+        return _fmt(entry["time_us"])
+    return {"FAILED": "FAILED", "skipped": "skipped"}.get(entry.get("status", ""), "n/a")
+
+
+def _sorted(results: list[dict]) -> list[dict]:
+    return sorted(results, key=lambda r: r.get("order", 0))
+
+
+def _header(doc: dict) -> list[str]:
+    env, ceil = doc["environment"], doc["ceilings"]
+    gpu = env["device_name"]
+    if env.get("sm_count"):
+        gpu += f" ({env['sm_count']} SMs"
+        if env.get("l2_bytes"):
+            gpu += f", {env['l2_bytes'] / 2**20:.0f} MiB L2"
+        if env.get("memory_bytes"):
+            gpu += f", {env['memory_bytes'] / 2**30:.0f} GiB"
+        gpu += ")"
+    lines = [f"# fuseopt benchmarks: {env['device_name']}", ""]
+    if not doc["timings_meaningful"]:
+        lines += [
+            f"> Timings are **{NOT_MEANINGFUL}**: this run only exercises the harness "
+            "(tiny shapes, CPU). Numbers that mean something come from a GPU run.",
+            "",
+        ]
+    if not doc.get("complete", True):
+        lines += ["> This run did not finish; the tables hold what it measured.", ""]
+    copy_note = f"{ceil['copy_bytes'] / 2**20:.0f} MiB device-to-device copy, read + write"
+    matmul = ceil["matmul_size"]
+    lines += [
+        "| | |",
+        "|---|---|",
+        f"| date | {env['date_utc']} |",
+        f"| device | {gpu} |",
+        f"| driver / CUDA | {env['driver']} / {env['cuda']} |",
+        f"| torch / Triton / Python | {env['torch']} / {env['triton']} / {env['python']} |",
+        f"| fuseopt | {env['fuseopt']} (commit {env['fuseopt_commit']}) |",
+        f"| copy bandwidth | {ceil['copy_bandwidth_GBps']:.0f} GB/s ({copy_note}) |",
+        f"| bf16 matmul | {ceil['matmul_bf16_TFLOPs']:.1f} TFLOP/s ({matmul}^3, random data) |",
+        f"| dtype | {doc['config']['dtype']} |",
+        f"| command | `{doc['config']['command']}` |",
+        f"| run time | {doc.get('elapsed_s', 0):.0f} s |",
+        "",
+    ]
+    return lines
+
+
+def _summary_lines(doc: dict) -> list[str]:
+    lines = ["## Summary", ""]
+    lines.append(
+        "Geometric-mean speedup over each baseline (instances where both ran correctly), "
+        "the worst instance against torch.compile max-autotune, and the median % of "
+        "roofline over memory-bound instances."
+    )
+    lines.append("")
+    lines.append(
+        "| system | ok / FAILED / n/a / skipped | vs eager | vs torch.compile | "
+        "vs max-autotune | worst vs max-autotune | median % roofline |"
+    )
+    lines.append("|---|---|---|---|---|---|---|")
+    for name, s in doc["summary"].items():
+        c = s["counts"]
+        counts = f"{c.get('ok', 0)} / {c.get('FAILED', 0)} / {c.get('n/a', 0)} / "
+        counts += f"{c.get('skipped', 0)}"
+        geo = s["geomean_speedup"]
+        worst = s["worst_vs_max_autotune"]
+        worst_text = f"{worst['speedup']:.2f}x ({worst['instance']})" if worst else ""
+        speedups = " | ".join(f"{geo[b]:.2f}x" if geo.get(b) else "" for b in BASELINES)
+        pct = _fmt(s["median_pct_roofline_memory_bound"])
+        lines.append(f"| {name} | {counts} | {speedups} | {worst_text} | {pct} |")
+    lines.append("")
+    return lines
+
+
+def _times_table(doc: dict, names: list[str]) -> list[str]:
+    unit = f"us, median, {NOT_MEANINGFUL}" if not doc["timings_meaningful"] else "us, median"
+    lines = [f"## Time ({unit})", ""]
+    lines.append("| workload | shape | bound | roofline | " + " | ".join(names) + " |")
+    lines.append("|---|---|---|---|" + "---|" * len(names))
+    for r in _sorted(doc["results"]):
+        cells = " | ".join(_cell(r["systems"].get(n, {})) for n in names)
+        lines.append(
+            f"| {r['workload']} | {r['shape']} | {r['bound']} | {_fmt(r['roofline_us'])} | "
+            f"{cells} |"
+        )
+    lines.append("")
+    return lines
+
+
+def _details_table(doc: dict, names: list[str]) -> list[str]:
+    lines = ["## Details", ""]
+    lines.append(
+        "Speedups are the baseline's time over this system's. Kernels and kernel time "
+        "come from torch.profiler (per call); launch time is host wall clock per call over "
+        "back-to-back calls (tiny shapes only). HBM bytes: the compiler's fusion-report "
+        "model (fuseopt only); the workload's floor is in the JSON (`min_bytes`)."
+    )
+    lines.append("")
+    heads = [
+        "workload",
+        "shape",
+        "system",
+        "status",
+        "time us",
+        "% roofline",
+        "x eager",
+        "x compile",
+        "x max-autotune",
+        "kernels",
+        "kernel us",
+        "launch us",
+        "HBM bytes",
+        "compile cold s",
+        "compile warm s",
+        "rel_l2",
+        "max_rel",
+    ]
+    lines.append("| " + " | ".join(heads) + " |")
+    lines.append("|" + "---|" * len(heads))
+    for r in _sorted(doc["results"]):
+        for n in names:
+            e = r["systems"].get(n, {})
+            if e.get("status") in ("n/a", "skipped"):
+                continue
+            sp = e.get("speedup", {})
+            err = e.get("error", {})
+            row = [
+                r["workload"],
+                r["shape"],
+                n,
+                e.get("status", ""),
+                _fmt(e.get("time_us")),
+                _fmt(e.get("pct_roofline")),
+                _fmt(sp.get(EAGER), 2),
+                _fmt(sp.get(BASELINES[1]), 2),
+                _fmt(sp.get(MAX_AUTOTUNE), 2),
+                str(e.get("kernels") if e.get("kernels") is not None else ""),
+                _fmt(e.get("kernel_us")),
+                _fmt(e.get("launch_us")),
+                str(e.get("hbm_bytes_model") or ""),
+                _fmt(e.get("compile_cold_s"), 2),
+                _fmt(e.get("compile_warm_s"), 2),
+                f"{err['rel_l2']:.1e}" if err else "",
+                f"{err['max_rel']:.1e}" if err else "",
+            ]
+            lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    return lines
+
+
+def _notes(doc: dict, names: list[str]) -> list[str]:
+    seen: dict[str, list[str]] = {}
+    for r in _sorted(doc["results"]):
+        for n in names:
+            e = r["systems"].get(n, {})
+            if e.get("status") in ("FAILED", "n/a", "skipped"):
+                reason = e.get("reason", e["status"])
+                seen.setdefault(f"{n}: {reason}", []).append(f"{r['workload']} {r['shape']}")
+    if not seen:
+        return []
+    lines = ["## Not timed", ""]
+    for reason, where in seen.items():
+        shown = ", ".join(where[:6]) + (", ..." if len(where) > 6 else "")
+        lines.append(f"- {reason} ({len(where)}: {shown})")
+    lines.append("")
+    return lines
+
+
+def render_markdown(doc: dict) -> str:
+    """The human-readable report: header, summary, time table, details, reasons."""
+    names = [s["name"] for s in doc["config"]["systems"]]
+    lines = _header(doc) + _summary_lines(doc) + _times_table(doc, names)
+    if doc.get("chart"):
+        lines += [f"![speedup over eager per workload]({doc['chart']})", ""]
+    lines += _details_table(doc, names) + _notes(doc, names)
+    return "\n".join(lines)
+
+
+def write_markdown(doc: dict, out_dir: Path) -> Path:
+    """Render and write the Markdown report next to the JSON."""
+    path = out_dir / MARKDOWN_NAME
+    path.write_text(render_markdown(doc))
+    return path
+
+
+def write_chart(doc: dict, out_dir: Path) -> Path | None:
+    """Draw speedup over eager per instance for every non-eager system (log scale).
+
+    Returns None (and draws nothing) when matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    results = _sorted(doc["results"])
+    names = [s["name"] for s in doc["config"]["systems"] if s["name"] != EAGER]
+    names = [n for n in names if any(_ok(r["systems"].get(n, {})) for r in results)]
+    labels = [f"{r['workload']}\n{r['shape']}" for r in results]
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.55 * len(results) * max(1, len(names))), 5.5))
+    width = 0.8 / max(1, len(names))
+    for i, name in enumerate(names):
+        xs, ys = [], []
+        for j, r in enumerate(results):
+            e = r["systems"].get(name, {})
+            speed = e.get("speedup", {}).get(EAGER)
+            if _ok(e) and speed:
+                xs.append(j + (i - (len(names) - 1) / 2) * width)
+                ys.append(speed)
+        ax.bar(xs, ys, width=width, label=name)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_ylabel("speedup over eager (x)")
+    ax.set_xticks(range(len(results)))
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    title = f"fuseopt benchmarks, {doc['environment']['device_name']}"
+    if not doc["timings_meaningful"]:
+        title += f" ({NOT_MEANINGFUL})"
+    ax.set_title(title)
+    if names:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out_dir / CHART_NAME
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_reports(doc: dict, out_dir: Path, chart: bool) -> list[Path]:
+    """Summarize `doc`, then write JSON, Markdown and (if asked and possible) the chart."""
+    doc["summary"] = summarize(doc)
+    written = []
+    if chart:
+        chart_path = write_chart(doc, out_dir)
+        doc["chart"] = chart_path.name if chart_path else None
+        if chart_path is None:
+            print("note: matplotlib is not installed; no chart drawn", file=sys.stderr)
+        else:
+            written.append(chart_path)
+    written.insert(0, write_json(doc, out_dir))
+    written.insert(1, write_markdown(doc, out_dir))
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Re-render results.md and speedup.png from a results.json."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.report",
+        description="Re-render the Markdown table and the chart from a results.json.",
+    )
+    parser.add_argument("json", type=Path, help="a results.json written by benchmarks.run")
+    args = parser.parse_args(argv)
+    try:
+        doc = json.loads(args.json.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"error: cannot read {args.json}: {exc}", file=sys.stderr)
+        return 2
+    for path in write_reports(doc, args.json.parent, chart=True):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

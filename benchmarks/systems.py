@@ -1,0 +1,242 @@
+"""The systems compared: eager PyTorch, torch.compile (two modes), fuseopt per backend.
+
+A `System` turns an eager module into a callable (`prepare`), reporting the cold
+compile time (compile plus first call), and can measure the warm compile time (a fresh
+compile of the same model, served from the on-disk caches). `availability` says
+before any work whether the system can run here at all; a system that cannot is
+recorded as ``n/a`` with the reason, never as a crash.
+
+fuseopt is imported lazily, only when a fuseopt system is asked about, so the suite
+runs where fuseopt's dependencies (xDSL) are not installed: the fuseopt columns then
+read ``n/a``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from benchmarks.timing import synchronize
+
+InputFactory = Callable[[], tuple[torch.Tensor, ...]]
+
+FUSEOPT_AUTOTUNE_MODE = "max-autotune"
+"""The `mode` fuseopt.compile is given for the autotuned fuseopt systems."""
+
+EAGER = "eager"
+TORCH_COMPILE = "torch.compile"
+MAX_AUTOTUNE = "max-autotune"
+BASELINES = (EAGER, TORCH_COMPILE, MAX_AUTOTUNE)
+"""The names of the baseline systems every fuseopt number is compared against."""
+
+
+class SystemUnavailable(Exception):
+    """The system cannot run here (not built yet, dependency missing): recorded as n/a."""
+
+
+@dataclass
+class Prepared:
+    """A system's compiled callable and what compiling it cost and produced.
+
+    `kernels` and `hbm_bytes_model` come from the compiler itself where it reports them
+    (fuseopt's kernel records and fusion report); None otherwise.
+    """
+
+    fn: Callable[..., Any]
+    compile_cold_s: float | None
+    kernels: int | None = None
+    hbm_bytes_model: int | None = None
+
+
+class System:
+    """Base class: a named way of running a PyTorch module."""
+
+    name: str = "system"
+    description: str = ""
+
+    def availability(self, device: torch.device, quick: bool) -> str | None:
+        """None if the system can run on `device`; otherwise the n/a or skip reason."""
+        return None
+
+    def prepare(self, model: torch.nn.Module, make_inputs: InputFactory) -> Prepared:
+        """Compile `model` for the inputs `make_inputs` draws and run it once."""
+        raise NotImplementedError
+
+    def warm_compile_s(self, model: torch.nn.Module, make_inputs: InputFactory) -> float | None:
+        """Seconds for a fresh compile and first call once the caches are warm (None: n/a)."""
+        return None
+
+
+def _timed_first_call(
+    build: Callable[[tuple[torch.Tensor, ...]], Callable[..., Any]], make_inputs: InputFactory
+) -> tuple[Callable[..., Any], float]:
+    """Build the callable for freshly drawn example inputs and call it once, timed."""
+    inputs = make_inputs()
+    device = inputs[0].device
+    synchronize(device)
+    start = time.perf_counter()
+    fn = build(inputs)
+    fn(*inputs)
+    synchronize(device)
+    return fn, time.perf_counter() - start
+
+
+class Eager(System):
+    """PyTorch eager: the module as written."""
+
+    name = EAGER
+    description = "PyTorch eager"
+
+    def prepare(self, model: torch.nn.Module, make_inputs: InputFactory) -> Prepared:
+        """Eager needs no compilation."""
+        return Prepared(fn=model, compile_cold_s=None)
+
+
+class TorchCompile(System):
+    """`torch.compile` with static shapes in one mode (None is the default mode)."""
+
+    def __init__(self, name: str, mode: str | None, description: str, cpu_compile: bool):
+        self.name = name
+        self.mode = mode
+        self.description = description
+        self.cpu_compile = cpu_compile
+
+    def availability(self, device: torch.device, quick: bool) -> str | None:
+        """Skipped on CPU unless asked for: Inductor's C++ compile takes ~25 s cold there."""
+        if device.type == "cpu" and not self.cpu_compile:
+            return (
+                "skipped (on CPU Inductor's C++ compile takes tens of seconds; "
+                "pass --cpu-compile to include it)"
+            )
+        return None
+
+    def _build(
+        self, model: torch.nn.Module
+    ) -> Callable[[tuple[torch.Tensor, ...]], Callable[..., Any]]:
+        def build(inputs: tuple[torch.Tensor, ...]) -> Callable[..., Any]:
+            torch._dynamo.reset()
+            return torch.compile(model, mode=self.mode, dynamic=False)
+
+        return build
+
+    def prepare(self, model: torch.nn.Module, make_inputs: InputFactory) -> Prepared:
+        """Reset Dynamo, compile, run once; the time is the cold compile time."""
+        fn, seconds = _timed_first_call(self._build(model), make_inputs)
+        return Prepared(fn=fn, compile_cold_s=seconds)
+
+    def warm_compile_s(self, model: torch.nn.Module, make_inputs: InputFactory) -> float | None:
+        """Recompile after a Dynamo reset: Inductor's FX-graph and autotuning caches are hot."""
+        _, seconds = _timed_first_call(self._build(model), make_inputs)
+        torch._dynamo.reset()
+        return seconds
+
+
+_UNAVAILABLE = re.compile(
+    r"not (yet )?(available|implemented|supported)|unknown backend|no (such )?backend", re.I
+)
+
+
+def _report_bytes(compiled: Any) -> int | None:
+    """HBM bytes after fusion, from fuseopt's fusion report if it offers a number."""
+    report_fn = getattr(compiled, "fusion_report", None)
+    if report_fn is None:
+        return None
+    try:
+        report = report_fn()
+    except Exception:  # the report is informational; never fail a benchmark over it
+        return None
+    for key in ("hbm_bytes_after", "bytes_after", "total_bytes_after"):
+        value = report.get(key) if isinstance(report, dict) else getattr(report, key, None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+class Fuseopt(System):
+    """`fuseopt.compile(model, inputs, backend=..., mode=...)`."""
+
+    def __init__(self, backend: str, mode: str | None):
+        self.backend = backend
+        self.mode = mode
+        suffix = "-autotune" if mode else ""
+        self.name = f"fuseopt-{backend}{suffix}"
+        self.description = f"fuseopt.compile(backend={backend!r}, mode={mode!r})"
+
+    def _compile_fn(self) -> Callable[..., Any]:
+        try:
+            import fuseopt
+        except ImportError as exc:
+            raise SystemUnavailable(f"fuseopt is not importable here ({exc})") from exc
+        compile_fn = getattr(fuseopt, "compile", None)
+        if compile_fn is None:
+            raise SystemUnavailable("fuseopt.compile does not exist yet")
+        return compile_fn
+
+    def availability(self, device: torch.device, quick: bool) -> str | None:
+        """n/a when fuseopt or its compile API cannot be imported here."""
+        try:
+            self._compile_fn()
+        except SystemUnavailable as exc:
+            return f"n/a ({exc})"
+        return None
+
+    def prepare(self, model: torch.nn.Module, make_inputs: InputFactory) -> Prepared:
+        """Compile with fuseopt and run once; a "backend not available" error becomes n/a."""
+        compile_fn = self._compile_fn()
+
+        def build(inputs: tuple[torch.Tensor, ...]) -> Callable[..., Any]:
+            return compile_fn(model, inputs, backend=self.backend, mode=self.mode)
+
+        try:
+            fn, seconds = _timed_first_call(build, make_inputs)
+        except Exception as exc:
+            if _UNAVAILABLE.search(str(exc)) or "Unavailable" in type(exc).__name__:
+                raise SystemUnavailable(f"backend not available: {exc}") from exc
+            raise
+        kernels = getattr(fn, "kernels", None)
+        return Prepared(
+            fn=fn,
+            compile_cold_s=seconds,
+            kernels=len(kernels) if kernels is not None else None,
+            hbm_bytes_model=_report_bytes(fn),
+        )
+
+    def warm_compile_s(self, model: torch.nn.Module, make_inputs: InputFactory) -> float | None:
+        """Compile the same model again: served from fuseopt's kernel cache."""
+        compile_fn = self._compile_fn()
+        _, seconds = _timed_first_call(
+            lambda inputs: compile_fn(model, inputs, backend=self.backend, mode=self.mode),
+            make_inputs,
+        )
+        return seconds
+
+
+def default_backends(device: torch.device) -> tuple[str, ...]:
+    """fuseopt backends to try: the GPU backends on a GPU, the interpreter on a CPU."""
+    return ("triton", "cuda") if device.type == "cuda" else ("interpret",)
+
+
+def make_systems(
+    device: torch.device, backends: tuple[str, ...], cpu_compile: bool
+) -> list[System]:
+    """The systems of one run, baselines first (eager, torch.compile, max-autotune)."""
+    systems: list[System] = [
+        Eager(),
+        TorchCompile(TORCH_COMPILE, None, "torch.compile (default mode)", cpu_compile),
+        TorchCompile(
+            MAX_AUTOTUNE,
+            "max-autotune-no-cudagraphs",
+            'torch.compile(mode="max-autotune-no-cudagraphs")',
+            cpu_compile,
+        ),
+    ]
+    for backend in backends:
+        systems.append(Fuseopt(backend, None))
+        if device.type == "cuda" and backend != "interpret":
+            systems.append(Fuseopt(backend, FUSEOPT_AUTOTUNE_MODE))
+    return systems

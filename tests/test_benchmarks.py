@@ -1,0 +1,181 @@
+"""The benchmark harness on CPU: quick-mode reports, the correctness gate, the CLI.
+
+Timings here mean nothing; what is tested is that every workload runs, that reports
+are written, and above all that a wrong result is caught and never timed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # benchmarks/ is a top-level directory, not installed
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks import accuracy, report, run  # noqa: E402
+from benchmarks.harness import RunConfig, run_instance  # noqa: E402
+from benchmarks.machine import Ceilings  # noqa: E402
+from benchmarks.systems import Eager, Fuseopt, Prepared, System  # noqa: E402
+from benchmarks.workloads import all_workloads, select_workloads  # noqa: E402
+from benchmarks.workloads.activations import SOFTMAX  # noqa: E402
+from benchmarks.workloads.norms import RMSNORM  # noqa: E402
+
+CPU = torch.device("cpu")
+CEILINGS = Ceilings(
+    copy_bytes_per_s=1e10, copy_bytes=1 << 20, matmul_flops_per_s=1e11, matmul_size=64
+)
+
+
+class Planted(System):
+    """A system computing eager's result, then corrupting it with `corrupt`."""
+
+    def __init__(self, name: str, corrupt):
+        self.name = name
+        self.description = "planted"
+        self.corrupt = corrupt
+        self.calls = 0
+
+    def prepare(self, model, make_inputs):
+        def fn(*inputs):
+            self.calls += 1
+            return self.corrupt(model(*inputs))
+
+        return Prepared(fn=fn, compile_cold_s=0.0)
+
+
+def _one_element(out: torch.Tensor) -> torch.Tensor:
+    out = out.clone()
+    out.view(-1)[3] += out.abs().max()
+    return out
+
+
+def _run(systems, workload=RMSNORM):
+    config = RunConfig(device=CPU, dtype=torch.bfloat16, quick=True, warm_compile=False)
+    return run_instance(
+        workload, workload.quick_shape, systems, CEILINGS, config, log=lambda _: None
+    )
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    status = run.main(["--quick", "--out", str(out), "--no-warm-compile"])
+    return status, out
+
+
+def test_quick_run_writes_json_markdown_png(quick_run):
+    status, out = quick_run
+    assert status == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["complete"] and not doc["timings_meaningful"]
+    assert {r["workload"] for r in doc["results"]} == {w.name for w in all_workloads()}
+    for r in doc["results"]:
+        eager = r["systems"]["eager"]
+        assert eager["status"] == "ok", r
+        assert eager["time_us"] > 0 and r["roofline_us"] > 0 and r["min_bytes"] > 0
+        assert r["systems"]["max-autotune"]["status"] == "skipped"
+        assert "--cpu-compile" in r["systems"]["max-autotune"]["reason"]
+    assert doc["ceilings"]["copy_bandwidth_GBps"] > 0
+    markdown = (out / "results.md").read_text()
+    assert "not meaningful (CPU)" in markdown
+    assert "| rmsnorm | quick |" in markdown and "speedup.png" in markdown
+    assert (out / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_rerenders_from_json(quick_run, capsys):
+    _, out = quick_run
+    (out / "results.md").unlink()
+    assert report.main([str(out / "results.json")]) == 0
+    assert "## Summary" in (out / "results.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "expect"),
+    [
+        (lambda y: y * 1.02, "wrong result"),
+        (_one_element, "wrong result"),
+        (lambda y: torch.where(torch.arange(y.numel()).view(y.shape) == 5, float("nan"), y), "NaN"),
+        (lambda y: torch.zeros_like(y), "wrong result"),
+        (lambda y: y.float(), "dtype"),
+        (lambda y: y[..., :-1], "shape"),
+    ],
+    ids=["scaled", "one-element", "nan", "unwritten", "dtype", "shape"],
+)
+def test_planted_wrong_kernel_is_caught_and_not_timed(corrupt, expect):
+    planted = Planted("planted", corrupt)
+    result = _run([Eager(), planted])
+    entry = result["systems"]["planted"]
+    assert entry["status"] == "FAILED"
+    assert expect in entry["reason"] and "time_us" not in entry
+    assert planted.calls == 1  # checked once, never run again for timing
+    assert result["systems"]["eager"]["status"] == "ok"
+
+
+def test_correct_system_with_other_rounding_passes_and_is_timed():
+    exact = Planted("f32-then-round", lambda y: y.float().to(torch.bfloat16))
+    entry = _run([Eager(), exact])["systems"]["f32-then-round"]
+    assert entry["status"] == "ok" and entry["time_us"] > 0 and exact.calls > 1
+    assert entry["speedup"]["eager"] > 0
+
+
+def test_crashing_system_is_recorded_and_the_suite_goes_on():
+    def boom(_):
+        raise RuntimeError("kernel launch failed")
+
+    result = _run([Planted("crashes", boom), Eager()])
+    assert result["systems"]["crashes"]["status"] == "FAILED"
+    assert "kernel launch failed" in result["systems"]["crashes"]["reason"]
+    assert result["systems"]["eager"]["status"] == "ok"
+
+
+def test_unavailable_fuseopt_backend_is_na_not_a_crash():
+    entry = _run([Eager(), Fuseopt("no-such-backend", None)])["systems"]
+    assert entry["fuseopt-no-such-backend"]["status"] in ("n/a", "FAILED")
+    assert "Traceback" not in entry["fuseopt-no-such-backend"]["reason"]
+
+
+def test_chunked_reference_matches_whole(monkeypatch):
+    shape = SOFTMAX.quick_shape
+    model = SOFTMAX.make_model(shape.dims, torch.bfloat16, CPU, 0)
+    inputs = SOFTMAX.make_inputs(shape.dims, torch.bfloat16, CPU, 1)
+    out = model(*inputs)
+    whole = accuracy.Reference(SOFTMAX, model, inputs).error_of(out, (out.dtype,))
+    monkeypatch.setattr(accuracy, "REFERENCE_CHUNK_BYTES", 64 * 8)
+    chunked_ref = accuracy.Reference(SOFTMAX, model, inputs)
+    assert chunked_ref.whole is None
+    chunked = chunked_ref.error_of(out, (out.dtype,))
+    assert chunked.rel_l2 == pytest.approx(whole.rel_l2, rel=1e-9)
+    assert chunked.max_rel == pytest.approx(whole.max_rel, rel=1e-9)
+
+
+@pytest.mark.parametrize("workload", all_workloads(), ids=lambda w: w.name)
+def test_workload_weights_are_not_trivial_and_costs_positive(workload):
+    for shape in (*workload.shapes, workload.quick_shape):
+        assert workload.min_bytes(shape.dims, torch.bfloat16) > 0
+    model = workload.make_model(workload.quick_shape.dims, torch.float32, CPU, 3)
+    for name, param in model.named_parameters():
+        assert not torch.all(param == 1) and param.std() > 0, name
+
+
+def test_cli_rejects_bad_input(capsys):
+    assert run.main(["--quick", "--only", "nope"]) == 2
+    assert "unknown workload 'nope'" in capsys.readouterr().err
+    assert run.main(["--quick", "--only", "rmsnorm:huge"]) == 2
+    assert run.main(["--device", "cpu"]) == 2
+    assert "use --quick" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        run.main(["--help"])
+    assert exc.value.code == 0
+
+
+def test_only_selects_shapes():
+    [(workload, shape)] = select_workloads(["softmax:4096x8192"])
+    assert workload.name == "softmax" and shape.dims == {"rows": 4096, "cols": 8192}
+    planned = run.plan_instances(select_workloads(["mlp", "rmsnorm"]), quick=False)
+    first = [(w.name, s.label) for _, w, s in planned[:4]]
+    assert ("mlp", "small") not in first and ("rmsnorm", "decode") not in first
