@@ -31,6 +31,7 @@ from abc import ABC
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
@@ -45,6 +46,7 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -60,7 +62,6 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.dialects.utils import EnumAttribute
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
@@ -126,6 +127,18 @@ def memory_space(t: MemRefType) -> MemorySpace:
     """The memory space of a memref type (global when it has none)."""
     space = t.memory_space
     return space.data if isinstance(space, MemorySpaceAttr) else MemorySpace.GLOBAL
+
+
+OUTPUT_ATTR = "tile.output"
+"""The argument attribute that marks a host function's out-param buffers."""
+
+
+def output_params(f: func.FuncOp) -> list[bool]:
+    """For each argument of host function `f`: is it an out-param (`{tile.output}`)?"""
+    n = len(f.function_type.inputs.data)
+    if f.arg_attrs is None:
+        return [False] * n
+    return [OUTPUT_ATTR in d.data for d in f.arg_attrs.data]
 
 
 def memref_type(value: SSAValue | Attribute, what: str) -> MemRefType:
@@ -766,7 +779,9 @@ class GemmOp(IRDLOperation):
     def __init__(
         self, lhs: SSAValue, rhs: SSAValue, out: SSAValue, transpose_a: bool, transpose_b: bool
     ):
-        flags = {f: UnitAttr() for f, on in zip(self.FLAGS, (transpose_a, transpose_b)) if on}
+        flags = {
+            f: UnitAttr() for f, on in zip(self.FLAGS, (transpose_a, transpose_b), strict=True) if on
+        }
         super().__init__(operands=[lhs, rhs, out], attributes=flags)
 
     def verify_(self) -> None:

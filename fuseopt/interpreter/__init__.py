@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.interpreter import Interpreter
 from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.func import FuncFunctions
@@ -29,7 +29,9 @@ def interpret(module: ModuleOp, func_name: str, *arrays: Any) -> tuple[np.ndarra
     """Run `func_name` in `module` on `arrays` and return its results as a tuple.
 
     Inputs may be NumPy arrays, Python scalars or torch tensors; each is converted to
-    the function's argument type (bf16 inputs are rounded to bf16).
+    the function's argument type (bf16 inputs are rounded to bf16). A host function of
+    tile IR (memref arguments, launching kernels) takes the same inputs as the nn
+    function it came from: its `{tile.output}` buffers are allocated here and returned.
     """
     target = next(
         (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == func_name),
@@ -39,6 +41,13 @@ def interpret(module: ModuleOp, func_name: str, *arrays: Any) -> tuple[np.ndarra
         names = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)]
         raise InterpretError(f"no function @{func_name} in the module (have: {names})")
     arg_types = target.function_type.inputs.data
+    if any(isinstance(t, MemRefType) for t in arg_types):  # a host function of tile IR
+        from fuseopt.interpreter.tile_semantics import run_host_function
+
+        try:
+            return run_host_function(module, target, arrays)
+        except ValueError as e:
+            raise InterpretError(str(e)) from None
     if len(arrays) != len(arg_types):
         raise InterpretError(
             f"@{func_name} takes {len(arg_types)} arguments, {len(arrays)} were given"
