@@ -12,6 +12,7 @@ the generic form. Numerical semantics live in `fuseopt.interpreter` (the referen
 from __future__ import annotations
 
 import math
+import struct
 from abc import ABC
 from collections.abc import Sequence
 from typing import ClassVar
@@ -909,6 +910,9 @@ class ConcatOp(IRDLOperation):
 class ConstantOp(IRDLOperation):
     """A constant tensor: a splat scalar, or dense elements.
 
+    Float splats are stored as f64; a hexadecimal splat is an f64 bit pattern, which is
+    how infinities and NaNs print (`0xFFF0000000000000` is -inf).
+
     Example:
         %c = nn.constant 1.0 : tensor<4x8xf32>
         %d = nn.constant dense<[1.0, 2.0]> : tensor<2xbf16>
@@ -963,6 +967,7 @@ class ConstantOp(IRDLOperation):
             op.attributes.update(attrs)
             return op
         pos = parser.pos
+        hexadecimal = "0x" in parser.lexer.input.content[pos : pos + 3].lower()
         if (b := parser.parse_optional_boolean()) is not None:
             number: float | int = int(b)
         else:
@@ -970,9 +975,9 @@ class ConstantOp(IRDLOperation):
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parse_tensor_type(parser)
-        if not isinstance(t, TensorType):
-            parser.raise_error(f"nn.constant needs a tensor type, got {t}", pos, parser.pos)
         if is_float(t.element_type):
+            if hexadecimal and isinstance(number, int):  # an f64 bit pattern (inf, nan)
+                number = struct.unpack("<d", struct.pack("<Q", number & (2**64 - 1)))[0]
             attr: Attribute = FloatAttr(float(number), f64)
         elif isinstance(number, float):
             parser.raise_error(f"a float splat needs a floating-point tensor, got {t}", pos)

@@ -336,6 +336,19 @@ func.func @f(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor
     assert_close(r, expected.sum(dim=1))
 
 
+def test_infinite_and_nan_splats() -> None:
+    text = """
+func.func @f() -> (tensor<2xf32>, tensor<2xbf16>) {
+  %0 = nn.constant 0xFFF0000000000000 : tensor<2xf32>
+  %1 = nn.constant 0x7FF8000000000000 : tensor<2xbf16>
+  func.return %0, %1 : tensor<2xf32>, tensor<2xbf16>
+}
+"""
+    neg_inf, nan = run(text)
+    assert torch.equal(neg_inf, torch.full((2,), -torch.inf))
+    assert torch.isnan(nan).all()
+
+
 def test_interpret_rejects_bad_arguments() -> None:
     module = fuseopt.parse(
         "func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n"

@@ -43,5 +43,9 @@ func.func @constants() -> tensor<2xbf16> {
   %3 = nn.constant true : tensor<2xi1>
   // CHECK-NEXT: nn.constant 2.000000e+00 : tensor<f32>
   %4 = nn.constant 2.0 : tensor<f32>
+  // CHECK-NEXT: nn.constant 0xfff0000000000000 : tensor<4xf32>
+  %5 = nn.constant 0xFFF0000000000000 : tensor<4xf32>
+  // CHECK-NEXT: nn.constant 0x7ff8000000000000 : tensor<4xbf16>
+  %6 = nn.constant 0x7ff8000000000000 : tensor<4xbf16>
   func.return %1 : tensor<2xbf16>
 }
