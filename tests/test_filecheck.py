@@ -30,13 +30,16 @@ def _lit_tests() -> list[str]:
 def lit_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str | None]:
     """Run lit over the whole suite; map each test path to None (pass) or its output."""
     report = tmp_path_factory.mktemp("lit") / "results.xml"
-    subprocess.run(
-        [sys.executable, "-m", "lit", "-q", "-j2", f"--xunit-xml-output={report}", str(SUITE)],
+    lit = subprocess.run(
+        [sys.executable, "-c", "from lit.main import main; main()"]
+        + ["-q", "-j2", f"--xunit-xml-output={report}", str(SUITE)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,
     )
+    if not report.exists():
+        pytest.fail(f"lit produced no results:\n{lit.stdout}\n{lit.stderr}")
     results: dict[str, str | None] = {}
     for case in ET.parse(report).getroot().iter("testcase"):
         # classname is "fuseopt.<dir with / as .>", name is the file name

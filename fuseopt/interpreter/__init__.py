@@ -14,8 +14,6 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.interpreter import Interpreter
-from xdsl.interpreters.arith import ArithFunctions
-from xdsl.interpreters.func import FuncFunctions
 
 from fuseopt.interpreter.dtypes import to_tensor
 from fuseopt.interpreter.nn_semantics import NNFunctions
@@ -60,6 +58,10 @@ def interpret(module: ModuleOp, func_name: str, *arrays: Any) -> tuple[np.ndarra
             inputs.append(to_tensor(a, t))
         except ValueError as e:
             raise InterpretError(f"argument {i} of @{func_name}: {e}") from None
+    # imported here: xdsl.interpreters loads every upstream dialect (slow at startup)
+    from xdsl.interpreters.arith import ArithFunctions
+    from xdsl.interpreters.func import FuncFunctions
+
     interpreter = Interpreter(module)
     interpreter.register_implementations(FuncFunctions())
     interpreter.register_implementations(ArithFunctions())
