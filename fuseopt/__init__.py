@@ -6,7 +6,10 @@ Triton or CUDA C++ kernels. See README.md and DESIGN.md.
 Public API:
 - `parse(text, name)`: parse and verify MLIR text into a module;
 - `interpret(module, func_name, *arrays)`: run nn IR on NumPy arrays (the reference);
-- `run_pipeline(module, spec)`: run a named or spelled-out pass pipeline.
+- `run_pipeline(module, spec)`: run a named or spelled-out pass pipeline;
+- `export(model, example_inputs)`: a PyTorch model's forward as nn MLIR text;
+- `compile(model, example_inputs=None, backend="triton", mode=None)`: a PyTorch model
+  compiled with fuseopt (see `fuseopt.api`; `torch.compile(backend="fuseopt")` too).
 """
 
 from xdsl.dialects.builtin import ModuleOp
@@ -27,4 +30,14 @@ def parse(text: str, name: str = "<input>") -> ModuleOp:
     return parse_module(make_context(), text, name)
 
 
-__all__ = ["CompileError", "interpret", "parse", "run_pipeline"]
+def __getattr__(name: str) -> object:
+    # `compile` and `export` load the PyTorch frontend on first use: importing torch is
+    # slow, and fuse-opt on .mlir text never needs it.
+    if name in ("compile", "export"):
+        from fuseopt import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'fuseopt' has no attribute {name!r}")
+
+
+__all__ = ["CompileError", "compile", "export", "interpret", "parse", "run_pipeline"]

@@ -1,0 +1,102 @@
+"""fuseopt as a TorchDynamo backend: `torch.compile(model, backend="fuseopt")`.
+
+Dynamo captures Python-level graphs; AOTAutograd functionalizes them into ATen graphs
+(forward, and backward when gradients are needed), applying the decompositions below
+so that backward ops reach the importer as ATen primitives. Each ATen graph goes
+through the fallback partitioner: regions the op table takes are imported to nn and
+compiled by the chosen fuseopt backend; everything else runs eagerly.
+
+Options (`torch.compile(..., options={...})`): `backend` (fuseopt backend name,
+default "triton"); every other key is passed to the backend. The registration is the
+`torch_dynamo_backends` entry point `fuseopt` in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from functorch.compile import make_boxed_func
+from torch._decomp import get_decompositions
+from torch._dynamo.backends.common import aot_autograd
+from torch.fx import GraphModule
+
+from fuseopt.frontends.fx.partition import CompileRecord, compile_graph_module
+
+aten = torch.ops.aten
+
+DEFAULT_BACKEND = "triton"
+"""The fuseopt backend used when options name none."""
+
+DECOMPOSED_OPS = [
+    aten.native_layer_norm_backward,
+    aten.gelu_backward,
+    aten.silu_backward,
+    aten.sigmoid_backward,
+    aten.tanh_backward,
+    aten.threshold_backward,
+    aten.hardtanh_backward,
+    aten.leaky_relu_backward,
+    aten.elu_backward,
+    aten.softplus_backward,
+    aten.mish_backward,
+    aten._softmax_backward_data,
+    aten._log_softmax_backward_data,
+    aten.native_dropout_backward,
+    aten.mse_loss,
+    aten.mse_loss_backward,
+    aten.addcmul,
+    aten.addcdiv,
+    aten.hardswish,
+    aten.hardsigmoid,
+    aten.logsumexp,
+]
+"""Ops AOTAutograd expands (via torch._decomp) into ops the table takes. Forward
+composites the fuser wants whole (softmax, layer_norm, gelu, ...) are kept."""
+
+
+def decompositions() -> dict[Any, Callable[..., Any]]:
+    """The decomposition table handed to AOTAutograd."""
+    return get_decompositions(DECOMPOSED_OPS)
+
+
+def fuseopt_backend(
+    gm: GraphModule,
+    example_inputs: Sequence[Any],
+    options: Mapping[str, Any] | None = None,
+    mode: str | None = None,
+    record: CompileRecord | None = None,
+) -> Callable[..., Any]:
+    """The Dynamo backend: compile `gm` (a Dynamo FX graph) with a fuseopt backend.
+
+    Raises `fuseopt.api.BackendUnavailableError` when the named backend is unknown or
+    not available (before any compilation work).
+    """
+    from fuseopt.api import resolve_backend
+
+    settings = dict(options or {})
+    backend = resolve_backend(settings.pop("backend", DEFAULT_BACKEND))
+    if mode is not None:
+        settings["mode"] = mode
+    log = record if record is not None else CompileRecord()
+
+    def compile_region(module: Any, func_name: str) -> Callable[..., Sequence[torch.Tensor]]:
+        compiled = backend.compile(module, func_name, settings)
+        log.kernels.extend(compiled.kernels)
+        return compiled
+
+    def graph_compiler(kind: str) -> Callable[[GraphModule, Sequence[Any]], Callable[..., Any]]:
+        def compile_aten_graph(aten_gm: GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
+            name = f"{kind}{len(log.graphs)}"
+            compiled = compile_graph_module(aten_gm, name, compile_region, log)
+            return make_boxed_func(compiled.forward)
+
+        return compile_aten_graph
+
+    return aot_autograd(
+        fw_compiler=graph_compiler("forward"),
+        bw_compiler=graph_compiler("backward"),
+        inference_compiler=graph_compiler("inference"),
+        decompositions=decompositions(),
+    )(gm, example_inputs)

@@ -1,0 +1,69 @@
+"""Converters for tensor-creating ATen ops: full, zeros, ones (and their `_like` and
+`new_` forms), scalar_tensor and arange, as nn constants."""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import Node
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32, i64
+
+from fuseopt.dialects import nn
+from fuseopt.dialects.syntax import is_bool, is_float
+from fuseopt.frontends.fx.context import ImportContext, Imported, register
+
+aten = torch.ops.aten
+
+
+def _fill(ctx: ImportContext, value: object) -> Imported:
+    out = ctx.out_type()
+    if not isinstance(value, bool | int | float):
+        raise ctx.fail(f"fill value must be a Python number, got {value!r}")
+    if ctx.out_val().device.type == "meta":
+        raise ctx.fail("meta tensors have no values")
+    return ctx.constant(value, out.element_type, out.get_shape())
+
+
+@register(aten.full.default, aten.full_like.default, aten.new_full.default)
+def full(ctx: ImportContext, node: Node) -> Imported:
+    """full(size, value) / full_like(x, value) / x.new_full(size, value)."""
+    index = 2 if node.target is aten.new_full.default else 1
+    return _fill(ctx, ctx.arg(index, "fill_value"))
+
+
+@register(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default)
+def zeros(ctx: ImportContext, node: Node) -> Imported:
+    """Zeros of the result shape and dtype."""
+    return _fill(ctx, 0)
+
+
+@register(aten.ones.default, aten.ones_like.default, aten.new_ones.default)
+def ones(ctx: ImportContext, node: Node) -> Imported:
+    """Ones of the result shape and dtype."""
+    return _fill(ctx, 1)
+
+
+@register(aten.scalar_tensor.default)
+def scalar_tensor(ctx: ImportContext, node: Node) -> Imported:
+    """A 0-d tensor holding a number."""
+    return _fill(ctx, node.args[0])
+
+
+@register(aten.arange.default, aten.arange.start, aten.arange.start_step)
+def arange(ctx: ImportContext, node: Node) -> Imported:
+    """arange(end) / arange(start, end, step=1) as a dense constant (computed by
+    PyTorch itself, so the values match eager exactly)."""
+    out = ctx.out_val()
+    numbers = [a for a in node.args if isinstance(a, int | float)]
+    if len(numbers) != len(node.args):
+        raise ctx.fail("arange bounds must be static numbers")
+    values = torch.arange(*numbers, dtype=out.dtype)
+    t = ctx.out_type()
+    if is_bool(t.element_type) or not values.numel():
+        raise ctx.fail("arange of this dtype or size is not supported")
+    if is_float(t.element_type):
+        dense = DenseIntOrFPElementsAttr.from_list(
+            TensorType(f32, t.get_shape()), values.float().tolist()
+        )
+    else:
+        dense = DenseIntOrFPElementsAttr.from_list(TensorType(i64, t.get_shape()), values.tolist())
+    return ctx.cast(ctx.emit(nn.ConstantOp(dense, dense.type)), t.element_type)

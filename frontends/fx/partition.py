@@ -1,0 +1,246 @@
+"""The fallback partitioner: compile what the op table takes, run the rest eagerly.
+
+Steps:
+1. decide support per node by a trial import of the node alone (its inputs as fresh
+   arguments), checking the converter's result types against the node's example value;
+   any failure, including a converter bug, makes the node run eagerly, never wrong;
+2. group supported nodes into cycle-free regions (torch's CapabilityBasedPartitioner)
+   and drop regions that only move data (views, getitem, copies);
+3. pull each region into a submodule, import it as an nn function and hand it to the
+   backend; the submodule is replaced by the compiled callable (a region that still
+   fails to import keeps its eager submodule);
+4. log one line on logger `fuseopt` naming the ops that fell back and why.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.fx import GraphModule, Node
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
+from xdsl.ir import Block, SSAValue
+
+from fuseopt.diagnostics import SourceLocation
+from fuseopt.frontends.fx.context import OP_TABLE
+from fuseopt.frontends.fx.errors import UnsupportedOpError, describe_target, node_location
+from fuseopt.frontends.fx.importer import import_graph, import_node
+from fuseopt.frontends.fx.types import UnsupportedTypeError, tensor_type
+
+logger = logging.getLogger("fuseopt")
+
+aten = torch.ops.aten
+
+DATA_MOVEMENT = {
+    operator.getitem,
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.t.default,
+    aten.transpose.int,
+    aten.permute.default,
+    aten.expand.default,
+    aten.unsqueeze.default,
+    aten.squeeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.clone.default,
+    aten.detach.default,
+    aten.alias.default,
+    aten.slice.Tensor,
+    aten.select.int,
+    aten.split.Tensor,
+    aten.split_with_sizes.default,
+    aten.unbind.int,
+    aten.flatten.using_ints,
+    aten._assert_tensor_metadata.default,
+}
+"""Ops that only move or alias data: a region of nothing else stays eager (free views)."""
+
+PREFIX = "fuseopt_region_"
+
+
+@dataclass(frozen=True)
+class FallbackRecord:
+    """One node that runs eagerly: its ATen op, why, and where it comes from."""
+
+    graph: str
+    target: str
+    reason: str
+    location: SourceLocation | None
+
+
+@dataclass
+class CompileRecord:
+    """What compiling a model produced, across all its graphs (forward, backward,
+    recompilations): the backends' kernel records and the eager fallbacks."""
+
+    kernels: list[Any] = field(default_factory=list)
+    fallbacks: list[FallbackRecord] = field(default_factory=list)
+    graphs: list[str] = field(default_factory=list)
+
+
+def unsupported_reason(node: Node) -> str | None:
+    """None if the importer takes `node`, else why not (a trial import of the node)."""
+    if node.op != "call_function":
+        return None if node.op in ("placeholder", "output", "get_attr") else node.op
+    if node.target not in OP_TABLE:
+        return "no nn lowering for this op"
+    block, env = Block(), {}
+    for inp in node.all_input_nodes:
+        val = inp.meta.get("val")
+        if isinstance(val, list | tuple) and node.target is operator.getitem:
+            env[inp] = tuple(_trial_arg(block, v) for v in val)
+            continue
+        try:
+            env[inp] = block.insert_arg(tensor_type(val), len(block.args))
+        except UnsupportedTypeError as e:
+            return f"input '{inp.name}': {e}"
+    try:
+        result = import_node(block, env, node)
+        for op in block.ops:
+            op.verify()
+        return _check_result(node, result)
+    except UnsupportedOpError as e:
+        return e.reason
+    except Exception as e:  # a converter bug must fall back, never crash or miscompile
+        return f"import failed ({type(e).__name__}: {e})"
+
+
+def _trial_arg(block: Block, val: object) -> SSAValue | None:
+    try:
+        return block.insert_arg(tensor_type(val), len(block.args))
+    except UnsupportedTypeError:
+        return None
+
+
+def _check_result(node: Node, result: object) -> str | None:
+    """Why the converter's result disagrees with the node's example value, if it does."""
+    val = node.meta.get("val")
+    pairs = list(zip(result, val, strict=False)) if isinstance(result, tuple) else [(result, val)]
+    if isinstance(result, tuple) != isinstance(val, list | tuple):
+        return "result arity differs from the example value"
+    for value, example in pairs:
+        if value is None and node.target is not operator.getitem:
+            continue
+        if not isinstance(value, SSAValue) or not isinstance(example, torch.Tensor):
+            return f"result {example!r} is not a tensor"
+        try:
+            want = tensor_type(example)
+        except UnsupportedTypeError as e:
+            return str(e)
+        if value.type != want:
+            return f"importer produced {value.type}, PyTorch has {want} (run eagerly)"
+    return None
+
+
+class _TableSupport(OperatorSupportBase):
+    def __init__(self, reasons: dict[Node, str | None]):
+        self.reasons = reasons
+
+    def is_node_supported(self, submodules: object, node: Node) -> bool:
+        return node.op == "call_function" and self.reasons.get(node) is None
+
+
+def support_table(gm: GraphModule) -> dict[Node, str | None]:
+    """Why each node is unsupported (None where it is supported)."""
+    reasons: dict[Node, str | None] = {}
+    for node in gm.graph.nodes:
+        if node.target is operator.getitem and node.op == "call_function":
+            source = node.args[0]
+            reasons[node] = reasons.get(source) if isinstance(source, Node) else "bad getitem"
+            if reasons[node] is None:
+                reasons[node] = unsupported_reason(node)
+        else:
+            reasons[node] = unsupported_reason(node)
+    return reasons
+
+
+def compile_graph_module(
+    gm: GraphModule,
+    graph_name: str,
+    compile_region: Callable[[Any, str], Callable[..., Sequence[torch.Tensor]]],
+    record: CompileRecord,
+) -> GraphModule:
+    """Replace the supported regions of `gm` by compiled callables (see module doc).
+
+    `compile_region(module, func_name)` compiles an imported nn module's function and
+    returns a callable from tensors to a sequence of tensors.
+    """
+    reasons = support_table(gm)
+    failed = [n for n, r in reasons.items() if r is not None and n.op == "call_function"]
+    partitioner = CapabilityBasedPartitioner(
+        gm, _TableSupport(reasons), allows_single_node_partition=True
+    )
+    regions = [
+        p
+        for p in partitioner.propose_partitions()
+        if any(n.target not in DATA_MOVEMENT for n in p.nodes)
+    ]
+    if regions:
+        order = {n: i for i, n in enumerate(gm.graph.nodes)}
+        regions.sort(key=lambda p: min(order[n] for n in p.nodes))
+        fuse_by_partitions(
+            gm, [{n: None for n in p.nodes} for p in regions], PREFIX, always_return_tuple=True
+        )
+    for node in list(gm.graph.nodes):
+        if node.op != "call_module" or not str(node.target).startswith(PREFIX):
+            continue
+        sub = getattr(gm, node.target)
+        func_name = f"{graph_name}_{str(node.target).removeprefix(PREFIX)}"
+        try:
+            module = import_graph(sub, func_name)
+        except Exception as e:  # keep the eager submodule: correct, just not compiled
+            failed.extend(n for n in sub.graph.nodes if n.op == "call_function")
+            reasons.update({n: f"region import failed: {e}" for n in sub.graph.nodes})
+            continue
+        setattr(gm, node.target, CompiledRegion(compile_region(module, func_name)))
+    gm.recompile()
+    _log_fallbacks(graph_name, failed, reasons, record)
+    record.graphs.append(graph_name)
+    return gm
+
+
+class CompiledRegion(torch.nn.Module):
+    """A compiled nn function standing in for an FX submodule (returns a tuple)."""
+
+    def __init__(self, fn: Callable[..., Sequence[torch.Tensor]]):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Run the compiled region."""
+        return tuple(self.fn(*args))
+
+
+def _log_fallbacks(
+    graph_name: str,
+    failed: list[Node],
+    reasons: dict[Node, str | None],
+    record: CompileRecord,
+) -> None:
+    if not failed:
+        return
+    seen: Counter[tuple[str, str]] = Counter()
+    for node in failed:
+        reason = reasons.get(node) or "unsupported"
+        target = describe_target(node.target)
+        seen[(target, reason)] += 1
+        record.fallbacks.append(FallbackRecord(graph_name, target, reason, node_location(node)))
+    parts = [
+        f"{target} x{count} ({reason})" if count > 1 else f"{target} ({reason})"
+        for (target, reason), count in seen.items()
+    ]
+    logger.warning(
+        "fuseopt: %s: %d op(s) run eagerly in PyTorch: %s",
+        graph_name,
+        len(failed),
+        "; ".join(parts),
+    )
