@@ -23,16 +23,45 @@ def _nn() -> Dialect:
     return NN
 
 
+def _tile() -> Dialect:
+    from fuseopt.dialects.tile import TILE
+
+    return TILE
+
+
+def _convert_nn_to_tile() -> type[ModulePass]:
+    from fuseopt.passes.convert_nn_to_tile import ConvertNNToTilePass
+
+    return ConvertNNToTilePass
+
+
+def _tile_promote() -> type[ModulePass]:
+    from fuseopt.passes.tile_promote import TilePromotePass
+
+    return TilePromotePass
+
+
 def _nn_decompose() -> type[ModulePass]:
     from fuseopt.passes.nn_decompose import NNDecomposePass
 
     return NNDecomposePass
 
 
-FUSEOPT_DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn}
+def _nn_fuse() -> type[ModulePass]:
+    from fuseopt.passes.nn_fuse import NNFusePass
+
+    return NNFusePass
+
+
+FUSEOPT_DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn, "tile": _tile}
 """fuseopt's own dialects, by name."""
 
-FUSEOPT_PASSES: dict[str, Callable[[], type[ModulePass]]] = {"nn-decompose": _nn_decompose}
+FUSEOPT_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "nn-decompose": _nn_decompose,
+    "nn-fuse": _nn_fuse,
+    "convert-nn-to-tile": _convert_nn_to_tile,
+    "tile-promote": _tile_promote,
+}
 """fuseopt's own passes, by flag."""
 
 FUSEOPT_TARGETS: dict[str, Callable[[], type[Target]]] = {}

@@ -1,0 +1,282 @@
+"""fuseopt's cost model: HBM traffic, kernel counts and a roofline, in one place.
+
+nn-fuse uses it to pick each group's route, and the fusion report uses it to show the
+HBM bytes and kernels before and after fusion. Everything here is arithmetic on shapes
+and dtypes; the GPU constants are in `GPUSpec` (H100 defaults, overridable through the
+nn-fuse options).
+
+Traffic (bytes moved to or from HBM):
+- eager (before fusion): every op that computes is one kernel that reads its operands and
+  writes its result. Views (reshape, transpose, slice, broadcast) are free strided views;
+  an op that reads a view reads the viewed tensor (a slice: only the slice). Splat
+  constants are scalars and cost nothing. Concat is a copy kernel.
+- a fused kernel reads each group input once and writes each group output once;
+- a library GEMM reads A and B and writes C; the fused epilogue kernel after it reads C
+  again with the other inputs and writes the outputs.
+
+Time (the roofline): a kernel takes `overhead + max(bytes / bandwidth, flops / peak)`.
+Eager ops and library calls pay `eager_op_s` each (dispatch + launch); a generated kernel
+pays `generated_kernel_s` (its host-side launcher costs more). A generated GEMM reaches
+`generated_gemm_efficiency` of the library's throughput, and only when it has enough
+output tiles to fill the SMs (no split-K): with T tiles of `gemm_tile` it runs at
+`min(1, T / sm_count)` of both bandwidth and FLOP/s. Library GEMMs are assumed to fill
+the machine (split-K, tuned small-shape kernels).
+
+Routes for a matmul group (memory-bound groups are always a generated `kernel`: they
+never move more bytes nor launch more kernels than eager):
+- `kernel`: one generated kernel, GEMM and epilogue together (memory-bound GEMMs);
+- `library_gemm`: library GEMM(s), then one generated epilogue kernel (large,
+  compute-bound GEMMs, where the library's speed beats saving the round trip);
+- `unfused`: left to eager (tiny GEMMs whose epilogue saves less than the extra cost of
+  a generated kernel, FuseML's "bypass"; a lone matmul with nothing to fuse).
+The cheapest estimate wins; ties go to the simpler route (unfused, then library_gemm).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    IntegerType,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from fuseopt.dialects import nn
+
+KERNEL, LIBRARY_GEMM, UNFUSED = "kernel", "library_gemm", "unfused"
+"""The values of a group's `route` attribute."""
+ROUTES = (KERNEL, LIBRARY_GEMM, UNFUSED)
+
+FREE_VIEWS = (nn.ReshapeOp, nn.TransposeOp, nn.SliceOp, nn.BroadcastOp)
+"""Ops that are strided views in eager PyTorch (no kernel, no traffic)."""
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """The target GPU as the cost model sees it. Defaults: an H100 SXM 80GB, measured
+    numbers from PERFORMANCE.md where there are some."""
+
+    name: str = "H100 SXM 80GB"
+    hbm_bytes_per_s: float = 3.0e12
+    """Measured device-to-device copy bandwidth (PERFORMANCE.md: 3.0 TB/s)."""
+    matmul_flops_per_s_16bit: float = 686e12
+    """Dense bf16/f16 tensor-core throughput, measured (8192^3 bf16 matmul)."""
+    matmul_flops_per_s_32bit: float = 50e12
+    """f32 matmul without TF32 (PyTorch's default): ~75% of the 67 TFLOP/s FP32 peak."""
+    vector_flops_per_s: float = 60e12
+    """Elementwise/reduction arithmetic on the CUDA cores."""
+    sm_count: int = 132
+    gemm_tile: tuple[int, int] = (128, 128)
+    """Output tile of a generated GEMM (BM x BN)."""
+    generated_gemm_efficiency: float = 0.85
+    """A generated GEMM's throughput relative to the library's, on a full machine."""
+    eager_op_s: float = 4e-6
+    """Per eager op or library call: PyTorch dispatch plus kernel launch."""
+    generated_kernel_s: float = 6e-6
+    """Per generated kernel: its launcher plus the kernel launch."""
+
+
+H100 = GPUSpec()
+"""The default target."""
+
+
+def element_bytes(element_type: Attribute) -> int:
+    """Bytes per element of an nn element type (i1 is stored as one byte)."""
+    if isinstance(element_type, Float32Type):
+        return 4
+    if isinstance(element_type, Float16Type | BFloat16Type):
+        return 2
+    if isinstance(element_type, IntegerType):
+        return max(1, element_type.width.data // 8)
+    return 8
+
+
+def value_bytes(v: SSAValue) -> int:
+    """Size in bytes of a tensor value."""
+    t = v.type
+    assert isinstance(t, TensorType)
+    return math.prod(t.get_shape()) * element_bytes(t.element_type)
+
+
+def _splat_constant(v: SSAValue) -> bool:
+    owner = v.owner
+    return isinstance(owner, nn.ConstantOp) and not isinstance(
+        owner.value, DenseIntOrFPElementsAttr
+    )
+
+
+def eager_read_bytes(v: SSAValue) -> int:
+    """Bytes an eager op reads for operand `v`: through free views to the viewed tensor."""
+    while True:
+        if _splat_constant(v):
+            return 0
+        owner = v.owner
+        if isinstance(owner, nn.SliceOp):
+            return value_bytes(v)
+        if isinstance(owner, FREE_VIEWS):
+            v = owner.operands[0]
+            continue
+        return value_bytes(v)
+
+
+def is_eager_kernel(op: Operation) -> bool:
+    """Whether eager PyTorch runs `op` as a kernel of its own."""
+    return not isinstance(op, (*FREE_VIEWS, nn.ConstantOp, nn.YieldOp))
+
+
+def matmul_flops(op: nn.MatmulOp) -> int:
+    """2 * batch * M * N * K."""
+    a = op.lhs.type
+    assert isinstance(a, TensorType)
+    k = a.get_shape()[-2] if op.transpose_a is not None else a.get_shape()[-1]
+    out = op.result.type
+    assert isinstance(out, TensorType)
+    return 2 * math.prod(out.get_shape()) * k
+
+
+def op_flops(op: Operation) -> int:
+    """Arithmetic of one op (one per element for elementwise ops and reductions)."""
+    if isinstance(op, nn.MatmulOp):
+        return matmul_flops(op)
+    if isinstance(op, nn.ReductionOp):
+        t = op.input.type
+        assert isinstance(t, TensorType)
+        return math.prod(t.get_shape())
+    if not is_eager_kernel(op) or not op.results:
+        return 0
+    return sum(value_bytes(r) // max(1, _elem_bytes(r)) for r in op.results)
+
+
+def _elem_bytes(v: SSAValue) -> int:
+    assert isinstance(v.type, TensorType)
+    return element_bytes(v.type.element_type)
+
+
+def _matmul_peak(op: nn.MatmulOp, gpu: GPUSpec) -> float:
+    t = op.lhs.type
+    assert isinstance(t, TensorType)
+    if isinstance(t.element_type, Float16Type | BFloat16Type):
+        return gpu.matmul_flops_per_s_16bit
+    return gpu.matmul_flops_per_s_32bit
+
+
+def roofline_s(nbytes: float, flops: float, bandwidth: float, peak: float) -> float:
+    """Time of a kernel bounded by memory or by arithmetic, whichever is slower."""
+    return max(nbytes / bandwidth, flops / peak)
+
+
+def eager_op_bytes(op: Operation) -> int:
+    """HBM bytes one eager op moves (0 for views and constants)."""
+    if not is_eager_kernel(op):
+        return 0
+    return sum(eager_read_bytes(v) for v in op.operands) + sum(value_bytes(r) for r in op.results)
+
+
+def eager_op_s(op: Operation, gpu: GPUSpec) -> float:
+    """Estimated time of one eager op (library speed for matmuls)."""
+    if not is_eager_kernel(op):
+        return 0.0
+    peak = _matmul_peak(op, gpu) if isinstance(op, nn.MatmulOp) else gpu.vector_flops_per_s
+    return gpu.eager_op_s + roofline_s(eager_op_bytes(op), op_flops(op), gpu.hbm_bytes_per_s, peak)
+
+
+@dataclass(frozen=True)
+class RouteEstimate:
+    """Traffic, kernel count and time of one way to run a group."""
+
+    route: str
+    hbm_bytes: int
+    kernels: int
+    seconds: float
+
+
+def _gemm_occupancy(mm: nn.MatmulOp, gpu: GPUSpec) -> float:
+    shape = mm.result.type.get_shape()  # type: ignore[union-attr]
+    bm, bn = gpu.gemm_tile
+    tiles = math.prod(shape[:-2]) * math.ceil(shape[-2] / bm) * math.ceil(shape[-1] / bn)
+    return min(1.0, tiles / gpu.sm_count)
+
+
+def estimate_routes(
+    ops: Sequence[Operation],
+    inputs: Collection[SSAValue],
+    outputs: Collection[SSAValue],
+    gpu: GPUSpec = H100,
+) -> dict[str, RouteEstimate]:
+    """Estimates for running the group `ops` (reading `inputs`, writing `outputs`) each
+    possible way: always `unfused` and `kernel`; `library_gemm` when it holds a matmul."""
+    compute = [op for op in ops if is_eager_kernel(op)]
+    eager = RouteEstimate(
+        UNFUSED,
+        sum(eager_op_bytes(op) for op in compute),
+        len(compute),
+        sum(eager_op_s(op, gpu) for op in compute),
+    )
+    fused_bytes = sum(value_bytes(v) for v in inputs if not _splat_constant(v)) + sum(
+        value_bytes(v) for v in outputs
+    )
+    matmuls = [op for op in ops if isinstance(op, nn.MatmulOp)]
+    flops = sum(op_flops(op) for op in compute)
+    occupancy = min((_gemm_occupancy(mm, gpu) for mm in matmuls), default=1.0)
+    if matmuls:
+        peak = _matmul_peak(matmuls[0], gpu) * gpu.generated_gemm_efficiency
+    else:
+        peak = gpu.vector_flops_per_s
+    kernel = RouteEstimate(
+        KERNEL,
+        fused_bytes,
+        1,
+        gpu.generated_kernel_s
+        + roofline_s(fused_bytes, flops, gpu.hbm_bytes_per_s * occupancy, peak * occupancy),
+    )
+    estimates = {UNFUSED: eager, KERNEL: kernel}
+    if matmuls:
+        estimates[LIBRARY_GEMM] = _library_route(ops, matmuls, inputs, outputs, gpu)
+    return estimates
+
+
+def _library_route(
+    ops: Sequence[Operation],
+    matmuls: list[nn.MatmulOp],
+    inputs: Collection[SSAValue],
+    outputs: Collection[SSAValue],
+    gpu: GPUSpec,
+) -> RouteEstimate:
+    gemm_bytes = sum(eager_op_bytes(mm) for mm in matmuls)
+    seconds = sum(eager_op_s(mm, gpu) for mm in matmuls)
+    epilogue = [op for op in ops if is_eager_kernel(op) and not isinstance(op, nn.MatmulOp)]
+    kernels = len(matmuls)
+    nbytes = gemm_bytes
+    if epilogue:
+        only_gemm_inputs = {
+            v for v in inputs if all(isinstance(u.operation, nn.MatmulOp) for u in v.uses
+                                     if u.operation in ops)
+        }
+        results = {mm.result for mm in matmuls}
+        reads = sum(
+            value_bytes(v) for v in inputs if v not in only_gemm_inputs and not _splat_constant(v)
+        ) + sum(value_bytes(r) for r in results)
+        writes = sum(value_bytes(v) for v in outputs if v not in results)
+        flops = sum(op_flops(op) for op in epilogue)
+        nbytes += reads + writes
+        kernels += 1
+        seconds += gpu.generated_kernel_s + roofline_s(
+            reads + writes, flops, gpu.hbm_bytes_per_s, gpu.vector_flops_per_s
+        )
+    return RouteEstimate(LIBRARY_GEMM, nbytes, kernels, seconds)
+
+
+def choose_route(estimates: dict[str, RouteEstimate]) -> str:
+    """The fastest route; near-ties (within 1%) go to unfused, then library_gemm."""
+    best = min(e.seconds for e in estimates.values())
+    for route in (UNFUSED, LIBRARY_GEMM, KERNEL):
+        if route in estimates and estimates[route].seconds <= best * 1.01:
+            return route
+    raise AssertionError("no route estimated")

@@ -1,0 +1,153 @@
+"""Grouping for nn-fuse: which ops of a block share a kernel.
+
+Algorithm (greedy union of groups, in program order; every merge is checked):
+1. Every top-level op of the block starts in its own group. Constants and opaque ops
+   (see `fusion_legality.classify`) never merge; constants are cloned into the groups
+   that use them when groups are outlined.
+2. Producer-consumer: for each fusible op in program order and each of its operands, try
+   to merge the op's group with the operand's producer group. This grows elementwise
+   chains, reduction prologues and epilogues, matmul epilogues, and joins two matmuls
+   that share A when their results meet in an elementwise op (gated MLP).
+3. Siblings: pointwise or reduction groups that read the same value are merged when
+   legal, so the value is read once (e.g. two reductions of one tensor).
+A merge happens only if the union passes `check_group` (one kernel shape, bounded
+recompute, no duplicated reduction or matmul) and the quotient graph of groups stays
+acyclic (no path from the union back into itself through another group).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import Block, Operation, SSAValue
+
+from fuseopt.dialects import nn
+from fuseopt.passes.fusion_legality import (
+    MATMUL,
+    GroupInfo,
+    OpClass,
+    check_group,
+    classify,
+)
+
+
+@dataclass
+class FusionGroup:
+    """A legal group: its ops in program order and what legality learned about it."""
+
+    ops: list[Operation]
+    info: GroupInfo
+
+    @property
+    def computes(self) -> bool:
+        """Whether the group does any arithmetic (pure view groups stay in eager)."""
+        return any(classify(op) is not OpClass.VIEW for op in self.ops)
+
+
+class _Partition:
+    """Union of groups over the top-level ops of one block, with the cycle check."""
+
+    def __init__(self, block: Block, max_recompute: int):
+        self.block = block
+        self.max_recompute = max_recompute
+        self.ops = list(block.ops)
+        self.order = {op: i for i, op in enumerate(self.ops)}
+        self.group_of: dict[Operation, int] = {op: i for i, op in enumerate(self.ops)}
+        self.members: dict[int, set[Operation]] = {i: {op} for i, op in enumerate(self.ops)}
+        self.info: dict[int, GroupInfo] = {}
+        for op in self.ops:
+            if classify(op) in (OpClass.OPAQUE, OpClass.CONSTANT):
+                continue
+            result = check_group({op}, max_recompute, self.order)
+            if isinstance(result, GroupInfo):
+                self.info[self.group_of[op]] = result
+
+    def top_level(self, op: Operation) -> Operation | None:
+        """The ancestor of `op` that is an op of this block."""
+        node: Operation | None = op
+        while node is not None and node.parent_block() is not self.block:
+            node = node.parent_op()
+        return node
+
+    def successors(self, g: int) -> set[int]:
+        """Groups that use a value of group `g`."""
+        out: set[int] = set()
+        for op in self.members[g]:
+            for r in op.results:
+                for use in r.uses:
+                    user = self.top_level(use.operation)
+                    if user is not None and self.group_of[user] != g:
+                        out.add(self.group_of[user])
+        return out
+
+    def creates_cycle(self, a: int, b: int) -> bool:
+        """Whether merging groups a and b closes a cycle through another group."""
+        merged = {a, b}
+        stack = [s for g in merged for s in self.successors(g) if s not in merged]
+        seen: set[int] = set(stack)
+        while stack:
+            g = stack.pop()
+            for s in self.successors(g):
+                if s in merged:
+                    return True
+                if s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        return False
+
+    def try_merge(self, a: int, b: int) -> bool:
+        """Merge groups a and b if the union is legal; return whether it happened."""
+        if a == b or a not in self.info or b not in self.info:
+            return False
+        union = self.members[a] | self.members[b]
+        result = check_group(union, self.max_recompute, self.order)
+        if not isinstance(result, GroupInfo) or self.creates_cycle(a, b):
+            return False
+        keep, drop = min(a, b), max(a, b)
+        for op in self.members[drop]:
+            self.group_of[op] = keep
+        self.members[keep] = union
+        del self.members[drop]
+        del self.info[drop]
+        self.info[keep] = result
+        return True
+
+    def groups(self) -> list[FusionGroup]:
+        """The fusible groups, ordered by their first op."""
+        out = [
+            FusionGroup(sorted(self.members[g], key=self.order.__getitem__), self.info[g])
+            for g in self.info
+        ]
+        return sorted(out, key=lambda grp: self.order[grp.ops[0]])
+
+
+def find_groups(block: Block, max_recompute: int = 8) -> list[FusionGroup]:
+    """Partition the fusible top-level ops of `block` into legal fusion groups.
+
+    Every fusible op lands in exactly one group (possibly alone); see the module
+    docstring for the algorithm. The block is not modified.
+    """
+    part = _Partition(block, max_recompute)
+    fusible = [op for op in part.ops if part.group_of[op] in part.info]
+    # 2. producer-consumer merges
+    for op in fusible:
+        for v in op.operands:
+            producer = v.owner
+            if isinstance(producer, Operation) and producer in part.group_of:
+                part.try_merge(part.group_of[op], part.group_of[producer])
+    # 3. sibling merges: groups reading the same value
+    readers: dict[SSAValue, list[Operation]] = {}
+    for op in fusible:
+        for v in op.operands:
+            if not isinstance(v.owner, nn.ConstantOp):  # a shared splat is no reason
+                readers.setdefault(v, []).append(op)
+    for users in readers.values():
+        for i, first in enumerate(users):
+            for other in users[i + 1 :]:
+                ga, gb = part.group_of[first], part.group_of[other]
+                if ga in part.info and gb in part.info and MATMUL not in (
+                    part.info[ga].kind,
+                    part.info[gb].kind,
+                ):
+                    part.try_merge(ga, gb)
+    return part.groups()

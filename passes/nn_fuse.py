@@ -1,0 +1,157 @@
+"""`nn-fuse`: group nn ops into `nn.fusion` regions, one kernel each.
+
+Preconditions: composites are decomposed (`nn-decompose`; a composite left over is
+treated as an opaque op and never fused); shapes are static.
+
+Steps, per function body:
+1. Grouping (`fusion_grouping.find_groups`): greedy producer-consumer then sibling
+   merges, each checked by `fusion_legality.check_group` (one kernel shape: pointwise,
+   reduction or matmul; bounded recompute; no duplicated reduction or matmul) and by an
+   acyclicity check on the graph of groups.
+2. Routing (`fuseopt.cost_model`): memory-bound groups are always a generated `kernel`;
+   a matmul group takes the fastest of `kernel`, `library_gemm` and `unfused` under the
+   roofline model of the target GPU (H100 defaults, overridable below).
+3. Outlining (`fusion_outlining`): each group that computes something and is not routed
+   `unfused` becomes an `nn.fusion` with attributes `kernel_name`
+   (`fused_<n>_<op summary>`, a valid identifier, n counts groups in the module),
+   `kind` (pointwise | reduction | matmul) and `route` (kernel | library_gemm). Groups of
+   pure views and groups routed `unfused` stay as plain ops in the function body.
+   Finally the block is put back in dominance order.
+
+Options:
+- `max_recompute` (default 8): the most non-view ops a group may evaluate redundantly
+  (side ops before a broadcast, e.g. a weight cast); 0 forbids recompute.
+- `route`: `auto` (the cost model), or `kernel` / `library_gemm` / `unfused` to force the
+  route of every matmul group (tests; backends without a GEMM library).
+- `hbm_gbps`, `gemm_tflops`, `sm_count`: override the GPU model (bandwidth, bf16/f16
+  matmul throughput, SM count).
+- `report=true`: print the fusion report (`fuseopt.fusion_report`) to stderr.
+- `dot=FILE`: write the fused graph as Graphviz DOT to FILE.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, replace
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from fuseopt.cost_model import H100, KERNEL, ROUTES, UNFUSED, GPUSpec, choose_route, estimate_routes
+from fuseopt.diagnostics import CompileError
+from fuseopt.fusion_report import fusion_dot, fusion_report
+from fuseopt.passes.fusion_grouping import FusionGroup, find_groups
+from fuseopt.passes.fusion_legality import MATMUL, VIEW_TYPES
+from fuseopt.passes.fusion_outlining import outline_group, sort_block_topologically
+
+SUMMARY_OPS = 4
+"""How many distinct op names a kernel name lists."""
+
+
+def kernel_name(index: int, ops: list[Operation]) -> str:
+    """`fused_<index>_<op summary>`: the first distinct compute ops, as an identifier."""
+    names: list[str] = []
+    for op in ops:
+        if isinstance(op, VIEW_TYPES):
+            continue
+        short = re.sub(r"[^A-Za-z0-9_]", "_", op.name.split(".", 1)[-1])
+        if short not in names:
+            names.append(short)
+    return "_".join(["fused", str(index), *names[:SUMMARY_OPS]])
+
+
+def _group_io(group: FusionGroup) -> tuple[list[SSAValue], list[SSAValue]]:
+    members = set(group.ops)
+    inputs: list[SSAValue] = []
+    for op in group.ops:
+        for v in op.operands:
+            if v.owner not in members and v not in inputs:
+                inputs.append(v)
+    outputs = [
+        r for op in group.ops for r in op.results
+        if any(u.operation not in members for u in r.uses)
+    ]
+    return inputs, outputs
+
+
+@dataclass(frozen=True)
+class NNFusePass(ModulePass):
+    """Group nn ops into nn.fusion regions (one kernel each) and route each group."""
+
+    name = "nn-fuse"
+
+    max_recompute: int = 8
+    route: str = "auto"
+    hbm_gbps: float = 3000.0
+    gemm_tflops: float = 686.0
+    sm_count: int = 132
+    report: bool = False
+    dot: str = ""
+
+    def gpu(self) -> GPUSpec:
+        """The GPU model: H100 defaults with this pass's overrides."""
+        if self.hbm_gbps <= 0 or self.gemm_tflops <= 0 or self.sm_count <= 0:
+            raise CompileError("nn-fuse: hbm_gbps, gemm_tflops and sm_count must be positive")
+        return replace(
+            H100,
+            hbm_bytes_per_s=self.hbm_gbps * 1e9,
+            matmul_flops_per_s_16bit=self.gemm_tflops * 1e12,
+            sm_count=self.sm_count,
+        )
+
+    def route_for(self, group: FusionGroup, gpu: GPUSpec) -> str:
+        """The route of a group: `kernel` unless it holds a matmul, else the option or
+        the cost model's choice."""
+        if group.info.kind != MATMUL:
+            return KERNEL
+        if self.route != "auto":
+            return self.route
+        inputs, outputs = _group_io(group)
+        return choose_route(estimate_routes(group.ops, inputs, outputs, gpu))
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.route != "auto" and self.route not in ROUTES:
+            raise CompileError(
+                f"nn-fuse: unknown route '{self.route}' (expected auto, {', '.join(ROUTES)})"
+            )
+        if self.max_recompute < 0:
+            raise CompileError("nn-fuse: max_recompute must be >= 0")
+        gpu = self.gpu()
+        counter = 0
+        for fn in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+            if len(fn.body.blocks) != 1:
+                continue  # declarations, or CFGs nn-fuse does not handle
+            counter = self._fuse_block(fn.body.block, gpu, counter)
+        if self.report:
+            sys.stderr.write(fusion_report(op, gpu))
+        if self.dot:
+            try:
+                with open(self.dot, "w", encoding="utf-8") as f:
+                    f.write(fusion_dot(op))
+            except OSError as e:
+                raise CompileError(f"nn-fuse: cannot write '{self.dot}': {e.strerror}") from None
+
+    def _fuse_block(self, block: Block, gpu: GPUSpec, counter: int) -> int:
+        groups = find_groups(block, self.max_recompute)
+        changed = False
+        for group in groups:
+            if not group.computes:
+                continue
+            route = self.route_for(group, gpu)
+            if route == UNFUSED:
+                continue
+            attrs = {
+                "kernel_name": kernel_name(counter, group.ops),
+                "kind": group.info.kind,
+                "route": route,
+            }
+            outline_group(block, group.ops, attrs)
+            counter += 1
+            changed = True
+        if changed:
+            sort_block_topologically(block)
+        return counter
