@@ -287,7 +287,9 @@ class KernelOp(IRDLOperation):
         printer.print_string(f" grid {self.grid_rank} (")
         printer.print_list(self.body.block.args, printer.print_block_argument)
         printer.print_string(")")
-        printer.print_op_attributes(self.attributes, reserved_attr_names=self.RESERVED, print_keyword=True)
+        printer.print_op_attributes(
+            self.attributes, reserved_attr_names=self.RESERVED, print_keyword=True
+        )
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
 
@@ -598,7 +600,9 @@ class MaskOp(IRDLOperation):
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
-        op = cls.build(operands=[offsets], result_types=[t], attributes={"bounds": int_array(bounds)})
+        op = cls.build(
+            operands=[offsets], result_types=[t], attributes={"bounds": int_array(bounds)}
+        )
         op.attributes.update(attrs)
         return op
 
@@ -780,7 +784,9 @@ class GemmOp(IRDLOperation):
         self, lhs: SSAValue, rhs: SSAValue, out: SSAValue, transpose_a: bool, transpose_b: bool
     ):
         flags = {
-            f: UnitAttr() for f, on in zip(self.FLAGS, (transpose_a, transpose_b), strict=True) if on
+            f: UnitAttr()
+            for f, on in zip(self.FLAGS, (transpose_a, transpose_b), strict=True)
+            if on
         }
         super().__init__(operands=[lhs, rhs, out], attributes=flags)
 
@@ -789,14 +795,19 @@ class GemmOp(IRDLOperation):
 
         if enclosing_kernel(self) is not None:
             raise VerifyException("tile.gemm is a host op; it cannot appear in a kernel")
-        a, b, c = (memref_type(v, w) for v, w in ((self.lhs, "lhs"), (self.rhs, "rhs"), (self.out, "out")))
+        a, b, c = (
+            memref_type(v, w) for v, w in ((self.lhs, "lhs"), (self.rhs, "rhs"), (self.out, "out"))
+        )
         if not is_float(a.element_type) or {a.element_type, b.element_type, c.element_type} != {
             a.element_type
         }:
             raise VerifyException(f"tile.gemm needs one floating-point element type: {a}, {b}, {c}")
         try:
             want = matmul_shape(
-                a.get_shape(), b.get_shape(), self.transpose_a is not None, self.transpose_b is not None
+                a.get_shape(),
+                b.get_shape(),
+                self.transpose_a is not None,
+                self.transpose_b is not None,
             )
         except ValueError as e:
             raise VerifyException(str(e)) from None
@@ -865,10 +876,14 @@ class DotOp(IRDLOperation):
         if not is_float(a.element_type) or a.element_type != b.element_type:
             raise VerifyException(f"tile.dot needs floating-point tiles of one type: {a}, {b}")
         if not isinstance(c.element_type, Float32Type) or self.result.type != c:
-            raise VerifyException(f"tile.dot accumulates in f32: acc and result must be f32, got {c}")
+            raise VerifyException(
+                f"tile.dot accumulates in f32: acc and result must be f32, got {c}"
+            )
         sa, sb, sc = a.get_shape(), b.get_shape(), c.get_shape()
         if not (len(sa) == len(sb) == len(sc) >= 2) or sa[:-2] != sb[:-2] or sa[:-2] != sc[:-2]:
-            raise VerifyException(f"tile.dot operands need one rank >= 2 and batch dims: {a}, {b}, {c}")
+            raise VerifyException(
+                f"tile.dot operands need one rank >= 2 and batch dims: {a}, {b}, {c}"
+            )
         if sa[-1] != sb[-2] or sc[-2:] != (sa[-2], sb[-1]):
             raise VerifyException(f"tile.dot shapes do not chain: {a}, {b}, {c}")
 
@@ -999,7 +1014,9 @@ class ReduceOp(TileShapeOp):
             raise VerifyException(f"axis {self.axis_index} is out of range for {x}")
         want = tuple(d for i, d in enumerate(shape) if i != self.axis_index)
         if r.get_shape() != want or r.element_type != x.element_type:
-            raise VerifyException(f"result must be tensor<{shape_str(want)}x{x.element_type}>, got {r}")
+            raise VerifyException(
+                f"result must be tensor<{shape_str(want)}x{x.element_type}>, got {r}"
+            )
 
 
 @irdl_op_definition
@@ -1034,8 +1051,10 @@ class BroadcastOp(TileShapeOp):
         xs, rs = x.get_shape(), r.get_shape()
         if x.element_type != r.element_type:
             raise VerifyException(f"tile.broadcast keeps the element type: {x} -> {r}")
-        if len(dims) != len(xs) or list(dims) != sorted(set(dims)) or any(
-            not 0 <= d < len(rs) for d in dims
+        if (
+            len(dims) != len(xs)
+            or list(dims) != sorted(set(dims))
+            or any(not 0 <= d < len(rs) for d in dims)
         ):
             raise VerifyException(
                 f"dims {list(dims)} must be increasing result dims, one per operand dim of {x}"
@@ -1081,22 +1100,55 @@ class TransposeOp(TileShapeOp):
             raise VerifyException(f"{list(perm)} is not a permutation of {len(x.get_shape())} dims")
         want = tuple(x.get_shape()[p] for p in perm)
         if r.get_shape() != want or r.element_type != x.element_type:
-            raise VerifyException(f"result must be tensor<{shape_str(want)}x{x.element_type}>, got {r}")
+            raise VerifyException(
+                f"result must be tensor<{shape_str(want)}x{x.element_type}>, got {r}"
+            )
 
 
 TILE = Dialect(
     "tile",
     [
-        KernelOp, ReturnOp, LaunchOp, ProgramIdOp,
-        LoadOp, StoreOp, MaskOp, AllocOp, CopyOp, BarrierOp, ViewOp, GemmOp,
-        DotOp, ReduceOp, BroadcastOp, TransposeOp,
+        KernelOp,
+        ReturnOp,
+        LaunchOp,
+        ProgramIdOp,
+        LoadOp,
+        StoreOp,
+        MaskOp,
+        AllocOp,
+        CopyOp,
+        BarrierOp,
+        ViewOp,
+        GemmOp,
+        DotOp,
+        ReduceOp,
+        BroadcastOp,
+        TransposeOp,
     ],
     [MemorySpaceAttr],
 )
 """The tile dialect object registered with xDSL contexts."""
 
 __all__ = [
-    "SHARED", "TILE", "AllocOp", "BarrierOp", "BroadcastOp", "CopyOp", "DotOp",
-    "GemmOp", "KernelOp", "LaunchOp", "LoadOp", "MaskOp", "MemorySpace", "MemorySpaceAttr",
-    "ProgramIdOp", "ReduceOp", "ReturnOp", "StoreOp", "TransposeOp", "ViewOp", "memory_space",
+    "SHARED",
+    "TILE",
+    "AllocOp",
+    "BarrierOp",
+    "BroadcastOp",
+    "CopyOp",
+    "DotOp",
+    "GemmOp",
+    "KernelOp",
+    "LaunchOp",
+    "LoadOp",
+    "MaskOp",
+    "MemorySpace",
+    "MemorySpaceAttr",
+    "ProgramIdOp",
+    "ReduceOp",
+    "ReturnOp",
+    "StoreOp",
+    "TransposeOp",
+    "ViewOp",
+    "memory_space",
 ]

@@ -1,0 +1,319 @@
+"""`convert-nn-to-tile`: tile every fusion group into a `tile.kernel` and turn each
+function into host code that allocates buffers and launches the kernels.
+
+Preconditions: composites are decomposed (nn-decompose) and shapes are static. After
+the pass no nn op is left outside a kernel, and the pass checks that.
+
+Host calling convention (what the backends' launchers implement):
+- a function `@f(%x: tensor<A>, ...) -> (tensor<R>, ...)` becomes
+  `@f(%x: memref<A>, ..., %out0: memref<R> {tile.output}, ...)` returning nothing:
+  inputs are read-only global buffers, every result is written into a caller-provided
+  out-param buffer (marked `{tile.output}`), in result order;
+- intermediates between kernels are `tile.alloc` global temporaries (freed by the
+  runtime after the call); a kernel writes a returned value straight into its
+  out-param; a returned input, or a value returned twice, is copied by a copy kernel;
+- `tile.launch @k grid [n] (ins..., outs...)` passes each group's inputs, then its
+  outputs; a buffer may be passed with another shape of the same element count (a
+  free row-major view), and kernels see it with the shape of their iteration space.
+
+Lowering of groups:
+- each `nn.fusion` is one group; each nn op left outside a fusion is a group of its
+  own, except shape-only `nn.reshape`, which is a host-side `tile.view` (no copy);
+- `route = "library_gemm"` fusions call `tile.gemm` and tile the epilogue alone;
+- a group that does not fit one iteration space (see `tiling_analysis`) is split into
+  one kernel per op; a single matmul that does not tile (matrix-vector) calls
+  `tile.gemm`; an op that still does not tile is a located error;
+- schedules, tile sizes and autotuning candidates: `tiling_emitter` and
+  `tiling_heuristics`; sizes can be forced with the options below (powers of two).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from fuseopt.diagnostics import CompileError, error_at
+from fuseopt.dialects import nn, tile
+from fuseopt.passes.tiling_analysis import Group, Untileable, analyze, single_op_groups
+from fuseopt.passes.tiling_emitter import KernelEmitter
+from fuseopt.passes.tiling_heuristics import TileOptions, choose_blocks
+
+MAX_GRID = 2**31 - 1
+"""Most programs in one launch (CUDA's grid.x limit)."""
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+@dataclass(frozen=True)
+class ConvertNNToTilePass(ModulePass):
+    """Tile nn.fusion groups into tile.kernels; functions become buffer-passing host code.
+
+    Options force tile sizes (powers of two): `block` (flat pointwise), `block-rows` /
+    `block-cols` (2-D pointwise, row reductions: rows per program, row block or chunk),
+    `block-m` / `block-n` / `block-k` / `group-m` (matmul), `max-row-block` (longest
+    row kept whole before a reduction loops over chunks).
+    """
+
+    name = "convert-nn-to-tile"
+
+    block: int | None = None
+    block_rows: int | None = None
+    block_cols: int | None = None
+    block_m: int | None = None
+    block_n: int | None = None
+    block_k: int | None = None
+    group_m: int | None = None
+    max_row_block: int = 8192
+
+    def options(self) -> TileOptions:
+        """The forced sizes as TileOptions (a CompileError when one is invalid)."""
+        opts = TileOptions(
+            self.block,
+            self.block_rows,
+            self.block_cols,
+            self.block_m,
+            self.block_n,
+            self.block_k,
+            self.group_m,
+            self.max_row_block,
+        )
+        try:
+            opts.check()
+        except ValueError as e:
+            raise CompileError(f"convert-nn-to-tile: {e}") from None
+        return opts
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        opts = self.options()
+        names = {o.sym_name.data for o in op.ops if isinstance(o, func.FuncOp | tile.KernelOp)}
+        for f in [o for o in op.ops if isinstance(o, func.FuncOp)]:
+            if _needs_lowering(f):
+                HostLowering(op, f, opts, names).run()
+
+
+def _needs_lowering(f: func.FuncOp) -> bool:
+    types = [*f.function_type.inputs.data, *f.function_type.outputs.data]
+    if any(isinstance(t, TensorType) for t in types):
+        return True
+    return any(o.dialect_name() == "nn" for o in f.walk())
+
+
+class HostLowering:
+    """Rewrites one function: kernels go into the module, the body becomes host code."""
+
+    def __init__(self, module: ModuleOp, f: func.FuncOp, opts: TileOptions, names: set[str]):
+        self.module, self.f, self.opts, self.names = module, f, opts, names
+        self.buffers: dict[SSAValue, SSAValue] = {}
+        self.block = Block()
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self) -> None:
+        f = self.f
+        if f.body.blocks.first is None:
+            raise error_at(f, "convert-nn-to-tile: function declarations are not lowered")
+        old = f.body.block
+        ins, outs = f.function_type.inputs.data, f.function_type.outputs.data
+        types = [self._memref(t, f, f"argument {i}") for i, t in enumerate(ins)]
+        types += [self._memref(t, f, f"result {i}") for i, t in enumerate(outs)]
+        self.block = Block(arg_types=types)
+        args = self.block.args
+        self.buffers = dict(zip(old.args, args[: len(ins)], strict=True))
+        ret = old.last_op
+        if not isinstance(ret, func.ReturnOp):
+            raise error_at(f, "convert-nn-to-tile: the function must end in func.return")
+        self.out_param: dict[SSAValue, SSAValue] = {}
+        for v, p in zip(ret.arguments, args[len(ins) :], strict=True):
+            self.out_param.setdefault(v, p)
+        for op in list(old.ops):
+            self._lower_top(op)
+        for v, p in zip(ret.arguments, args[len(ins) :], strict=True):
+            if self.buffers[v] is not p:
+                self._group(Group([], [v], [v]), {v: self.buffers[v]}, {v: p}, "copy")
+        self.block.add_op(func.ReturnOp())
+        f.body.detach_block(old)
+        old.erase(safe_erase=False)
+        f.body.add_block(self.block)
+        f.function_type = FunctionType.from_lists(types, [])
+        attrs = [DictionaryAttr({}) for _ in ins] + [
+            DictionaryAttr({tile.OUTPUT_ATTR: UnitAttr()}) for _ in outs
+        ]
+        f.arg_attrs = ArrayAttr(attrs)
+        f.res_attrs = None
+
+    @staticmethod
+    def _memref(t: object, f: func.FuncOp, what: str) -> MemRefType:
+        if not isinstance(t, TensorType) or any(d < 0 for d in t.get_shape()):
+            raise error_at(f, f"convert-nn-to-tile: {what} must be a static tensor, got {t}")
+        return MemRefType(t.element_type, t.get_shape())
+
+    def _lower_top(self, op: Operation) -> None:
+        if isinstance(op, func.ReturnOp):
+            return
+        if isinstance(op, nn.FusionOp):
+            block = op.body.block
+            ops = [o for o in block.ops if not isinstance(o, nn.YieldOp)]
+            yielded = block.last_op
+            assert isinstance(yielded, nn.YieldOp)
+            used = {x for o in ops for x in o.operands} | set(yielded.values)
+            group = Group(ops, [a for a in block.args if a in used], list(yielded.values))
+            ins = {
+                a: self.buffers[x] for a, x in zip(block.args, op.inputs, strict=True) if a in used
+            }
+            outs: dict[SSAValue, SSAValue] = {}
+            for inner, r in zip(yielded.values, op.outputs, strict=True):
+                if inner not in outs:
+                    outs[inner] = self._result_buffer(r)
+                self.buffers[r] = outs[inner]
+            name = op.attributes.get("kernel_name")
+            hint = name.data if isinstance(name, StringAttr) else "fused"
+            route = op.attributes.get("route")
+            if isinstance(route, StringAttr) and route.data == "library_gemm":
+                self._library_gemm(group, ins, outs, hint)
+            else:
+                self._group(group, ins, outs, hint)
+            for inner, r in zip(yielded.values, op.outputs, strict=True):
+                if self.buffers[r] is not outs[inner]:  # pragma: no cover - defensive
+                    raise error_at(op, "convert-nn-to-tile: inconsistent output buffers")
+            return
+        if isinstance(op, nn.COMPOSITE_OPS):
+            raise error_at(
+                op, f"convert-nn-to-tile: run nn-decompose first ({op.name} is a composite)"
+            )
+        if op.dialect_name() != "nn":
+            raise error_at(op, f"convert-nn-to-tile: cannot lower {op.name} on the host")
+        r = op.results[0]
+        if isinstance(op, nn.ReshapeOp) and r not in self.out_param:
+            t = r.type
+            assert isinstance(t, TensorType)
+            view = tile.ViewOp(
+                self.buffers[op.operands[0]], MemRefType(t.element_type, t.get_shape())
+            )
+            self.block.add_op(view)
+            self.buffers[r] = view.result
+            return
+        ins = {x: self.buffers[x] for x in op.operands}
+        self.buffers[r] = self._result_buffer(r)
+        self._group(
+            Group([op], list(dict.fromkeys(op.operands)), [r]),
+            ins,
+            {r: self.buffers[r]},
+            self._hint(op),
+        )
+
+    def _hint(self, op: Operation) -> str:
+        return f"{self.f.sym_name.data}_{op.name.split('.')[-1]}"
+
+    def _result_buffer(self, v: SSAValue) -> SSAValue:
+        """The out-param for a returned value (first use), else a new temporary."""
+        if v in self.out_param and self.out_param[v] not in self.buffers.values():
+            return self.out_param[v]
+        t = v.type
+        assert isinstance(t, TensorType)
+        alloc = tile.AllocOp(MemRefType(t.element_type, t.get_shape()))
+        self.block.add_op(alloc)
+        return alloc.result
+
+    def _kernel_name(self, hint: str) -> str:
+        base = hint if IDENTIFIER.fullmatch(hint) else "kernel"
+        name, i = base, 0
+        while name in self.names:
+            i += 1
+            name = f"{base}_{i}"
+        self.names.add(name)
+        return name
+
+    # ------------------------------------------------------------------ groups
+
+    def _group(
+        self, group: Group, ins: dict[SSAValue, SSAValue], outs: dict[SSAValue, SSAValue], hint: str
+    ) -> None:
+        """Lower one group into a kernel and its launch (or its fallbacks)."""
+        try:
+            space = analyze(group)
+            blocks = choose_blocks(space, self.opts)
+            kernel, grid = KernelEmitter(self._kernel_name(hint), group, space, blocks).build()
+        except Untileable as e:
+            self._fallback(group, ins, outs, hint, e)
+            return
+        if grid[0] > MAX_GRID:
+            where = group.ops[0] if group.ops else self.f
+            raise error_at(where, f"convert-nn-to-tile: {grid[0]} programs exceed one launch")
+        self.module.body.block.insert_op_before(kernel, self.f)
+        args = [ins[v] for v in group.inputs] + [outs[v] for v in group.outputs]
+        self.block.add_op(tile.LaunchOp(kernel.sym_name.data, grid, args))
+
+    def _fallback(
+        self,
+        group: Group,
+        ins: dict[SSAValue, SSAValue],
+        outs: dict[SSAValue, SSAValue],
+        hint: str,
+        why: Untileable,
+    ) -> None:
+        if len(group.ops) == 1 and isinstance(group.ops[0], nn.MatmulOp):
+            mm = group.ops[0]
+            self.block.add_op(
+                tile.GemmOp(
+                    ins[mm.lhs],
+                    ins[mm.rhs],
+                    outs[mm.result],
+                    mm.transpose_a is not None,
+                    mm.transpose_b is not None,
+                )
+            )
+            return
+        if len(group.ops) <= 1:
+            where = why.op or (group.ops[0] if group.ops else self.f)
+            raise error_at(where, f"convert-nn-to-tile: cannot tile {where.name}: {why.reason}")
+        known = dict(ins)
+        for single in single_op_groups(group):
+            r = single.outputs[0]
+            single_outs = {r: outs[r] if r in outs else self._temp(r)}
+            known[r] = single_outs[r]
+            self._group(single, {v: known[v] for v in single.inputs}, single_outs, hint)
+
+    def _temp(self, v: SSAValue) -> SSAValue:
+        t = v.type
+        assert isinstance(t, TensorType)
+        alloc = tile.AllocOp(MemRefType(t.element_type, t.get_shape()))
+        self.block.add_op(alloc)
+        return alloc.result
+
+    def _library_gemm(
+        self, group: Group, ins: dict[SSAValue, SSAValue], outs: dict[SSAValue, SSAValue], hint: str
+    ) -> None:
+        """`tile.gemm` for the group's matmul, then a kernel for the epilogue."""
+        mms = [o for o in group.ops if isinstance(o, nn.MatmulOp)]
+        if len(mms) != 1 or mms[0].lhs not in ins or mms[0].rhs not in ins:
+            self._group(group, ins, outs, hint)
+            return
+        mm = mms[0]
+        c = outs[mm.result] if mm.result in outs else self._temp(mm.result)
+        self.block.add_op(
+            tile.GemmOp(
+                ins[mm.lhs], ins[mm.rhs], c, mm.transpose_a is not None, mm.transpose_b is not None
+            )
+        )
+        rest = [o for o in group.ops if o is not mm]
+        outputs = [v for v in group.outputs if v is not mm.result]
+        if not outputs:
+            return
+        used = {x for o in rest for x in o.operands} | set(outputs)
+        inputs = [v for v in [*group.inputs, mm.result] if v in used]
+        epilogue_ins = {**ins, mm.result: c}
+        self._group(Group(rest, inputs, outputs), {v: epilogue_ins[v] for v in inputs}, outs, hint)

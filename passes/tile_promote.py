@@ -1,0 +1,212 @@
+"""`tile-promote`: decide what stays on chip, as attributes and shared-memory IR.
+
+Preconditions: kernels come from convert-nn-to-tile (a `schedule` attribute, loads at
+loop-invariant offsets except the loop's induction variable). Per kernel:
+
+1. **row cache** (`row_reduction_looped`): a buffer read in several column loops (one
+   per reduction level, then the store loop) is staged in shared memory when its rows
+   fit the budget: the first loop `tile.copy`s each chunk global -> shared, then
+   `tile.barrier`, and every loop reads the chunk from shared memory, so HBM is read
+   once. The kernel records `shared_bytes` and `row_cache` (parameter indices);
+2. **operand staging** (`matmul`): operand tiles go through shared memory with
+   `num_stages` pipeline buffers (3, fewer when they do not fit the budget);
+   `operand_staging = "shared"` and `shared_bytes` record it;
+3. **launch knobs** for every kernel: `num_warps`, `num_stages` and `vector_width`
+   (elements per 16-byte access), from `tiling_heuristics.launch_knobs`.
+
+The CUDA backend obeys these; the Triton backend maps them to num_warps / num_stages
+(Triton stages operands itself) and may read the source where a cache is read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from fuseopt.diagnostics import CompileError
+from fuseopt.dialects import tile
+from fuseopt.passes.tiling_heuristics import launch_knobs
+
+SHARED_BUDGET = 96 * 1024
+"""Shared memory (bytes) one program may use: half an H100 SM, so two programs fit."""
+
+
+def element_bytes(t: Attribute) -> int:
+    """Bytes per element of a buffer or tile element type."""
+    width = getattr(t, "bitwidth", None) or getattr(getattr(t, "width", None), "data", 32)
+    return max(1, int(width) // 8)
+
+
+@dataclass(frozen=True)
+class TilePromotePass(ModulePass):
+    """Promote reused rows and matmul operands to shared memory; pick launch knobs.
+
+    Options: `shared-bytes` (per-program shared-memory budget), `num-stages` (matmul
+    pipeline depth before fitting the budget).
+    """
+
+    name = "tile-promote"
+
+    shared_bytes: int = SHARED_BUDGET
+    num_stages: int = 3
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.shared_bytes < 0 or self.num_stages < 1:
+            raise CompileError("tile-promote: shared-bytes must be >= 0 and num-stages >= 1")
+        for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
+            promote_kernel(kernel, self.shared_bytes, self.num_stages)
+
+
+def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int) -> None:
+    """Apply the three promotion steps to one kernel (idempotent)."""
+    schedule = kernel.attributes.get("schedule")
+    kind = schedule.data if isinstance(schedule, StringAttr) else "pointwise"
+    used = 0
+    if kind == "row_reduction_looped" and "row_cache" not in kernel.attributes:
+        used = _cache_rows(kernel, budget)
+    tiles = [o for o in kernel.walk() if isinstance(o, tile.LoadOp | tile.StoreOp | tile.DotOp)]
+    shapes = [_tile_shape(o) for o in tiles]
+    biggest = max((math.prod(s) for s in shapes), default=1)
+    inner = [s[-1] for s in shapes if s] or [1]
+    buffers = [o.buffer.type for o in tiles if isinstance(o, tile.LoadOp | tile.StoreOp)]
+    globals_ = [
+        b
+        for b in buffers
+        if isinstance(b, MemRefType) and tile.memory_space(b) == tile.MemorySpace.GLOBAL
+    ]
+    narrow = min((element_bytes(b.element_type) for b in globals_), default=4)
+    inner_size = min((b.get_shape()[-1] for b in globals_ if b.get_shape()), default=1)
+    knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow)
+    n_stages = knobs.num_stages
+    if kind == "matmul":
+        per_stage = sum(
+            math.prod(_tile_shape(o)) * element_bytes(_element(o))
+            for o in kernel.walk()
+            if isinstance(o, tile.LoadOp) and isinstance(o.parent_op(), scf.ForOp)
+        )
+        n_stages = stages
+        while n_stages > 1 and n_stages * per_stage > budget:
+            n_stages -= 1
+        used = n_stages * per_stage if per_stage <= budget else 0
+        kernel.attributes["operand_staging"] = StringAttr("shared" if used else "registers")
+    kernel.attributes["num_warps"] = IntegerAttr(knobs.num_warps, i64)
+    kernel.attributes["num_stages"] = IntegerAttr(n_stages, i64)
+    kernel.attributes["vector_width"] = IntegerAttr(knobs.vector_width, i64)
+    kernel.attributes["shared_bytes"] = IntegerAttr(used, i64)
+
+
+def _tile_shape(op: Operation) -> tuple[int, ...]:
+    t = op.result.type if isinstance(op, tile.LoadOp | tile.DotOp) else op.value.type  # type: ignore[union-attr]
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def _element(op: tile.LoadOp) -> Attribute:
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def _cache_rows(kernel: tile.KernelOp, budget: int) -> int:
+    """Stage buffers read by several column loops in shared memory; return bytes used."""
+    entry = kernel.body.block
+    loops = [o for o in entry.ops if isinstance(o, scf.ForOp)]
+    reads: dict[SSAValue, list[tuple[scf.ForOp, tile.LoadOp]]] = {}
+    for loop in loops:
+        for op in loop.body.block.ops:
+            if isinstance(op, tile.LoadOp) and isinstance(op.buffer, BlockArgument):
+                reads.setdefault(op.buffer, []).append((loop, op))
+    used, cached = 0, []
+    zero: SSAValue | None = None
+    for buf, uses in reads.items():
+        plan = _row_plan(buf, uses)
+        if plan is None or len({id(lp) for lp, _ in uses}) < 2:
+            continue
+        shape, j = plan
+        bt = buf.type
+        assert isinstance(bt, MemRefType)
+        size = math.prod(shape) * element_bytes(bt.element_type)
+        if used + size > budget:
+            continue
+        used += size
+        cached.append(buf.index)
+        if zero is None:
+            zero_op = arith.ConstantOp(IntegerAttr(0, IndexType()))
+            entry.insert_op_before(zero_op, entry.first_op)  # type: ignore[arg-type]
+            zero = zero_op.result
+        shared = tile.AllocOp(MemRefType(bt.element_type, shape, memory_space=tile.SHARED))
+        entry.insert_op_after(shared, zero.owner)  # type: ignore[arg-type]
+        first = uses[0][0]
+        for loop, load in uses:
+            iv = loop.body.block.args[0]
+            dst = [iv if i == j else zero for i in range(len(shape))]
+            block = loop.body.block
+            if loop is first:
+                box = list(_tile_shape(load))
+                block.insert_op_before(
+                    tile.CopyOp(buf, list(load.offsets), shared.result, dst, box), load
+                )
+                block.insert_op_before(tile.BarrierOp(), load)
+            new = tile.LoadOp(shared.result, dst, _tile_shape(load))
+            block.insert_op_before(new, load)
+            load.result.replace_all_uses_with(new.result)
+            block.erase_op(load)
+    if cached:
+        kernel.attributes["row_cache"] = ArrayAttr([IntegerAttr(i, i64) for i in cached])
+    return used
+
+
+def _row_plan(
+    buf: SSAValue, uses: list[tuple[scf.ForOp, tile.LoadOp]]
+) -> tuple[list[int], int] | None:
+    """The shared buffer shape and chunk dim for `buf`'s loads, or None when the loads
+    do not read the same rows chunk by chunk."""
+    bt = buf.type
+    assert isinstance(bt, MemRefType)
+    first_loop, first = uses[0]
+    box = _tile_shape(first)
+    lead = len(first.offsets) - len(box)
+    fixed = None
+    chunk_dim = None
+    for loop, load in uses:
+        iv = loop.body.block.args[0]
+        offs = list(load.offsets)
+        if _tile_shape(load) != box or offs.count(iv) != 1 or offs.index(iv) < lead:
+            return None
+        j = offs.index(iv)
+        rest = tuple(o for i, o in enumerate(offs) if i != j)
+        if fixed is None:
+            fixed, chunk_dim = rest, j
+        elif rest != fixed or j != chunk_dim:
+            return None
+        if any(isinstance(o, SSAValue) and _inside(o, loop) for o in rest):
+            return None
+    assert chunk_dim is not None
+    shape = list(box)
+    shape[chunk_dim - lead] = bt.get_shape()[chunk_dim]
+    return shape, chunk_dim - lead
+
+
+def _inside(v: SSAValue, loop: scf.ForOp) -> bool:
+    owner = v.owner
+    op = owner.parent_op() if not isinstance(owner, Operation) else owner
+    while op is not None:
+        if op is loop:
+            return True
+        op = op.parent_op()
+    return False

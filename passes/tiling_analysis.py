@@ -1,0 +1,288 @@
+"""Index-space analysis of a fusion group: which iteration dims each value spans.
+
+convert-nn-to-tile tiles a group over one *iteration space*. This module finds it:
+
+1. every non-unit axis of every value in the group is a node; ops tie nodes together
+   (elementwise ops tie axis i of operands and result, `nn.broadcast` ties the axes it
+   keeps, a squeeze-only `nn.reshape` ties its non-unit axes in order, a reduction ties
+   its kept axes, `nn.matmul` ties batch/M/N to its result and K of both operands);
+   the classes of tied axes are the iteration axes (size-1 axes are never iterated);
+2. the *domain* is a value spanning every non-contraction class; its axis order orders
+   the classes, and every value must span its classes in that order (a transposed
+   access is not tileable here);
+3. adjacent classes that every value spans together (or not at all) are merged into
+   one iteration dim, so contiguous data becomes one long dim (reduced classes merge
+   into the one reduction dim; matmul keeps batch, M and N apart).
+
+A pure pointwise group whose values all have the same element count is *flat*: one
+dim, every value spans it, reshapes are free. Anything else that does not fit raises
+`Untileable`, and the pass falls back to smaller groups.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from fuseopt.dialects import nn
+
+ELEMENTWISE = (nn.UnaryElementwiseOp, nn.BinaryElementwiseOp, nn.CompareOp, nn.SelectOp, nn.CastOp)
+"""nn ops applied element by element (operands and result of one shape)."""
+
+POINTWISE, REDUCTION, MATMUL = "pointwise", "reduction", "matmul"
+"""Schedule kinds."""
+
+
+class Untileable(Exception):
+    """A group (or op) this tiler cannot map onto one iteration space."""
+
+    def __init__(self, op: Operation | None, reason: str):
+        super().__init__(reason)
+        self.op = op
+        self.reason = reason
+
+
+@dataclass
+class Group:
+    """Ops that become one kernel: `inputs` come from outside, `outputs` go outside."""
+
+    ops: list[Operation]
+    inputs: list[SSAValue]
+    outputs: list[SSAValue]
+
+
+@dataclass
+class IterationSpace:
+    """The result of `analyze`: iteration dims and each value's span over them."""
+
+    kind: str
+    sizes: list[int]
+    spans: dict[SSAValue, tuple[int, ...]] = field(default_factory=dict)
+    reduce_dim: int | None = None
+    reduce_count: int = 1
+    """Elements reduced per row (the divisor of a mean)."""
+    matmul: nn.MatmulOp | None = None
+    m_dim: int | None = None
+    n_dim: int | None = None
+    k_size: int = 0
+
+    def span(self, v: SSAValue) -> tuple[int, ...]:
+        """The iteration dims `v` spans, in order."""
+        return self.spans[v]
+
+
+def shape(v: SSAValue) -> tuple[int, ...]:
+    """The static shape of a tensor value."""
+    t = v.type
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+class _Axes:
+    """Union-find over (value, axis) nodes."""
+
+    def __init__(self) -> None:
+        self.parent: dict[tuple[SSAValue, int], tuple[SSAValue, int]] = {}
+
+    def add(self, v: SSAValue) -> None:
+        for i, n in enumerate(shape(v)):
+            if n != 1:
+                self.parent.setdefault((v, i), (v, i))
+
+    def find(self, node: tuple[SSAValue, int]) -> tuple[SSAValue, int]:
+        while self.parent[node] != node:
+            self.parent[node] = self.parent[self.parent[node]]
+            node = self.parent[node]
+        return node
+
+    def tie(self, a: SSAValue, i: int, b: SSAValue, j: int, op: Operation) -> None:
+        if shape(a)[i] != shape(b)[j]:
+            raise Untileable(op, f"axes of sizes {shape(a)[i]} and {shape(b)[j]} meet")
+        if shape(a)[i] == 1:
+            return
+        self.parent[self.find((a, i))] = self.find((b, j))
+
+
+def _is_flat(group: Group) -> bool:
+    values = [*group.inputs, *(r for op in group.ops for r in op.results)]
+    sizes = {math.prod(shape(v)) for v in values}
+    allowed = (*ELEMENTWISE, nn.ConstantOp, nn.ReshapeOp, nn.BroadcastOp)
+    return len(sizes) == 1 and all(isinstance(op, allowed) for op in group.ops)
+
+
+def analyze(group: Group) -> IterationSpace:
+    """The iteration space of `group`, or `Untileable`."""
+    for op in group.ops:
+        for r in op.results:
+            if not isinstance(r.type, TensorType) or any(d < 0 for d in shape(r)):
+                raise Untileable(op, "results must be statically shaped tensors")
+        if isinstance(op, nn.ConstantOp) and op.splat_value is None:
+            raise Untileable(op, "dense (non-splat) constants are not tiled")
+    if _is_flat(group):
+        n = math.prod(shape(group.outputs[0])) if group.outputs else 1
+        values = [*group.inputs, *(r for op in group.ops for r in op.results)]
+        return IterationSpace(POINTWISE, [n], {v: (0,) for v in values})
+    axes = _Axes()
+    for v in group.inputs:
+        axes.add(v)
+    reduced: set[tuple[SSAValue, int]] = set()
+    contraction: set[tuple[SSAValue, int]] = set()
+    matmuls: list[nn.MatmulOp] = []
+    for op in group.ops:
+        for r in op.results:
+            axes.add(r)
+        _tie(op, axes, reduced, contraction, matmuls)
+    if len(matmuls) > 1:
+        raise Untileable(matmuls[1], "one matmul per kernel")
+    if matmuls and reduced:
+        raise Untileable(matmuls[0], "a matmul and a reduction in one kernel")
+    values = [*group.inputs, *(r for op in group.ops for r in op.results)]
+    root = {node: axes.find(node) for node in axes.parent}
+    red_classes = {root[n] for n in reduced}
+    k_classes = {root[n] for n in contraction}
+    classes_of = {v: [root[(v, i)] for i, n in enumerate(shape(v)) if n != 1] for v in values}
+    wanted = {c for c in root.values() if c not in k_classes}
+    if matmuls:
+        domain = matmuls[0].result
+    else:
+        domain = next((v for v in values if set(classes_of[v]) >= wanted), None)
+        if domain is None:
+            raise Untileable(None, "no value spans the whole iteration space")
+    order = {c: i for i, c in enumerate(classes_of[domain])}
+    if len(order) != len(classes_of[domain]):
+        raise Untileable(
+            domain.owner if isinstance(domain.owner, Operation) else None, "repeated axis"
+        )
+    for v in values:
+        cs = [c for c in classes_of[v] if c not in k_classes]
+        pos = [order[c] for c in cs]
+        if pos != sorted(pos) or len(set(pos)) != len(pos):
+            op = v.owner if isinstance(v.owner, Operation) else None
+            raise Untileable(op, "a value spans the iteration axes out of order (transposed)")
+    domain_classes = classes_of[domain]
+    members = [{v for v in values if c in classes_of[v]} for c in domain_classes]
+    mm = matmuls[0] if matmuls else None
+    groups: list[list[int]] = []
+    for i, c in enumerate(domain_classes):
+        merge = (
+            i > 0
+            and members[i] == members[i - 1]
+            and (c in red_classes) == (domain_classes[i - 1] in red_classes)
+            and (mm is None or i < len(domain_classes) - 2)
+        )
+        if merge:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    red_groups = [g for g in groups if domain_classes[g[0]] in red_classes]
+    if len(red_groups) > 1 or any(
+        (c in red_classes) != (domain_classes[g[0]] in red_classes)
+        for g in groups
+        for c in [domain_classes[i] for i in g]
+    ):
+        raise Untileable(None, "reductions over axes that are not one contiguous block")
+    sizes = [
+        math.prod(shape(domain)[_axis_of(domain, domain_classes[i], root)] for i in g)
+        for g in groups
+    ]
+    dim_of = {domain_classes[i]: d for d, g in enumerate(groups) for i in g}
+    space = IterationSpace(MATMUL if mm else REDUCTION if red_groups else POINTWISE, sizes)
+    for v in values:
+        space.spans[v] = tuple(sorted({dim_of[c] for c in classes_of[v] if c in dim_of}))
+    if red_groups:
+        space.reduce_dim = dim_of[domain_classes[red_groups[0][0]]]
+        space.reduce_count = sizes[space.reduce_dim]
+    if mm is not None:
+        space.matmul = mm
+        space.m_dim, space.n_dim = len(sizes) - 2, len(sizes) - 1
+        a = shape(mm.lhs)
+        space.k_size = a[-2] if mm.transpose_a is not None else a[-1]
+        if shape(mm.result)[-1] == 1 or shape(mm.result)[-2] == 1:
+            raise Untileable(mm, "matrix-vector products are tiled as reductions later")
+        if mm.lhs not in group.inputs or mm.rhs not in group.inputs:
+            raise Untileable(mm, "matmul operands must come from outside the kernel")
+    return space
+
+
+def _axis_of(v: SSAValue, cls: tuple[SSAValue, int], root: dict) -> int:
+    return next(i for i, n in enumerate(shape(v)) if n != 1 and root[(v, i)] == cls)
+
+
+def _tie(
+    op: Operation,
+    axes: _Axes,
+    reduced: set[tuple[SSAValue, int]],
+    contraction: set[tuple[SSAValue, int]],
+    matmuls: list[nn.MatmulOp],
+) -> None:
+    """Record how `op` ties the axes of its operands and results."""
+    if isinstance(op, ELEMENTWISE):
+        r = op.results[0]
+        for x in op.operands:
+            for i in range(len(shape(r))):
+                axes.tie(x, i, r, i, op)
+    elif isinstance(op, nn.ConstantOp):
+        pass
+    elif isinstance(op, nn.BroadcastOp):
+        x, r = op.operands[0], op.results[0]
+        lead = len(shape(r)) - len(shape(x))
+        for i, n in enumerate(shape(x)):
+            if n != 1:
+                axes.tie(x, i, r, i + lead, op)
+    elif isinstance(op, nn.ReshapeOp):
+        x, r = op.operands[0], op.results[0]
+        xs = [i for i, n in enumerate(shape(x)) if n != 1]
+        rs = [i for i, n in enumerate(shape(r)) if n != 1]
+        if [shape(x)[i] for i in xs] != [shape(r)[i] for i in rs]:
+            raise Untileable(op, "a reshape that regroups dims is not tiled in this group")
+        for i, j in zip(xs, rs, strict=True):
+            axes.tie(x, i, r, j, op)
+    elif isinstance(op, nn.ReductionOp):
+        x, r = op.operands[0], op.results[0]
+        kept = [i for i in range(len(shape(x))) if i not in op.axis_list]
+        keep = op.keepdim is not None
+        for j, i in enumerate(kept):
+            axes.tie(x, i, r, i if keep else j, op)
+        reduced.update((x, i) for i in op.axis_list if shape(x)[i] != 1)
+    elif isinstance(op, nn.MatmulOp):
+        _tie_matmul(op, axes, contraction)
+        matmuls.append(op)
+    else:
+        raise Untileable(op, f"{op.name} is not tiled in a fused kernel")
+
+
+def _tie_matmul(op: nn.MatmulOp, axes: _Axes, contraction: set[tuple[SSAValue, int]]) -> None:
+    a, b, r = op.lhs, op.rhs, op.result
+    ra, rb, rr = len(shape(a)), len(shape(b)), len(shape(r))
+    ta, tb = op.transpose_a is not None, op.transpose_b is not None
+    a_m, a_k = (ra - 1, ra - 2) if ta else (ra - 2, ra - 1)
+    b_k, b_n = (rb - 1, rb - 2) if tb else (rb - 2, rb - 1)
+    for i in range(ra - 2):
+        axes.tie(a, i, r, i, op)
+    if rb > 2:
+        for i in range(rb - 2):
+            axes.tie(b, i, r, i, op)
+    axes.tie(a, a_m, r, rr - 2, op)
+    axes.tie(b, b_n, r, rr - 1, op)
+    axes.tie(a, a_k, b, b_k, op)
+    contraction.update({(a, a_k), (b, b_k)} if shape(a)[a_k] != 1 else set())
+
+
+def single_op_groups(group: Group) -> list[Group]:
+    """`group` split into one group per op (the fallback when it is not tileable whole)."""
+    out: list[Group] = []
+    for op in group.ops:
+        inputs = list(dict.fromkeys(op.operands))
+        out.append(Group([op], inputs, list(op.results)))
+    return out
+
+
+def check_shapes(values: Sequence[SSAValue]) -> None:
+    """Raise Untileable for a value without a static tensor shape."""
+    for v in values:
+        if not isinstance(v.type, TensorType) or any(d < 0 for d in shape(v)):
+            raise Untileable(None, f"a value of type {v.type} is not a static tensor")

@@ -1,0 +1,450 @@
+"""Builds one `tile.kernel` from a fusion group, its iteration space and block sizes.
+
+Algorithm:
+1. parameters: each group input and output becomes a global buffer viewed with the
+   sizes of the iteration dims it spans (a free reinterpretation of the host buffer);
+2. the program id is split into one offset per iteration dim (row-major program order;
+   matmul programs go in groups of GROUP_M rows of tiles for L2 reuse);
+3. values are emitted on demand, memoized per context: an input is a masked
+   `tile.load` at the context's offsets, an nn op is re-created on tiles (elementwise
+   ops keep their nn name; `nn.broadcast` becomes `tile.broadcast`; squeeze-only
+   reshapes are free; reductions become `tile.reduce` with out-of-bounds elements
+   replaced by the identity); a value's tile has one dim per tiled iteration dim it spans;
+4. schedules: pointwise and single-pass row reduction emit straight-line code; a
+   looped row reduction runs one `scf.for` over column chunks per level of dependent
+   reductions (accumulators as iter_args), then a last loop that stores full rows;
+   matmul runs the K loop of `tile.dot` into an f32 accumulator, then the epilogue on it;
+5. every group output is stored at its offsets (stores mask the ragged edges).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    Float32Type,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from fuseopt.dialects import nn, tile
+from fuseopt.dialects.syntax import int_array, is_float
+from fuseopt.passes.tiling_analysis import (
+    ELEMENTWISE,
+    MATMUL,
+    REDUCTION,
+    Group,
+    IterationSpace,
+    Untileable,
+    shape,
+)
+from fuseopt.passes.tiling_heuristics import Blocks, candidates, tiled_dims
+
+REDUCE_KIND = {nn.SumOp: "sum", nn.MeanOp: "sum", nn.ReduceMaxOp: "max", nn.ReduceMinOp: "min"}
+COMBINE = {"sum": nn.AddOp, "max": nn.MaxOp, "min": nn.MinOp}
+
+
+@dataclass
+class Context:
+    """Where ops go and what is known: offsets per iteration dim, emitted tiles."""
+
+    block: Block
+    offsets: dict[int, SSAValue]
+    cache: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    outer: Context | None = None
+
+
+class KernelEmitter:
+    """Emits the kernel of one group; `build()` returns it with its launch grid."""
+
+    def __init__(self, name: str, group: Group, space: IterationSpace, blocks: Blocks):
+        self.name, self.group, self.space, self.blocks = name, group, space, blocks
+        self.tiled = set(tiled_dims(space))
+        self.constants: dict[int, SSAValue] = {}
+        self.constant_ops: list[Operation] = []
+        mm = space.matmul
+        self.operands = {mm.lhs, mm.rhs} if mm is not None else set()
+
+    # ------------------------------------------------------------------ types
+
+    def tile_shape(self, v: SSAValue) -> list[int]:
+        """The tile of `v`: one dim per tiled iteration dim it spans."""
+        return [self.blocks.dims[d] for d in self.space.span(v) if d in self.tiled]
+
+    def tile_type(self, v: SSAValue, element: Attribute | None = None) -> TensorType:
+        """The tile type of `v` (optionally with another element type)."""
+        t = v.type
+        assert isinstance(t, TensorType)
+        return TensorType(element or t.element_type, self.tile_shape(v))
+
+    def view_type(self, v: SSAValue) -> MemRefType:
+        """The kernel parameter type of group input/output `v`."""
+        t = v.type
+        assert isinstance(t, TensorType)
+        mm = self.space.matmul
+        if mm is not None and v in self.operands:
+            return MemRefType(t.element_type, self._operand_view(v)[0])
+        dims = [self.space.sizes[d] for d in self.space.span(v)] or [1]
+        return MemRefType(t.element_type, dims)
+
+    def _operand_view(self, v: SSAValue) -> tuple[list[int], list[int]]:
+        """(view shape, batch dims) of a matmul operand: batch sizes then its last two."""
+        sp = self.space
+        batch = [d for d in sp.span(v) if d not in (sp.m_dim, sp.n_dim)]
+        return [*(sp.sizes[d] for d in batch), *shape(v)[-2:]], batch
+
+    # ------------------------------------------------------------------ helpers
+
+    def index(self, n: int) -> SSAValue:
+        """An index constant (hoisted to the kernel entry)."""
+        if n not in self.constants:
+            op = arith.ConstantOp(IntegerAttr(n, IndexType()))
+            self.constant_ops.append(op)
+            self.constants[n] = op.result
+        return self.constants[n]
+
+    @staticmethod
+    def add(ctx: Context, op: Operation) -> SSAValue:
+        """Append `op` to the context's block; return its first result."""
+        ctx.block.add_op(op)
+        return op.results[0]
+
+    def splat(self, ctx: Context, value: float | int, t: TensorType) -> SSAValue:
+        """A splat constant tile."""
+        if is_float(t.element_type):
+            value = float(value)
+        return self.add(ctx, nn.ConstantOp(value, t))
+
+    def cast(self, ctx: Context, x: SSAValue, element: Attribute) -> SSAValue:
+        """`x` converted to `element` (no op when it already is)."""
+        t = x.type
+        assert isinstance(t, TensorType)
+        if t.element_type == element:
+            return x
+        return self.add(ctx, nn.CastOp(x, TensorType(element, t.get_shape())))
+
+    # ------------------------------------------------------------------ build
+
+    def build(self) -> tuple[tile.KernelOp, list[int]]:
+        """The kernel and its 1-D launch grid."""
+        g, sp = self.group, self.space
+        params = [self.view_type(v) for v in g.inputs] + [self.view_type(v) for v in g.outputs]
+        kernel = tile.KernelOp(self.name, 1, params, self._attributes())
+        entry = kernel.body.block
+        self.params = dict(zip(g.inputs, entry.args[: len(g.inputs)], strict=True))
+        self.out_params = list(entry.args[len(g.inputs) :])
+        ctx = Context(entry, {})
+        if sp.kind == MATMUL:
+            grid = self._matmul(ctx)
+        else:
+            grid = self._program_offsets(ctx)
+            if sp.kind == REDUCTION and self.blocks.looped:
+                self._looped_reduction(ctx)
+            else:
+                if sp.reduce_dim is not None:
+                    ctx.offsets[sp.reduce_dim] = self.index(0)
+                self._store(ctx, list(range(len(g.outputs))))
+        entry.add_op(tile.ReturnOp())
+        first = entry.first_op
+        for op in self.constant_ops:
+            entry.insert_op_before(op, first)  # type: ignore[arg-type]
+        return kernel, [grid]
+
+    def _attributes(self) -> dict[str, Attribute]:
+        sp, b = self.space, self.blocks
+        schedule = sp.kind
+        if sp.kind == REDUCTION:
+            schedule = "row_reduction_looped" if b.looped else "row_reduction"
+        attrs: dict[str, Attribute] = {
+            "schedule": StringAttr(schedule),
+            "iteration_sizes": int_array(sp.sizes),
+            "block_sizes": int_array([b.dims.get(d, 1) for d in range(len(sp.sizes))]),
+        }
+        if sp.kind == MATMUL:
+            attrs["block_k"] = IntegerAttr(b.block_k, i64)
+            attrs["group_m"] = IntegerAttr(b.group_m, i64)
+        if sp.reduce_dim is not None:
+            attrs["reduce_dim"] = IntegerAttr(sp.reduce_dim, i64)
+        attrs["candidates"] = ArrayAttr(
+            [
+                DictionaryAttr({k: IntegerAttr(v, i64) for k, v in c.items()})
+                for c in candidates(sp, b)
+            ]
+        )
+        return attrs
+
+    def _blocks_along(self, d: int) -> int:
+        return math.ceil(self.space.sizes[d] / self.blocks.dims.get(d, 1))
+
+    def _program_offsets(self, ctx: Context) -> int:
+        """Split program id 0 into per-dim offsets; return the number of programs."""
+        sp = self.space
+        dims = [d for d in range(len(sp.sizes)) if d != sp.reduce_dim]
+        pid = self.add(ctx, tile.ProgramIdOp(0))
+        remaining = self._grid_size(dims)
+        for d in reversed(dims):
+            n = self._blocks_along(d)
+            if n == 1:
+                ctx.offsets[d] = self.index(0)
+                continue
+            if remaining == n:  # the slowest dim left: the quotient is the index
+                idx = pid
+            else:
+                idx = self.add(ctx, arith.RemSIOp(pid, self.index(n)))
+                pid = self.add(ctx, arith.DivSIOp(pid, self.index(n)))
+            remaining //= n
+            ctx.offsets[d] = self._scaled(ctx, idx, self.blocks.dims.get(d, 1))
+        return self._grid_size(dims)
+
+    def _grid_size(self, dims: list[int]) -> int:
+        return math.prod(self._blocks_along(d) for d in dims)
+
+    def _scaled(self, ctx: Context, idx: SSAValue, block: int) -> SSAValue:
+        return idx if block == 1 else self.add(ctx, arith.MuliOp(idx, self.index(block)))
+
+    # ------------------------------------------------------------------ values
+
+    def emit(self, v: SSAValue, ctx: Context) -> SSAValue:
+        """The tile of nn value `v` in `ctx` (emitting what it needs)."""
+        if v in ctx.cache:
+            return ctx.cache[v]
+        sp = self.space
+        if ctx.outer is not None and sp.reduce_dim not in sp.span(v):
+            ctx.cache[v] = self.emit(v, ctx.outer)
+            return ctx.cache[v]
+        if v in self.params:
+            offsets = [ctx.offsets[d] for d in sp.span(v)] or [self.index(0)]
+            result = self.add(ctx, tile.LoadOp(self.params[v], offsets, self.tile_shape(v)))
+        else:
+            op = v.owner
+            assert isinstance(op, Operation)
+            result = self._lower(op, ctx)
+        ctx.cache[v] = result
+        return result
+
+    def _lower(self, op: Operation, ctx: Context) -> SSAValue:
+        r = op.results[0]
+        t = r.type
+        assert isinstance(t, TensorType)
+        if isinstance(op, nn.ConstantOp):
+            value = op.splat_value
+            assert value is not None
+            return self.splat(ctx, value, self.tile_type(r))
+        xs = [self.emit(x, ctx) for x in op.operands]
+        if isinstance(op, ELEMENTWISE):
+            new = type(op).build(
+                operands=xs, result_types=[self.tile_type(r)], attributes=dict(op.attributes)
+            )
+            return self.add(ctx, new)
+        if isinstance(op, nn.ReshapeOp):
+            return xs[0]
+        if isinstance(op, nn.BroadcastOp):
+            return self._broadcast(ctx, xs[0], op.operands[0], r)
+        if isinstance(op, nn.ReductionOp):
+            if self.space.reduce_dim not in self.space.span(op.operands[0]):
+                return xs[0]
+            partial = self._partial_reduce(op, xs[0], ctx)
+            return self._finish_reduce(op, partial, ctx)
+        raise Untileable(op, f"{op.name} cannot be lowered here")
+
+    def _broadcast(self, ctx: Context, x: SSAValue, src: SSAValue, dst: SSAValue) -> SSAValue:
+        src_dims = [d for d in self.space.span(src) if d in self.tiled]
+        dst_dims = [d for d in self.space.span(dst) if d in self.tiled]
+        if src_dims == dst_dims:
+            return x
+        positions = [dst_dims.index(d) for d in src_dims]
+        return self.add(ctx, tile.BroadcastOp(x, positions, self.tile_type(dst)))
+
+    # ------------------------------------------------------------------ reductions
+
+    def _acc_element(self, element: Attribute) -> Attribute:
+        return f32 if is_float(element) else i64
+
+    def _identity(self, kind: str, element: Attribute) -> float | int:
+        if kind == "sum":
+            return 0
+        big: float | int = math.inf if is_float(element) else 2**63 - 1
+        return -big if kind == "max" else big
+
+    def _partial_reduce(self, op: nn.ReductionOp, x: SSAValue, ctx: Context) -> SSAValue:
+        """Reduce this context's tile of `op`'s input along the reduce dim (masked)."""
+        sp, k = self.space, self.space.reduce_dim
+        assert k is not None
+        src = op.operands[0]
+        kind = REDUCE_KIND[type(op)]
+        tiled = [d for d in sp.span(src) if d in self.tiled]
+        xt = x.type
+        assert isinstance(xt, TensorType)
+        if sp.sizes[k] % self.blocks.dims[k]:
+            mask = self.add(
+                ctx,
+                tile.MaskOp(
+                    [ctx.offsets[d] for d in tiled],
+                    [sp.sizes[d] for d in tiled],
+                    self.tile_shape(src),
+                ),
+            )
+            ident = self.splat(ctx, self._identity(kind, xt.element_type), xt)
+            x = self.add(ctx, nn.SelectOp(mask, x, ident))
+        x = self.cast(ctx, x, self._acc_element(xt.element_type))
+        return self.add(ctx, tile.ReduceOp(kind, x, tiled.index(k)))
+
+    def _finish_reduce(self, op: nn.ReductionOp, total: SSAValue, ctx: Context) -> SSAValue:
+        """The reduction's value from its accumulated total (mean divides; then round)."""
+        t = total.type
+        assert isinstance(t, TensorType)
+        if isinstance(op, nn.MeanOp):
+            count = self.splat(ctx, float(self.space.reduce_count), t)
+            total = self.add(ctx, nn.DivOp(total, count))
+        rt = op.results[0].type
+        assert isinstance(rt, TensorType)
+        return self.cast(ctx, total, rt.element_type)
+
+    def _looped_reduction(self, outer: Context) -> None:
+        """One scf.for over column chunks per level of dependent reductions, then a
+        last loop that stores the full-row outputs; per-row outputs are stored after."""
+        sp, k = self.space, self.space.reduce_dim
+        assert k is not None
+        level: dict[SSAValue, int] = {v: 0 for v in self.group.inputs}
+        phases: dict[int, list[nn.ReductionOp]] = {}
+        for op in self.group.ops:
+            lv = max((level.get(x, 0) for x in op.operands), default=0)
+            for r in op.results:
+                level[r] = lv
+            if isinstance(op, nn.ReductionOp) and k in sp.span(op.operands[0]):
+                phases.setdefault(lv, []).append(op)
+                level[op.results[0]] = lv + 1
+        for p in sorted(phases):
+            reds = phases[p]
+            inits = []
+            for r in reds:
+                rt = self.tile_type(r.results[0])
+                acc_t = TensorType(self._acc_element(rt.element_type), rt.get_shape())
+                inits.append(
+                    self.splat(
+                        outer, self._identity(REDUCE_KIND[type(r)], acc_t.element_type), acc_t
+                    )
+                )
+            body = Block(arg_types=[IndexType(), *(i.type for i in inits)])
+            inner = Context(body, {**outer.offsets, k: body.args[0]}, outer=outer)
+            new_accs = []
+            for r, acc in zip(reds, body.args[1:], strict=True):
+                part = self._partial_reduce(r, self.emit(r.operands[0], inner), inner)
+                new_accs.append(self.add(inner, COMBINE[REDUCE_KIND[type(r)]](acc, part)))
+            body.add_op(scf.YieldOp(*new_accs))
+            loop = self._loop(outer, body, inits)
+            for r, total in zip(reds, loop.results, strict=True):
+                outer.cache[r.results[0]] = self._finish_reduce(r, total, outer)
+        full = [i for i, v in enumerate(self.group.outputs) if k in sp.span(v)]
+        rows = [i for i, v in enumerate(self.group.outputs) if k not in sp.span(v)]
+        if full:
+            body = Block(arg_types=[IndexType()])
+            inner = Context(body, {**outer.offsets, k: body.args[0]}, outer=outer)
+            self._store(inner, full)
+            body.add_op(scf.YieldOp())
+            self._loop(outer, body, [])
+        self._store(outer, rows)
+
+    def _loop(self, ctx: Context, body: Block, inits: list[SSAValue]) -> scf.ForOp:
+        k = self.space.reduce_dim
+        assert k is not None
+        step = self.blocks.dims[k]
+        loop = scf.ForOp(
+            self.index(0), self.index(self.space.sizes[k]), self.index(step), inits, body
+        )
+        ctx.block.add_op(loop)
+        return loop
+
+    def _store(self, ctx: Context, outputs: list[int]) -> None:
+        for i in outputs:
+            v = self.group.outputs[i]
+            value = self.emit(v, ctx)
+            offsets = [ctx.offsets[d] for d in self.space.span(v)] or [self.index(0)]
+            ctx.block.add_op(tile.StoreOp(value, self.out_params[i], offsets))
+
+    # ------------------------------------------------------------------ matmul
+
+    def _matmul(self, ctx: Context) -> int:
+        """Grouped program order, the K loop of tile.dot, then epilogue and stores."""
+        sp, b = self.space, self.blocks
+        mm = sp.matmul
+        assert mm is not None and sp.m_dim is not None and sp.n_dim is not None
+        m, n = sp.m_dim, sp.n_dim
+        bm, bn, bk = b.dims[m], b.dims[n], b.block_k
+        nm, nn_ = self._blocks_along(m), self._blocks_along(n)
+        batch = list(range(m))
+        pid = self.add(ctx, tile.ProgramIdOp(0))
+        per_batch = nm * nn_
+        tile_id = self.add(ctx, arith.RemSIOp(pid, self.index(per_batch))) if batch else pid
+        rest = self.add(ctx, arith.DivSIOp(pid, self.index(per_batch))) if batch else None
+        for d in reversed(batch):
+            assert rest is not None
+            size = sp.sizes[d]
+            ctx.offsets[d] = self.add(ctx, arith.RemSIOp(rest, self.index(size)))
+            rest = self.add(ctx, arith.DivSIOp(rest, self.index(size)))
+        gm = b.group_m
+        in_group = self.index(gm * nn_)
+        group_id = self.add(ctx, arith.DivSIOp(tile_id, in_group))
+        first_m = self.add(ctx, arith.MuliOp(group_id, self.index(gm)))
+        left = self.add(ctx, arith.SubiOp(self.index(nm), first_m))
+        size_m = self.add(ctx, arith.MinSIOp(left, self.index(gm)))
+        local = self.add(ctx, arith.RemSIOp(tile_id, in_group))
+        pid_m = self.add(ctx, arith.AddiOp(first_m, self.add(ctx, arith.RemSIOp(local, size_m))))
+        pid_n = self.add(ctx, arith.DivSIOp(local, size_m))
+        ctx.offsets[m] = self._scaled(ctx, pid_m, bm)
+        ctx.offsets[n] = self._scaled(ctx, pid_n, bn)
+        acc_t = TensorType(f32, [bm, bn])
+        zero = self.splat(ctx, 0.0, acc_t)
+        body = Block(arg_types=[IndexType(), acc_t])
+        kk, acc = body.args
+        inner = Context(body, ctx.offsets)
+        a = self._operand_tile(
+            inner, mm.lhs, ctx.offsets[m], kk, bm, bk, mm.transpose_a is not None, False
+        )
+        w = self._operand_tile(
+            inner, mm.rhs, ctx.offsets[n], kk, bn, bk, mm.transpose_b is not None, True
+        )
+        body.add_op(scf.YieldOp(self.add(inner, tile.DotOp(a, w, acc))))
+        loop = scf.ForOp(self.index(0), self.index(sp.k_size), self.index(bk), [zero], body)
+        ctx.block.add_op(loop)
+        rt = mm.result.type
+        assert isinstance(rt, TensorType)
+        result = loop.results[0]
+        if not isinstance(rt.element_type, Float32Type):
+            result = self.cast(ctx, result, rt.element_type)
+        ctx.cache[mm.result] = result
+        self._store(ctx, list(range(len(self.group.outputs))))
+        return math.prod(sp.sizes[d] for d in batch) * per_batch
+
+    def _operand_tile(
+        self,
+        ctx: Context,
+        v: SSAValue,
+        off: SSAValue,
+        k: SSAValue,
+        block: int,
+        bk: int,
+        transposed: bool,
+        is_rhs: bool,
+    ) -> SSAValue:
+        """The [BM, BK] tile of A (or [BK, BN] of B) at this K step."""
+        _, batch = self._operand_view(v)
+        offsets = [ctx.offsets[d] for d in batch]
+        # memory order of the last two dims: A is [M, K] ([K, M] transposed), B is [K, N]
+        k_first = (not transposed) if is_rhs else transposed
+        pair, box = ([k, off], [bk, block]) if k_first else ([off, k], [block, bk])
+        t = self.add(ctx, tile.LoadOp(self.params[v], [*offsets, *pair], box))
+        want_k_first = is_rhs
+        if k_first != want_k_first:
+            t = self.add(ctx, tile.TransposeOp(t, [1, 0]))
+        return t

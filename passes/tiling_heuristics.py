@@ -1,0 +1,167 @@
+"""Tile sizes and promotion knobs: every heuristic of the tile level, in one place.
+
+convert-nn-to-tile asks `choose_blocks` for block sizes; tile-promote asks
+`launch_knobs` for num_warps / num_stages / vector width. All tile dims are powers of
+two (Triton's rule). Pass options force any size (`TileOptions`); `candidates` lists a
+few alternatives that an autotuner can try by re-running the pass with them forced.
+
+The rules (element counts are per program; H100: 4 warps x 32 threads x 8 elements of
+16 bytes ~ 1024 bf16 per vectorized sweep):
+
+- pointwise, flat: BLOCK = min(next_pow2(n), 1024);
+- pointwise, 2-D (broadcasts): BLOCK_COLS = min(next_pow2(cols), 256), rows to fill
+  about 1024 elements;
+- row reduction: the whole row in one program when next_pow2(row) <= max_row_block
+  (8192), with several rows per program for short rows (about 2048 elements); longer
+  rows loop over chunks of 2048 (one row per program);
+- matmul: BM = BN = 128 (64 when the dim is <= 64, down to 16), BK = 64 (down to 16
+  for short K), GROUP_M = 8 for grouped (L2-friendly) program order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from fuseopt.passes.tiling_analysis import MATMUL, POINTWISE, REDUCTION, IterationSpace
+
+MAX_ROW_BLOCK = 8192
+"""Longest row (elements, a power of two) kept whole in one program's registers."""
+ROW_CHUNK = 2048
+"""Column chunk of a looped (long-row) reduction."""
+POINTWISE_BLOCK = 1024
+"""Elements per program of a pointwise kernel."""
+
+
+@dataclass(frozen=True)
+class TileOptions:
+    """Forced tile sizes (None: use the heuristic). Values must be powers of two."""
+
+    block: int | None = None
+    block_rows: int | None = None
+    block_cols: int | None = None
+    block_m: int | None = None
+    block_n: int | None = None
+    block_k: int | None = None
+    group_m: int | None = None
+    max_row_block: int = MAX_ROW_BLOCK
+
+    def check(self) -> None:
+        """Raise ValueError for a forced size that is not a positive power of two."""
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v is not None and (v < 1 or v & (v - 1)):
+                raise ValueError(f"{f.name.replace('_', '-')}={v} must be a positive power of two")
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """A schedule's tile sizes: `dims` maps iteration dim -> block; `looped` marks a
+    row reduction whose reduce dim is looped over in chunks."""
+
+    dims: dict[int, int]
+    group_m: int = 1
+    block_k: int = 0
+    looped: bool = False
+
+
+def next_pow2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def tiled_dims(space: IterationSpace) -> list[int]:
+    """The iteration dims that tiles cover (a suffix); the others are per-program dims."""
+    n = len(space.sizes)
+    if n == 0:
+        return []
+    if space.kind == MATMUL:
+        return [n - 2, n - 1]
+    if space.kind == REDUCTION:
+        assert space.reduce_dim is not None
+        return list(range(min(space.reduce_dim, max(0, n - 2)), n))
+    return list(range(max(0, n - 2), n))
+
+
+def choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
+    """Block sizes for `space` (heuristic, overridden by `opts`)."""
+    sizes, tiled = space.sizes, tiled_dims(space)
+    dims = {d: 1 for d in tiled}
+    if space.kind == POINTWISE:
+        if len(tiled) == 1:
+            dims[tiled[0]] = opts.block or min(next_pow2(sizes[tiled[0]]), POINTWISE_BLOCK)
+        elif tiled:
+            r, c = tiled
+            dims[c] = opts.block_cols or min(next_pow2(sizes[c]), 256)
+            dims[r] = opts.block_rows or min(
+                next_pow2(sizes[r]), max(1, POINTWISE_BLOCK // dims[c])
+            )
+        return Blocks(dims)
+    if space.kind == REDUCTION:
+        k = space.reduce_dim
+        assert k is not None
+        row = next_pow2(sizes[k])
+        looped = row > opts.max_row_block or (
+            opts.block_cols is not None and opts.block_cols < sizes[k]
+        )
+        dims[k] = opts.block_cols or (min(row, ROW_CHUNK) if looped else row)
+        others = [d for d in tiled if d != k]
+        if others:
+            rows = others[-1]
+            budget = max(1, 2048 // dims[k]) if not looped else 1
+            dims[rows] = opts.block_rows or min(next_pow2(sizes[rows]), budget)
+        return Blocks(dims, looped=looped)
+    m, n = tiled
+    dims[m] = opts.block_m or _mm_block(sizes[m])
+    dims[n] = opts.block_n or _mm_block(sizes[n])
+    bk = opts.block_k or min(64, max(16, next_pow2(space.k_size)))
+    return Blocks(dims, group_m=opts.group_m or 8, block_k=bk)
+
+
+def _mm_block(n: int) -> int:
+    return 128 if n > 64 else max(16, next_pow2(n))
+
+
+def candidates(space: IterationSpace, chosen: Blocks) -> list[dict[str, int]]:
+    """A few alternative configurations for an autotuner (pass options, as a dict)."""
+    if space.kind == MATMUL:
+        configs = [(128, 128, 64), (128, 64, 64), (64, 128, 64), (64, 64, 32), (128, 256, 64)]
+        return [{"block-m": m, "block-n": n, "block-k": k} for m, n, k in configs]
+    if space.kind == REDUCTION:
+        k = space.reduce_dim
+        assert k is not None
+        if chosen.looped:
+            return [{"block-cols": c} for c in (1024, 2048, 4096)]
+        return [{"block-rows": r} for r in (1, 2, 4, 8)]
+    if len(tiled_dims(space)) == 1:
+        return [{"block": b} for b in (256, 512, 1024, 2048, 4096)]
+    return [{"block-rows": r, "block-cols": c} for r, c in ((4, 256), (8, 128), (16, 64))]
+
+
+@dataclass(frozen=True)
+class LaunchKnobs:
+    """tile-promote's decisions for one kernel."""
+
+    num_warps: int
+    num_stages: int
+    vector_width: int
+
+
+def launch_knobs(
+    kind: str, tile_elements: int, inner_block: int, inner_size: int, element_bytes: int
+) -> LaunchKnobs:
+    """num_warps, pipeline stages and vector width (elements per 16-byte access).
+
+    The vector width is 16 bytes of the narrowest buffer element, limited by the
+    innermost block and by the innermost dim's size (rows must stay aligned).
+    """
+    vec = max(1, 16 // max(1, element_bytes))
+    while vec > 1 and (inner_block % vec or inner_size % vec):
+        vec //= 2
+    if kind == MATMUL:
+        warps = 8 if tile_elements >= 128 * 128 else 4
+        return LaunchKnobs(warps, 3, vec)
+    per_thread = max(1, tile_elements // 32)
+    warps = 1
+    while warps < 16 and per_thread // warps > 16:
+        warps *= 2
+    return LaunchKnobs(warps, 1, vec)
