@@ -42,9 +42,7 @@ class SoftmaxLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.SoftmaxOp, rewriter: PatternRewriter) -> None:
         b = NNBuilder()
-        x = b.to_f32(op.input)
-        axes = [op.axis.value.data]
-        shifted = b.binary(nn.SubOp, x, b.reduce(nn.ReduceMaxOp, x, axes))
+        shifted, axes = _shifted_by_max(b, op)
         e = b.unary(nn.ExpOp, shifted)
         y = b.binary(nn.DivOp, e, b.reduce(nn.SumOp, e, axes))
         _replace(op, b, y, rewriter)
@@ -56,9 +54,7 @@ class LogSoftmaxLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.LogSoftmaxOp, rewriter: PatternRewriter) -> None:
         b = NNBuilder()
-        x = b.to_f32(op.input)
-        axes = [op.axis.value.data]
-        shifted = b.binary(nn.SubOp, x, b.reduce(nn.ReduceMaxOp, x, axes))
+        shifted, axes = _shifted_by_max(b, op)
         lse = b.unary(nn.LogOp, b.reduce(nn.SumOp, b.unary(nn.ExpOp, shifted), axes))
         y = b.binary(nn.SubOp, shifted, lse)
         _replace(op, b, y, rewriter)
@@ -73,10 +69,7 @@ class RmsNormLowering(RewritePattern):
         x = b.to_f32(op.input)
         axes = _trailing_axes(op)
         ms = b.reduce(nn.MeanOp, b.add(nn.MulOp(x, x)), axes)
-        inv = b.unary(nn.RsqrtOp, b.add(nn.AddOp(ms, b.constant(op.eps.value.data, ms))))
-        y = b.binary(nn.MulOp, x, inv)
-        if op.weight is not None:
-            y = b.binary(nn.MulOp, y, b.to_f32(op.weight))
+        y = _scale(b, op, x, ms)
         _replace(op, b, y, rewriter)
 
 
@@ -90,10 +83,7 @@ class LayerNormLowering(RewritePattern):
         axes = _trailing_axes(op)
         centered = b.binary(nn.SubOp, x, b.reduce(nn.MeanOp, x, axes))
         var = b.reduce(nn.MeanOp, b.add(nn.MulOp(centered, centered)), axes)
-        inv = b.unary(nn.RsqrtOp, b.add(nn.AddOp(var, b.constant(op.eps.value.data, var))))
-        y = b.binary(nn.MulOp, centered, inv)
-        if op.weight is not None:
-            y = b.binary(nn.MulOp, y, b.to_f32(op.weight))
+        y = _scale(b, op, centered, var)
         if op.bias is not None:
             y = b.binary(nn.AddOp, y, b.to_f32(op.bias))
         _replace(op, b, y, rewriter)
@@ -117,6 +107,22 @@ class LinearLowering(RewritePattern):
         if vector:
             y = b.add(nn.ReshapeOp(y, op.result.type))
         rewriter.replace(op, b.ops, [y])
+
+
+def _shifted_by_max(b: NNBuilder, op: nn.RowwiseOp) -> tuple[SSAValue, list[int]]:
+    """`x - max(x)` along the op's axis (in f32 for narrow floats), and that axis."""
+    x = b.to_f32(op.input)
+    axes = [op.axis.value.data]
+    return b.binary(nn.SubOp, x, b.reduce(nn.ReduceMaxOp, x, axes)), axes
+
+
+def _scale(b: NNBuilder, op: nn.NormOp, x: SSAValue, second_moment: SSAValue) -> SSAValue:
+    """`x * rsqrt(second_moment + eps)`, times the weight when the norm has one."""
+    eps = b.constant(op.eps.value.data, second_moment)
+    y = b.binary(nn.MulOp, x, b.unary(nn.RsqrtOp, b.add(nn.AddOp(second_moment, eps))))
+    if op.weight is not None:
+        y = b.binary(nn.MulOp, y, b.to_f32(op.weight))
+    return y
 
 
 def _trailing_axes(op: nn.NormOp) -> list[int]:
