@@ -81,11 +81,9 @@ class InterpretedFunction:
         self.func_name = func_name
         self.kernels = kernels
         fn = _find_func(module, func_name)
-        self.dtypes = [
-            torch_dtype(t.element_type)
-            for t in fn.function_type.outputs.data
-            if isinstance(t, TensorType)
-        ]
+        types = [t for t in fn.function_type.outputs.data if isinstance(t, TensorType)]
+        self.dtypes = [torch_dtype(t.element_type) for t in types]
+        self.shapes = [tuple(t.get_shape()) for t in types]
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Interpret the function; results come back as tensors on the inputs' device."""
@@ -93,9 +91,10 @@ class InterpretedFunction:
 
         device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), None)
         outputs = interpret(self.module, self.func_name, *inputs)
+        # reshape: the interpreter's bf16 rounding returns 0-d results as 1-d arrays
         return tuple(
-            torch.from_numpy(np.array(o, copy=True)).to(dtype=dtype, device=device)
-            for o, dtype in zip(outputs, self.dtypes, strict=True)
+            torch.from_numpy(np.array(o, copy=True).reshape(shape)).to(dtype=dtype, device=device)
+            for o, dtype, shape in zip(outputs, self.dtypes, self.shapes, strict=True)
         )
 
 

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx import Node
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32, i64
 
@@ -56,14 +59,12 @@ def arange(ctx: ImportContext, node: Node) -> Imported:
     numbers = [a for a in node.args if isinstance(a, int | float)]
     if len(numbers) != len(node.args):
         raise ctx.fail("arange bounds must be static numbers")
-    values = torch.arange(*numbers, dtype=out.dtype)
     t = ctx.out_type()
-    if is_bool(t.element_type) or not values.numel():
+    if is_bool(t.element_type) or not math.prod(t.get_shape()):
         raise ctx.fail("arange of this dtype or size is not supported")
-    if is_float(t.element_type):
-        dense = DenseIntOrFPElementsAttr.from_list(
-            TensorType(f32, t.get_shape()), values.float().tolist()
-        )
-    else:
-        dense = DenseIntOrFPElementsAttr.from_list(TensorType(i64, t.get_shape()), values.tolist())
+    with unset_fake_temporarily():  # real values, outside the tracing fake mode
+        values = torch.arange(*numbers, dtype=out.dtype)
+        data = values.float().tolist() if is_float(t.element_type) else values.tolist()
+    storage = TensorType(f32 if is_float(t.element_type) else i64, t.get_shape())
+    dense = DenseIntOrFPElementsAttr.from_list(storage, data)
     return ctx.cast(ctx.emit(nn.ConstantOp(dense, dense.type)), t.element_type)

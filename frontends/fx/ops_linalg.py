@@ -58,10 +58,10 @@ def mm(ctx: ImportContext, node: Node) -> Imported:
     return _matmul(ctx, ctx.value(node.args[0]), b, tb)
 
 
-@register(aten.matmul.default)
+@register(aten.matmul.default, aten.mv.default, aten.dot.default)
 def matmul(ctx: ImportContext, node: Node) -> Imported:
-    """matmul(a, b) for rank >= 2 operands (batch dims broadcast); vectors are
-    reshaped to matrices and back."""
+    """matmul(a, b) (also mv and dot): batch dims broadcast; vectors are reshaped to
+    matrices and back."""
     a, b = ctx.value(node.args[0]), ctx.value(node.args[1])
     ra, rb = len(_type(a).get_shape()), len(_type(b).get_shape())
     if ra == 1:
