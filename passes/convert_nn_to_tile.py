@@ -50,7 +50,7 @@ from xdsl.passes import ModulePass
 from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import nn, tile
 from fuseopt.passes.tiling_analysis import Group, Untileable, analyze, single_op_groups
-from fuseopt.passes.tiling_emitter import KernelEmitter
+from fuseopt.passes.tiling_emitter import KernelEmitter, whole_tensor_kernel
 from fuseopt.passes.tiling_heuristics import TileOptions, choose_blocks
 
 MAX_GRID = 2**31 - 1
@@ -103,6 +103,20 @@ class ConvertNNToTilePass(ModulePass):
         for f in [o for o in op.ops if isinstance(o, func.FuncOp)]:
             if _needs_lowering(f):
                 HostLowering(op, f, opts, names).run()
+
+
+def _whole_tensor_ok(op: Operation) -> bool:
+    """Can `op` run as a whole-tensor kernel (one nn op with static tensor types)?"""
+    values = [*op.operands, *op.results]
+    return (
+        op.dialect_name() == "nn"
+        and len(op.results) == 1
+        and not isinstance(op, (nn.FusionOp, nn.YieldOp, *nn.COMPOSITE_OPS))
+        and all(
+            isinstance(v.type, TensorType) and all(d >= 0 for d in v.type.get_shape())
+            for v in values
+        )
+    )
 
 
 def _needs_lowering(f: func.FuncOp) -> bool:
@@ -243,6 +257,8 @@ class HostLowering:
         self, group: Group, ins: dict[SSAValue, SSAValue], outs: dict[SSAValue, SSAValue], hint: str
     ) -> None:
         """Lower one group into a kernel and its launch (or its fallbacks)."""
+        if not group.outputs:  # dead code (nothing leaves the group)
+            return
         try:
             space = analyze(group)
             blocks = choose_blocks(space, self.opts)
@@ -276,6 +292,13 @@ class HostLowering:
                     mm.transpose_b is not None,
                 )
             )
+            return
+        if len(group.ops) == 1 and _whole_tensor_ok(group.ops[0]):
+            op = group.ops[0]
+            kernel, values = whole_tensor_kernel(self._kernel_name(hint), op)
+            self.module.body.block.insert_op_before(kernel, self.f)
+            both = {**ins, **outs}
+            self.block.add_op(tile.LaunchOp(kernel.sym_name.data, [1], [both[v] for v in values]))
             return
         if len(group.ops) <= 1:
             where = why.op or (group.ops[0] if group.ops else self.f)
