@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -257,12 +258,33 @@ def _as_args(example_inputs: Any) -> tuple[Any, ...]:
 
 
 class _FunctionModule(torch.nn.Module):
+    """A function as a module, for torch.export (which takes modules only)."""
+
     def __init__(self, fn: Callable[..., Any]):
         super().__init__()
         self.fn = fn
 
     def forward(self, *args: Any) -> Any:
+        """Call the function."""
         return self.fn(*args)
+
+
+def _function_module(fn: Callable[..., Any]) -> torch.nn.Module:
+    """Wrap `fn`, keeping its parameter names (they name the exported arguments)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return _FunctionModule(fn)
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        return _FunctionModule(fn)
+
+    def forward(self: torch.nn.Module, *args: Any) -> Any:
+        return fn(*args)
+
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    forward.__signature__ = inspect.Signature([self_param, *params])  # type: ignore[attr-defined]
+    cls = type(_FunctionModule.__name__, (_FunctionModule,), {"forward": forward})
+    return cls(fn)
 
 
 def export(model: Callable[..., Any], example_inputs: Any) -> str:
@@ -274,7 +296,7 @@ def export(model: Callable[..., Any], example_inputs: Any) -> str:
     """
     from fuseopt.frontends.fx.importer import import_graph
 
-    module = model if isinstance(model, torch.nn.Module) else _FunctionModule(model)
+    module = model if isinstance(model, torch.nn.Module) else _function_module(model)
     try:
         program = torch.export.export(module, _as_args(example_inputs))
         program = program.run_decompositions({})

@@ -15,6 +15,7 @@ TOLERANCE = {
     torch.float32: {"rtol": 2e-5, "atol": 2e-5},
     torch.bfloat16: {"rtol": 2e-2, "atol": 2e-2},
     torch.float16: {"rtol": 2e-3, "atol": 2e-3},
+    torch.float64: {"rtol": 1e-10, "atol": 1e-10},
 }
 """Per-dtype tolerances against eager (the interpreter rounds once per op)."""
 

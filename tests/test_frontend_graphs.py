@@ -1,0 +1,188 @@
+"""Small graphs, eager fallback, training, shapes, `torch.compile(backend="fuseopt")`
+and API errors, all through the interpret backend against eager PyTorch."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_frontend_common import assert_close, check, randn
+from torch import nn
+
+import fuseopt
+from fuseopt.api import BackendUnavailableError
+
+
+class MLP(nn.Module):
+    """Linear -> GELU -> Linear + residual."""
+
+    def __init__(self, d: int = 8, hidden: int = 16):
+        super().__init__()
+        self.up = nn.Linear(d, hidden)
+        self.down = nn.Linear(hidden, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.gelu(self.up(x))) + x
+
+
+class RMSNorm(nn.Module):
+    """The Llama-style RMSNorm, written out (as Hugging Face does)."""
+
+    def __init__(self, d: int = 8, eps: float = 1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.linspace(0.5, 1.5, d))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
+class ConvSandwich(nn.Module):
+    """Elementwise work, a convolution (no nn lowering), more elementwise work."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.sigmoid(x) * 2 + 1
+        y = self.conv(y)
+        return torch.softmax(y * 0.5, -1) + torch.relu(x)
+
+
+def _randomize(model: nn.Module, seed: int = 0) -> nn.Module:
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+    return model
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo() -> None:
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_small_graphs(dtype: torch.dtype) -> None:
+    """MLP, RMSNorm, attention-like scores, SwiGLU: compiled whole, match eager."""
+    x = randn(2, 4, 8, dtype=dtype)
+    check(_randomize(MLP()).to(dtype), [x], dtype=dtype)
+    check(_randomize(RMSNorm()).to(dtype), [x], dtype=dtype)
+
+    def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        scores = (q @ k.transpose(-1, -2)) * 0.35
+        mask = torch.full((4, 4), float("-inf"), dtype=q.dtype).triu(1)
+        return torch.softmax(scores + mask, -1) @ v
+
+    q, k, v = (randn(2, 4, 8, dtype=dtype, seed=s) for s in (1, 2, 3))
+    compiled = check(attention, [q, k, v], dtype=dtype, allow_fallback=True)
+    assert {f.target for f in compiled.fallbacks} <= {"aten.triu.default"}
+
+    def swiglu(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor) -> torch.Tensor:
+        return F.silu(x @ wg) * (x @ wu)
+
+    check(swiglu, [x, randn(8, 16, dtype=dtype, seed=4), randn(8, 16, dtype=dtype, seed=5)])
+
+
+def test_fallback_conv_between_elementwise(caplog: pytest.LogCaptureFixture) -> None:
+    """The conv runs eagerly, the elementwise regions around it are compiled, the
+    result matches eager, and one log line names the op and why."""
+    model = _randomize(ConvSandwich())
+    x = randn(2, 4, 8)
+    with caplog.at_level(logging.WARNING, logger="fuseopt"):
+        compiled = check(model, [x], allow_fallback=True)
+    assert [f.target for f in compiled.fallbacks] == ["aten.convolution.default"]
+    assert compiled.fallbacks[0].location is not None
+    assert compiled.fallbacks[0].location.file == __file__
+    assert len(compiled.kernels) == 2  # before and after the conv
+    lines = [r.getMessage() for r in caplog.records if r.name == "fuseopt"]
+    assert len(lines) == 1
+    assert "aten.convolution.default" in lines[0] and "no nn lowering" in lines[0]
+    report = compiled.fusion_report()
+    assert "aten.convolution.default" in report and "2 kernel(s)" in report
+
+
+def test_fallback_unsupported_dtype() -> None:
+    """float64 is outside the type table: the op runs eagerly, results still match."""
+    x = randn(4, 8).double()
+    compiled = check(lambda a: torch.exp(a) + 1, [x], allow_fallback=True)
+    assert compiled.fallbacks and "float64" in compiled.fallbacks[0].reason
+
+
+def _grads(model: nn.Module, x: torch.Tensor, run: object) -> list[torch.Tensor]:
+    model.zero_grad()
+    x = x.clone().requires_grad_(True)
+    out = run(x)
+    (out * torch.linspace(-1, 1, out.shape[-1])).sum().backward()
+    return [x.grad, *[p.grad for p in model.parameters()]]
+
+
+@pytest.mark.parametrize("make", [MLP, RMSNorm, lambda: nn.LayerNorm(8)], ids=["mlp", "rmsnorm",
+                                                                               "layernorm"])
+def test_gradients_match_eager(make: object) -> None:
+    """The backward graph goes through the importer; gradients match eager."""
+    model = _randomize(make())
+    x = randn(3, 8, seed=7)
+    expected = _grads(model, x, model)
+    compiled = fuseopt.compile(model, backend="interpret")
+    actual = _grads(model, x, compiled)
+    for a, e in zip(actual, expected, strict=True):
+        torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
+    assert any(g.startswith("backward") for g in compiled.record.graphs)
+    assert any(k.name.startswith("backward") for k in compiled.kernels)
+    assert not [f for f in compiled.fallbacks if f.graph.startswith("backward")], (
+        compiled.fusion_report()
+    )
+
+
+def test_new_shape_recompiles() -> None:
+    """Static shapes per compilation; a new shape recompiles and stays correct."""
+    model = _randomize(MLP())
+    compiled = fuseopt.compile(model, randn(2, 8), backend="interpret")
+    with torch.no_grad():
+        for rows in (2, 5, 3):
+            x = randn(rows, 8, seed=rows)
+            assert_close(compiled(x), model(x))
+    assert len(compiled.record.graphs) >= 3
+
+
+def test_torch_compile_backend_and_dynamic() -> None:
+    """`torch.compile(backend="fuseopt", options=...)` works, with dynamic=True too."""
+    model = _randomize(MLP())
+    with torch.no_grad():
+        for dynamic in (False, True):
+            torch._dynamo.reset()
+            compiled = torch.compile(
+                model, backend="fuseopt", options={"backend": "interpret"}, dynamic=dynamic
+            )
+            for rows in (2, 6, 4):
+                x = randn(rows, 8, seed=rows)
+                assert_close(compiled(x), model(x))
+
+
+def test_backend_errors() -> None:
+    """Unknown or unavailable backends give a clear error at once."""
+    with pytest.raises(BackendUnavailableError, match="unknown backend 'nope'"):
+        fuseopt.compile(MLP(), backend="nope")
+    for name in ("triton", "cuda"):
+        try:
+            fuseopt.compile(MLP(), backend=name)
+        except BackendUnavailableError as e:
+            assert "not available" in str(e) and "interpret" in str(e)
+    with pytest.raises(fuseopt.CompileError, match="nn.Module or a function"):
+        fuseopt.compile(42, backend="interpret")
+
+
+def test_kernel_records() -> None:
+    """`kernels` has one record per compiled region, with its nn ops and source."""
+    compiled = fuseopt.compile(_randomize(MLP()), randn(2, 8), backend="interpret")
+    (kernel,) = compiled.kernels
+    assert kernel.schedule == "interpret"
+    assert "nn.matmul" in kernel.ops and "nn.gelu" in kernel.ops
+    assert kernel.source and "func.func" in kernel.source
