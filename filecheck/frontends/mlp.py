@@ -1,5 +1,6 @@
 # RUN: %python %s | filecheck %s
 # RUN: %python %s | fuse-opt | filecheck %s --check-prefix=ROUNDTRIP
+# ruff: noqa: E501 - CHECK lines are IR lines
 """fuseopt.export of an MLP: parameters become arguments, nn.Linear becomes nn.linear."""
 
 import torch
