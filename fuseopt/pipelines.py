@@ -14,10 +14,13 @@ from xdsl.passes import PassPipeline
 from fuseopt import registry
 from fuseopt.diagnostics import verify_module
 
-STANDARD = "nn-decompose,canonicalize,cse"
-"""The standard pipeline: composites into primitives, then cleanup."""
+FUSE = "nn-decompose,canonicalize,cse,nn-fuse"
+"""The nn-level pipeline: composites into primitives, cleanup, then fusion groups."""
 
-PIPELINES: dict[str, str] = {"standard": STANDARD}
+STANDARD = FUSE
+"""The standard pipeline (it grows to end in tile IR once tiling takes every group)."""
+
+PIPELINES: dict[str, str] = {"fuse": FUSE, "standard": STANDARD}
 """Named pipelines, by name."""
 
 
