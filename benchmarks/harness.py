@@ -53,6 +53,7 @@ class RunConfig:
     quick: bool
     seed: int = 0
     budget_s: float | None = None
+    autotune_budget_s: float | None = None
     warm_compile: bool = True
     started: float = field(default_factory=time.perf_counter)
 
@@ -60,9 +61,12 @@ class RunConfig:
         """Seconds since the run started."""
         return time.perf_counter() - self.started
 
-    def over_budget(self) -> bool:
-        """Whether the time budget (if any) is spent."""
-        return self.budget_s is not None and self.elapsed_s() > self.budget_s
+    def over_budget(self, autotuning: bool = False) -> bool:
+        """Whether the time budget (if any) is spent; autotuning systems have their own."""
+        budget = self.budget_s
+        if autotuning and self.autotune_budget_s is not None:
+            budget = min(self.autotune_budget_s, budget or self.autotune_budget_s)
+        return budget is not None and self.elapsed_s() > budget
 
 
 def _error_dict(stats: Any) -> dict[str, float | int]:
@@ -141,8 +145,10 @@ def run_system(
     if unavailable is not None:
         status = "n/a" if unavailable.startswith("n/a") else "skipped"
         return {"status": status, "reason": unavailable}
-    if system.name != EAGER and config.over_budget():
-        reason = f"skipped (time budget of {config.budget_s:g} s spent)"
+    if system.name != EAGER and config.over_budget(system.autotunes):
+        budget = config.autotune_budget_s if system.autotunes else config.budget_s
+        kind = "autotuning " if system.autotunes else ""
+        reason = f"skipped ({kind}time budget of {budget:g} s spent)"
         return {"status": "skipped", "reason": reason}
 
     def make_example() -> tuple[torch.Tensor, ...]:
@@ -167,7 +173,7 @@ def run_system(
         _time_system(entry, prepared.fn, check_inputs, shape, config)
         entry["status"] = "ok"
         del prepared
-        if config.warm_compile and not config.over_budget():
+        if config.warm_compile and not config.over_budget(system.autotunes):
             entry["compile_warm_s"] = system.warm_compile_s(model, make_example)
     except SystemUnavailable as exc:
         return {"status": "n/a", "reason": f"n/a ({exc})"}

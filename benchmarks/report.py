@@ -90,11 +90,57 @@ def write_json(doc: dict, out_dir: Path) -> Path:
     return path
 
 
+def _runs_of(doc: dict) -> list[dict]:
+    if doc.get("runs"):
+        return doc["runs"]
+    return [
+        {
+            "environment": doc["environment"],
+            "ceilings": doc["ceilings"],
+            "command": doc["config"]["command"],
+            "complete": doc.get("complete", True),
+            "elapsed_s": doc.get("elapsed_s"),
+        }
+    ]
+
+
+def merge_runs(docs: list[dict]) -> dict:
+    """Merge run records: a later run's instances replace an earlier run's.
+
+    Each instance keeps every system it was measured with in its own run (one process,
+    one GPU), so comparisons stay within one run; the merged record lists the runs
+    (machine, ceilings, command) and tags each instance with the run it came from.
+    """
+    runs: list[dict] = []
+    results: dict[tuple[str, str], dict] = {}
+    systems: dict[str, dict] = {}
+    for doc in docs:
+        offset = len(runs)
+        runs.extend(_runs_of(doc))
+        for result in doc["results"]:
+            merged = dict(result, run=result.get("run", 0) + offset)
+            results[(result["workload"], result["shape"])] = merged
+        for system in doc["config"]["systems"]:
+            systems.setdefault(system["name"], system)
+    first = docs[0]
+    return {
+        **first,
+        "config": {**first["config"], "systems": list(systems.values())},
+        "runs": runs,
+        "results": list(results.values()),
+        "complete": all(run.get("complete", True) for run in runs),
+        "timings_meaningful": all(doc["timings_meaningful"] for doc in docs),
+        "elapsed_s": sum(run.get("elapsed_s") or 0 for run in runs),
+    }
+
+
 def _fmt(value: float | None, digits: int = 1) -> str:
     if value is None:
         return ""
     if abs(value) >= 1000:
         return f"{value:.0f}"
+    if 0 < abs(value) < 1 and digits < 3:
+        return f"{value:.3f}"
     return f"{value:.{digits}f}"
 
 
@@ -108,8 +154,7 @@ def _sorted(results: list[dict]) -> list[dict]:
     return sorted(results, key=lambda r: r.get("order", 0))
 
 
-def _header(doc: dict) -> list[str]:
-    env, ceil = doc["environment"], doc["ceilings"]
+def _device_text(env: dict) -> str:
     gpu = env["device_name"]
     if env.get("sm_count"):
         gpu += f" ({env['sm_count']} SMs"
@@ -118,7 +163,31 @@ def _header(doc: dict) -> list[str]:
         if env.get("memory_bytes"):
             gpu += f", {env['memory_bytes'] / 2**30:.0f} GiB"
         gpu += ")"
-    lines = [f"# fuseopt benchmarks: {env['device_name']}", ""]
+    return gpu
+
+
+def _run_rows(run: dict, prefix: str) -> list[str]:
+    env, ceil = run["environment"], run["ceilings"]
+    copy_note = f"{ceil['copy_bytes'] / 2**20:.0f} MiB device-to-device copy, read + write"
+    matmul = ceil["matmul_size"]
+    return [
+        f"| {prefix}date | {env['date_utc']} |",
+        f"| {prefix}device | {_device_text(env)} |",
+        f"| {prefix}driver / CUDA | {env['driver']} / {env['cuda']} |",
+        f"| {prefix}torch / Triton / Python | {env['torch']} / {env['triton']} / {env['python']} |",
+        f"| {prefix}fuseopt | {env['fuseopt']} (commit {env['fuseopt_commit']}) |",
+        f"| {prefix}copy bandwidth | {ceil['copy_bandwidth_GBps']:.0f} GB/s ({copy_note}) |",
+        f"| {prefix}bf16 matmul | {ceil['matmul_bf16_TFLOPs']:.1f} TFLOP/s ({matmul}^3, "
+        "random data) |",
+        f"| {prefix}command | `{run['command']}` |",
+        f"| {prefix}run time | {run.get('elapsed_s') or 0:.0f} s"
+        + ("" if run.get("complete", True) else " (cut short)")
+        + " |",
+    ]
+
+
+def _header(doc: dict) -> list[str]:
+    lines = [f"# fuseopt benchmarks: {doc['environment']['device_name']}", ""]
     if not doc["timings_meaningful"]:
         lines += [
             f"> Timings are **{NOT_MEANINGFUL}**: this run only exercises the harness "
@@ -126,24 +195,18 @@ def _header(doc: dict) -> list[str]:
             "",
         ]
     if not doc.get("complete", True):
-        lines += ["> This run did not finish; the tables hold what it measured.", ""]
-    copy_note = f"{ceil['copy_bytes'] / 2**20:.0f} MiB device-to-device copy, read + write"
-    matmul = ceil["matmul_size"]
-    lines += [
-        "| | |",
-        "|---|---|",
-        f"| date | {env['date_utc']} |",
-        f"| device | {gpu} |",
-        f"| driver / CUDA | {env['driver']} / {env['cuda']} |",
-        f"| torch / Triton / Python | {env['torch']} / {env['triton']} / {env['python']} |",
-        f"| fuseopt | {env['fuseopt']} (commit {env['fuseopt_commit']}) |",
-        f"| copy bandwidth | {ceil['copy_bandwidth_GBps']:.0f} GB/s ({copy_note}) |",
-        f"| bf16 matmul | {ceil['matmul_bf16_TFLOPs']:.1f} TFLOP/s ({matmul}^3, random data) |",
-        f"| dtype | {doc['config']['dtype']} |",
-        f"| command | `{doc['config']['command']}` |",
-        f"| run time | {doc.get('elapsed_s', 0):.0f} s |",
-        "",
-    ]
+        lines += ["> A run did not finish; the tables hold what it measured.", ""]
+    runs = _runs_of(doc)
+    if len(runs) > 1:
+        lines += [
+            f"Merged from {len(runs)} runs; each instance was measured, all its systems "
+            "side by side, in one run (the `run` column).",
+            "",
+        ]
+    lines += ["| | |", "|---|---|"]
+    for i, run in enumerate(runs):
+        lines += _run_rows(run, f"run {i}: " if len(runs) > 1 else "")
+    lines += [f"| dtype | {doc['config']['dtype']} |", ""]
     return lines
 
 
@@ -176,14 +239,17 @@ def _summary_lines(doc: dict) -> list[str]:
 
 def _times_table(doc: dict, names: list[str]) -> list[str]:
     unit = f"us, median, {NOT_MEANINGFUL}" if not doc["timings_meaningful"] else "us, median"
+    multi = len(_runs_of(doc)) > 1
     lines = [f"## Time ({unit})", ""]
-    lines.append("| workload | shape | bound | roofline | " + " | ".join(names) + " |")
-    lines.append("|---|---|---|---|" + "---|" * len(names))
+    run_head = "run | " if multi else ""
+    lines.append(f"| workload | shape | {run_head}bound | roofline | " + " | ".join(names) + " |")
+    lines.append("|---|---|---|---|" + ("---|" if multi else "") + "---|" * len(names))
     for r in _sorted(doc["results"]):
         cells = " | ".join(_cell(r["systems"].get(n, {})) for n in names)
+        run_cell = f"{r.get('run', 0)} | " if multi else ""
         lines.append(
-            f"| {r['workload']} | {r['shape']} | {r['bound']} | {_fmt(r['roofline_us'])} | "
-            f"{cells} |"
+            f"| {r['workload']} | {r['shape']} | {run_cell}{r['bound']} | "
+            f"{_fmt(r['roofline_us'])} | {cells} |"
         )
     lines.append("")
     return lines
@@ -195,7 +261,10 @@ def _details_table(doc: dict, names: list[str]) -> list[str]:
         "Speedups are the baseline's time over this system's. Kernels and kernel time "
         "come from torch.profiler (per call); launch time is host wall clock per call over "
         "back-to-back calls (tiny shapes only). HBM bytes: the compiler's fusion-report "
-        "model (fuseopt only); the workload's floor is in the JSON (`min_bytes`)."
+        "model (fuseopt only); the workload's floor is in the JSON (`min_bytes`). "
+        "The roofline is the larger of min_bytes over the measured copy bandwidth and "
+        "GEMM FLOPs over the measured 8192^3 matmul rate; that rate is one cuBLAS "
+        "GEMM, not a hardware limit, so a larger GEMM can exceed 100%."
     )
     lines.append("")
     heads = [
@@ -347,19 +416,24 @@ def write_reports(doc: dict, out_dir: Path, chart: bool) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Re-render results.md and speedup.png from a results.json."""
+    """Re-render results.md and speedup.png from results.json files (merging several)."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.report",
-        description="Re-render the Markdown table and the chart from a results.json.",
+        description="Re-render the Markdown table and the chart from results.json files; "
+        "with several, later runs' instances replace earlier ones'.",
     )
-    parser.add_argument("json", type=Path, help="a results.json written by benchmarks.run")
+    parser.add_argument("json", type=Path, nargs="+", help="results.json files")
+    parser.add_argument("--out", type=Path, help="output directory (default: the first's)")
     args = parser.parse_args(argv)
-    try:
-        doc = json.loads(args.json.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        print(f"error: cannot read {args.json}: {exc}", file=sys.stderr)
-        return 2
-    for path in write_reports(doc, args.json.parent, chart=True):
+    docs = []
+    for path in args.json:
+        try:
+            docs.append(json.loads(path.read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            print(f"error: cannot read {path}: {exc}", file=sys.stderr)
+            return 2
+    doc = docs[0] if len(docs) == 1 else merge_runs(docs)
+    for path in write_reports(doc, args.out or args.json[0].parent, chart=True):
         print(path)
     return 0
 

@@ -26,7 +26,13 @@ from benchmarks.harness import RunConfig, run_instance
 from benchmarks.machine import REPO_ROOT, describe_environment, measure_ceilings
 from benchmarks.report import render_markdown, write_json, write_markdown, write_reports
 from benchmarks.systems import System, default_backends, make_systems
-from benchmarks.workloads import PERFORMANCE_BASELINE_ROWS, Shape, Workload, select_workloads
+from benchmarks.workloads import (
+    PERFORMANCE_BASELINE_ROWS,
+    Shape,
+    Workload,
+    all_workloads,
+    select_workloads,
+)
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 
@@ -67,6 +73,19 @@ def build_parser() -> argparse.ArgumentParser:
         "PERFORMANCE.md's baseline rows run first",
     )
     parser.add_argument(
+        "--autotune-budget-s",
+        type=float,
+        metavar="S",
+        help="like --budget-s, for the autotuning systems only (max-autotune compiles a "
+        "GEMM workload for ~45 s on an H100)",
+    )
+    parser.add_argument(
+        "--in-order",
+        action="store_true",
+        help="run the --only instances in the order given (default: baseline-table rows "
+        "first, then memory-bound, then GEMM workloads)",
+    )
+    parser.add_argument(
         "--no-warm-compile", action="store_true", help="do not measure warm compile times"
     )
     parser.add_argument(
@@ -94,21 +113,34 @@ def _backends(text: str | None, device: torch.device) -> tuple[str, ...]:
 
 
 def plan_instances(
-    selection: list[tuple[Workload, Shape | None]], quick: bool
+    selection: list[tuple[Workload, Shape | None]], quick: bool, in_order: bool = False
 ) -> list[tuple[int, Workload, Shape]]:
-    """The instances to run, each with its table position; baseline-table rows first."""
+    """The instances to run, each with its table position, in run order.
+
+    Table positions follow the workload table; unless `in_order`, instances run in
+    `_priority` order so that a time budget is spent on the most useful ones first.
+    """
     instances: list[tuple[int, Workload, Shape]] = []
     for workload, shape in selection:
         for s in (shape,) if shape is not None else workload.shapes_for(quick):
             instances.append((len(instances), workload, s))
+    table = {(w.name, s.label): i for i, (w, s) in enumerate(_table_order())}
+    instances = [(table.get((w.name, s.label), i), w, s) for i, w, s in instances]
+    if in_order:
+        return instances
     return sorted(instances, key=lambda i: _priority(i[1], i[2]))
 
 
+def _table_order() -> list[tuple[Workload, Shape]]:
+    return [(w, s) for w in all_workloads() for s in (*w.shapes, w.quick_shape)]
+
+
 def _priority(workload: Workload, shape: Shape) -> int:
-    """Run order under a time budget: PERFORMANCE.md's baseline rows, the rest, the sweep."""
+    """Run order under a time budget: PERFORMANCE.md's baseline rows, then memory-bound
+    workloads (cheap to compile), then GEMM workloads (autotuning takes ~45 s each)."""
     if (workload.name, shape.label) in PERFORMANCE_BASELINE_ROWS:
         return 0
-    return 2 if workload.name == "softmax" else 1
+    return 2 if workload.flops(shape.dims) else 1
 
 
 def run_suite(
@@ -140,6 +172,7 @@ def run_suite(
             "device": str(config.device),
             "dtype": str(config.dtype).removeprefix("torch."),
             "budget_s": config.budget_s,
+            "autotune_budget_s": config.autotune_budget_s,
             "systems": [{"name": s.name, "description": s.description} for s in systems],
         },
         "timings_meaningful": meaningful,
@@ -197,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         quick=args.quick,
         seed=args.seed,
         budget_s=args.budget_s,
+        autotune_budget_s=args.autotune_budget_s,
         warm_compile=not args.no_warm_compile,
         started=time.perf_counter(),
     )
@@ -206,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = args.out or REPO_ROOT / "benchmarks" / "results" / env_slug
     command = "python -m benchmarks.run " + " ".join(argv)
     doc = run_suite(
-        plan_instances(selection, args.quick),
+        plan_instances(selection, args.quick, args.in_order),
         systems,
         config,
         out_dir,

@@ -58,6 +58,8 @@ class System:
 
     name: str = "system"
     description: str = ""
+    autotunes: bool = False
+    """Autotuning systems compile for much longer; ``--autotune-budget-s`` limits them."""
 
     def availability(self, device: torch.device, quick: bool) -> str | None:
         """None if the system can run on `device`; otherwise the n/a or skip reason."""
@@ -105,6 +107,7 @@ class TorchCompile(System):
         self.mode = mode
         self.description = description
         self.cpu_compile = cpu_compile
+        self.autotunes = mode is not None and "autotune" in mode
 
     def availability(self, device: torch.device, quick: bool) -> str | None:
         """Skipped on CPU unless asked for: Inductor's C++ compile takes ~25 s cold there."""
@@ -163,6 +166,7 @@ class Fuseopt(System):
     def __init__(self, backend: str, mode: str | None):
         self.backend = backend
         self.mode = mode
+        self.autotunes = mode is not None
         suffix = "-autotune" if mode else ""
         self.name = f"fuseopt-{backend}{suffix}"
         self.description = f"fuseopt.compile(backend={backend!r}, mode={mode!r})"
