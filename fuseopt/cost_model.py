@@ -17,10 +17,11 @@ Traffic (bytes moved to or from HBM):
 Time (the roofline): a kernel takes `overhead + max(bytes / bandwidth, flops / peak)`.
 Eager ops and library calls pay `eager_op_s` each (dispatch + launch); a generated kernel
 pays `generated_kernel_s` (its host-side launcher costs more). A generated GEMM reaches
-`generated_gemm_efficiency` of the library's throughput, and only when it has enough
-output tiles to fill the SMs (no split-K): with T tiles of `gemm_tile` it runs at
-`min(1, T / sm_count)` of both bandwidth and FLOP/s. Library GEMMs are assumed to fill
-the machine (split-K, tuned small-shape kernels).
+`generated_gemm_efficiency` of the library's throughput, and only on the SMs its output
+tiles occupy (no split-K): with T tiles of `gemm_tile` it gets `min(1, T / sm_count)` of
+the FLOP/s and `min(HBM, T * sm_bytes_per_s)` of the bandwidth (one SM streams several
+times its fair share of HBM). Library GEMMs are assumed to fill the machine (split-K,
+tuned small-shape kernels).
 
 Routes for a matmul group (memory-bound groups are always a generated `kernel`: they
 never move more bytes nor launch more kernels than eager):
@@ -73,6 +74,9 @@ class GPUSpec:
     vector_flops_per_s: float = 60e12
     """Elementwise/reduction arithmetic on the CUDA cores."""
     sm_count: int = 132
+    sm_bytes_per_s: float = 120e9
+    """What one SM streams from HBM on its own (Little's law: a GEMM program with three
+    128x64 bf16 A and B stages, 96 KB, in flight over ~0.8 us of loaded latency)."""
     gemm_tile: tuple[int, int] = (128, 128)
     """Output tile of a generated GEMM (BM x BN)."""
     generated_gemm_efficiency: float = 0.85
@@ -197,11 +201,11 @@ class RouteEstimate:
     seconds: float
 
 
-def _gemm_occupancy(mm: nn.MatmulOp, gpu: GPUSpec) -> float:
+def gemm_tiles(mm: nn.MatmulOp, gpu: GPUSpec) -> int:
+    """Output tiles (programs) of a generated GEMM for `mm` with `gpu.gemm_tile`."""
     shape = mm.result.type.get_shape()  # type: ignore[union-attr]
     bm, bn = gpu.gemm_tile
-    tiles = math.prod(shape[:-2]) * math.ceil(shape[-2] / bm) * math.ceil(shape[-1] / bn)
-    return min(1.0, tiles / gpu.sm_count)
+    return math.prod(shape[:-2]) * math.ceil(shape[-2] / bm) * math.ceil(shape[-1] / bn)
 
 
 def estimate_routes(
@@ -224,17 +228,20 @@ def estimate_routes(
     )
     matmuls = [op for op in ops if isinstance(op, nn.MatmulOp)]
     flops = sum(op_flops(op) for op in compute)
-    occupancy = min((_gemm_occupancy(mm, gpu) for mm in matmuls), default=1.0)
+    bandwidth, peak = gpu.hbm_bytes_per_s, gpu.vector_flops_per_s
     if matmuls:
-        peak = _matmul_peak(matmuls[0], gpu) * gpu.generated_gemm_efficiency
-    else:
-        peak = gpu.vector_flops_per_s
+        tiles = min(gemm_tiles(mm, gpu) for mm in matmuls)
+        bandwidth = min(bandwidth, tiles * gpu.sm_bytes_per_s)
+        peak = (
+            _matmul_peak(matmuls[0], gpu)
+            * gpu.generated_gemm_efficiency
+            * min(1.0, tiles / gpu.sm_count)
+        )
     kernel = RouteEstimate(
         KERNEL,
         fused_bytes,
         1,
-        gpu.generated_kernel_s
-        + roofline_s(fused_bytes, flops, gpu.hbm_bytes_per_s * occupancy, peak * occupancy),
+        gpu.generated_kernel_s + roofline_s(fused_bytes, flops, bandwidth, peak),
     )
     estimates = {UNFUSED: eager, KERNEL: kernel}
     if matmuls:

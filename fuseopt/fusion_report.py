@@ -180,9 +180,13 @@ def fusion_dot(module: ModuleOp) -> str:
         out.append(f"{indent}{name} [label={_quote(label)}, shape={shape}];")
         return name
 
+    edges: list[str] = []
+
     def edge(v: SSAValue, dst: str, indent: str) -> None:
+        # edges are written after every cluster: an edge inside a cluster's braces
+        # would pull its outside end into the cluster
         if v in ids:
-            out.append(f"{indent}{ids[v]} -> {dst} [label={_quote(_type_str(v))}];")
+            edges.append(f"  {ids[v]} -> {dst} [label={_quote(_type_str(v))}];")
 
     for f_index, (fname, block) in enumerate(_functions(module)):
         out.append(f"  subgraph cluster_func{f_index} {{")
@@ -219,5 +223,6 @@ def fusion_dot(module: ModuleOp) -> str:
                 if v in ids:
                     ids[r] = ids[v]
         out.append("  }")
+    out.extend(edges)
     out.append("}")
     return "\n".join(out) + "\n"

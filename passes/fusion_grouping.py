@@ -8,8 +8,8 @@ Algorithm (greedy union of groups, in program order; every merge is checked):
    to merge the op's group with the operand's producer group. This grows elementwise
    chains, reduction prologues and epilogues, matmul epilogues, and joins two matmuls
    that share A when their results meet in an elementwise op (gated MLP).
-3. Siblings: pointwise or reduction groups that read the same value are merged when
-   legal, so the value is read once (e.g. two reductions of one tensor).
+3. Siblings: pointwise or reduction groups that compute and read the same value are
+   merged when legal, so the value is read once (e.g. two reductions of one tensor).
 A merge happens only if the union passes `check_group` (one kernel shape, bounded
 recompute, no duplicated reduction or matmul) and the quotient graph of groups stays
 acyclic (no path from the union back into itself through another group).
@@ -112,6 +112,15 @@ class _Partition:
         self.info[keep] = result
         return True
 
+    def sibling_fusible(self, g: int) -> bool:
+        """Whether group g may take part in a sibling merge: a pointwise or reduction
+        group that computes (a lone view is free in eager; materializing it is not)."""
+        return (
+            g in self.info
+            and self.info[g].kind != MATMUL
+            and any(classify(op) is not OpClass.VIEW for op in self.members[g])
+        )
+
     def groups(self) -> list[FusionGroup]:
         """The fusible groups, ordered by their first op."""
         out = [
@@ -145,9 +154,6 @@ def find_groups(block: Block, max_recompute: int = 8) -> list[FusionGroup]:
         for i, first in enumerate(users):
             for other in users[i + 1 :]:
                 ga, gb = part.group_of[first], part.group_of[other]
-                if ga in part.info and gb in part.info and MATMUL not in (
-                    part.info[ga].kind,
-                    part.info[gb].kind,
-                ):
+                if part.sibling_fusible(ga) and part.sibling_fusible(gb):
                     part.try_merge(ga, gb)
     return part.groups()

@@ -23,8 +23,8 @@ Options:
   (side ops before a broadcast, e.g. a weight cast); 0 forbids recompute.
 - `route`: `auto` (the cost model), or `kernel` / `library_gemm` / `unfused` to force the
   route of every matmul group (tests; backends without a GEMM library).
-- `hbm_gbps`, `gemm_tflops`, `sm_count`: override the GPU model (bandwidth, bf16/f16
-  matmul throughput, SM count).
+- `hbm_gbps`, `gemm_tflops`, `sm_count` (integers): override the GPU model (HBM GB/s,
+  bf16/f16 matmul TFLOP/s, SM count).
 - `report=true`: print the fusion report (`fuseopt.fusion_report`) to stderr.
 - `dot=FILE`: write the fused graph as Graphviz DOT to FILE.
 """
@@ -37,12 +37,13 @@ from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from fuseopt.cost_model import H100, KERNEL, ROUTES, UNFUSED, GPUSpec, choose_route, estimate_routes
 from fuseopt.diagnostics import CompileError
+from fuseopt.dialects import nn
 from fuseopt.fusion_report import fusion_dot, fusion_report
 from fuseopt.passes.fusion_grouping import FusionGroup, find_groups
 from fuseopt.passes.fusion_legality import MATMUL, VIEW_TYPES
@@ -86,8 +87,8 @@ class NNFusePass(ModulePass):
 
     max_recompute: int = 8
     route: str = "auto"
-    hbm_gbps: float = 3000.0
-    gemm_tflops: float = 686.0
+    hbm_gbps: int = 3000
+    gemm_tflops: int = 686
     sm_count: int = 132
     report: bool = False
     dot: str = ""
@@ -137,21 +138,24 @@ class NNFusePass(ModulePass):
 
     def _fuse_block(self, block: Block, gpu: GPUSpec, counter: int) -> int:
         groups = find_groups(block, self.max_recompute)
-        changed = False
+        summaries: dict[nn.FusionOp, list[Operation]] = {}
         for group in groups:
             if not group.computes:
                 continue
             route = self.route_for(group, gpu)
             if route == UNFUSED:
                 continue
-            attrs = {
-                "kernel_name": kernel_name(counter, group.ops),
-                "kind": group.info.kind,
-                "route": route,
-            }
-            outline_group(block, group.ops, attrs)
-            counter += 1
-            changed = True
-        if changed:
-            sort_block_topologically(block)
+            fusion = outline_group(block, group.ops, {"kind": group.info.kind, "route": route})
+            summaries[fusion] = group.ops
+        if not summaries:
+            return counter
+        sort_block_topologically(block)
+        # number the groups in their final program order
+        for op in block.ops:
+            if isinstance(op, nn.FusionOp) and op in summaries:
+                rest = dict(op.attributes)
+                op.attributes.clear()
+                op.attributes["kernel_name"] = StringAttr(kernel_name(counter, summaries[op]))
+                op.attributes.update(rest)
+                counter += 1
         return counter

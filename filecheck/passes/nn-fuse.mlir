@@ -1,0 +1,327 @@
+// RUN: fuse-opt %s --split-input-file -p nn-fuse | filecheck %s
+// RUN: fuse-opt %s --split-input-file -p 'nn-fuse{max_recompute=0}' | filecheck %s --check-prefix=NORECOMPUTE
+// RUN: fuse-opt %s --split-input-file -p 'nn-fuse{route=kernel}' | filecheck %s --check-prefix=FORCED
+// RUN: fuse-opt %s --split-input-file -p 'nn-fuse{report=true}' -o %t.mlir 2>&1 | filecheck %s --check-prefix=REPORT
+// RUN: fuse-opt %s --split-input-file -p 'nn-fuse{dot="%t.dot"}' -o %t.mlir && filecheck %s --check-prefix=DOT < %t.dot
+// RUN: not fuse-opt %s --split-input-file -p 'nn-fuse{route=bogus}' 2>&1 | filecheck %s --check-prefix=BADROUTE
+// BADROUTE: error: nn-fuse: unknown route 'bogus'
+// REPORT-NOT: Traceback
+
+// Rule: an elementwise chain with a broadcast, a cast and views (reshape, transpose,
+// slice, concat) becomes one pointwise group; the views are indexing inside it.
+// CHECK-LABEL: func.func @pointwise_chain
+// CHECK-NEXT:  %[[F:.*]] = nn.fusion ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<8x8xbf16> attributes {kernel_name = "fused_0_exp_add_neg_cast", kind = "pointwise", route = "kernel"} {
+// CHECK:         nn.broadcast
+// CHECK:         nn.transpose
+// CHECK:         nn.slice
+// CHECK:         nn.concat
+// CHECK:         nn.reshape
+// CHECK:         nn.cast
+// CHECK:         nn.yield %{{.*}} : tensor<8x8xbf16>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  func.return %[[F]]
+// REPORT-LABEL: nn-fuse report for @pointwise_chain
+// REPORT-NEXT:  group   kind      route   ops   HBM before   HBM after   kernels   est. us
+// REPORT-NEXT:  fused_0_exp_add_neg_cast  pointwise kernel  11  1376  288  6 -> 1  24.0 -> 6.0
+// REPORT-NEXT:  total   11  1376  288  6 -> 1  24.0 -> 6.0
+// REPORT-NEXT:  HBM traffic saved: 79.1%
+// REPORT-NEXT:  fused_0_exp_add_neg_cast: nn.exp, nn.broadcast, nn.add, nn.transpose, nn.slice, nn.neg, nn.concat, nn.reshape, nn.cast, nn.reshape, nn.concat
+func.func @pointwise_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8x8xbf16> {
+  %e = nn.exp %x : tensor<4x8xf32>
+  %bb = nn.broadcast %b : tensor<8xf32> -> tensor<4x8xf32>
+  %s = nn.add %e, %bb : tensor<4x8xf32>
+  %t = nn.transpose %s [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+  %h = nn.slice %t [0:8, 0:2] : tensor<8x4xf32> -> tensor<8x2xf32>
+  %n = nn.neg %h : tensor<8x2xf32>
+  %c = nn.concat %n, %h axis 1 : tensor<8x2xf32>, tensor<8x2xf32> -> tensor<8x4xf32>
+  %r = nn.reshape %c : tensor<8x4xf32> -> tensor<4x8xf32>
+  %o = nn.cast %r : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %o2 = nn.reshape %o : tensor<4x8xbf16> -> tensor<8x4xbf16>
+  %o3 = nn.concat %o2, %o2 axis 1 : tensor<8x4xbf16>, tensor<8x4xbf16> -> tensor<8x8xbf16>
+  func.return %o3 : tensor<8x8xbf16>
+}
+
+// -----
+
+// Rule: a reduction with its prologue and epilogue; two reductions over the same rows
+// (softmax: max and sum) share one reduction group.
+// CHECK-LABEL: func.func @softmax_rows
+// CHECK-NEXT:  nn.fusion ins(%x : tensor<4x8xbf16>) -> tensor<4x8xbf16> attributes {kernel_name = "fused_0_cast_reduce_max_sub_exp", kind = "reduction", route = "kernel"}
+// CHECK:         nn.reduce_max
+// CHECK:         nn.sum
+// CHECK:         nn.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  func.return
+// REPORT-LABEL: nn-fuse report for @softmax_rows
+// REPORT-NEXT:  group
+// REPORT-NEXT:  fused_0_cast_reduce_max_sub_exp reduction kernel 9 {{[0-9]+}} 128 7 -> 1
+func.func @softmax_rows(%x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  %xf = nn.cast %x : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %m = nn.reduce_max %xf [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+  %mb = nn.broadcast %m : tensor<4x1xf32> -> tensor<4x8xf32>
+  %d = nn.sub %xf, %mb : tensor<4x8xf32>
+  %e = nn.exp %d : tensor<4x8xf32>
+  %s = nn.sum %e [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+  %sb = nn.broadcast %s : tensor<4x1xf32> -> tensor<4x8xf32>
+  %y = nn.div %e, %sb : tensor<4x8xf32>
+  %o = nn.cast %y : tensor<4x8xf32> -> tensor<4x8xbf16>
+  func.return %o : tensor<4x8xbf16>
+}
+
+// -----
+
+// Rule: fused residual add + rms_norm with both outputs (multi-output group); the
+// weight cast before its broadcast is recomputed per row (bounded by max_recompute:
+// with max_recompute=0 it stays out, in a group of its own).
+// CHECK-LABEL: func.func @residual_rmsnorm
+// CHECK-NEXT:  %[[H:[^,]*]], %[[O:[^ ]*]] = nn.fusion ins(%x, %r, %w : tensor<2x8xbf16>, tensor<2x8xbf16>, tensor<8xbf16>) -> (tensor<2x8xbf16>, tensor<2x8xbf16>) attributes {kernel_name = "fused_0_add_cast_mul_mean", kind = "reduction", route = "kernel"}
+// CHECK:         nn.yield %{{.*}}, %{{.*}} : tensor<2x8xbf16>, tensor<2x8xbf16>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  func.return %[[O]], %[[H]]
+// NORECOMPUTE-LABEL: func.func @residual_rmsnorm
+// NORECOMPUTE-NEXT:  %[[WF:.*]] = nn.fusion ins(%w : tensor<8xbf16>) -> tensor<8xf32> attributes {kernel_name = "fused_0_cast", kind = "pointwise"
+// NORECOMPUTE:       nn.fusion ins(%x, %r, %[[WF]] : tensor<2x8xbf16>, tensor<2x8xbf16>, tensor<8xf32>) -> (tensor<2x8xbf16>, tensor<2x8xbf16>) attributes {kernel_name = "fused_1_add_cast_mul_mean", kind = "reduction"
+func.func @residual_rmsnorm(%x: tensor<2x8xbf16>, %r: tensor<2x8xbf16>, %w: tensor<8xbf16>) -> (tensor<2x8xbf16>, tensor<2x8xbf16>) {
+  %h = nn.add %x, %r : tensor<2x8xbf16>
+  %hf = nn.cast %h : tensor<2x8xbf16> -> tensor<2x8xf32>
+  %sq = nn.mul %hf, %hf : tensor<2x8xf32>
+  %ms = nn.mean %sq [1] keepdim : tensor<2x8xf32> -> tensor<2x1xf32>
+  %eps = nn.constant 1.0e-06 : tensor<2x1xf32>
+  %v = nn.add %ms, %eps : tensor<2x1xf32>
+  %rs = nn.rsqrt %v : tensor<2x1xf32>
+  %rb = nn.broadcast %rs : tensor<2x1xf32> -> tensor<2x8xf32>
+  %n = nn.mul %hf, %rb : tensor<2x8xf32>
+  %wf = nn.cast %w : tensor<8xbf16> -> tensor<8xf32>
+  %wb = nn.broadcast %wf : tensor<8xf32> -> tensor<2x8xf32>
+  %y = nn.mul %n, %wb : tensor<2x8xf32>
+  %o = nn.cast %y : tensor<2x8xf32> -> tensor<2x8xbf16>
+  func.return %o, %h : tensor<2x8xbf16>, tensor<2x8xbf16>
+}
+
+// -----
+
+// Rule: layer_norm's mean and variance (two reductions over the same rows), one group.
+// CHECK-LABEL: func.func @layernorm_rows
+// CHECK-NEXT:  nn.fusion ins(%x, %w, %b : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32> attributes {kernel_name = "fused_0_mean_sub_mul_add", kind = "reduction", route = "kernel"}
+// CHECK:         nn.constant 1.000000e-05 : tensor<4x1xf32>
+// CHECK:         nn.mean
+// CHECK:         nn.mean
+// CHECK:         nn.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  func.return
+func.func @layernorm_rows(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %m = nn.mean %x [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+  %mb = nn.broadcast %m : tensor<4x1xf32> -> tensor<4x8xf32>
+  %c = nn.sub %x, %mb : tensor<4x8xf32>
+  %sq = nn.mul %c, %c : tensor<4x8xf32>
+  %var = nn.mean %sq [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+  %eps = nn.constant 1.0e-05 : tensor<4x1xf32>
+  %ve = nn.add %var, %eps : tensor<4x1xf32>
+  %rs = nn.rsqrt %ve : tensor<4x1xf32>
+  %rb = nn.broadcast %rs : tensor<4x1xf32> -> tensor<4x8xf32>
+  %n = nn.mul %c, %rb : tensor<4x8xf32>
+  %wb = nn.broadcast %w : tensor<8xf32> -> tensor<4x8xf32>
+  %y = nn.mul %n, %wb : tensor<4x8xf32>
+  %bb = nn.broadcast %b : tensor<8xf32> -> tensor<4x8xf32>
+  %z = nn.add %y, %bb : tensor<4x8xf32>
+  func.return %z : tensor<4x8xf32>
+}
+
+// -----
+
+// Rule: matmul + elementwise epilogue (bias, activation, scale, residual add) that
+// reads other tensors: one matmul group with a generated kernel (tiny GEMM, several
+// epilogue ops: one launch beats three).
+// CHECK-LABEL: func.func @matmul_epilogue
+// CHECK-NEXT:  nn.fusion ins(%x, %w, %b, %res : tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32> attributes {kernel_name = "fused_0_matmul_add_gelu_mul", kind = "matmul", route = "kernel"}
+// CHECK:         nn.matmul
+// CHECK:         nn.gelu
+// CHECK:         nn.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  func.return
+func.func @matmul_epilogue(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %res: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %mm = nn.matmul %x, %w transpose_b : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+  %bb = nn.broadcast %b : tensor<16xf32> -> tensor<4x16xf32>
+  %a = nn.add %mm, %bb : tensor<4x16xf32>
+  %g = nn.gelu %a : tensor<4x16xf32>
+  %half = nn.constant 0.5 : tensor<4x16xf32>
+  %s = nn.mul %g, %half : tensor<4x16xf32>
+  %o = nn.add %s, %res : tensor<4x16xf32>
+  func.return %o : tensor<4x16xf32>
+}
+
+// -----
+
+// Rule: two matmuls sharing their A operand and meeting in an elementwise op (the gated
+// MLP's silu(x @ Wg) * (x @ Wu)) are one group; the down projection (matmul into matmul)
+// is not, and alone it has nothing to fuse, so it stays an eager library call.
+// CHECK-LABEL: func.func @gated_mlp
+// CHECK-NEXT:  %[[P:.*]] = nn.fusion ins(%x, %wg, %wu : tensor<4x8xf32>, tensor<12x8xf32>, tensor<12x8xf32>) -> tensor<4x12xf32> attributes {kernel_name = "fused_0_matmul_silu_mul", kind = "matmul", route = "kernel"}
+// CHECK:         nn.matmul
+// CHECK:         nn.matmul
+// CHECK:         nn.silu
+// CHECK:         nn.mul
+// CHECK:         nn.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  %[[D:.*]] = nn.matmul %[[P]], %wd transpose_b
+// CHECK-NEXT:  func.return %[[D]]
+// FORCED-LABEL: func.func @gated_mlp
+// FORCED:       kernel_name = "fused_0_matmul_silu_mul", kind = "matmul", route = "kernel"
+// FORCED:       kernel_name = "fused_1_matmul", kind = "matmul", route = "kernel"
+func.func @gated_mlp(%x: tensor<4x8xf32>, %wg: tensor<12x8xf32>, %wu: tensor<12x8xf32>, %wd: tensor<8x12xf32>) -> tensor<4x8xf32> {
+  %g = nn.matmul %x, %wg transpose_b : tensor<4x8xf32>, tensor<12x8xf32> -> tensor<4x12xf32>
+  %u = nn.matmul %x, %wu transpose_b : tensor<4x8xf32>, tensor<12x8xf32> -> tensor<4x12xf32>
+  %s = nn.silu %g : tensor<4x12xf32>
+  %p = nn.mul %s, %u : tensor<4x12xf32>
+  %d = nn.matmul %p, %wd transpose_b : tensor<4x12xf32>, tensor<8x12xf32> -> tensor<4x8xf32>
+  func.return %d : tensor<4x8xf32>
+}
+
+// -----
+
+// Rule: a value needed inside and outside a group is produced once, as a second result
+// of the group (multi-output), not recomputed.
+// CHECK-LABEL: func.func @multi_output
+// CHECK-NEXT:  %[[E:[^,]*]], %[[T:[^ ]*]] = nn.fusion ins(%x : tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK-COUNT-1: nn.exp
+// CHECK:         nn.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  %[[S:.*]] = nn.softmax %[[E]] axis 1
+// CHECK-NEXT:  func.return %[[T]], %[[S]]
+func.func @multi_output(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %e = nn.exp %x : tensor<4x8xf32>
+  %t = nn.tanh %e : tensor<4x8xf32>
+  %s = nn.softmax %e axis 1 : tensor<4x8xf32>
+  func.return %t, %s : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Negative: two reductions over different axes do not share a group.
+// CHECK-LABEL: func.func @different_axes
+// CHECK-NEXT:  nn.fusion {{.*}} kind = "reduction"
+// CHECK:         nn.sum %{{.*}} [1] keepdim
+// CHECK-NOT:     nn.sum
+// CHECK:       nn.fusion {{.*}} kind = "reduction"
+// CHECK:         nn.sum %{{.*}} [0] keepdim
+func.func @different_axes(%x: tensor<4x8xf32>) -> tensor<1x4xf32> {
+  %r = nn.sum %x [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+  %t = nn.reshape %r : tensor<4x1xf32> -> tensor<1x4xf32>
+  %e = nn.exp %t : tensor<1x4xf32>
+  %s = nn.sum %e [0] keepdim : tensor<1x4xf32> -> tensor<1x4xf32>
+  func.return %s : tensor<1x4xf32>
+}
+
+// -----
+
+// Negative: a transpose of a reduction's rows is not row-local, so it does not join the
+// reduction group (it joins the pointwise consumer after it).
+// CHECK-LABEL: func.func @transpose_after_reduction
+// CHECK-NEXT:  %[[R:.*]] = nn.fusion ins(%x : tensor<4x8xf32>) -> tensor<4x8xf32> attributes {kernel_name = "fused_0_reduce_max_sub", kind = "reduction"
+// CHECK:       nn.fusion ins(%[[R]] : tensor<4x8xf32>) -> tensor<8x4xf32> attributes {kernel_name = "fused_1_exp", kind = "pointwise"
+// CHECK:         nn.transpose
+func.func @transpose_after_reduction(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  %m = nn.reduce_max %x [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+  %mb = nn.broadcast %m : tensor<4x1xf32> -> tensor<4x8xf32>
+  %d = nn.sub %x, %mb : tensor<4x8xf32>
+  %t = nn.transpose %d [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+  %e = nn.exp %t : tensor<8x4xf32>
+  func.return %e : tensor<8x4xf32>
+}
+
+// -----
+
+// Negative (cycle): %a and %b would fuse, but %b also needs the opaque softmax of %a;
+// one group {a, b} would both feed and consume the softmax.
+// CHECK-LABEL: func.func @no_cycle
+// CHECK-NEXT:  %[[A:.*]] = nn.fusion ins(%x : tensor<4x8xf32>) -> tensor<4x8xf32> attributes {kernel_name = "fused_0_exp"
+// CHECK:       %[[S:.*]] = nn.softmax %[[A]] axis 1
+// CHECK-NEXT:  nn.fusion ins(%[[A]], %[[S]] : tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> attributes {kernel_name = "fused_1_add"
+func.func @no_cycle(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %a = nn.exp %x : tensor<4x8xf32>
+  %s = nn.softmax %a axis 1 : tensor<4x8xf32>
+  %b = nn.add %a, %s : tensor<4x8xf32>
+  func.return %b : tensor<4x8xf32>
+}
+
+// -----
+
+// Negative: a pointwise group has one domain, so a value of another size that is also
+// needed outside is not fused into its broadcast consumer (it is its own kernel).
+// CHECK-LABEL: func.func @outputs_of_two_sizes
+// CHECK-NEXT:  %[[E:.*]] = nn.fusion ins(%b : tensor<8xf32>) -> tensor<8xf32> attributes {kernel_name = "fused_0_exp"
+// CHECK:       nn.fusion ins(%[[E]], %x : tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> attributes {kernel_name = "fused_1_add"
+func.func @outputs_of_two_sizes(%b: tensor<8xf32>, %x: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<4x8xf32>) {
+  %e = nn.exp %b : tensor<8xf32>
+  %eb = nn.broadcast %e : tensor<8xf32> -> tensor<4x8xf32>
+  %s = nn.add %eb, %x : tensor<4x8xf32>
+  func.return %e, %s : tensor<8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Routes. A tiny GEMM (M=128, 2 output tiles for 132 SMs) with a one-op epilogue is
+// bypassed (left to eager: a generated kernel would run on 2 SMs, and an epilogue
+// kernel after a library GEMM saves nothing over one eager op); a memory-bound GEMM is
+// one generated kernel; a large, compute-bound GEMM is a library GEMM with its
+// two-op epilogue fused into one kernel after it.
+// CHECK-LABEL: func.func @routes
+// CHECK-NEXT:  %[[T:.*]] = nn.matmul %x, %w
+// CHECK-NEXT:  nn.add %[[T]], %r
+// CHECK-NEXT:  nn.fusion {{.*}} attributes {kernel_name = "fused_0_matmul_relu", kind = "matmul", route = "kernel"}
+// CHECK:       nn.fusion {{.*}} attributes {kernel_name = "fused_1_matmul_add_relu", kind = "matmul", route = "library_gemm"}
+// CHECK:       func.return
+// REPORT-LABEL: nn-fuse report for @routes
+// REPORT-NEXT:  group
+// REPORT-NEXT:  fused_0_matmul_relu      matmul  kernel        2  109576192   42467328  2 -> 1
+// REPORT-NEXT:  fused_1_matmul_add_relu  matmul  library_gemm  3  {{[0-9]+}}  {{[0-9]+}}  3 -> 2
+// REPORT-NEXT:  eager                    -       unfused       2    1048576    1048576  2 -> 2
+// REPORT-NEXT:  total                                          7  {{[0-9]+}}  {{[0-9]+}}  7 -> 5
+func.func @routes(%x: tensor<128x1024xbf16>, %w: tensor<1024x256xbf16>, %r: tensor<128x256xbf16>, %y: tensor<16384x256xbf16>, %w2: tensor<256x1024xbf16>, %z: tensor<8192x8192xbf16>, %w3: tensor<8192x8192xbf16>) -> (tensor<128x256xbf16>, tensor<16384x1024xbf16>, tensor<8192x8192xbf16>) {
+  %t = nn.matmul %x, %w : tensor<128x1024xbf16>, tensor<1024x256xbf16> -> tensor<128x256xbf16>
+  %o = nn.add %t, %r : tensor<128x256xbf16>
+  %m = nn.matmul %y, %w2 : tensor<16384x256xbf16>, tensor<256x1024xbf16> -> tensor<16384x1024xbf16>
+  %mr = nn.relu %m : tensor<16384x1024xbf16>
+  %l = nn.matmul %z, %w3 : tensor<8192x8192xbf16>, tensor<8192x8192xbf16> -> tensor<8192x8192xbf16>
+  %la = nn.add %l, %z : tensor<8192x8192xbf16>
+  %lr = nn.relu %la : tensor<8192x8192xbf16>
+  func.return %o, %mr, %lr : tensor<128x256xbf16>, tensor<16384x1024xbf16>, tensor<8192x8192xbf16>
+}
+
+// -----
+
+// A lone view is left to eager (a strided view there); constants are cloned into the
+// groups that use them. (The DOT file of --split-input-file holds this last case.)
+// DOT:         digraph fusion {
+// DOT:         subgraph cluster_func0 {
+// DOT-NEXT:      label="@views_and_constants";
+// DOT-NEXT:      [[X:n[0-9]+]] [label="%x", shape=ellipse];
+// DOT-NEXT:      [[T:n[0-9]+]] [label="nn.transpose", shape=box];
+// DOT-NEXT:      subgraph cluster_0_1 {
+// DOT-NEXT:        label="fused_0_mul (pointwise, kernel)"; style=filled; fillcolor=lightblue;
+// DOT-NEXT:        [[C:n[0-9]+]] [label="nn.constant", shape=box];
+// DOT-NEXT:        [[M:n[0-9]+]] [label="nn.mul", shape=box];
+// DOT-NEXT:      }
+// DOT-NEXT:      [[R:n[0-9]+]] [label="func.return", shape=box];
+// DOT-NEXT:    }
+// DOT-NEXT:    [[X]] -> [[T]] [label="tensor<4x8xf32>"];
+// DOT-NEXT:    [[X]] -> [[M]] [label="tensor<4x8xf32>"];
+// DOT-NEXT:    [[C]] -> [[M]] [label="tensor<4x8xf32>"];
+// DOT-NEXT:    [[T]] -> [[R]] [label="tensor<8x4xf32>"];
+// DOT-NEXT:    [[M]] -> [[R]] [label="tensor<4x8xf32>"];
+// DOT-NEXT:  }
+// CHECK-LABEL: func.func @views_and_constants
+// CHECK-NEXT:  %[[V:.*]] = nn.transpose %x [1, 0]
+// CHECK-NEXT:  nn.fusion ins(%x : tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  ^{{.*}}(%{{.*}}: tensor<4x8xf32>):
+// CHECK-NEXT:    nn.constant 2.000000e+00 : tensor<4x8xf32>
+// CHECK-NEXT:    nn.mul
+// CHECK-NEXT:    nn.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  func.return %[[V]]
+func.func @views_and_constants(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<4x8xf32>) {
+  %t = nn.transpose %x [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+  %c = nn.constant 2.0 : tensor<4x8xf32>
+  %m = nn.mul %x, %c : tensor<4x8xf32>
+  func.return %t, %m : tensor<8x4xf32>, tensor<4x8xf32>
+}
