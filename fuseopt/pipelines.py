@@ -17,8 +17,8 @@ from fuseopt.diagnostics import verify_module
 FUSE = "nn-decompose,canonicalize,cse,nn-fuse"
 """The nn-level pipeline: composites into primitives, cleanup, then fusion groups."""
 
-STANDARD = FUSE
-"""The standard pipeline (it grows to end in tile IR once tiling takes every group)."""
+STANDARD = FUSE + ",convert-nn-to-tile,tile-promote"
+"""The standard pipeline: the fuse pipeline, then tiling and memory promotion (tile IR)."""
 
 PIPELINES: dict[str, str] = {"fuse": FUSE, "standard": STANDARD}
 """Named pipelines, by name."""
