@@ -1,0 +1,214 @@
+"""The "cuda" backend of `fuseopt.compile`: nn IR -> tile IR -> CUDA C++ -> cubins.
+
+`CudaBackend.compile` runs the standard pipeline to tile IR, prints every kernel
+(`printer.print_cuda`) and plans the host function (`HostPlan`): buffer allocations,
+views, kernel launches and library GEMMs (`torch.matmul`, i.e. cuBLAS, into the
+out-param). Cubins are built on first use on a GPU (the device's architecture is
+known only then) and cached on disk; without a GPU, calling the result raises
+`CudaUnavailableError` while `kernels` and `save()` still give the source.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+
+from fuseopt.backends.cuda.printer import CudaKernel, print_cuda
+from fuseopt.backends.cuda.runtime import LoadedKernel, check_gpu, compile_cubin, device_arch
+from fuseopt.diagnostics import CompileError, error_at
+from fuseopt.dialects import tile
+from fuseopt.frontends.fx.types import torch_dtype
+
+
+def tile_pipeline() -> str:
+    """The pass pipeline from imported nn IR to promoted tile IR."""
+    from fuseopt import pipelines
+
+    if "tile-promote" in pipelines.STANDARD:
+        return pipelines.STANDARD
+    return pipelines.FUSE + ",convert-nn-to-tile,tile-promote"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A host step: launch kernel `kernel` over `grid` with the buffers in slots `args`."""
+
+    kernel: CudaKernel
+    grid: tuple[int, ...]
+    args: list[int]
+
+
+Step = Callable[[list[torch.Tensor | None], torch.device], None] | Launch
+
+
+class HostPlan:
+    """The host function as a list of steps over a slot per SSA value."""
+
+    def __init__(self, f: func.FuncOp, kernels: dict[str, CudaKernel]):
+        block = f.body.block
+        self.slots: dict[object, int] = {}
+        outputs = tile.output_params(f)
+        self.inputs: list[tuple[int, tuple[int, ...], torch.dtype]] = []
+        self.outputs: list[tuple[int, tuple[int, ...], torch.dtype]] = []
+        for arg, out in zip(block.args, outputs, strict=True):
+            t = arg.type
+            assert isinstance(t, MemRefType)
+            spec = (self._slot(arg), tuple(t.get_shape()), torch_dtype(t.element_type))
+            (self.outputs if out else self.inputs).append(spec)
+        self.steps: list[Step] = []
+        self.launches: list[str] = []
+        for op in block.ops:
+            self._plan(op, kernels)
+
+    def _slot(self, v: object) -> int:
+        return self.slots.setdefault(v, len(self.slots))
+
+    def _plan(self, op: object, kernels: dict[str, CudaKernel]) -> None:
+        if isinstance(op, tile.AllocOp):
+            t = op.result.type
+            assert isinstance(t, MemRefType)
+            s, shape, dt = self._slot(op.result), tuple(t.get_shape()), torch_dtype(t.element_type)
+
+            def alloc(b: list, dev: torch.device, s=s, shape=shape, dt=dt) -> None:
+                b[s] = torch.empty(shape, dtype=dt, device=dev)
+
+            self.steps.append(alloc)
+        elif isinstance(op, tile.ViewOp):
+            t = op.result.type
+            assert isinstance(t, MemRefType)
+            s, src, shape = self._slot(op.result), self._slot(op.source), tuple(t.get_shape())
+
+            def view(b: list, dev: torch.device, s=s, src=src, shape=shape) -> None:
+                b[s] = b[src].view(shape)
+
+            self.steps.append(view)
+        elif isinstance(op, tile.LaunchOp):
+            name = op.kernel.root_reference.data
+            k = kernels[name]
+            grid = k.grid or op.grid_sizes
+            args = [self._slot(a) for a in op.args]
+            self.launches.append(k.c_name)
+
+            self.steps.append(Launch(k, tuple(grid), args))
+        elif isinstance(op, tile.GemmOp):
+            a, bb, c = self._slot(op.lhs), self._slot(op.rhs), self._slot(op.out)
+            ta, tb = op.transpose_a is not None, op.transpose_b is not None
+            self.launches.append("library_gemm")
+
+            def gemm(b: list, dev: torch.device, a=a, bb=bb, c=c, ta=ta, tb=tb) -> None:
+                x, y = b[a], b[bb]
+                torch.matmul(x.mT if ta else x, y.mT if tb else y, out=b[c])
+
+            self.steps.append(gemm)
+        elif isinstance(op, func.ReturnOp):
+            if op.arguments:
+                raise error_at(op, "host functions return through {tile.output} buffers")
+        else:
+            raise error_at(op, f"the cuda backend cannot run {op.name} in a host function")  # type: ignore[attr-defined]
+
+
+class CudaFunction:
+    """A compiled function: call it with CUDA tensors (see the module docstring)."""
+
+    def __init__(self, module: ModuleOp, func_name: str, kernels: list[CudaKernel]):
+        from fuseopt.api import KernelRecord
+
+        self.module = module
+        self.func_name = func_name
+        self.cuda_kernels = kernels
+        by_ir = {k.ir_name: k for k in kernels}
+        f = next(
+            (o for o in module.ops if isinstance(o, func.FuncOp) and o.sym_name.data == func_name),
+            None,
+        )
+        if f is None:
+            raise CompileError(f"no function @{func_name} in the compiled module")
+        self.plan = HostPlan(f, by_ir)
+        self.kernels = [KernelRecord(k.c_name, k.ops, k.schedule, k.source) for k in kernels]
+        self._loaded: dict[tuple[int, str], LoadedKernel] = {}
+
+    def save(self, directory: str | Path) -> list[Path]:
+        """Write every kernel's `.cu` file into `directory`; return the paths."""
+        root = Path(directory)
+        root.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for k in self.cuda_kernels:
+            path = root / k.file_name
+            path.write_text(k.source)
+            paths.append(path)
+        return paths
+
+    def compile_all(self, device: torch.device | None = None) -> None:
+        """Build and load every kernel for `device` (the current CUDA device)."""
+        check_gpu()
+        dev = torch.device("cuda", torch.cuda.current_device()) if device is None else device
+        for k in self.cuda_kernels:
+            self._kernel(k, dev)
+
+    def _kernel(self, k: CudaKernel, dev: torch.device) -> LoadedKernel:
+        key = (dev.index or 0, k.c_name)
+        got = self._loaded.get(key)
+        if got is None:
+            with torch.cuda.device(dev):
+                cubin = compile_cubin(k.source, k.c_name, device_arch(dev))
+                got = LoadedKernel(cubin, k.c_name, k.smem_bytes)
+            self._loaded[key] = got
+        return got
+
+    def check(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """The inputs as contiguous CUDA tensors of the compiled shapes and dtypes."""
+        check_gpu()
+        if len(inputs) != len(self.plan.inputs):
+            raise CompileError(
+                f"@{self.func_name} takes {len(self.plan.inputs)} inputs, got {len(inputs)}"
+            )
+        out = []
+        for i, (x, (_, shape, dt)) in enumerate(zip(inputs, self.plan.inputs, strict=True)):
+            if not isinstance(x, torch.Tensor) or x.device.type != "cuda":
+                raise CompileError(f"input {i} must be a CUDA tensor for the cuda backend")
+            if x.numel() != math.prod(shape) or x.dtype != dt:
+                raise CompileError(
+                    f"input {i} must be {dt} of shape {shape}, "
+                    f"got {x.dtype} of shape {tuple(x.shape)}"
+                )
+            out.append(x.reshape(shape).contiguous())
+        return out
+
+    def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Run on CUDA tensors; returns the outputs (on the inputs' device)."""
+        xs = self.check(inputs)
+        dev = xs[0].device if xs else torch.device("cuda", torch.cuda.current_device())
+        bufs: list[torch.Tensor | None] = [None] * len(self.plan.slots)
+        for (s, _, _), x in zip(self.plan.inputs, xs, strict=True):
+            bufs[s] = x
+        for s, shape, dt in self.plan.outputs:
+            bufs[s] = torch.empty(shape, dtype=dt, device=dev)
+        with torch.cuda.device(dev):
+            for step in self.plan.steps:
+                if isinstance(step, Launch):
+                    loaded = self._kernel(step.kernel, dev)
+                    loaded.launch(step.grid, step.kernel.threads, [bufs[a] for a in step.args])  # type: ignore[misc]
+                else:
+                    step(bufs, dev)
+        return tuple(bufs[s] for s, _, _ in self.plan.outputs)  # type: ignore[misc]
+
+
+class CudaBackend:
+    """`backend="cuda"`: CUDA C++ kernels compiled with NVRTC or nvcc."""
+
+    def compile(self, module: ModuleOp, func_name: str, options: Mapping[str, Any]) -> CudaFunction:
+        """Lower `func_name` of `module` to tile IR and print its kernels."""
+        from fuseopt.pipelines import run_pipeline
+
+        run_pipeline(module, tile_pipeline())
+        fn = CudaFunction(module, func_name, print_cuda(module))
+        if torch.cuda.is_available():
+            fn.compile_all()
+        return fn

@@ -1,0 +1,252 @@
+"""CUDA C++ for the tile memory ops: load, store, copy, mask, alloc, view, barrier.
+
+Every access goes chunk by chunk through a dist layout (`values.Layout`): a chunk is
+`v` consecutive elements of one row of the box, so it is consecutive in the buffer.
+A chunk that is wholly in bounds and whose address is aligned is moved by one
+vector access (16 bytes where the chunk is 16 bytes: `fo_copy_vec`); any other chunk
+(the ragged edge, a misaligned view) goes element by element under the bounds mask,
+which is the scalar tail. Coordinates inside a tile are `int`; global element
+indices are `long long`, since buffers may exceed 2^31 elements.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import MemRefType, TensorType
+from xdsl.ir import Operation
+
+from fuseopt.backends.cuda import op_table
+from fuseopt.backends.cuda.values import Buffer, Layout, Val
+from fuseopt.dialects import tile
+from fuseopt.dialects.syntax import array_values
+
+
+class ChunkAccess:
+    """C expressions locating chunk `k` of a box at `offsets` of buffer `buf`.
+
+    After `open()` the current scope defines `fo_g` (global index of the chunk's first
+    element), `fo_ok` (every dim but the last in bounds, and the chunk inside the
+    tile) and `fo_c` (the buffer coordinate of the chunk's first element along the
+    last dim); `elem_ok(j)` and `whole()` test the last dim.
+    """
+
+    def __init__(self, buf: Buffer, offsets: list[str], lay: Layout, prefix: str = "fo"):
+        self.buf, self.offsets, self.lay, self.p = buf, offsets, lay, prefix
+        self.box = lay.shape
+        self.lead = len(buf.shape) - len(self.box)
+        if self.lead < 0:
+            raise ValueError(f"a tile of rank {len(self.box)} does not fit {buf.shape}")
+
+    def lines(self, k: int) -> list[str]:
+        """Declarations of `<p>_g`, `<p>_ok` and `<p>_c` for chunk `k`."""
+        p, lay, box, buf = self.p, self.lay, self.box, self.buf
+        strides = buf.strides()
+        out = [f"const int {p}_f = {lay.chunk_start(k)};"]
+        terms: list[str] = []
+        conds: list[str] = []
+        if lay.guarded and (k + 1) * lay.nt * lay.v > lay.n:
+            conds.append(f"{p}_f < {lay.n}")
+        for i in range(self.lead):
+            off = self.offsets[i]
+            terms.append(f"{off} * {strides[i]}LL")
+            conds.append(f"{off} < {buf.shape[i]}")
+        inner = 1
+        coords: list[str] = [""] * len(box)
+        for d in reversed(range(len(box))):
+            coords[d] = f"({p}_f / {inner} % {box[d]})" if inner > 1 else f"({p}_f % {box[d]})"
+            inner *= box[d]
+        last = len(buf.shape) - 1
+        for d, c in enumerate(coords):
+            i = self.lead + d
+            pos = f"({self.offsets[i]} + {c})"
+            terms.append(f"{pos} * {strides[i]}LL" if strides[i] != 1 else pos)
+            if i != last:
+                conds.append(f"{pos} < {buf.shape[i]}")
+        out.append(f"const long long {p}_g = {' + '.join(terms) or '0LL'};")
+        out.append(f"const bool {p}_ok = {' && '.join(conds) or 'true'};")
+        if box:
+            out.append(f"const long long {p}_c = {self.offsets[last]} + {coords[-1]};")
+        else:
+            out.append(f"const long long {p}_c = {self.offsets[last]};")
+        return out
+
+    def elem_ok(self, j: int) -> str:
+        """Element j of the chunk is in bounds."""
+        return f"{self.p}_ok && {self.p}_c + {j} < {self.buf.shape[-1]}"
+
+    def whole(self) -> str:
+        """The whole chunk is in bounds."""
+        return f"{self.p}_ok && {self.p}_c + {self.lay.v} <= {self.buf.shape[-1]}"
+
+
+def _vec(ctype: str, v: int) -> str:
+    return f"fo_vec_bytes<{ctype}, {v}>()"
+
+
+def emit_load_into(em, buf: Buffer, offsets: list[str], out: Val, fill: str) -> None:  # noqa: ANN001
+    """Fill dist tile `out` from the box of `buf` at `offsets` (masked with `fill`)."""
+    lay = out.layout
+    assert lay is not None
+    acc = ChunkAccess(buf, offsets, lay)
+    ctype = op_table.c_type(buf.elem)
+    for k in range(lay.chunks):
+        em.open("")
+        for text in acc.lines(k):
+            em.line(text)
+        dst = f"&{out.name}[{k * lay.v}]"
+        if lay.v > 1:
+            em.open(f"if ({acc.whole()} && fo_aligned({buf.name} + fo_g, {_vec(ctype, lay.v)}))")
+            em.line(f"fo_copy_vec<{ctype}, {lay.v}>({dst}, {buf.name} + fo_g);")
+            em.close()
+            em.open("else")
+        for j in range(lay.v):
+            em.line(
+                f"{out.name}[{k * lay.v + j}] = "
+                f"({acc.elem_ok(j)}) ? {buf.name}[fo_g + {j}] : {fill};"
+            )
+        if lay.v > 1:
+            em.close()
+        em.close()
+
+
+def emit_store_from(em, x: Val, buf: Buffer, offsets: list[str]) -> None:  # noqa: ANN001
+    """Store dist tile `x` into the box of `buf` at `offsets` (skipping out-of-bounds)."""
+    lay = x.layout
+    assert lay is not None
+    acc = ChunkAccess(buf, offsets, lay)
+    ctype = op_table.c_type(buf.elem)
+    for k in range(lay.chunks):
+        em.open("")
+        for text in acc.lines(k):
+            em.line(text)
+        if lay.v > 1 and x.kind == "dist":
+            em.open(f"if ({acc.whole()} && fo_aligned({buf.name} + fo_g, {_vec(ctype, lay.v)}))")
+            em.line(f"fo_copy_vec<{ctype}, {lay.v}>({buf.name} + fo_g, &{x.name}[{k * lay.v}]);")
+            em.close()
+            em.open("else")
+        for j in range(lay.v):
+            em.line(f"if ({acc.elem_ok(j)}) {buf.name}[fo_g + {j}] = {em.slot(x, k, j)};")
+        if lay.v > 1 and x.kind == "dist":
+            em.close()
+        em.close()
+
+
+def _offsets(em, values) -> list[str]:  # noqa: ANN001
+    return [em.scalar(v) for v in values]
+
+
+def _emit_load(em, op: tile.LoadOp) -> None:  # noqa: ANN001
+    buf = em.buffer(op.buffer)
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    shape = tuple(t.get_shape())
+    out = em.new_dist(shape, t.element_type, "ld")
+    fill = op_table.literal(op.fill_value, t.element_type)
+    emit_load_into(em, buf, _offsets(em, op.offsets), out, fill)
+    em.values[op.result] = out
+
+
+def _emit_store(em, op: tile.StoreOp) -> None:  # noqa: ANN001
+    buf = em.buffer(op.buffer)
+    x = em.val(op.value)
+    t = op.value.type
+    assert isinstance(t, TensorType)
+    shape = tuple(t.get_shape())
+    own = x.layout if x.kind in ("dist", "chunk") else None
+    lay = own if own is not None and own.shape == shape else em.layout(shape)
+    if x.kind == "uniform":
+        x = Val("uniform", x.name, shape, x.elem, lay)
+    elif not (x.kind in ("dist", "chunk") and x.layout == lay):
+        x = em.as_dist(x, lay)
+    emit_store_from(em, x, buf, _offsets(em, op.offsets))
+
+
+def _emit_copy(em, op: tile.CopyOp) -> None:  # noqa: ANN001
+    src, dst = em.buffer(op.source), em.buffer(op.dest)
+    box = tuple(array_values(op.shape))
+    lay = em.layout(box)
+    s = ChunkAccess(src, _offsets(em, op.src_offsets), lay, "fo_s")
+    d = ChunkAccess(dst, _offsets(em, op.dst_offsets), lay, "fo_d")
+    ctype = op_table.c_type(src.elem)
+    if em.loop_depth:
+        em.barrier()  # earlier readers of the destination are done
+    for k in range(lay.chunks):
+        em.open("")
+        for text in [*s.lines(k), *d.lines(k)]:
+            em.line(text)
+        if lay.v > 1:
+            vb = _vec(ctype, lay.v)
+            em.open(
+                f"if ({s.whole()} && {d.whole()} && fo_aligned({src.name} + fo_s_g, {vb}) "
+                f"&& fo_aligned({dst.name} + fo_d_g, {vb}))"
+            )
+            em.line(f"fo_copy_vec<{ctype}, {lay.v}>({dst.name} + fo_d_g, {src.name} + fo_s_g);")
+            em.close()
+            em.open("else")
+        for j in range(lay.v):
+            em.line(
+                f"if (({s.elem_ok(j)}) && ({d.elem_ok(j)})) "
+                f"{dst.name}[fo_d_g + {j}] = {src.name}[fo_s_g + {j}];"
+            )
+        if lay.v > 1:
+            em.close()
+        em.close()
+
+
+def _emit_mask(em, op: tile.MaskOp) -> None:  # noqa: ANN001
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    shape = tuple(t.get_shape())
+    bounds = array_values(op.bounds)
+    offs = _offsets(em, op.offsets)
+    out = em.new_dist(shape, t.element_type, "mask")
+    lay = out.layout
+    assert lay is not None
+    for k in range(lay.chunks):
+        for j in range(lay.v):
+            flat = f"({lay.chunk_start(k)} + {j})"
+            conds, inner = [], 1
+            for d in reversed(range(len(shape))):
+                c = f"{flat} / {inner} % {shape[d]}" if inner > 1 else f"{flat} % {shape[d]}"
+                conds.append(f"{offs[d]} + {c} < {bounds[d]}")
+                inner *= shape[d]
+            em.line(f"{out.name}[{k * lay.v + j}] = {' && '.join(conds) or 'true'};")
+    em.values[op.result] = out
+
+
+def _emit_alloc(em, op: tile.AllocOp) -> None:  # noqa: ANN001
+    t = op.result.type
+    assert isinstance(t, MemRefType)
+    shape = tuple(t.get_shape())
+    if tile.memory_space(t) != tile.MemorySpace.SHARED:
+        raise ValueError("a kernel allocates shared memory only")
+    name = em.smem_alloc(op_table.c_type(t.element_type), math.prod(shape), "shared")
+    em.values[op.result] = Buffer(name, shape, t.element_type, True)
+
+
+def _emit_view(em, op: tile.ViewOp) -> None:  # noqa: ANN001
+    src = em.buffer(op.source)
+    t = op.result.type
+    assert isinstance(t, MemRefType)
+    em.values[op.result] = Buffer(
+        src.name, tuple(t.get_shape()), src.elem, src.shared, src.readonly
+    )
+
+
+def _emit_barrier(em, op: tile.BarrierOp) -> None:  # noqa: ANN001
+    em.barrier()
+
+
+def memory_handlers() -> dict[type[Operation], Callable]:
+    """The printer handlers of the memory ops, by op class."""
+    return {
+        tile.LoadOp: _emit_load,
+        tile.StoreOp: _emit_store,
+        tile.CopyOp: _emit_copy,
+        tile.MaskOp: _emit_mask,
+        tile.AllocOp: _emit_alloc,
+        tile.ViewOp: _emit_view,
+        tile.BarrierOp: _emit_barrier,
+    }

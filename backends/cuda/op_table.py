@@ -1,0 +1,167 @@
+"""CUDA C++ for the elementwise nn ops on tiles: one table, one entry per op.
+
+An entry is a format string over the operands' *compute values* (`float` for f32,
+f16 and bf16; `long long` for i64; `bool` for i1): the printer converts operands with
+`fo_f`/`fo_i`, formats the expression, and rounds the result to the tile's element
+type once per op, which is the nn reference's rounding rule. A language is mostly
+this table: the Triton printer has the same shape.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    IndexType,
+    IntegerType,
+)
+from xdsl.ir import Attribute
+
+from fuseopt.dialects import nn
+
+FLOAT_UNARY: dict[type[nn.UnaryElementwiseOp], str] = {
+    nn.NegOp: "(-{0})",
+    nn.AbsOp: "fabsf({0})",
+    nn.ExpOp: "expf({0})",
+    nn.LogOp: "logf({0})",
+    nn.SqrtOp: "sqrtf({0})",
+    nn.RsqrtOp: "(1.0f / sqrtf({0}))",
+    nn.ReciprocalOp: "(1.0f / {0})",
+    nn.TanhOp: "tanhf({0})",
+    nn.SigmoidOp: "fo_sigmoid({0})",
+    nn.ReluOp: "fo_relu({0})",
+    nn.SiluOp: "({0} * fo_sigmoid({0}))",
+    nn.ErfOp: "erff({0})",
+    nn.SinOp: "sinf({0})",
+    nn.CosOp: "cosf({0})",
+}
+"""Unary ops on float compute values (gelu depends on its attribute: see `unary`)."""
+
+INT_UNARY: dict[type[nn.UnaryElementwiseOp], str] = {
+    nn.NegOp: "(-{0})",
+    nn.AbsOp: "llabs({0})",
+    nn.ReluOp: "fo_max({0}, 0LL)",
+}
+"""Unary ops computed on `long long` for i64 tiles (others go through float)."""
+
+FLOAT_BINARY: dict[type[nn.BinaryElementwiseOp], str] = {
+    nn.AddOp: "({0} + {1})",
+    nn.SubOp: "({0} - {1})",
+    nn.MulOp: "({0} * {1})",
+    nn.DivOp: "({0} / {1})",
+    nn.MaxOp: "fo_max({0}, {1})",
+    nn.MinOp: "fo_min({0}, {1})",
+    nn.PowOp: "powf({0}, {1})",
+}
+"""Binary ops on float compute values."""
+
+INT_BINARY: dict[type[nn.BinaryElementwiseOp], str] = {
+    nn.AddOp: "({0} + {1})",
+    nn.SubOp: "({0} - {1})",
+    nn.MulOp: "({0} * {1})",
+    nn.MaxOp: "fo_max({0}, {1})",
+    nn.MinOp: "fo_min({0}, {1})",
+}
+"""Binary ops computed on `long long` for i64 tiles (div and pow go through float)."""
+
+COMPARE: dict[str, str] = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+"""nn.compare predicates as C operators."""
+
+
+def c_type(t: Attribute) -> str:
+    """The C++ storage type of an element type (f32, f16, bf16, i1, i64, index)."""
+    if isinstance(t, Float32Type):
+        return "float"
+    if isinstance(t, Float16Type):
+        return "__half"
+    if isinstance(t, BFloat16Type):
+        return "__nv_bfloat16"
+    if isinstance(t, IndexType):
+        return "long long"
+    if isinstance(t, IntegerType):
+        return "bool" if t.width.data == 1 else "long long"
+    raise ValueError(f"no CUDA type for element type {t}")
+
+
+def compute_kind(t: Attribute) -> str:
+    """How values of element type `t` are computed: "float", "int" or "bool"."""
+    if isinstance(t, Float32Type | Float16Type | BFloat16Type):
+        return "float"
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return "bool"
+    return "int"
+
+
+def element_bytes(t: Attribute) -> int:
+    """Bytes of one stored element."""
+    return {"float": 4, "__half": 2, "__nv_bfloat16": 2, "bool": 1, "long long": 8}[c_type(t)]
+
+
+def to_compute(expr: str, t: Attribute, kind: str) -> str:
+    """`expr` (stored as element type `t`) as a compute value of `kind`."""
+    if kind == "float":
+        return expr if isinstance(t, Float32Type) else f"fo_f({expr})"
+    if kind == "int":
+        return f"fo_i({expr})" if compute_kind(t) != "int" else expr
+    return expr if compute_kind(t) == "bool" else f"fo_to<bool>::of({expr})"
+
+
+def from_compute(expr: str, t: Attribute) -> str:
+    """A compute value rounded to element type `t` (once)."""
+    if isinstance(t, Float32Type) or compute_kind(t) == "bool":
+        return expr
+    return f"fo_to<{c_type(t)}>::of({expr})"
+
+
+def unary(op: nn.UnaryElementwiseOp, x: str, t: Attribute) -> str:
+    """C++ for unary `op` on stored element `x` of type `t`, rounded back to `t`."""
+    if compute_kind(t) == "int" and type(op) in INT_UNARY:
+        return INT_UNARY[type(op)].format(x)
+    if isinstance(op, nn.GeluOp):
+        fn = "fo_gelu_tanh" if op.approximation == "tanh" else "fo_gelu"
+        expr = f"{fn}({to_compute(x, t, 'float')})"
+    else:
+        expr = FLOAT_UNARY[type(op)].format(to_compute(x, t, "float"))
+    return from_compute(expr, t)
+
+
+def binary(op: nn.BinaryElementwiseOp, a: str, b: str, t: Attribute) -> str:
+    """C++ for binary `op` on stored elements `a`, `b` of type `t`, rounded back to `t`."""
+    if compute_kind(t) == "int" and type(op) in INT_BINARY:
+        return INT_BINARY[type(op)].format(a, b)
+    expr = FLOAT_BINARY[type(op)].format(to_compute(a, t, "float"), to_compute(b, t, "float"))
+    return from_compute(expr, t)
+
+
+def compare(predicate: str, a: str, b: str, t: Attribute) -> str:
+    """C++ bool for `a <predicate> b` on stored elements of type `t`."""
+    kind = compute_kind(t)
+    kind = "int" if kind == "bool" else kind
+    return f"({to_compute(a, t, kind)} {COMPARE[predicate]} {to_compute(b, t, kind)})"
+
+
+def cast(x: str, src: Attribute, dst: Attribute) -> str:
+    """C++ converting stored element `x` from type `src` to type `dst`."""
+    if c_type(src) == c_type(dst):
+        return x
+    if isinstance(src, Float32Type | IntegerType):
+        return f"fo_to<{c_type(dst)}>::of({x})"
+    return f"fo_to<{c_type(dst)}>::of({x})"
+
+
+def literal(value: float | int, t: Attribute) -> str:
+    """A C++ literal of stored element type `t` (inf and NaN included)."""
+    kind = compute_kind(t)
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind == "int":
+        return f"{int(value)}LL"
+    v = float(value)
+    if v != v:
+        f = "__int_as_float(0x7fc00000)"
+    elif v in (float("inf"), float("-inf")):
+        f = "__int_as_float(0x7f800000)" if v > 0 else "__int_as_float(0xff800000)"
+    else:
+        f = f"{v!r}f"
+    return from_compute(f, t)

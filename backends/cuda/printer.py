@@ -1,0 +1,160 @@
+"""`-t cuda`: tile IR printed as one self-contained CUDA C++ translation unit per kernel.
+
+Each `tile.kernel` becomes a `.cu` file holding, in order: a comment with the kernel's
+schedule and launch configuration (grid, threads, dynamic shared memory), the `fo_`
+helpers (`prelude`), `<mma.h>` when it uses tensor cores, its constant tables, the
+`extern "C" __global__` kernel (`kernel_emitter`), and a small host launcher
+`launch_<kernel>(buffers..., stream)` outside NVRTC, so the file builds with plain
+`nvcc` and no fuseopt. Host functions are not printed: the runtime runs them from
+the IR (allocations, views, launches, library GEMMs). Every C identifier is generated
+or sanitized (`names`): input text never reaches the source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.utils.target import Target
+
+from fuseopt.backends.cuda import op_table
+from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
+from fuseopt.backends.cuda.names import NameTable
+from fuseopt.backends.cuda.prelude import PRELUDE, WMMA_INCLUDE
+from fuseopt.backends.cuda.whole_tensor import print_whole_tensor
+from fuseopt.diagnostics import error_at
+from fuseopt.dialects import tile
+
+STATIC_SMEM = 48 * 1024
+"""Dynamic shared memory a kernel gets without opting in (cudaFuncSetAttribute)."""
+
+
+@dataclass(frozen=True)
+class CudaKernel:
+    """One printed kernel: names, its `.cu` source and launch configuration.
+
+    `grid` is None when the launch's grid (from `tile.launch`) is used, or the grid
+    the printer chose (element-parallel kernels).
+    """
+
+    ir_name: str
+    c_name: str
+    source: str
+    threads: int
+    smem_bytes: int
+    grid: tuple[int, ...] | None
+    schedule: str
+    ops: tuple[str, ...]
+
+    @property
+    def file_name(self) -> str:
+        """The `.cu` file name (`<c_name>.cu`)."""
+        return f"{self.c_name}.cu"
+
+
+def _launch_grids(module: ModuleOp) -> dict[str, tuple[int, ...]]:
+    grids: dict[str, tuple[int, ...]] = {}
+    for op in module.walk():
+        if isinstance(op, tile.LaunchOp):
+            grids.setdefault(op.kernel.root_reference.data, op.grid_sizes)
+    return grids
+
+
+def _host_launcher(
+    k: tile.KernelOp, c_name: str, grid: tuple[int, ...], threads: int, smem: int, written: set[int]
+) -> str:
+    params, args = [], []
+    for i, t in enumerate(k.param_types):
+        assert isinstance(t, MemRefType)
+        const = "" if i in written else "const "
+        params.append(f"{const}{op_table.c_type(t.element_type)}* p{i}")
+        args.append(f"p{i}")
+    dims = ", ".join(str(g) for g in (list(grid) + [1, 1])[:3])
+    lines = [
+        "#ifndef __CUDACC_RTC__",
+        f'extern "C" cudaError_t launch_{c_name}({", ".join([*params, "cudaStream_t stream"])}) {{',
+    ]
+    if smem > STATIC_SMEM:
+        lines.append(
+            f"  cudaFuncSetAttribute({c_name}, "
+            f"cudaFuncAttributeMaxDynamicSharedMemorySize, {smem});"
+        )
+    lines += [
+        f"  {c_name}<<<dim3({dims}), dim3({threads}), {smem}, stream>>>({', '.join(args)});",
+        "  return cudaGetLastError();",
+        "}",
+        "#endif",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) -> CudaKernel:
+    """Print one kernel as a self-contained translation unit."""
+    from fuseopt.backends.cuda.kernel_emitter import _written_params
+
+    schedule_attr = k.attributes.get("schedule")
+    schedule = schedule_attr.data if isinstance(schedule_attr, StringAttr) else "custom"
+    ops = tuple(o.name for o in k.walk() if o.dialect_name() == "nn")
+    own_grid: tuple[int, ...] | None = None
+    wmma = False
+    tables: list[str] = []
+    whole = print_whole_tensor(k, c_name) if schedule == "whole_tensor" else None
+    if whole is not None:
+        body, threads, blocks = whole
+        smem, own_grid = 0, (blocks,)
+    else:
+        em = KernelEmitter(k, c_name)
+        body = em.emit()
+        threads, smem, wmma, tables = em.nt, em.smem_bytes, em.uses_wmma, em.constants
+    launch_grid = own_grid or grid or (1,) * k.grid_rank
+    warps = k.attributes.get("num_warps")
+    head = [
+        f"// fuseopt CUDA kernel `{c_name}` (schedule: {schedule})",
+        f"// launch: grid ({', '.join(map(str, launch_grid))}), block ({threads}), "
+        f"dynamic shared memory {smem} bytes"
+        + (f", num_warps {warps.value.data}" if isinstance(warps, IntegerAttr) else ""),
+        f"// build: nvcc -arch=sm_90 -c {c_name}.cu",
+    ]
+    parts = ["\n".join(head) + "\n", PRELUDE]
+    if wmma:
+        parts.append(WMMA_INCLUDE)
+    if tables:
+        parts.append("\n".join(tables) + "\n")
+    parts.append(body)
+    parts.append(_host_launcher(k, c_name, launch_grid, threads, smem, _written_params(k)))
+    return CudaKernel(
+        k.sym_name.data, c_name, "\n".join(parts), threads, smem, own_grid, schedule, ops
+    )
+
+
+def print_cuda(module: ModuleOp) -> list[CudaKernel]:
+    """Print every `tile.kernel` of `module` (a located CompileError when one cannot be)."""
+    names = NameTable()
+    grids = _launch_grids(module)
+    out = []
+    for op in module.ops:
+        if isinstance(op, tile.KernelOp):
+            c_name = names.fresh(op.sym_name.data, "kernel")
+            out.append(print_kernel(op, c_name, grids.get(op.sym_name.data)))
+        elif not isinstance(op, func.FuncOp):
+            raise error_at(op, f"the cuda target cannot print {op.name} at module level")
+    return out
+
+
+class CudaTarget(Target):
+    """`-t cuda`: print each tile.kernel as a self-contained CUDA C++ translation unit."""
+
+    name = "cuda"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        """Write every kernel's `.cu` source, each under a `// ===== file:` banner."""
+        for k in print_cuda(module):
+            output.write(f"// ===== file: {k.file_name} =====\n")
+            output.write(k.source)
+            output.write("\n")
+
+
+__all__ = ["CudaKernel", "CudaTarget", "print_cuda", "print_kernel"]

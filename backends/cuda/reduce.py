@@ -1,0 +1,206 @@
+"""CUDA C++ for `tile.reduce`: warp-shuffle and shared-memory block reductions.
+
+Three strategies, chosen from the input's dist layout (`values.Layout`), for a
+reduction along the last dim of a tile of R rows of L elements (`cpr = L / v` chunks
+per row, `nt` threads):
+
+- **block** (`R == 1`, or `cpr` a multiple of `nt`: every thread holds part of every
+  row): each thread combines its chunks per row, then `fo_group_allreduce<32>` within
+  each warp, then the warps' partials meet in shared memory; every thread ends with
+  the row totals;
+- **group** (`cpr` divides `nt`: a row is held by `cpr` consecutive threads): one
+  shuffle all-reduce over aligned lane groups of width `cpr` (up to a warp), or a
+  warp all-reduce plus shared memory across the row's warps;
+- **generic** (another axis, odd shapes): the tile goes to shared memory and each
+  thread reduces whole output elements serially.
+
+Sums of f16/bf16 accumulate in f32 and round once (the nn reference's rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
+
+from fuseopt.backends.cuda import op_table
+from fuseopt.backends.cuda.values import Val
+from fuseopt.dialects import tile
+
+COMBINE = {"sum": "({0} + {1})", "max": "fo_max({0}, {1})", "min": "fo_min({0}, {1})"}
+FUNCTOR = {"sum": "fo_sum_op()", "max": "fo_max_op()", "min": "fo_min_op()"}
+IDENTITY = {
+    ("sum", "float"): "0.0f",
+    ("max", "float"): "__int_as_float(0xff800000)",
+    ("min", "float"): "__int_as_float(0x7f800000)",
+    ("sum", "int"): "0LL",
+    ("max", "int"): "(-9223372036854775807LL - 1)",
+    ("min", "int"): "9223372036854775807LL",
+}
+
+
+def _emit_reduce(em, op: tile.ReduceOp) -> None:  # noqa: ANN001
+    x = em.val(op.input)
+    kind = op.kind.data
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    elem = t.element_type
+    ck = "float" if op_table.compute_kind(elem) == "float" else "int"
+    acc_t = "float" if ck == "float" else "long long"
+    axis = op.axis_index
+    shape = x.shape
+    if x.kind == "uniform" and kind != "sum":
+        em.values[op.result] = Val("uniform", x.name, tuple(t.get_shape()), elem)
+        return
+    if axis == len(shape) - 1 and x.kind in ("dist", "chunk", "uniform"):
+        if x.kind == "uniform":
+            x = _materialize(em, x)
+        lay = x.layout
+        assert lay is not None
+        L = shape[-1]
+        if L % lay.v == 0:
+            cpr, rows = L // lay.v, lay.n // L
+            if rows == 1 or cpr % lay.nt == 0:
+                _block(em, op, x, kind, ck, acc_t, cpr, rows)
+                return
+            if lay.nt % cpr == 0:
+                _group(em, op, x, kind, ck, acc_t, cpr)
+                return
+    _generic(em, op, x, kind, ck, acc_t)
+
+
+def _materialize(em, x: Val) -> Val:  # noqa: ANN001
+    lay = em.layout(x.shape)
+    out = em.new_dist(x.shape, x.elem, "t", lay)
+    em.for_slots(lay, lambda k, j: f"{em.slot(out, k, j)} = {x.name};")
+    return out
+
+
+def _value(em, x: Val, k: int, j: int, ck: str) -> str:  # noqa: ANN001
+    return op_table.to_compute(em.slot(x, k, j), x.elem, ck)
+
+
+def _block(em, op, x: Val, kind: str, ck: str, acc_t: str, cpr: int, rows: int) -> None:  # noqa: ANN001
+    lay = x.layout
+    assert lay is not None
+    per = max(1, cpr // lay.nt) if rows > 1 else lay.chunks
+    comb, ident = COMBINE[kind], IDENTITY[(kind, ck)]
+    parts = [em.fresh("part") for _ in range(rows)]
+    for p in parts:
+        em.line(f"{acc_t} {p} = {ident};")
+    for k in range(lay.chunks):
+        p = parts[min(k // per, rows - 1)]
+        guard = lay.guarded and (k + 1) * lay.nt * lay.v > lay.n
+        if guard:
+            em.open(f"if ({lay.chunk_start(k)} < {lay.n})")
+        for j in range(lay.v):
+            em.line(f"{p} = {comb.format(p, _value(em, x, k, j, ck))};")
+        if guard:
+            em.close()
+    for p in parts:
+        em.line(f"{p} = fo_group_allreduce<32>({p}, {FUNCTOR[kind]});")
+    if em.warps > 1:
+        scratch = em.smem_alloc(acc_t, rows * em.warps, "red")
+        if em.loop_depth:
+            em.barrier()
+        em.open("if (fo_lane == 0)")
+        for r, p in enumerate(parts):
+            em.line(f"{scratch}[{r * em.warps} + fo_warp] = {p};")
+        em.close()
+        em.barrier()
+        for r, p in enumerate(parts):
+            em.line(f"{p} = {scratch}[{r * em.warps}];")
+            for w in range(1, em.warps):
+                em.line(f"{p} = {comb.format(p, f'{scratch}[{r * em.warps + w}]')};")
+    _bind(em, op, x, parts, [min(k // per, rows - 1) for k in range(lay.chunks)], rows == 1)
+
+
+def _group(em, op, x: Val, kind: str, ck: str, acc_t: str, cpr: int) -> None:  # noqa: ANN001
+    lay = x.layout
+    assert lay is not None
+    comb = COMBINE[kind]
+    parts = [em.fresh("part") for _ in range(lay.chunks)]
+    for k, p in enumerate(parts):
+        em.line(f"{acc_t} {p} = {_value(em, x, k, 0, ck)};")
+        for j in range(1, lay.v):
+            em.line(f"{p} = {comb.format(p, _value(em, x, k, j, ck))};")
+        width = min(cpr, 32)
+        if width > 1:
+            em.line(f"{p} = fo_group_allreduce<{width}>({p}, {FUNCTOR[kind]});")
+    if cpr > 32:
+        wpr = cpr // 32
+        scratch = em.smem_alloc(acc_t, lay.chunks * em.warps, "red")
+        if em.loop_depth:
+            em.barrier()
+        em.open("if (fo_lane == 0)")
+        for k, p in enumerate(parts):
+            em.line(f"{scratch}[{k * em.warps} + fo_warp] = {p};")
+        em.close()
+        em.barrier()
+        w0 = em.fresh("w0")
+        em.line(f"const int {w0} = (fo_warp / {wpr}) * {wpr};")
+        for k, p in enumerate(parts):
+            em.line(f"{p} = {scratch}[{k * em.warps} + {w0}];")
+            for i in range(1, wpr):
+                em.line(f"{p} = {comb.format(p, f'{scratch}[{k * em.warps} + {w0} + {i}]')};")
+    _bind(em, op, x, parts, list(range(lay.chunks)), False)
+
+
+def _bind(em, op, x: Val, parts: list[str], row_of: list[int], uniform: bool) -> None:  # noqa: ANN001
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    elem = t.element_type
+    ctype = op_table.c_type(elem)
+    shape = tuple(t.get_shape())
+    if uniform:
+        name = em.fresh("red")
+        em.line(f"const {ctype} {name} = {op_table.from_compute(parts[0], elem)};")
+        em.values[op.result] = Val("uniform", name, shape, elem)
+        return
+    name = em.fresh("red")
+    em.line(f"{ctype} {name}[{len(row_of)}];")
+    for k, r in enumerate(row_of):
+        em.line(f"{name}[{k}] = {op_table.from_compute(parts[r], elem)};")
+    em.values[op.result] = Val("rowred", name, shape, elem, x.layout)
+
+
+def _generic(em, op, x: Val, kind: str, ck: str, acc_t: str) -> None:  # noqa: ANN001
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    elem = t.element_type
+    arr = em.as_array(x)
+    shape, axis = x.shape, op.axis_index
+    strides, acc = [0] * len(shape), 1
+    for i in reversed(range(len(shape))):
+        strides[i] = acc
+        acc *= shape[i]
+    out_shape = [d for i, d in enumerate(shape) if i != axis]
+    out_dims = [i for i in range(len(shape)) if i != axis]
+    n_out = 1
+    for d in out_shape:
+        n_out *= d
+    ctype = op_table.c_type(elem)
+    out = em.smem_alloc(ctype, n_out, "red")
+    if em.loop_depth:
+        em.barrier()
+    em.open(f"for (int fo_o = fo_tid; fo_o < {n_out}; fo_o += {em.nt})")
+    terms, inner = [], 1
+    for d, i in reversed(list(zip(out_shape, out_dims, strict=True))):
+        terms.append(f"(fo_o / {inner} % {d}) * {strides[i]}")
+        inner *= d
+    em.line(f"const long long fo_base = {' + '.join(terms) or '0'};")
+    em.line(f"{acc_t} fo_a = {IDENTITY[(kind, ck)]};")
+    em.open(f"for (int fo_r = 0; fo_r < {shape[axis]}; ++fo_r)")
+    v = op_table.to_compute(em.read(arr, f"fo_base + fo_r * {strides[axis]}LL"), x.elem, ck)
+    em.line(f"fo_a = {COMBINE[kind].format('fo_a', v)};")
+    em.close()
+    em.line(f"{out}[fo_o] = {op_table.from_compute('fo_a', elem)};")
+    em.close()
+    em.barrier()
+    em.values[op.result] = Val("array", out, tuple(t.get_shape()), elem, array_ctype=ctype)
+
+
+def reduce_handlers() -> dict[type[Operation], Callable]:
+    """The printer handler of `tile.reduce`."""
+    return {tile.ReduceOp: _emit_reduce}

@@ -1,0 +1,135 @@
+"""How the CUDA printer holds tile values: register layouts, shared arrays, fragments.
+
+One program is one thread block of `nt` threads (`fo_tid` = threadIdx.x). A tile of
+shape S (n elements) is held in one of these forms (`Val.kind`):
+
+- **dist** (`Layout`): the tile's row-major elements split into chunks of `v`
+  consecutive elements (a 16-byte vector at most, never crossing a row); thread t
+  holds chunks t, t + nt, t + 2 nt, ... in a register array of `slots` elements, so
+  element (k, j) of thread t is flat index ((k * nt + t) * v + j). Coalesced and
+  vectorizable; elementwise ops run slot by slot with no communication;
+- **uniform**: every element equals one value that every thread holds (splat
+  constants, broadcasts of them, reductions to one element);
+- **chunk**: a dist tile whose chunks are each constant: one register per chunk
+  (a per-row value broadcast along rows);
+- **rowred**: per chunk of a parent dist layout, the value of that chunk's row of
+  the parent tile: what a row reduction leaves in registers, ready to broadcast back;
+- **array**: every element addressable in memory (shared memory or a `__device__`
+  constant table), row-major; broadcasts, transposes and generic reductions read it;
+- **frag**: a matmul accumulator in WMMA fragments, each warp owning 16x16 blocks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.ir import Attribute
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The dist layout of a tile shape over `nt` threads with chunks of `v` elements."""
+
+    shape: tuple[int, ...]
+    nt: int
+    v: int
+
+    @property
+    def n(self) -> int:
+        """Elements in the tile."""
+        return math.prod(self.shape)
+
+    @property
+    def chunks(self) -> int:
+        """Chunks per thread."""
+        return max(1, -(-self.n // (self.nt * self.v)))
+
+    @property
+    def slots(self) -> int:
+        """Register slots per thread."""
+        return self.chunks * self.v
+
+    @property
+    def guarded(self) -> bool:
+        """Whether some threads' last chunks lie past the end of the tile."""
+        return self.n % (self.nt * self.v) != 0
+
+    def chunk_start(self, k: int) -> str:
+        """C expression: the flat index of the first element of chunk `k`."""
+        base = k * self.nt * self.v
+        return f"({base} + fo_tid * {self.v})" if base else f"(fo_tid * {self.v})"
+
+
+def default_layout(shape: tuple[int, ...], nt: int, vector: int) -> Layout:
+    """The layout tiles of `shape` get by default: chunks of gcd(vector, last dim)."""
+    last = shape[-1] if shape else 1
+    return Layout(tuple(shape), nt, math.gcd(vector, last) or 1)
+
+
+@dataclass
+class Val:
+    """A tile value in the generated code (see the module docstring for `kind`)."""
+
+    kind: str
+    name: str
+    shape: tuple[int, ...]
+    elem: Attribute
+    layout: Layout | None = None
+    array_ctype: str | None = None
+    frag: FragInfo | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        """Elements in the tile."""
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class FragInfo:
+    """WMMA accumulator fragments of an [m, n] f32 tile.
+
+    The warps form a `wm` x `wn` grid (warps past it idle); each owns an `fm` x `fn`
+    rectangle of 16x16 blocks, so one A fragment serves `fn` products and one B
+    fragment `fm`.
+    """
+
+    m: int
+    n: int
+    wm: int
+    wn: int
+    fm: int
+    fn: int
+
+    @property
+    def count(self) -> int:
+        """Fragments per warp."""
+        return self.fm * self.fn
+
+    def row(self, i: int) -> str:
+        """C expression: first row of the warp's i-th block row."""
+        return f"((fo_warp / {self.wn}) * {self.fm} + {i}) * 16"
+
+    def col(self, j: int) -> str:
+        """C expression: first column of the warp's j-th block column."""
+        return f"((fo_warp % {self.wn}) * {self.fn} + {j}) * 16"
+
+
+@dataclass
+class Buffer:
+    """A memref in a kernel: a global parameter or a shared-memory buffer."""
+
+    name: str
+    shape: tuple[int, ...]
+    elem: Attribute
+    shared: bool
+    readonly: bool = False
+
+    def strides(self) -> tuple[int, ...]:
+        """Row-major strides in elements."""
+        out, acc = [], 1
+        for d in reversed(self.shape):
+            out.append(acc)
+            acc *= d
+        return tuple(reversed(out))

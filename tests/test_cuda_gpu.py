@@ -1,0 +1,157 @@
+"""The CUDA backend on a GPU: every PERFORMANCE.md workload against eager and float64.
+
+Skipped without a CUDA GPU. Each case compiles the workload's eager module with
+`fuseopt.compile(..., backend="cuda")` at a PERFORMANCE.md shape, runs it on fresh
+random inputs (non-trivial weights), and judges it with the benchmark's correctness
+gate (`benchmarks.accuracy`): error against a float64 reference within 2x eager's own
+error (at least a per-dtype floor), no NaN/Inf. Ragged shapes (not multiples of the
+tile or vector sizes) check the masked tails. Sizes are chosen so the whole file runs
+in about a minute on an H100; the largest sweeps (softmax over 16k+ rows, mlp
+"large") are left to the benchmark.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # benchmarks/ is a top-level directory, not installed
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks import accuracy  # noqa: E402
+from benchmarks.workloads import all_workloads  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+SKIPPED_SHAPES = {
+    ("softmax", "16kx32768"),
+    ("softmax", "64kx32768"),
+    ("softmax", "256kx32768"),
+    ("mlp", "large"),
+    ("mlp_heavy", "large"),
+    ("mlp_stacked", "large"),
+}
+"""Shapes too large for a quick check (the benchmark checks them before timing)."""
+
+CASES = [
+    pytest.param(w, s, id=f"{w.name}-{s.label}")
+    for w in all_workloads()
+    for s in w.shapes
+    if (w.name, s.label) not in SKIPPED_SHAPES
+]
+
+
+def _check(
+    name: str, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], rowwise: bool = False
+) -> str:
+    """Compile with the cuda backend, run, and judge against float64 and eager."""
+    import fuseopt
+
+    class _W:  # the parts of a Workload that Reference reads
+        pass
+
+    w = _W()
+    w.rowwise = rowwise  # type: ignore[attr-defined]
+    ref = accuracy.Reference(w, model, inputs)  # type: ignore[arg-type]
+    with torch.no_grad():
+        eager = accuracy.as_tuple(model(*inputs))
+        dtypes = tuple(t.dtype for t in eager)
+        eager_stats = ref.error_of(eager, dtypes)
+        start = time.perf_counter()
+        compiled = fuseopt.compile(model, inputs, backend="cuda")
+        compile_s = time.perf_counter() - start
+        out = compiled(*inputs)
+        torch.cuda.synchronize()
+    stats = ref.error_of(out, dtypes)
+    tol = accuracy.tolerance_from_eager(eager_stats, dtypes[0])
+    verdict = accuracy.judge(stats, tol)
+    kernels = compiled.kernels
+    summary = (
+        f"{name}: {verdict.message}; {len(kernels)} kernel(s), "
+        f"{len(compiled.fallbacks)} eager op(s), compile {compile_s:.2f}s"
+    )
+    print(summary)
+    assert verdict.ok, summary
+    return summary
+
+
+@pytest.mark.parametrize("workload,shape", CASES)
+def test_workload_matches_eager(workload, shape) -> None:  # noqa: ANN001
+    device = torch.device("cuda")
+    dtype = torch.bfloat16
+    model = workload.make_model(shape.dims, dtype, device, 0)
+    inputs = workload.make_inputs(shape.dims, dtype, device, 1)
+    _check(f"{workload.name}-{shape.label}", model, inputs, workload.rowwise)
+    del model, inputs
+    torch.cuda.empty_cache()
+
+
+class _Ragged(torch.nn.Module):
+    """rmsnorm * silu gate, softmax, layernorm and gelu(x + b) on ragged shapes."""
+
+    def __init__(self, cols: int, device: torch.device, dtype: torch.dtype):
+        super().__init__()
+        g = torch.Generator(device=device).manual_seed(3)
+        self.w = torch.nn.Parameter(
+            1 + 0.3 * torch.randn(cols, generator=g, device=device).to(dtype)
+        )
+        self.b = torch.nn.Parameter(0.2 * torch.randn(cols, generator=g, device=device).to(dtype))
+
+    def forward(self, x: torch.Tensor, gate: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        acc = torch.promote_types(x.dtype, torch.float32)
+        xf = x.to(acc)
+        r = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * self.w
+        r = r * torch.nn.functional.silu(gate)
+        s = torch.softmax(x, dim=-1)
+        ln = torch.nn.functional.layer_norm(x, (x.shape[-1],), self.w, self.b, 1e-5)
+        gb = torch.nn.functional.gelu(x + self.b)
+        return r, s, ln, gb
+
+
+@pytest.mark.parametrize("rows,cols", [(37, 1000), (5, 77), (3, 12345), (129, 4096)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_ragged_shapes_match_eager(rows: int, cols: int, dtype: torch.dtype) -> None:
+    device = torch.device("cuda")
+    g = torch.Generator(device=device).manual_seed(rows * cols)
+    x = torch.randn(rows, cols, generator=g, device=device).to(dtype)
+    gate = torch.randn(rows, cols, generator=g, device=device).to(dtype)
+    _check(f"ragged-{rows}x{cols}-{dtype}", _Ragged(cols, device, dtype), (x, gate))
+
+
+class _Mlp(torch.nn.Module):
+    def __init__(self, d: int, di: int, device: torch.device, dtype: torch.dtype):
+        super().__init__()
+        self.up = torch.nn.Linear(d, di, device=device, dtype=dtype)
+        self.down = torch.nn.Linear(di, d, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.nn.functional.gelu(self.up(x))) + x
+
+
+@pytest.mark.parametrize("m,d,di", [(100, 72, 200), (300, 264, 520), (64, 128, 256)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_ragged_mlp_matches_eager(m: int, d: int, di: int, dtype: torch.dtype) -> None:
+    device = torch.device("cuda")
+    torch.manual_seed(m + d)
+    model = _Mlp(d, di, device, dtype)
+    x = torch.randn(m, d, device=device, dtype=dtype)
+    _check(f"mlp-{m}x{d}x{di}-{dtype}", model, (x,))
+
+
+def test_warm_compile_comes_from_the_cache() -> None:
+    import fuseopt
+
+    device = torch.device("cuda")
+    model = _Mlp(64, 128, device, torch.bfloat16)
+    x = torch.randn(32, 64, device=device, dtype=torch.bfloat16)
+    fuseopt.compile(model, (x,), backend="cuda")
+    start = time.perf_counter()
+    again = fuseopt.compile(_Mlp(64, 128, device, torch.bfloat16), (x,), backend="cuda")
+    warm = time.perf_counter() - start
+    print(f"warm compile {warm:.3f}s for {len(again.kernels)} kernel(s)")
+    assert warm < 10.0
