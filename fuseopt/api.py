@@ -1,18 +1,42 @@
 """The public Python API: `fuseopt.export`, `fuseopt.compile`, and the backend registry.
 
-A *backend* turns an imported nn module into something that runs. It is looked up by
-name in `BACKENDS` (a lazy factory per name), and has one method:
+Writing a backend (the contract the Triton and CUDA backends implement)
+-----------------------------------------------------------------------
+A backend is an object with one method,
 
     backend.compile(module, func_name, options) -> CompiledFunction
 
-`module` is the nn IR of one region of a PyTorch graph, as the frontend imported it
-(composites intact, no pass run yet); `func_name` names its `func.func`; `options` are
-the user's options (`mode` included). The result is called with torch tensors (the
-function's arguments, in order) and returns a sequence of torch tensors with the
-function's result dtypes, on the inputs' device; its `kernels` lists one `KernelRecord`
-per kernel it launches, and its optional `module` attribute holds the IR it runs (for
-`fusion_report`). The "triton" and "cuda" entries load `make_backend()` from the
-`fuseopt.backends.<name>` package: defining that function there plugs a backend in.
+called once per compiled region of each ATen graph (forward, backward, and again for
+every new input shape):
+- `module`: the nn IR of the region as the frontend imported it (composites intact, no
+  pass run yet). The backend owns it and may rewrite it in place, typically with
+  `fuseopt.run_pipeline(module, "standard")` (ends in tile IR; "fuse" stops after nn-fuse).
+- `func_name`: the `func.func` to compile; its arguments are the region's inputs, in
+  order, and its results the region's outputs.
+- `options`: the user's keyword options (`fuseopt.compile(..., **options)` or
+  `torch.compile(..., options={...})`) without the frontend's own keys (`backend`,
+  `strict`), plus `mode` when one is set. Reject unknown keys with `check_options`.
+
+The returned CompiledFunction has:
+- `__call__(*tensors) -> Sequence[torch.Tensor]`: the function's results, with the
+  function's result dtypes, on the inputs' device;
+- `kernels`: one `KernelRecord` per kernel it launches. Fill `name`, `ops`, `schedule`,
+  `source` (the emitted text), `suffix` (".py" for Triton, ".cu" for CUDA) and `launch`
+  (the launch configuration in words); the frontend fills `region`;
+- optionally `fused_module`: the nn module right after `fuseopt.pipelines.FUSE` (clone it
+  before lowering further), which `fusion_report()` tabulates; without it the frontend
+  runs FUSE on its own copy of the imported module.
+
+`CompiledModule.save(directory)` then writes every record's `source` as
+`<region>_<name><suffix>` with an index (`index.md`, `index.json`: kernel, region, fused
+ops, schedule, launch, file); records with the same source share one file.
+
+Errors: a `ConfigurationError` (BackendUnavailableError, a bad option) reaches the
+user. Anything else `compile` raises makes that region run eagerly, logged as a
+fallback on logger `fuseopt`; the option `strict=True` raises it instead (backend tests).
+
+Plugging in: define `make_backend() -> Backend` in `fuseopt/backends/<name>/__init__.py`;
+"triton" and "cuda" are in BACKENDS already, so defining that function is all it takes.
 """
 
 from __future__ import annotations
@@ -20,22 +44,26 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+import json
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
-import numpy as np
 import torch
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.diagnostics import CompileError
 from fuseopt.frontends.fx.dynamo_backend import DEFAULT_BACKEND, fuseopt_backend
-from fuseopt.frontends.fx.partition import CompileRecord, FallbackRecord
-from fuseopt.frontends.fx.types import torch_dtype
+from fuseopt.frontends.fx.errors import ConfigurationError
+from fuseopt.frontends.fx.partition import CompileRecord, FallbackRecord, RegionRecord
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+"""The values `mode` may take (besides None), as in `torch.compile`."""
 
 
-class BackendUnavailableError(CompileError):
+class BackendUnavailableError(ConfigurationError):
     """The named backend does not exist, or is not available in this build."""
 
 
@@ -43,15 +71,21 @@ class BackendUnavailableError(CompileError):
 class KernelRecord:
     """One kernel a compiled model launches.
 
-    Attributes: `name`; `ops`, the nn ops it computes (fused into one kernel);
-    `schedule` (for example "pointwise", "row_reduction", "matmul"; "interpret" for the
-    reference interpreter); `source`, the emitted kernel source when there is one.
+    Attributes: `name` (an identifier); `ops`, the nn ops it computes (fused into one
+    kernel); `schedule` (for example "pointwise", "row_reduction", "matmul"); `source`,
+    the emitted kernel source when there is one; `suffix`, the file suffix `save()`
+    gives the source (".py", ".cu", ".mlir"); `launch`, the launch configuration in words
+    (grid, block, warps); `region`, the nn function (graph region) it belongs to, filled
+    in by the frontend.
     """
 
     name: str
     ops: tuple[str, ...]
     schedule: str
     source: str | None = None
+    suffix: str = ".txt"
+    launch: str = ""
+    region: str = ""
 
 
 class CompiledFunction(Protocol):
@@ -74,55 +108,20 @@ class Backend(Protocol):
         ...
 
 
-class InterpretedFunction:
-    """An nn function run by the reference interpreter on torch tensors."""
-
-    def __init__(self, module: ModuleOp, func_name: str, kernels: list[KernelRecord]):
-        self.module = module
-        self.func_name = func_name
-        self.kernels = kernels
-        fn = _find_func(module, func_name)
-        types = [t for t in fn.function_type.outputs.data if isinstance(t, TensorType)]
-        self.dtypes = [torch_dtype(t.element_type) for t in types]
-        self.shapes = [tuple(t.get_shape()) for t in types]
-
-    def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Interpret the function; results come back as tensors on the inputs' device."""
-        from fuseopt.interpreter import interpret
-
-        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), None)
-        outputs = interpret(self.module, self.func_name, *inputs)
-        # reshape: the interpreter's bf16 rounding returns 0-d results as 1-d arrays
-        return tuple(
-            torch.from_numpy(np.array(o, copy=True).reshape(shape)).to(dtype=dtype, device=device)
-            for o, dtype, shape in zip(outputs, self.dtypes, self.shapes, strict=True)
+def check_options(backend: str, options: Mapping[str, Any], known: Collection[str]) -> None:
+    """Raise a ConfigurationError naming the keys of `options` not in `known`."""
+    unknown = sorted(set(options) - set(known) - {"mode"})
+    if unknown:
+        raise ConfigurationError(
+            f"backend '{backend}' has no option(s) {', '.join(map(repr, unknown))} "
+            f"(its options: {', '.join(sorted(set(known) | {'mode'}))})"
         )
 
 
-class InterpretBackend:
-    """The debugging backend: the standard pipeline, then the reference interpreter.
-
-    It makes the frontend testable end to end without a GPU; one "kernel" per region.
-    """
-
-    def compile(
-        self, module: ModuleOp, func_name: str, options: Mapping[str, Any]
-    ) -> InterpretedFunction:
-        """Run `fuseopt.pipelines.STANDARD` on `module`, then wrap the interpreter."""
-        from fuseopt.pipelines import STANDARD, run_pipeline
-
-        run_pipeline(module, STANDARD)
-        fn = _find_func(module, func_name)
-        ops = tuple(op.name for op in fn.body.walk() if op.name.startswith("nn."))
-        record = KernelRecord(func_name, ops, "interpret", str(module))
-        return InterpretedFunction(module, func_name, [record])
-
-
-def _find_func(module: ModuleOp, name: str) -> func.FuncOp:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
-            return op
-    raise CompileError(f"no function @{name} in the compiled module")
+def check_mode(mode: object) -> None:
+    """Raise a ConfigurationError unless `mode` is None or one of MODES."""
+    if mode is not None and mode not in MODES:
+        raise ConfigurationError(f"unknown mode {mode!r}; modes are: {', '.join(MODES)}")
 
 
 def _package_backend(name: str) -> Callable[[], Backend]:
@@ -143,8 +142,14 @@ def _package_backend(name: str) -> Callable[[], Backend]:
     return factory
 
 
+def _interpret_backend() -> Backend:
+    from fuseopt.frontends.fx.interpret_backend import InterpretBackend
+
+    return InterpretBackend()
+
+
 BACKENDS: dict[str, Callable[[], Backend]] = {
-    "interpret": InterpretBackend,
+    "interpret": _interpret_backend,
     "triton": _package_backend("triton"),
     "cuda": _package_backend("cuda"),
 }
@@ -174,12 +179,16 @@ def resolve_backend(name: object) -> Backend:
     return BACKENDS[name]()
 
 
+_FILE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+
+
 class CompiledModule:
     """A model compiled by fuseopt: call it like the model.
 
     `kernels` lists one KernelRecord per kernel compiled so far (every graph: forward,
     backward, recompilations for new shapes); `fallbacks` the ops run eagerly;
-    `fusion_report()` describes both.
+    `regions` the compiled regions; `fusion_report()` describes all of them and
+    `save(directory)` writes the kernels' sources.
     """
 
     def __init__(
@@ -197,8 +206,17 @@ class CompiledModule:
         self._compiled = torch.compile(model, backend=compiler, dynamic=False)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the compiled model (compiling on first use and for new shapes)."""
-        return self._compiled(*args, **kwargs)
+        """Run the compiled model (compiling on first use and for new shapes).
+
+        A fuseopt error raised while compiling (a bad option, say) comes out as itself,
+        not wrapped in Dynamo's BackendCompilerFailed.
+        """
+        try:
+            return self._compiled(*args, **kwargs)
+        except torch._dynamo.exc.BackendCompilerFailed as e:
+            if isinstance(e.inner_exception, CompileError):
+                raise e.inner_exception from None
+            raise
 
     @property
     def kernels(self) -> list[KernelRecord]:
@@ -210,11 +228,27 @@ class CompiledModule:
         """The ops that run eagerly in PyTorch, with the reason and source location."""
         return list(self.record.fallbacks)
 
+    @property
+    def regions(self) -> list[RegionRecord]:
+        """The compiled regions (nn functions), in compilation order."""
+        return list(self.record.regions)
+
     def fusion_report(self) -> str:
-        """A text report: each kernel with the nn ops it fuses, then the eager ops."""
-        lines = [f"fuseopt ({self.backend}): {len(self.record.kernels)} kernel(s)"]
-        for k in self.record.kernels:
-            lines.append(f"  {k.name} [{k.schedule}]: {len(k.ops)} ops: {', '.join(k.ops)}")
+        """A text report: per compiled region the nn-fuse table (groups, HBM bytes and
+        kernels before and after fusion), then every kernel, then the eager ops."""
+        from fuseopt.fusion_report import fusion_report
+
+        kernels = self.record.kernels
+        lines = [
+            f"fuseopt ({self.backend}): {len(self.record.regions)} region(s), "
+            f"{len(kernels)} kernel(s), {len(self.record.fallbacks)} op(s) run eagerly"
+        ]
+        for region in self.record.regions:
+            lines.append(fusion_report(_fused_module(region)).rstrip("\n"))
+        lines.append("kernels:")
+        for k in kernels:
+            launch = f" ({k.launch})" if k.launch else ""
+            lines.append(f"  {k.region}/{k.name} [{k.schedule}]{launch}: {', '.join(k.ops)}")
         if self.record.fallbacks:
             lines.append(f"eager fallback: {len(self.record.fallbacks)} op(s)")
             for f in self.record.fallbacks:
@@ -222,8 +256,78 @@ class CompiledModule:
                 lines.append(f"  {f.graph}: {f.target}{where}: {f.reason}")
         return "\n".join(lines)
 
+    def save(self, directory: str | Path) -> Path:
+        """Write each kernel's source into `directory` (created if needed) as
+        `<region>_<name><suffix>` beside `index.md` and `index.json` (kernel, region,
+        fused ops, schedule, launch, file); returns the path of `index.md`.
+
+        Records with identical sources share one file; records without source are
+        listed in the index with no file. Raises CompileError when nothing was compiled
+        yet or the directory cannot be written.
+        """
+        if not self.record.kernels:
+            raise CompileError("nothing compiled yet: call the compiled model (or pass "
+                               "example_inputs to fuseopt.compile) before save()")
+        out = Path(directory)
+        entries: list[dict[str, Any]] = []
+        files: dict[str, str] = {}
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            for k in self.record.kernels:
+                file = None
+                if k.source is not None:
+                    file = files.get(k.source)
+                    if file is None:
+                        file = _unique_name(out, f"{k.region}_{k.name}", k.suffix, files)
+                        (out / file).write_text(k.source, encoding="utf-8")
+                        files[k.source] = file
+                entries.append({"kernel": k.name, "region": k.region, "ops": list(k.ops),
+                                "schedule": k.schedule, "launch": k.launch, "file": file})
+            (out / "index.json").write_text(json.dumps(entries, indent=1) + "\n")
+            index = out / "index.md"
+            index.write_text(_index_markdown(self.backend, entries), encoding="utf-8")
+        except OSError as e:
+            raise CompileError(f"cannot save kernels to '{out}': {e.strerror}") from None
+        return index
+
     def __repr__(self) -> str:
         return f"CompiledModule({type(self.model).__name__}, backend={self.backend!r})"
+
+
+def _fused_module(region: RegionRecord) -> ModuleOp:
+    """The region's nn IR after nn-fuse: the backend's, else FUSE run on a copy."""
+    fused = getattr(region.compiled, "fused_module", None)
+    if isinstance(fused, ModuleOp):
+        return fused
+    from fuseopt.pipelines import FUSE, run_pipeline
+
+    return run_pipeline(region.imported.clone(), FUSE)
+
+
+def _unique_name(directory: Path, stem: str, suffix: str, taken: Mapping[str, str]) -> str:
+    stem = _FILE_NAME.sub("_", stem).lstrip(".") or "kernel"
+    suffix = suffix if re.fullmatch(r"\.[A-Za-z0-9]{1,8}", suffix) else ".txt"
+    name, n = f"{stem}{suffix}", 1
+    while name in taken.values() or name in ("index.md", "index.json"):
+        n += 1
+        name = f"{stem}_{n}{suffix}"
+    return name
+
+
+def _index_markdown(backend: str, entries: list[dict[str, Any]]) -> str:
+    lines = [
+        f"# fuseopt kernels ({backend} backend)",
+        "",
+        "| kernel | region | schedule | launch | fused ops | file |",
+        "|---|---|---|---|---|---|",
+    ]
+    for e in entries:
+        ops = ", ".join(e["ops"])
+        lines.append(
+            f"| {e['kernel']} | {e['region']} | {e['schedule']} | {e['launch'] or '-'} "
+            f"| {ops} | {e['file'] or '(no source)'} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def compile(
@@ -237,13 +341,13 @@ def compile(
 
     Returns a CompiledModule used exactly like the model. With `example_inputs` (a
     tensor or a tuple of arguments) it is compiled now, by one call; otherwise on first
-    use. Extra keyword options go to the backend. An unknown or unavailable backend
-    raises BackendUnavailableError at once.
+    use. Extra keyword options go to the backend (`strict=True`: a backend failure is
+    raised rather than run eagerly). An unknown or unavailable backend, or an unknown
+    `mode`, raises a ConfigurationError at once.
     """
     if not callable(model):
         raise CompileError(f"fuseopt.compile needs an nn.Module or a function, got {model!r}")
-    if mode is not None and not isinstance(mode, str):
-        raise CompileError(f"mode must be a string, got {mode!r}")
+    check_mode(mode)
     resolve_backend(backend)
     compiled = CompiledModule(model, backend, mode, options)
     if example_inputs is not None:
@@ -297,6 +401,12 @@ def export(model: Callable[..., Any], example_inputs: Any) -> str:
     from fuseopt.frontends.fx.importer import import_graph
 
     module = model if isinstance(model, torch.nn.Module) else _function_module(model)
+    if not isinstance(model, torch.nn.Module):
+        # torch.export keeps only `forward` frames in stack traces; anchoring the user's
+        # function keeps its lines too, so imported ops are located in it
+        anchor = getattr(torch.fx.proxy, "_register_stack_trace_anchor", None)
+        if anchor is not None and hasattr(model, "__code__"):
+            anchor(model)
     try:
         program = torch.export.export(module, _as_args(example_inputs))
         program = program.run_decompositions({})

@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 import fuseopt
 
@@ -70,3 +72,24 @@ def check(
         assert not compiled.fallbacks, compiled.fusion_report()
         assert compiled.kernels, "nothing was compiled"
     return compiled
+
+
+class MLP(nn.Module):
+    """Linear -> GELU -> Linear + residual."""
+
+    def __init__(self, d: int = 8, hidden: int = 16):
+        super().__init__()
+        self.up = nn.Linear(d, hidden)
+        self.down = nn.Linear(hidden, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.gelu(self.up(x))) + x
+
+
+def randomize(model: nn.Module, seed: int = 0) -> nn.Module:
+    """Seeded non-trivial parameters (normal, std 0.5), in place."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+    return model

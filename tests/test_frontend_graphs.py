@@ -1,5 +1,6 @@
 """Small graphs, eager fallback, training, shapes, `torch.compile(backend="fuseopt")`
-and API errors, all through the interpret backend against eager PyTorch."""
+all through the interpret backend against eager PyTorch (API and errors:
+test_frontend_api.py; Hugging Face blocks: test_frontend_hf.py)."""
 
 from __future__ import annotations
 
@@ -8,23 +9,10 @@ import logging
 import pytest
 import torch
 import torch.nn.functional as F
-from test_frontend_common import assert_close, check, randn
+from test_frontend_common import MLP, assert_close, check, randn, randomize
 from torch import nn
 
 import fuseopt
-from fuseopt.api import BackendUnavailableError
-
-
-class MLP(nn.Module):
-    """Linear -> GELU -> Linear + residual."""
-
-    def __init__(self, d: int = 8, hidden: int = 16):
-        super().__init__()
-        self.up = nn.Linear(d, hidden)
-        self.down = nn.Linear(hidden, d)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(F.gelu(self.up(x))) + x
 
 
 class RMSNorm(nn.Module):
@@ -55,14 +43,6 @@ class ConvSandwich(nn.Module):
         return torch.softmax(y * 0.5, -1) + torch.relu(x)
 
 
-def _randomize(model: nn.Module, seed: int = 0) -> nn.Module:
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.5)
-    return model
-
-
 @pytest.fixture(autouse=True)
 def _fresh_dynamo() -> None:
     torch._dynamo.reset()
@@ -72,8 +52,8 @@ def _fresh_dynamo() -> None:
 def test_small_graphs(dtype: torch.dtype) -> None:
     """MLP, RMSNorm, attention-like scores, SwiGLU: compiled whole, match eager."""
     x = randn(2, 4, 8, dtype=dtype)
-    check(_randomize(MLP()).to(dtype), [x], dtype=dtype)
-    check(_randomize(RMSNorm()).to(dtype), [x], dtype=dtype)
+    check(randomize(MLP()).to(dtype), [x], dtype=dtype)
+    check(randomize(RMSNorm()).to(dtype), [x], dtype=dtype)
 
     def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         scores = (q @ k.transpose(-1, -2)) * 0.35
@@ -93,19 +73,20 @@ def test_small_graphs(dtype: torch.dtype) -> None:
 def test_fallback_conv_between_elementwise(caplog: pytest.LogCaptureFixture) -> None:
     """The conv runs eagerly, the elementwise regions around it are compiled, the
     result matches eager, and one log line names the op and why."""
-    model = _randomize(ConvSandwich())
+    model = randomize(ConvSandwich())
     x = randn(2, 4, 8)
     with caplog.at_level(logging.WARNING, logger="fuseopt"):
         compiled = check(model, [x], allow_fallback=True)
     assert [f.target for f in compiled.fallbacks] == ["aten.convolution.default"]
     assert compiled.fallbacks[0].location is not None
     assert compiled.fallbacks[0].location.file == __file__
-    assert len(compiled.kernels) == 2  # before and after the conv
+    assert len(compiled.regions) == 2  # before and after the conv
+    assert {k.region for k in compiled.kernels} == {r.func_name for r in compiled.regions}
     lines = [r.getMessage() for r in caplog.records if r.name == "fuseopt"]
     assert len(lines) == 1
     assert "aten.convolution.default" in lines[0] and "no nn lowering" in lines[0]
     report = compiled.fusion_report()
-    assert "aten.convolution.default" in report and "2 kernel(s)" in report
+    assert "aten.convolution.default" in report and "2 region(s)" in report
 
 
 def test_fallback_unsupported_dtype() -> None:
@@ -127,7 +108,7 @@ def _grads(model: nn.Module, x: torch.Tensor, run: object) -> list[torch.Tensor]
                                                                                "layernorm"])
 def test_gradients_match_eager(make: object) -> None:
     """The backward graph goes through the importer; gradients match eager."""
-    model = _randomize(make())
+    model = randomize(make())
     x = randn(3, 8, seed=7)
     expected = _grads(model, x, model)
     compiled = fuseopt.compile(model, backend="interpret")
@@ -135,7 +116,7 @@ def test_gradients_match_eager(make: object) -> None:
     for a, e in zip(actual, expected, strict=True):
         torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
     assert any(g.startswith("backward") for g in compiled.record.graphs)
-    assert any(k.name.startswith("backward") for k in compiled.kernels)
+    assert any(k.region.startswith("backward") for k in compiled.kernels)
     assert not [f for f in compiled.fallbacks if f.graph.startswith("backward")], (
         compiled.fusion_report()
     )
@@ -143,7 +124,7 @@ def test_gradients_match_eager(make: object) -> None:
 
 def test_new_shape_recompiles() -> None:
     """Static shapes per compilation; a new shape recompiles and stays correct."""
-    model = _randomize(MLP())
+    model = randomize(MLP())
     compiled = fuseopt.compile(model, randn(2, 8), backend="interpret")
     with torch.no_grad():
         for rows in (2, 5, 3):
@@ -154,7 +135,7 @@ def test_new_shape_recompiles() -> None:
 
 def test_torch_compile_backend_and_dynamic() -> None:
     """`torch.compile(backend="fuseopt", options=...)` works, with dynamic=True too."""
-    model = _randomize(MLP())
+    model = randomize(MLP())
     with torch.no_grad():
         for dynamic in (False, True):
             torch._dynamo.reset()
@@ -164,25 +145,3 @@ def test_torch_compile_backend_and_dynamic() -> None:
             for rows in (2, 6, 4):
                 x = randn(rows, 8, seed=rows)
                 assert_close(compiled(x), model(x))
-
-
-def test_backend_errors() -> None:
-    """Unknown or unavailable backends give a clear error at once."""
-    with pytest.raises(BackendUnavailableError, match="unknown backend 'nope'"):
-        fuseopt.compile(MLP(), backend="nope")
-    for name in ("triton", "cuda"):
-        try:
-            fuseopt.compile(MLP(), backend=name)
-        except BackendUnavailableError as e:
-            assert "not available" in str(e) and "interpret" in str(e)
-    with pytest.raises(fuseopt.CompileError, match="nn.Module or a function"):
-        fuseopt.compile(42, backend="interpret")
-
-
-def test_kernel_records() -> None:
-    """`kernels` has one record per compiled region, with its nn ops and source."""
-    compiled = fuseopt.compile(_randomize(MLP()), randn(2, 8), backend="interpret")
-    (kernel,) = compiled.kernels
-    assert kernel.schedule == "interpret"
-    assert "nn.matmul" in kernel.ops and "nn.gelu" in kernel.ops
-    assert kernel.source and "func.func" in kernel.source

@@ -7,12 +7,15 @@ through the fallback partitioner: regions the op table takes are imported to nn 
 compiled by the chosen fuseopt backend; everything else runs eagerly.
 
 Options (`torch.compile(..., options={...})`): `backend` (fuseopt backend name,
-default "triton"); every other key is passed to the backend. The registration is the
-`torch_dynamo_backends` entry point `fuseopt` in pyproject.toml.
+default "triton"); `strict` (default False: a region the backend fails on runs eagerly
+and is logged as a fallback; True: the backend's error is raised); every other key is
+passed to the backend, which rejects keys it does not know with a ConfigurationError.
+The registration is the `torch_dynamo_backends` entry point `fuseopt` in pyproject.toml.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -21,8 +24,10 @@ from functorch.compile import make_boxed_func
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch.fx import GraphModule
+from xdsl.dialects.builtin import ModuleOp
 
-from fuseopt.frontends.fx.partition import CompileRecord, compile_graph_module
+from fuseopt.frontends.fx.errors import ConfigurationError, RegionFallback
+from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
 
 aten = torch.ops.aten
 
@@ -71,19 +76,41 @@ def fuseopt_backend(
     """The Dynamo backend: compile `gm` (a Dynamo FX graph) with a fuseopt backend.
 
     Raises `fuseopt.api.BackendUnavailableError` when the named backend is unknown or
-    not available (before any compilation work).
+    not available (before any compilation work), and a ConfigurationError for a bad
+    option or mode.
     """
-    from fuseopt.api import resolve_backend
+    from fuseopt.api import check_mode, resolve_backend
 
     settings = dict(options or {})
-    backend = resolve_backend(settings.pop("backend", DEFAULT_BACKEND))
+    backend_name = settings.pop("backend", DEFAULT_BACKEND)
+    backend = resolve_backend(backend_name)
+    strict = settings.pop("strict", False)
+    if not isinstance(strict, bool):
+        raise ConfigurationError(f"option 'strict' must be True or False, got {strict!r}")
+    check_mode(mode if mode is not None else settings.get("mode"))
     if mode is not None:
         settings["mode"] = mode
     log = record if record is not None else CompileRecord()
 
-    def compile_region(module: Any, func_name: str) -> Callable[..., Sequence[torch.Tensor]]:
-        compiled = backend.compile(module, func_name, settings)
-        log.kernels.extend(compiled.kernels)
+    def compile_region(module: ModuleOp, func_name: str) -> Callable[..., Sequence[torch.Tensor]]:
+        imported = module.clone()
+        try:
+            compiled = backend.compile(module, func_name, settings)
+        except ConfigurationError:
+            raise
+        except Exception as e:  # a backend bug or limit: run the region eagerly
+            if strict:
+                raise
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise RegionFallback(
+                f"backend '{backend_name}' failed ({type(e).__name__}: {first})"
+            ) from None
+        kernels = [
+            k if getattr(k, "region", func_name) else dataclasses.replace(k, region=func_name)
+            for k in compiled.kernels
+        ]
+        log.kernels.extend(kernels)
+        log.regions.append(RegionRecord(func_name, func_name.rsplit("_", 1)[0], imported, compiled))
         return compiled
 
     def graph_compiler(kind: str) -> Callable[[GraphModule, Sequence[Any]], Callable[..., Any]]:

@@ -8,8 +8,10 @@ Steps:
    and drop regions that only move data (views, getitem, copies);
 3. pull each region into a submodule, import it as an nn function and hand it to the
    backend; the submodule is replaced by the compiled callable (a region that still
-   fails to import keeps its eager submodule);
-4. log one line on logger `fuseopt` naming the ops that fell back and why.
+   fails to import, or that the region compiler answers with `RegionFallback`, keeps
+   its eager submodule);
+4. log one line on logger `fuseopt` naming the ops that fell back and why (a
+   `getitem` unpacking an eager op's results is not listed: it is not work).
 """
 
 from __future__ import annotations
@@ -26,11 +28,17 @@ from torch.fx import GraphModule, Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 
 from fuseopt.diagnostics import SourceLocation
 from fuseopt.frontends.fx.context import OP_TABLE
-from fuseopt.frontends.fx.errors import UnsupportedOpError, describe_target, node_location
+from fuseopt.frontends.fx.errors import (
+    RegionFallback,
+    UnsupportedOpError,
+    describe_target,
+    node_location,
+)
 from fuseopt.frontends.fx.importer import import_graph, import_node
 from fuseopt.frontends.fx.types import UnsupportedTypeError, tensor_type
 
@@ -77,14 +85,28 @@ class FallbackRecord:
     location: SourceLocation | None
 
 
+@dataclass(frozen=True)
+class RegionRecord:
+    """One compiled region: its nn function name, the ATen graph it came from, the nn
+    module as imported (before any pass; a copy the backend never sees) and what the
+    backend returned for it."""
+
+    func_name: str
+    graph: str
+    imported: ModuleOp
+    compiled: Any
+
+
 @dataclass
 class CompileRecord:
     """What compiling a model produced, across all its graphs (forward, backward,
-    recompilations): the backends' kernel records and the eager fallbacks."""
+    recompilations): the compiled regions, the backends' kernel records, the eager
+    fallbacks and the names of the ATen graphs seen."""
 
     kernels: list[Any] = field(default_factory=list)
     fallbacks: list[FallbackRecord] = field(default_factory=list)
     graphs: list[str] = field(default_factory=list)
+    regions: list[RegionRecord] = field(default_factory=list)
 
 
 def unsupported_reason(node: Node) -> str | None:
@@ -172,7 +194,8 @@ def compile_graph_module(
     """Replace the supported regions of `gm` by compiled callables (see module doc).
 
     `compile_region(module, func_name)` compiles an imported nn module's function and
-    returns a callable from tensors to a sequence of tensors.
+    returns a callable from tensors to a sequence of tensors, or raises RegionFallback
+    to leave the region eager.
     """
     reasons = support_table(gm)
     failed = [n for n, r in reasons.items() if r is not None and n.op == "call_function"]
@@ -201,7 +224,13 @@ def compile_graph_module(
             failed.extend(n for n in sub.graph.nodes if n.op == "call_function")
             reasons.update({n: f"region import failed: {e}" for n in sub.graph.nodes})
             continue
-        setattr(gm, node.target, CompiledRegion(compile_region(module, func_name)))
+        try:
+            compiled = compile_region(module, func_name)
+        except RegionFallback as e:
+            failed.extend(n for n in sub.graph.nodes if n.op == "call_function")
+            reasons.update({n: e.reason for n in sub.graph.nodes})
+            continue
+        setattr(gm, node.target, CompiledRegion(compiled))
     gm.recompile()
     _log_fallbacks(graph_name, failed, reasons, record)
     record.graphs.append(graph_name)
@@ -226,6 +255,12 @@ def _log_fallbacks(
     reasons: dict[Node, str | None],
     record: CompileRecord,
 ) -> None:
+    eager = set(failed)
+    failed = [
+        n
+        for n in failed
+        if not (n.target is operator.getitem and n.args and n.args[0] in eager)
+    ]
     if not failed:
         return
     seen: Counter[tuple[str, str]] = Counter()

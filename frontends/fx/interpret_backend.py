@@ -1,0 +1,139 @@
+"""The "interpret" backend: fuseopt's nn-level pipeline, then the reference interpreter.
+
+It makes the frontend testable end to end without a GPU: each region runs
+`fuseopt.pipelines.FUSE` (nn-decompose, canonicalize, cse, nn-fuse) and is executed by
+`fuseopt.interpret` on the nn IR, fusion groups included. Its kernel records are the
+fusion groups (`nn.fusion`, one kernel each on a GPU backend) plus one record per
+compute op nn-fuse left outside any group; each record's source is the group's MLIR.
+
+Options: `pipeline` (a name in `fuseopt.pipelines.PIPELINES` or a pass-pipeline spec;
+default "fuse"), and `mode` (accepted and ignored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.passes import PassPipeline
+
+from fuseopt import registry
+from fuseopt.api import KernelRecord, check_options
+from fuseopt.cost_model import is_eager_kernel
+from fuseopt.diagnostics import CompileError
+from fuseopt.dialects import nn
+from fuseopt.frontends.fx.errors import ConfigurationError
+from fuseopt.frontends.fx.types import torch_dtype
+from fuseopt.pipelines import PIPELINES, run_pipeline
+
+OPTIONS = ("pipeline",)
+"""The interpret backend's options (besides `mode`)."""
+
+
+def find_func(module: ModuleOp, name: str) -> func.FuncOp:
+    """The `func.func @name` of `module`, or a CompileError."""
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
+            return op
+    raise CompileError(f"no function @{name} in the compiled module")
+
+
+def _attr(op: nn.FusionOp, key: str, default: str) -> str:
+    a = op.attributes.get(key)
+    return a.data if isinstance(a, StringAttr) else default
+
+
+def kernel_records(fn: func.FuncOp) -> list[KernelRecord]:
+    """One record per nn.fusion group of `fn`, and one per compute op outside groups
+    (what a GPU backend would launch as a kernel of its own)."""
+    records = []
+    unfused = 0
+    for op in fn.body.block.ops:
+        if isinstance(op, nn.FusionOp):
+            body = [o for o in op.body.block.ops if not isinstance(o, nn.YieldOp | nn.ConstantOp)]
+            route = _attr(op, "route", "kernel")
+            records.append(
+                KernelRecord(
+                    _attr(op, "kernel_name", f"fusion_{len(records)}"),
+                    tuple(o.name for o in body),
+                    _attr(op, "kind", "fusion"),
+                    str(op),
+                    ".mlir",
+                    f"route {route}, reference interpreter",
+                )
+            )
+        elif op.dialect_name() == "nn" and is_eager_kernel(op):
+            short = op.name.split(".", 1)[-1]
+            records.append(
+                KernelRecord(
+                    f"unfused_{unfused}_{short}", (op.name,), "unfused", str(op), ".mlir",
+                    "reference interpreter",
+                )
+            )
+            unfused += 1
+    return records
+
+
+class InterpretedFunction:
+    """An nn function run by the reference interpreter on torch tensors.
+
+    `fused_module` is the IR it runs when its pipeline ended with nn-fuse (it is then
+    what `fusion_report()` tabulates).
+    """
+
+    def __init__(self, module: ModuleOp, func_name: str, fused: bool):
+        self.module = module
+        self.func_name = func_name
+        self.fused_module = module if fused else None
+        fn = find_func(module, func_name)
+        self.kernels = kernel_records(fn)
+        types = [t for t in fn.function_type.outputs.data if isinstance(t, TensorType)]
+        self.dtypes = [torch_dtype(t.element_type) for t in types]
+        self.shapes = [tuple(t.get_shape()) for t in types]
+
+    def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Interpret the function; results come back as tensors on the inputs' device."""
+        from fuseopt.interpreter import interpret
+
+        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), None)
+        outputs = interpret(self.module, self.func_name, *inputs)
+        # reshape: the interpreter's bf16 rounding returns 0-d results as 1-d arrays
+        return tuple(
+            torch.from_numpy(np.array(o, copy=True).reshape(shape)).to(dtype=dtype, device=device)
+            for o, dtype, shape in zip(outputs, self.dtypes, self.shapes, strict=True)
+        )
+
+
+def pipeline_spec(options: Mapping[str, Any]) -> str:
+    """The pass pipeline the options ask for, checked (a ConfigurationError if not)."""
+    spec = options.get("pipeline", "fuse")
+    if not isinstance(spec, str):
+        raise ConfigurationError(f"option 'pipeline' must be a string, got {spec!r}")
+    spec = PIPELINES.get(spec, spec)
+    try:
+        PassPipeline.parse_spec(registry.all_passes(), spec)
+    except Exception as e:  # xDSL raises several types for a bad spec
+        raise ConfigurationError(
+            f"option 'pipeline': bad pass pipeline {spec!r} ({e}); "
+            f"named pipelines: {', '.join(PIPELINES)}"
+        ) from None
+    return spec
+
+
+class InterpretBackend:
+    """The debugging backend (see the module docstring)."""
+
+    def compile(
+        self, module: ModuleOp, func_name: str, options: Mapping[str, Any]
+    ) -> InterpretedFunction:
+        """Run the pipeline (default `fuseopt.pipelines.FUSE`) on `module`, then wrap
+        the interpreter."""
+        check_options("interpret", options, OPTIONS)
+        spec = pipeline_spec(options)
+        run_pipeline(module, spec)
+        fused = "nn-fuse" in [p.strip().split("{")[0] for p in spec.split(",")]
+        return InterpretedFunction(module, func_name, fused)

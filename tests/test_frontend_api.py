@@ -1,0 +1,190 @@
+"""The public API around the frontend: kernel records, `fusion_report()`, `save()`,
+options and modes, the `torch_dynamo_backends` entry point, backend failures, and clear
+errors for bad input (all with the interpret backend)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_frontend_common import MLP, assert_close, randn, randomize
+from xdsl.dialects.builtin import ModuleOp
+
+import fuseopt
+from fuseopt import api
+from fuseopt.api import BackendUnavailableError, KernelRecord
+from fuseopt.frontends.fx.errors import ConfigurationError, UnsupportedOpError
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo() -> None:
+    torch._dynamo.reset()
+
+
+@pytest.fixture(scope="module")
+def compiled_mlp() -> tuple[torch.nn.Module, api.CompiledModule]:
+    """An MLP compiled once (inference) for the record, report and save tests."""
+    torch._dynamo.reset()
+    model = randomize(MLP())
+    with torch.no_grad():
+        compiled = fuseopt.compile(model, randn(2, 8), backend="interpret")
+    return model, compiled
+
+
+def test_kernel_records(compiled_mlp: tuple[torch.nn.Module, api.CompiledModule]) -> None:
+    """One record per nn-fuse group: matmul + bias + gelu, then matmul + bias + residual."""
+    _, compiled = compiled_mlp
+    kernels = compiled.kernels
+    assert [k.schedule for k in kernels] == ["matmul", "matmul"], compiled.fusion_report()
+    first, second = kernels
+    assert {"nn.matmul", "nn.add", "nn.gelu"} <= set(first.ops)
+    assert {"nn.matmul", "nn.add"} <= set(second.ops) and "nn.gelu" not in second.ops
+    for k in kernels:
+        assert k.region == compiled.regions[0].func_name
+        assert k.source and k.source.lstrip().startswith("%") and "nn.fusion" in k.source
+        assert k.suffix == ".mlir" and k.name.isidentifier()
+
+
+def test_fusion_report(compiled_mlp: tuple[torch.nn.Module, api.CompiledModule]) -> None:
+    """The report has the nn-fuse table of the region (bytes before/after), the kernels,
+    and no fallbacks."""
+    _, compiled = compiled_mlp
+    report = compiled.fusion_report()
+    assert "1 region(s), 2 kernel(s), 0 op(s) run eagerly" in report
+    assert "nn-fuse report for @inference0_0" in report
+    assert "HBM traffic saved" in report and "6 -> 2" in report  # eager kernels -> fused
+    for k in compiled.kernels:
+        assert k.name in report
+
+
+def test_save(
+    compiled_mlp: tuple[torch.nn.Module, api.CompiledModule], tmp_path: Path
+) -> None:
+    """save() writes one source file per kernel beside index.md and index.json."""
+    _, compiled = compiled_mlp
+    index = compiled.save(tmp_path / "kernels")
+    assert index.name == "index.md" and index.is_file()
+    entries = json.loads((index.parent / "index.json").read_text())
+    assert [e["kernel"] for e in entries] == [k.name for k in compiled.kernels]
+    for e, k in zip(entries, compiled.kernels, strict=True):
+        assert (index.parent / e["file"]).read_text() == k.source
+        assert e["file"].endswith(".mlir") and e["file"] in index.read_text()
+    with pytest.raises(fuseopt.CompileError, match="nothing compiled yet"):
+        fuseopt.compile(MLP(), backend="interpret").save(tmp_path / "empty")
+    with pytest.raises(fuseopt.CompileError, match="cannot save kernels"):
+        compiled.save(index)  # a file, not a directory
+
+
+def test_save_names_are_sanitized_and_shared(tmp_path: Path) -> None:
+    """Hostile kernel names never escape the directory; equal sources share a file."""
+    compiled = fuseopt.compile(MLP(), backend="interpret")
+    evil = KernelRecord("../../evil name", ("nn.add",), "pointwise", "SRC", "/../x", "", "r")
+    compiled.record.kernels.extend([evil, KernelRecord("k2", (), "pointwise", "SRC", ".py")])
+    compiled.record.kernels.append(KernelRecord("gemm", ("nn.matmul",), "library_gemm"))
+    compiled.save(tmp_path)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["index.json", "index.md", "r_.._.._evil_name.txt"]
+    entries = json.loads((tmp_path / "index.json").read_text())
+    assert entries[0]["file"] == entries[1]["file"] and entries[2]["file"] is None
+
+
+def test_pipeline_option_passes_through() -> None:
+    """Backend options reach the backend: without nn-fuse every op is its own kernel;
+    the report then runs nn-fuse on the frontend's own copy of the imported IR."""
+    compiled = fuseopt.compile(
+        randomize(MLP()), randn(2, 8), backend="interpret", pipeline="nn-decompose,cse"
+    )
+    assert compiled.kernels and {k.schedule for k in compiled.kernels} == {"unfused"}
+    assert compiled.regions[0].compiled.fused_module is None
+    assert isinstance(compiled.regions[0].imported, ModuleOp)
+    assert "fused_0_matmul" in compiled.fusion_report()
+
+
+def test_torch_compile_entry_point_and_options() -> None:
+    """`fuseopt` is a torch_dynamo_backends entry point; options and errors go through."""
+    names = [e.name for e in importlib.metadata.entry_points(group="torch_dynamo_backends")]
+    assert "fuseopt" in names and "fuseopt" in torch._dynamo.list_backends()
+    model = randomize(MLP())
+    bad = torch.compile(model, backend="fuseopt", options={"backend": "interpret", "bogus": 1})
+    with pytest.raises(Exception, match="has no option.*'bogus'"), torch.no_grad():
+        bad(randn(2, 8))
+
+
+def test_backend_errors() -> None:
+    """Unknown or unavailable backends, bad modes, options and models: clear errors."""
+    with pytest.raises(BackendUnavailableError, match="unknown backend 'nope'"):
+        fuseopt.compile(MLP(), backend="nope")
+    with pytest.raises(ConfigurationError, match="unknown mode 'fast'"):
+        fuseopt.compile(MLP(), backend="interpret", mode="fast")
+    with pytest.raises(fuseopt.CompileError, match="nn.Module or a function"):
+        fuseopt.compile(42, backend="interpret")
+    with pytest.raises(ConfigurationError, match="has no option.*'bogus'"):
+        fuseopt.compile(MLP(), randn(2, 8), backend="interpret", bogus=3)
+    with pytest.raises(ConfigurationError, match="bad pass pipeline"):
+        fuseopt.compile(MLP(), randn(2, 8), backend="interpret", pipeline="no-such-pass")
+    with pytest.raises(ConfigurationError, match="'strict' must be"):
+        fuseopt.compile(MLP(), randn(2, 8), backend="interpret", strict="yes")
+    for name in ("triton", "cuda"):
+        try:
+            fuseopt.compile(MLP(), backend=name)
+        except BackendUnavailableError as e:
+            assert "not available" in str(e)
+
+
+class _BrokenBackend:
+    """A backend that fails on every region (a stand-in for a backend bug)."""
+
+    def compile(self, module: ModuleOp, func_name: str, options: Mapping[str, Any]) -> Any:
+        raise RuntimeError("boom\nsecond line")
+
+
+def test_backend_failure_falls_back(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A backend that fails runs the region eagerly (logged); strict=True raises."""
+    monkeypatch.setitem(api.BACKENDS, "broken", _BrokenBackend)
+    model = randomize(MLP())
+    x = randn(2, 8)
+    with caplog.at_level(logging.WARNING, logger="fuseopt"), torch.no_grad():
+        compiled = fuseopt.compile(model, backend="broken")
+        assert_close(compiled(x), model(x))
+    assert compiled.fallbacks and not compiled.kernels
+    assert all("backend 'broken' failed (RuntimeError: boom)" in f.reason
+               for f in compiled.fallbacks)
+    assert len([r for r in caplog.records if r.name == "fuseopt"]) == 1
+    torch._dynamo.reset()
+    strict = fuseopt.compile(model, backend="broken", strict=True)
+    with pytest.raises(Exception, match="boom"), torch.no_grad():
+        strict(x)
+
+
+def test_export_errors() -> None:
+    """export: an op outside the table is a located error; uncapturable input is clear."""
+
+    def conv(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return F.conv1d(torch.relu(x), w)
+
+    with pytest.raises(UnsupportedOpError, match="aten.conv1d.default") as info:
+        fuseopt.export(conv, (randn(1, 2, 8), randn(3, 2, 3)))
+    assert info.value.location is not None and info.value.location.file == __file__
+    assert "test_frontend_api.py:" in str(info.value)
+    with pytest.raises(fuseopt.CompileError, match="could not capture"):
+        fuseopt.export(MLP(), "not a tensor")
+
+
+def test_export_roundtrips_through_parse() -> None:
+    """export's text parses back (fuse-opt reads it) and interprets like eager."""
+    model = randomize(MLP())
+    x = randn(3, 8)
+    module = fuseopt.parse(fuseopt.export(model, x))
+    params = [p.detach() for p in model.parameters()]
+    (out,) = fuseopt.interpret(module, "forward", *params, x)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.from_numpy(out), model(x), rtol=2e-5, atol=2e-5)
