@@ -11,9 +11,11 @@ Per instance (one workload at one shape):
    time), poison the allocator with NaN so unwritten outputs show, run it on the check
    inputs and judge the result. A wrong result is recorded as ``FAILED`` with its error
    and is never timed;
-4. time correct systems (median), count their kernels, and for tiny shapes measure
+4. time correct systems (median), count their kernels (torch.profiler on a GPU; the
+   compiler's own kernel records too, for fuseopt), and for tiny shapes measure
    launch-inclusive time; then the warm compile time;
-5. derive % of roofline and the speedups over each baseline.
+5. derive % of roofline and the speedups over each baseline; when fuseopt systems are
+   compared, attach fuseopt's HBM traffic model (`benchmarks.traffic`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from benchmarks.accuracy import (
 from benchmarks.machine import Ceilings
 from benchmarks.systems import BASELINES, EAGER, System, SystemUnavailable
 from benchmarks.timing import launch_inclusive_us, median_us, profile_kernels
+from benchmarks.traffic import fusion_traffic
 from benchmarks.workloads import Shape, Workload
 
 Log = Callable[[str], None]
@@ -79,8 +82,9 @@ def _short(exc: BaseException) -> str:
 
 
 def _free(device: torch.device) -> None:
-    gc.collect()
+    """Return freed GPU memory between systems (a no-op on CPU, where gc costs ~0.3 s)."""
     if device.type == "cuda":
+        gc.collect()
         torch.cuda.empty_cache()
 
 
@@ -159,7 +163,7 @@ def run_system(
         prepared = system.prepare(model, make_example)
         entry.update(
             compile_cold_s=prepared.compile_cold_s,
-            kernels=prepared.kernels,
+            kernels_compiled=prepared.kernels,
             hbm_bytes_model=prepared.hbm_bytes_model,
         )
         _poison_allocator(expected, config.device)
@@ -237,6 +241,8 @@ def run_instance(
         tolerance = tolerance_from_eager(eager_stats, dtype)
         result["eager_error"] = _error_dict(eager_stats)
         result["tolerance"] = {"rel_l2": tolerance.rel_l2, "max_rel": tolerance.max_rel}
+        if any(s.reports_traffic for s in systems):
+            result["fusion_model"] = fusion_traffic(model, check_inputs)
         if not eager_is_sane(eager_stats, dtype):
             reason = (
                 f"FAILED (eager disagrees with the float64 reference: rel_l2 "
@@ -264,7 +270,20 @@ def run_instance(
     torch._dynamo.reset()
     _free(device)
     _derive(result)
+    _attach_traffic(result, systems)
     return result
+
+
+def _attach_traffic(result: dict, systems: list[System]) -> None:
+    """Give each timed fuseopt system the instance's HBM traffic model (if it has none)."""
+    after = result.get("fusion_model", {}).get("bytes_after")
+    if after is None:
+        return
+    for system in systems:
+        entry = result["systems"].get(system.name, {})
+        if system.reports_traffic and entry.get("status") == "ok":
+            if entry.get("hbm_bytes_model") is None:
+                entry["hbm_bytes_model"] = after
 
 
 def _progress_line(

@@ -40,8 +40,12 @@ def summarize(doc: dict) -> dict[str, Any]:
     fuseopt = [n for n in names if n.startswith("fuseopt")]
 
     def best_fuseopt(result: dict) -> dict:
-        timed = [result["systems"][n] for n in fuseopt if _ok(result["systems"].get(n, {}))]
-        return min(timed, key=lambda e: e["time_us"]) if timed else {}
+        entries = [result["systems"].get(n, {}) for n in fuseopt]
+        timed = [e for e in entries if _ok(e)]
+        if timed:
+            return min(timed, key=lambda e: e["time_us"])
+        statuses = [e.get("status") for e in entries]
+        return next(({"status": s} for s in ("FAILED", "skipped") if s in statuses), {})
 
     summary["best fuseopt"] = _system_summary(results, best_fuseopt)
     return summary
@@ -104,8 +108,13 @@ def _runs_of(doc: dict) -> list[dict]:
     ]
 
 
+def _timed_count(result: dict) -> int:
+    return sum(1 for e in result["systems"].values() if _ok(e))
+
+
 def merge_runs(docs: list[dict]) -> dict:
-    """Merge run records: a later run's instances replace an earlier run's.
+    """Merge run records: a later run's instance replaces an earlier run's, unless it
+    timed fewer systems (a budget-cut later run never erases a fuller earlier row).
 
     Each instance keeps every system it was measured with in its own run (one process,
     one GPU), so comparisons stay within one run; the merged record lists the runs
@@ -119,7 +128,9 @@ def merge_runs(docs: list[dict]) -> dict:
         runs.extend(_runs_of(doc))
         for result in doc["results"]:
             merged = dict(result, run=result.get("run", 0) + offset)
-            results[(result["workload"], result["shape"])] = merged
+            key = (result["workload"], result["shape"])
+            if key not in results or _timed_count(merged) >= _timed_count(results[key]):
+                results[key] = merged
         for system in doc["config"]["systems"]:
             systems.setdefault(system["name"], system)
     first = docs[0]
@@ -305,7 +316,7 @@ def _details_table(doc: dict, names: list[str]) -> list[str]:
                 _fmt(sp.get(EAGER), 2),
                 _fmt(sp.get(BASELINES[1]), 2),
                 _fmt(sp.get(MAX_AUTOTUNE), 2),
-                str(e.get("kernels") if e.get("kernels") is not None else ""),
+                _kernels(e),
                 _fmt(e.get("kernel_us")),
                 _fmt(e.get("launch_us")),
                 str(e.get("hbm_bytes_model") or ""),
@@ -315,6 +326,51 @@ def _details_table(doc: dict, names: list[str]) -> list[str]:
                 f"{err['max_rel']:.1e}" if err else "",
             ]
             lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    return lines
+
+
+def _kernels(entry: dict) -> str:
+    """Profiled kernels per call; else the compiler's own count, marked "(compiled)"."""
+    if entry.get("kernels") is not None:
+        return str(entry["kernels"])
+    if entry.get("kernels_compiled") is not None:
+        return f"{entry['kernels_compiled']} (compiled)"
+    return ""
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / 1e6:.2f}" if nbytes < 1e7 else f"{nbytes / 1e6:.0f}"
+
+
+def _traffic_table(doc: dict) -> list[str]:
+    """fuseopt's HBM traffic model per instance next to the workload's floor."""
+    rows = [r for r in _sorted(doc["results"]) if "fusion_model" in r]
+    if not rows:
+        return []
+    lines = [
+        "## HBM traffic (model)",
+        "",
+        "The floor is each input and weight read once and each output written once. "
+        "Unfused and fused are fuseopt's fusion-report model (`nn-fuse` groups on the "
+        "exported graph, `benchmarks/traffic.py`): unfused is one kernel per nn op, as "
+        "eager runs them. Model numbers, not measurements.",
+        "",
+        "| workload | shape | floor MB | unfused MB | fused MB | fused / floor | "
+        "kernels unfused -> fused |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        m = r["fusion_model"]
+        head = f"| {r['workload']} | {r['shape']} | {_mb(r['min_bytes'])} |"
+        if "error" in m:
+            lines.append(f"{head} no model: {m['error'][:120]} | | | |")
+            continue
+        ratio = m["bytes_after"] / r["min_bytes"] if r["min_bytes"] else 0.0
+        lines.append(
+            f"{head} {_mb(m['bytes_before'])} | {_mb(m['bytes_after'])} | {ratio:.2f}x | "
+            f"{m['kernels_before']} -> {m['kernels_after']} |"
+        )
     lines.append("")
     return lines
 
@@ -343,7 +399,7 @@ def render_markdown(doc: dict) -> str:
     lines = _header(doc) + _summary_lines(doc) + _times_table(doc, names)
     if doc.get("chart"):
         lines += [f"![speedup over eager per workload]({doc['chart']})", ""]
-    lines += _details_table(doc, names) + _notes(doc, names)
+    lines += _traffic_table(doc) + _details_table(doc, names) + _notes(doc, names)
     return "\n".join(lines)
 
 
@@ -402,6 +458,7 @@ def write_chart(doc: dict, out_dir: Path) -> Path | None:
 def write_reports(doc: dict, out_dir: Path, chart: bool) -> list[Path]:
     """Summarize `doc`, then write JSON, Markdown and (if asked and possible) the chart."""
     doc["summary"] = summarize(doc)
+    out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     if chart:
         chart_path = write_chart(doc, out_dir)

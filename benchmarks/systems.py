@@ -60,6 +60,8 @@ class System:
     description: str = ""
     autotunes: bool = False
     """Autotuning systems compile for much longer; ``--autotune-budget-s`` limits them."""
+    reports_traffic: bool = False
+    """Whether the instance's fuseopt HBM traffic model (`benchmarks.traffic`) applies."""
 
     def availability(self, device: torch.device, quick: bool) -> str | None:
         """None if the system can run on `device`; otherwise the n/a or skip reason."""
@@ -144,6 +146,11 @@ _UNAVAILABLE = re.compile(
 )
 
 
+def _first_line(exc: BaseException) -> str:
+    lines = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:200]
+
+
 def _report_bytes(compiled: Any) -> int | None:
     """HBM bytes after fusion, from fuseopt's fusion report if it offers a number."""
     report_fn = getattr(compiled, "fusion_report", None)
@@ -162,6 +169,8 @@ def _report_bytes(compiled: Any) -> int | None:
 
 class Fuseopt(System):
     """`fuseopt.compile(model, inputs, backend=..., mode=...)`."""
+
+    reports_traffic = True
 
     def __init__(self, backend: str, mode: str | None):
         self.backend = backend
@@ -182,11 +191,30 @@ class Fuseopt(System):
         return compile_fn
 
     def availability(self, device: torch.device, quick: bool) -> str | None:
-        """n/a when fuseopt or its compile API cannot be imported here."""
+        """n/a when fuseopt, its compile API or this backend is not available here.
+
+        Backends are detected with `fuseopt.api.available_backends()` (a backend exists
+        once its package defines ``make_backend``), so a backend that lands later is
+        timed by the same harness with no change here.
+        """
         try:
             self._compile_fn()
         except SystemUnavailable as exc:
             return f"n/a ({exc})"
+        try:
+            from fuseopt.api import available_backends, resolve_backend
+        except ImportError:  # an older API without the registry: let compile decide
+            return None
+        try:
+            available = available_backends()
+            if self.backend not in available:
+                return (
+                    f"n/a (backend not available: fuseopt has {', '.join(available) or 'none'}"
+                    f"; {self.backend!r} has no runtime yet)"
+                )
+            resolve_backend(self.backend)  # its make_backend() may still fail to import
+        except Exception as exc:
+            return f"n/a (backend not available: {_first_line(exc)})"
         return None
 
     def prepare(self, model: torch.nn.Module, make_inputs: InputFactory) -> Prepared:
@@ -200,7 +228,7 @@ class Fuseopt(System):
             fn, seconds = _timed_first_call(build, make_inputs)
         except Exception as exc:
             if _UNAVAILABLE.search(str(exc)) or "Unavailable" in type(exc).__name__:
-                raise SystemUnavailable(f"backend not available: {exc}") from exc
+                raise SystemUnavailable(f"backend not available: {_first_line(exc)}") from exc
             raise
         kernels = getattr(fn, "kernels", None)
         return Prepared(

@@ -6,6 +6,7 @@ are written, and above all that a wrong result is caught and never timed.
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # benchmarks/ is a top-level directory, not installed
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks import accuracy, report, run  # noqa: E402
+from benchmarks import accuracy, report, run, traffic  # noqa: E402
 from benchmarks.harness import RunConfig, run_instance  # noqa: E402
 from benchmarks.machine import Ceilings  # noqa: E402
 from benchmarks.systems import Eager, Fuseopt, Prepared, System  # noqa: E402
@@ -81,7 +82,12 @@ def test_quick_run_writes_json_markdown_png(quick_run):
         assert r["systems"]["max-autotune"]["status"] == "skipped"
         assert "--cpu-compile" in r["systems"]["max-autotune"]["reason"]
     assert doc["ceilings"]["copy_bandwidth_GBps"] > 0
+    rms = next(r for r in doc["results"] if r["workload"] == "rmsnorm")
+    model = rms["fusion_model"]  # fuseopt's traffic model: one fused kernel for rmsnorm
+    assert model["kernels_after"] == 1 < model["kernels_before"]
+    assert rms["min_bytes"] <= model["bytes_after"] < model["bytes_before"]
     markdown = (out / "results.md").read_text()
+    assert "## HBM traffic (model)" in markdown
     assert "not meaningful (CPU)" in markdown
     assert "| rmsnorm | quick |" in markdown and "speedup.png" in markdown
     assert (out / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -135,8 +141,39 @@ def test_crashing_system_is_recorded_and_the_suite_goes_on():
 
 def test_unavailable_fuseopt_backend_is_na_not_a_crash():
     entry = _run([Eager(), Fuseopt("no-such-backend", None)])["systems"]
-    assert entry["fuseopt-no-such-backend"]["status"] in ("n/a", "FAILED")
-    assert "Traceback" not in entry["fuseopt-no-such-backend"]["reason"]
+    assert entry["fuseopt-no-such-backend"]["status"] == "n/a"
+    assert "backend not available" in entry["fuseopt-no-such-backend"]["reason"]
+
+
+def test_traffic_model_failure_is_recorded_not_raised(monkeypatch):
+    import fuseopt
+
+    def refuse(*_):
+        raise fuseopt.CompileError("no nn lowering for this op")
+
+    monkeypatch.setattr(fuseopt, "export", refuse)
+    model = RMSNORM.make_model(RMSNORM.quick_shape.dims, torch.bfloat16, CPU, 0)
+    inputs = RMSNORM.make_inputs(RMSNORM.quick_shape.dims, torch.bfloat16, CPU, 1)
+    assert "no nn lowering" in traffic.fusion_traffic(model, inputs)["error"]
+
+
+def test_merge_keeps_the_fuller_row(quick_run):
+    _, out = quick_run
+    first = json.loads((out / "results.json").read_text())
+    later = copy.deepcopy(first)
+    cut, fuller = later["results"][0], later["results"][1]
+    for entry in cut["systems"].values():  # a budget-cut later run timed nothing here
+        entry.clear()
+        entry.update(status="skipped", reason="skipped (time budget of 1 s spent)")
+    fuller["systems"]["eager"]["time_us"] = 1.0
+    merged = report.merge_runs([first, later])
+    rows = {(r["workload"], r["shape"]): r for r in merged["results"]}
+    assert len(merged["runs"]) == 2 and len(rows) == len(first["results"])
+    assert rows[(cut["workload"], cut["shape"])]["run"] == 0
+    assert rows[(fuller["workload"], fuller["shape"])]["run"] == 1
+    assert rows[(fuller["workload"], fuller["shape"])]["systems"]["eager"]["time_us"] == 1.0
+    markdown = report.render_markdown({**merged, "summary": report.summarize(merged)})
+    assert "Merged from 2 runs" in markdown and "run 1: copy bandwidth" in markdown
 
 
 def test_chunked_reference_matches_whole(monkeypatch):
