@@ -66,11 +66,32 @@ def _versions() -> tuple[tuple[str, str], ...]:
             versions[module] = str(getattr(mod, "__version__", "unknown"))
         except ImportError:
             versions[module] = "absent"
+    versions["fuseopt-source"] = _source_digest()
     return tuple(sorted(versions.items()))
 
 
+def _source_digest() -> str:
+    """SHA-256 over fuseopt's own Python sources (a changed compiler is a new version)."""
+    import fuseopt
+
+    roots = {Path(fuseopt.__file__).resolve().parent}
+    for sub in ("dialects", "passes", "backends", "frontends"):
+        try:
+            mod = __import__(f"fuseopt.{sub}", fromlist=["_"])
+        except ImportError:
+            continue
+        roots.update(Path(p).resolve() for p in getattr(mod, "__path__", []))
+    digest = hashlib.sha256()
+    for root in sorted(roots):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root.parent)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def tool_versions() -> dict[str, str]:
-    """Versions that change generated code or binaries: fuseopt, Python, torch, Triton."""
+    """Versions that change generated code or binaries: fuseopt (its version and a digest
+    of its sources), Python, torch, Triton, xDSL."""
     return dict(_versions())
 
 

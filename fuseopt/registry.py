@@ -64,7 +64,22 @@ FUSEOPT_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 """fuseopt's own passes, by flag."""
 
-FUSEOPT_TARGETS: dict[str, Callable[[], type[Target]]] = {}
+def _triton_target() -> type[Target]:
+    from fuseopt.backends.triton.printer import TritonTarget
+
+    return TritonTarget
+
+
+def _cuda_target() -> type[Target]:
+    from fuseopt.backends.cuda.printer import CudaTarget
+
+    return CudaTarget
+
+
+FUSEOPT_TARGETS: dict[str, Callable[[], type[Target]]] = {
+    "triton": _triton_target,
+    "cuda": _cuda_target,
+}
 """fuseopt's own printers (`-t NAME`), by name."""
 
 

@@ -1,0 +1,244 @@
+"""The Triton backend: nn IR in, a callable running fused Triton kernels out.
+
+`compile_module(module, func_name, options)`:
+1. key the work: SHA-256 of the nn IR text, function, pipeline, tile options and tool
+   versions (`fuseopt.kernel_cache.cache_key`);
+2. on a cache hit, load the printed module and its index from the cache (no pass runs);
+3. otherwise run `pipelines.TILE` (fuse, tile, promote), print with `print_triton`,
+   and store the source, its index and the tile IR in the cache (atomic writes);
+4. mode="max-autotune": time the tiling pass's candidate configurations on the GPU
+   (`fuseopt.autotune`), per kernel, at the first call on a device;
+5. wrap: `TritonFunction` (launch on the inputs' device and current stream), or
+   `CudaGraphFunction` for mode="reduce-overhead".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from xdsl.dialects.builtin import ModuleOp
+
+from fuseopt.api import KernelRecord
+from fuseopt.backends.triton.printer import print_triton
+from fuseopt.backends.triton.runtime import (
+    CudaGraphFunction,
+    TritonFunction,
+    install_fast_launchers,
+    load_module,
+)
+from fuseopt.diagnostics import CompileError
+from fuseopt.kernel_cache import KernelCache, cache_key
+
+NAMESPACE = "triton"
+"""The kernel cache namespace of this backend."""
+TILE_OPTIONS = ("block", "block-rows", "block-cols", "block-m", "block-n", "block-k", "group-m")
+"""convert-nn-to-tile options a user may force through backend options."""
+
+
+def _tile_stage(tile_options: Mapping[str, int]) -> str:
+    """The passes after FUSE that end in tile IR (STANDARD's tail), with forced sizes."""
+    from fuseopt import pipelines
+
+    standard = pipelines.STANDARD
+    if standard.startswith(pipelines.FUSE + ",") and "convert-nn-to-tile" in standard:
+        rest = standard[len(pipelines.FUSE) + 1 :]
+    else:  # STANDARD does not end in tile IR yet
+        rest = "convert-nn-to-tile,tile-promote"
+    if not tile_options:
+        return rest
+    forced = " ".join(f"{k}={v}" for k, v in sorted(tile_options.items()))
+    return rest.replace("convert-nn-to-tile", f"convert-nn-to-tile{{{forced}}}")
+
+
+def lower(module: ModuleOp, tile_options: Mapping[str, int] | None = None) -> ModuleOp:
+    """Run FUSE, then the tile stage, in place; return a clone taken after FUSE."""
+    from fuseopt.pipelines import FUSE, run_pipeline
+
+    run_pipeline(module, FUSE)
+    fused = module.clone()
+    run_pipeline(module, _tile_stage(tile_options or {}))
+    return fused
+
+
+@dataclass
+class Compiled:
+    """A printed module in the cache: its key, file, source and index."""
+
+    key: str
+    path: Path
+    source: str
+    index: dict[str, Any]
+
+
+def print_and_store(
+    module: ModuleOp, func_name: str, key: str, cache: KernelCache, tile_options: Mapping[str, int]
+) -> Compiled:
+    """Lower, print and cache; the index describes kernels and the host function."""
+    fused = lower(module, tile_options)
+    printed = print_triton(module)
+    host = printed.hosts.get(func_name)
+    if host is None:
+        raise CompileError(f"no function @{func_name} in the compiled module")
+    index = {
+        "function": func_name,
+        "host": host.py_name,
+        "inputs": [[list(s), d] for s, d in host.inputs],
+        "outputs": [[list(s), d] for s, d in host.outputs],
+        "launches": host.launches,
+        "kernels": [
+            {
+                "name": k.ir_name,
+                "python": k.py_name,
+                "launcher": k.launcher,
+                "grid": list(k.grid),
+                "schedule": k.schedule,
+                "num_warps": k.num_warps,
+                "num_stages": k.num_stages,
+                "ops": list(k.ops),
+                "source": k.source,
+                "triton": k.triton,
+            }
+            for k in printed.kernels
+        ],
+    }
+    cache.put_text(NAMESPACE, key, "fused.mlir", str(fused))
+    cache.put_text(NAMESPACE, key, "tile.mlir", str(module))
+    cache.put_json(NAMESPACE, key, "index.json", index)
+    path = cache.put_text(NAMESPACE, key, "kernels.py", printed.source)
+    return Compiled(key, path, printed.source, index)
+
+
+def _from_cache(key: str, cache: KernelCache) -> Compiled | None:
+    index = cache.get_json(NAMESPACE, key, "index.json")
+    source = cache.get_text(NAMESPACE, key, "kernels.py")
+    if not isinstance(index, dict) or source is None:
+        return None
+    return Compiled(key, cache.path(NAMESPACE, key, "kernels.py"), source, index)
+
+
+def _torch_dtype(text: str) -> torch.dtype:
+    dtype = getattr(torch, text.removeprefix("torch."), None)
+    if not isinstance(dtype, torch.dtype):
+        raise CompileError(f"corrupt kernel index: unknown dtype {text!r}")
+    return dtype
+
+
+def kernel_records(compiled: Compiled) -> list[KernelRecord]:
+    """One record per kernel launch of the host function (library GEMMs included)."""
+    by_name = {k["name"]: k for k in compiled.index["kernels"]}
+    records = []
+    for name in compiled.index["launches"]:
+        if name == "library_gemm":
+            records.append(
+                KernelRecord("library_gemm", ("nn.matmul",), "library_gemm", None, ".py", "cuBLAS")
+            )
+            continue
+        k = by_name[name]
+        if k.get("triton", True):
+            launch = f"grid {tuple(k['grid'])}, {k['num_warps']} warps, {k['num_stages']} stages"
+        else:
+            launch = "PyTorch (whole-tensor fallback)"
+        records.append(
+            KernelRecord(k["name"], tuple(k["ops"]), k["schedule"], k["source"], ".py", launch)
+        )
+    return records
+
+
+def compile_module(
+    module: ModuleOp,
+    func_name: str,
+    options: Mapping[str, Any] | None = None,
+    cache: KernelCache | None = None,
+) -> TritonFunction | CudaGraphFunction:
+    """Compile `func_name` of nn `module` to Triton (see the module docstring).
+
+    Options: `mode` (None, "default", "reduce-overhead", "max-autotune",
+    "max-autotune-no-cudagraphs"), `cache_dir` (overrides FUSEOPT_CACHE_DIR),
+    forced tile sizes by convert-nn-to-tile option name ("block-m": 64, ...).
+    """
+    from fuseopt.api import check_mode, check_options
+
+    options = dict(options or {})
+    mode = options.get("mode")
+    check_mode(mode)
+    known = {"cache_dir", *TILE_OPTIONS, *(o.replace("-", "_") for o in TILE_OPTIONS)}
+    check_options(NAMESPACE, options, known)
+    tile_options = {
+        k.replace("_", "-"): int(v)
+        for k, v in options.items()
+        if k.replace("_", "-") in TILE_OPTIONS
+    }
+    cache = cache or KernelCache(options.get("cache_dir"))
+    text = str(module)
+    key = cache_key(
+        ir=text, function=func_name, pipeline=_tile_stage(tile_options), backend=NAMESPACE
+    )
+    compiled = _from_cache(key, cache)
+    if compiled is None:
+        compiled = print_and_store(module, func_name, key, cache, tile_options)
+    fn = _wrap(compiled, cache, key)
+    if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
+        from fuseopt.autotune import AutotunedFunction
+
+        fn = AutotunedFunction(fn, text, func_name, tile_options, cache)  # type: ignore[assignment]
+    if mode in ("reduce-overhead", "max-autotune"):
+        return CudaGraphFunction(fn)
+    return fn
+
+
+def _wrap(compiled: Compiled, cache: KernelCache, key: str) -> TritonFunction:
+    index = compiled.index
+    launchers = [
+        (k["launcher"], k["python"], tuple(k["grid"]), k["num_warps"], k["num_stages"])
+        for k in index["kernels"]
+        if k.get("triton", True)
+    ]
+
+    def load(interpret: bool) -> Any:
+        mod = load_module(compiled.path, f"k{compiled.key[:20]}", interpret)
+        if not interpret and not getattr(mod, "_fuseopt_fast", False):
+            install_fast_launchers(mod, launchers)
+            mod._fuseopt_fast = True
+        return mod
+
+    def ir(name: str) -> ModuleOp:
+        from fuseopt import parse
+
+        text = cache.get_text(NAMESPACE, key, name)
+        if text is None:
+            raise CompileError(f"{name} of this function is no longer in the cache")
+        return parse(text)
+
+    inputs = [(tuple(s), _torch_dtype(d)) for s, d in index["inputs"]]
+    return TritonFunction(
+        index["host"],
+        inputs,
+        load,
+        kernel_records(compiled),
+        compiled.source,
+        compiled.path,
+        ir,
+        index,
+    )
+
+
+class TritonBackend:
+    """The "triton" entry of `fuseopt.api.BACKENDS` (see the api module docstring)."""
+
+    def compile(
+        self, module: ModuleOp, func_name: str, options: Mapping[str, Any]
+    ) -> TritonFunction | CudaGraphFunction:
+        """Compile `func_name` of `module` (see `compile_module`)."""
+        return compile_module(module, func_name, options)
+
+
+def save_index(fn: TritonFunction, directory: Path) -> None:
+    """Write `fn`'s module source and a JSON index into `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{fn.index['function']}.py").write_text(fn.source)
+    (directory / f"{fn.index['function']}.json").write_text(json.dumps(fn.index, indent=2))

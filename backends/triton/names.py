@@ -1,0 +1,60 @@
+"""Identifiers in generated Python source: generated or sanitized, never copied.
+
+No text from the input reaches the emitted source except through `sanitize`, which
+keeps only `[A-Za-z0-9_]`, never starts with a digit, and never yields a keyword or a
+name the generated module relies on (`tl`, `triton`, `torch`, builtins, ...). Each
+`NameTable` hands out unique names; each `emit()` builds its own tables.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+
+MAX_IDENTIFIER = 48
+"""Longest identifier taken from an input name (longer ones are cut)."""
+
+RESERVED: frozenset[str] = frozenset(
+    {*keyword.kwlist, *keyword.softkwlist, *dir(builtins)}
+    | {"tl", "triton", "torch", "math", "os", "sys", "device", "fuseopt", "self"}
+)
+"""Names a generated identifier may never take."""
+
+_NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def sanitize(text: str, fallback: str = "v") -> str:
+    """`text` made into a safe Python identifier (a best-effort readable one).
+
+    Every character outside `[A-Za-z0-9_]` becomes `_`; a leading digit gets a `_`
+    prefix; an empty result is `fallback`; reserved names get a trailing `_`.
+    """
+    name = _NOT_IDENTIFIER.sub("_", text).strip("_")[:MAX_IDENTIFIER] or fallback
+    if name[0].isdigit():
+        name = f"_{name}"
+    if name in RESERVED or name.startswith("__"):
+        name = f"{name}_"
+    assert name.isidentifier() and not keyword.iskeyword(name)
+    return name
+
+
+class NameTable:
+    """Unique identifiers within one scope, from sanitized hints.
+
+    `taken` seeds names already used by an enclosing scope (module-level names seen
+    from a kernel body), so a local never shadows them.
+    """
+
+    def __init__(self, taken: set[str] | None = None):
+        self.taken: set[str] = set(taken or ())
+
+    def fresh(self, hint: str, fallback: str = "v") -> str:
+        """A new unique identifier based on `hint` (sanitized)."""
+        base = sanitize(hint, fallback)
+        name, n = base, 0
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        return name

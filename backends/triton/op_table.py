@@ -1,0 +1,220 @@
+"""The Triton language as a table: how each elementwise op on tiles is spelled.
+
+Tile kernels reuse the nn ops for elementwise math (`nn.add`, `nn.exp`, `nn.cast`,
+...). A backend prints them from one table of expression templates over operand names;
+the CUDA printer keeps a table of the same shape (`{0}`, `{1}` are operands). Rules:
+
+- 16-bit floats compute in f32 and round once per op (`upcast`), as PyTorch eager and
+  the reference interpreter do; f32 and integers compute in their own type;
+- transcendental functions that Triton's CPU interpreter lacks (`libdevice.tanh`,
+  `libdevice.pow`) are helper `@triton.jit` functions built from core ops
+  (`HELPERS`), so one source runs on the GPU and in the interpreter;
+- nothing from `triton.language.standard` (`tl.sum`, `tl.max`, `tl.sigmoid`, ...):
+  those are `@jit` functions, which the interpreter cannot call unless Triton itself
+  was imported with TRITON_INTERPRET=1. Reductions are `tl.reduce` with the combine
+  helpers below (the same IR as `tl.sum`/`tl.max` on the GPU).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from fuseopt.dialects import nn
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How one op prints: an expression template over its operands `{0}`, `{1}`, ...
+
+    `upcast`: 16-bit float operands are widened to f32 and the result rounded back.
+    `helpers`: helper functions (keys of HELPERS) the template calls.
+    """
+
+    template: str
+    upcast: bool = True
+    helpers: tuple[str, ...] = ()
+
+
+TRITON_OPS: dict[type[Operation], Rule] = {
+    nn.NegOp: Rule("-{0}", upcast=False),
+    nn.AbsOp: Rule("tl.abs({0})", upcast=False),
+    nn.ExpOp: Rule("tl.exp({0})"),
+    nn.LogOp: Rule("tl.log({0})"),
+    nn.SqrtOp: Rule("tl.sqrt_rn({0})"),
+    nn.RsqrtOp: Rule("tl.rsqrt({0})"),
+    nn.ReciprocalOp: Rule("1.0 / {0}"),
+    nn.TanhOp: Rule("fuseopt_tanh({0})", helpers=("fuseopt_tanh",)),
+    nn.SigmoidOp: Rule("1.0 / (1.0 + tl.exp(-{0}))"),
+    nn.ReluOp: Rule("tl.where({0} < 0, 0, {0})", upcast=False),
+    nn.SiluOp: Rule("{0} / (1.0 + tl.exp(-{0}))"),
+    nn.ErfOp: Rule("tl.erf({0})"),
+    nn.SinOp: Rule("tl.sin({0})"),
+    nn.CosOp: Rule("tl.cos({0})"),
+    nn.AddOp: Rule("{0} + {1}"),
+    nn.SubOp: Rule("{0} - {1}"),
+    nn.MulOp: Rule("{0} * {1}"),
+    nn.DivOp: Rule("{0} / {1}"),
+    nn.MaxOp: Rule("tl.maximum({0}, {1})", upcast=False),
+    nn.MinOp: Rule("tl.minimum({0}, {1})", upcast=False),
+    nn.PowOp: Rule("fuseopt_pow({0}, {1})", helpers=("fuseopt_pow",)),
+    nn.SelectOp: Rule("tl.where({0}, {1}, {2})", upcast=False),
+}
+"""Elementwise nn ops on tiles, by op class (cast, compare, gelu, constant: below)."""
+
+INTEGER_OPS: dict[type[Operation], Rule] = {
+    nn.DivOp: Rule("{0} // {1}", upcast=False),
+    nn.ReluOp: Rule("tl.where({0} < 0, 0, {0})", upcast=False),
+}
+"""Overrides for integer element types."""
+
+COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+"""nn.compare predicates as Python operators."""
+
+GELU = {
+    "none": "0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
+    "tanh": (
+        "0.5 * {0} * (1.0 + fuseopt_tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))"
+    ),
+}
+"""nn.gelu by approximation."""
+
+POW_BY_EXPONENT = {
+    1.0: "{0}",
+    2.0: "{0} * {0}",
+    3.0: "{0} * {0} * {0}",
+    0.5: "tl.sqrt_rn({0})",
+    -0.5: "tl.rsqrt({0})",
+    -1.0: "1.0 / {0}",
+}
+"""nn.pow with a splat-constant exponent, spelled without the general helper."""
+
+REDUCE_COMBINE = {"sum": "fuseopt_add", "max": "fuseopt_max", "min": "fuseopt_min"}
+"""tile.reduce kinds: the combine helper `tl.reduce` applies."""
+
+HELPERS: dict[str, str] = {
+    "fuseopt_dot": """@triton.jit
+def fuseopt_dot(a, b, acc):
+    # 16-bit operands: tensor cores with f32 accumulation. Triton's CPU interpreter
+    # multiplies 16-bit floats wrongly; there they are widened first (exact in f32).
+    if INTERPRETED:
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
+    else:
+        return tl.dot(a, b, acc)
+""",
+    "fuseopt_add": """@triton.jit
+def fuseopt_add(a, b):
+    return a + b
+""",
+    "fuseopt_max": """@triton.jit
+def fuseopt_max(a, b):
+    return tl.maximum(a, b)
+""",
+    "fuseopt_min": """@triton.jit
+def fuseopt_min(a, b):
+    return tl.minimum(a, b)
+""",
+    "fuseopt_tanh": """@triton.jit
+def fuseopt_tanh(x):
+    # tanh from exp (the CPU interpreter has no libdevice); a series near 0
+    magnitude = tl.abs(x)
+    e = tl.exp(-2.0 * magnitude)
+    far = (1.0 - e) / (1.0 + e)
+    x2 = x * x
+    series = 0.13333333333333333 + x2 * -0.05396825396825397
+    near = magnitude * (1.0 + x2 * (-0.3333333333333333 + x2 * series))
+    t = tl.where(magnitude < 0.1, near, far)
+    return tl.where(x < 0, -t, t)
+""",
+    "fuseopt_pow": """@triton.jit
+def fuseopt_pow(a, b):
+    # a ** b from exp2/log2 with the signs of torch.pow: odd integer powers of a
+    # negative base are negative, non-integer powers of one are NaN, x ** 0 is 1
+    magnitude = tl.exp2(b * tl.log2(tl.abs(a)))
+    is_integer = tl.floor(b) == b
+    is_odd = is_integer & (tl.floor(b * 0.5) * 2.0 != b)
+    signed = tl.where((a < 0) & is_odd, -magnitude, magnitude)
+    signed = tl.where((a < 0) & (tl.floor(b) != b), float("nan"), signed)
+    return tl.where(b == 0, 1.0, signed)
+""",
+}
+"""Helper jit functions, emitted once per module when a template uses them."""
+
+
+def triton_dtype(t: Attribute) -> str:
+    """The `tl` dtype of an element type."""
+    if isinstance(t, Float32Type):
+        return "tl.float32"
+    if isinstance(t, Float16Type):
+        return "tl.float16"
+    if isinstance(t, BFloat16Type):
+        return "tl.bfloat16"
+    if isinstance(t, Float64Type):
+        return "tl.float64"
+    if isinstance(t, IntegerType):
+        return {1: "tl.int1", 8: "tl.int8", 16: "tl.int16", 32: "tl.int32", 64: "tl.int64"}[
+            t.width.data
+        ]
+    raise ValueError(f"no Triton dtype for {t}")
+
+
+def torch_dtype(t: Attribute) -> str:
+    """The `torch` dtype of an element type (as source text)."""
+    return triton_dtype(t).replace("tl.", "torch.").replace("torch.int1", "torch.bool")
+
+
+def element_bits(t: Attribute) -> int:
+    """The storage width of an element type in bits (i1 is stored as a byte)."""
+    if isinstance(t, Float32Type):
+        return 32
+    if isinstance(t, Float16Type | BFloat16Type):
+        return 16
+    if isinstance(t, Float64Type):
+        return 64
+    if isinstance(t, IntegerType):
+        return max(8, t.width.data)
+    raise ValueError(f"no storage width for {t}")
+
+
+def is_16bit_float(t: Attribute) -> bool:
+    """Is `t` f16 or bf16 (computed in f32 by upcasting rules)?"""
+    return isinstance(t, Float16Type | BFloat16Type)
+
+
+def literal(value: float | int | bool, element: Attribute) -> str:
+    """A Python literal for a scalar of `element` type (inf and NaN included)."""
+    if isinstance(element, IntegerType):
+        if element.width.data == 1:
+            return "1" if value else "0"
+        return str(int(value))
+    v = float(value)
+    if math.isnan(v):
+        return 'float("nan")'
+    if math.isinf(v):
+        return 'float("inf")' if v > 0 else 'float("-inf")'
+    return repr(v)
+
+
+def element_type(v: SSAValue) -> Attribute:
+    """The element type of a tile (tensor) value."""
+    t = v.type
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def splat_operand(v: SSAValue) -> float | int | None:
+    """The splat value of `v` when an nn.constant defines it."""
+    op = v.owner
+    if isinstance(op, nn.ConstantOp):
+        return op.splat_value
+    return None

@@ -1,0 +1,265 @@
+"""Running printed Triton modules: load the source, launch cheaply, replay CUDA graphs.
+
+- `load_module` imports a printed module from its file (Triton's JIT reads kernel source
+  through `inspect`, so the module must live in a file: the cache entry itself). For
+  CPU tensors the module is imported with `TRITON_INTERPRET=1`, so its kernels run in
+  Triton's interpreter.
+- `FastLauncher` replaces a printed launcher on the GPU: the first call goes through
+  `JITFunction` (which compiles and specializes), later calls launch the returned
+  `CompiledKernel` directly with the grid fixed at print time, skipping the JIT's
+  per-call argument binding. Pointer alignment (Triton specializes on 16-byte
+  alignment) is checked per call; a mismatch takes the JIT path.
+- `TritonFunction` is what the backend returns: it checks the inputs once per call
+  (shape, dtype; non-contiguous inputs are copied), runs the host function on the
+  inputs' device and current stream, and returns the outputs.
+- `CudaGraphFunction` (mode="reduce-overhead") records one CUDA graph per set of input
+  addresses (after one warm-up run) and replays it; graphs read their inputs in
+  place, so no input is copied; outputs are cloned out of the graph's buffers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from fuseopt.diagnostics import CompileError
+
+_IMPORT_LOCK = threading.Lock()
+
+
+@contextmanager
+def _interpreter(on: bool) -> Iterator[None]:
+    """TRITON_INTERPRET=1 while a module's kernels are decorated (when `on`)."""
+    if not on:
+        yield
+        return
+    old = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = old
+
+
+def load_module(path: Path, name: str, interpret: bool) -> ModuleType:
+    """Import the printed module at `path` as `name` (interpreted kernels when asked)."""
+    qualified = f"fuseopt_generated.{name}{'_interpreted' if interpret else ''}"
+    with _IMPORT_LOCK:
+        if qualified in sys.modules:
+            return sys.modules[qualified]
+        spec = importlib.util.spec_from_file_location(qualified, path)
+        if spec is None or spec.loader is None:
+            raise CompileError(f"cannot load generated Triton module {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[qualified] = module
+        try:
+            with _interpreter(interpret):
+                spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[qualified]
+            raise
+        return module
+
+
+class FastLauncher:
+    """A launcher for one kernel and grid that skips the JIT after the first launch."""
+
+    def __init__(self, kernel: Any, grid: tuple[int, ...], num_warps: int, num_stages: int):
+        self.kernel, self.grid = kernel, tuple(grid)
+        self.options = {"num_warps": num_warps, "num_stages": num_stages}
+        self.grid3 = (*self.grid, *(1,) * (3 - len(self.grid)))
+        self.runners: dict[tuple[int, ...], Callable[..., Any]] = {}
+        self.aligned: tuple[bool, ...] | None = None
+        self.disabled = False
+
+    def __call__(self, *buffers: torch.Tensor, grid: tuple[int, ...] | None = None) -> None:
+        """Launch over `grid` (default: the printed grid)."""
+        grid = self.grid if grid is None else tuple(grid)
+        aligned = tuple(b.data_ptr() % 16 == 0 for b in buffers)
+        runner = None if self.disabled or aligned != self.aligned else self.runners.get(grid)
+        if runner is not None:
+            try:
+                runner(*buffers)
+                return
+            except TypeError:  # a Triton whose CompiledKernel calls differently
+                self.disabled = True
+        compiled = self.kernel[grid](*buffers, **self.options)
+        if self.disabled or compiled is None or not hasattr(compiled, "__getitem__"):
+            return
+        if aligned != self.aligned:
+            self.runners.clear()
+            self.aligned = aligned
+        try:
+            self.runners[grid] = compiled[(*grid, *(1,) * (3 - len(grid)))]
+        except Exception:  # noqa: BLE001 - any failure: keep using the JIT path
+            self.disabled = True
+
+
+def install_fast_launchers(
+    module: ModuleType, launchers: Sequence[tuple[str, str, tuple[int, ...], int, int]]
+) -> None:
+    """Rebind each printed launcher `launch_k` of `module` to a FastLauncher.
+
+    `launchers` holds (launcher name, kernel name, grid, num_warps, num_stages). The
+    host functions look launchers up as module globals, so they pick these up.
+    """
+    for launcher, kernel, grid, warps, stages in launchers:
+        setattr(module, launcher, FastLauncher(getattr(module, kernel), grid, warps, stages))
+
+
+class TritonFunction:
+    """A compiled nn function: call it with torch tensors, get its results.
+
+    Attributes: `kernels` (KernelRecords), `source` (the printed module), `path` (its
+    file), `module` (the tile IR it runs) and `fused_module` (the nn IR after nn-fuse),
+    both parsed from the cache on first access, `index` (kernel and host descriptions).
+    """
+
+    def __init__(
+        self,
+        host: str,
+        inputs: Sequence[tuple[tuple[int, ...], torch.dtype]],
+        load: Callable[[bool], ModuleType],
+        kernels: Sequence[Any],
+        source: str,
+        path: Path,
+        ir: Callable[[str], Any],
+        index: dict[str, Any],
+    ):
+        self.host_name, self.inputs, self._load = host, list(inputs), load
+        self.kernels, self.source, self.path, self.index = list(kernels), source, path, index
+        self._ir = ir
+        self._parsed: dict[str, Any] = {}
+        self._hosts: dict[bool, Callable[..., tuple[torch.Tensor, ...]]] = {}
+
+    def _parse(self, name: str) -> Any:
+        if name not in self._parsed:
+            self._parsed[name] = self._ir(name)
+        return self._parsed[name]
+
+    @property
+    def module(self) -> Any:
+        """The tile IR this function runs (a ModuleOp)."""
+        return self._parse("tile.mlir")
+
+    @property
+    def fused_module(self) -> Any:
+        """The nn IR right after nn-fuse (a ModuleOp), for `fusion_report()`."""
+        return self._parse("fused.mlir")
+
+    def host(self, interpret: bool) -> Callable[..., tuple[torch.Tensor, ...]]:
+        """The printed host function, loaded for the GPU or for the interpreter."""
+        fn = self._hosts.get(interpret)
+        if fn is None:
+            fn = getattr(self._load(interpret), self.host_name)
+            self._hosts[interpret] = fn
+        return fn
+
+    def check(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """The inputs, contiguous; a CompileError when their count, shape or dtype differ."""
+        if len(inputs) != len(self.inputs):
+            raise CompileError(f"expected {len(self.inputs)} input tensors, got {len(inputs)}")
+        out = []
+        for i, (x, (shape, dtype)) in enumerate(zip(inputs, self.inputs, strict=True)):
+            if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape or x.dtype != dtype:
+                got = f"{tuple(x.shape)} {x.dtype}" if isinstance(x, torch.Tensor) else type(x)
+                raise CompileError(f"input {i}: expected {shape} {dtype}, got {got}")
+            out.append(x if x.is_contiguous() else x.contiguous())
+        return out
+
+    def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Run on `inputs` (on their device, on the current stream)."""
+        xs = self.check(inputs)
+        device = xs[0].device if xs else _default_device()
+        return self.host(device.type != "cuda")(*xs, device=device)
+
+
+def _default_device() -> torch.device:
+    return (
+        torch.device("cuda", torch.cuda.current_device())
+        if torch.cuda.is_available()
+        else torch.device("cpu")
+    )
+
+
+class CudaGraphFunction:
+    """mode="reduce-overhead": replay CUDA graphs of a TritonFunction (see module doc).
+
+    Inputs on the CPU run the plain function. At most `max_graphs` input-address sets
+    are recorded (least recently used are dropped).
+    """
+
+    def __init__(self, fn: TritonFunction, max_graphs: int = 8):
+        self.fn, self.max_graphs = fn, max_graphs
+        self.kernels, self.source, self.path, self.index = fn.kernels, fn.source, fn.path, fn.index
+        self.graphs: OrderedDict[tuple[int, ...], tuple[Any, tuple[torch.Tensor, ...]]] = (
+            OrderedDict()
+        )
+        self.warm: set[tuple[int, ...]] = set()
+
+    @property
+    def module(self) -> Any:
+        """The tile IR this function runs."""
+        return self.fn.module
+
+    @property
+    def fused_module(self) -> Any:
+        """The nn IR right after nn-fuse."""
+        return self.fn.fused_module
+
+    def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Replay the graph recorded for these input addresses (recording it first)."""
+        xs = self.fn.check(inputs)
+        if not xs or xs[0].device.type != "cuda" or torch.cuda.is_current_stream_capturing():
+            return self.fn(*xs)
+        key = (torch.cuda.current_device(), *(x.data_ptr() for x in xs))
+        entry = self.graphs.get(key)
+        if entry is None:
+            if key not in self.warm:  # first sight: run eagerly (compiles the kernels)
+                self.warm.add(key)
+                return self.fn(*xs)
+            entry = self._record(xs)
+            self.graphs[key] = entry
+            if len(self.graphs) > self.max_graphs:
+                old, _ = self.graphs.popitem(last=False)
+                self.warm.discard(old)
+        else:
+            self.graphs.move_to_end(key)
+        graph, outputs = entry
+        graph.replay()
+        return tuple(o.clone() for o in outputs)
+
+    def _record(self, xs: list[torch.Tensor]) -> tuple[Any, tuple[torch.Tensor, ...]]:
+        host = self.fn.host(False)
+        device = xs[0].device
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            host(*xs, device=device)  # warm-up on the capture stream
+        torch.cuda.current_stream(device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            outputs = host(*xs, device=device)
+        return graph, tuple(outputs)
+
+
+__all__ = [
+    "CudaGraphFunction",
+    "FastLauncher",
+    "TritonFunction",
+    "install_fast_launchers",
+    "load_module",
+]

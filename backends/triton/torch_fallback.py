@@ -1,0 +1,165 @@
+"""Whole-tensor kernels printed as PyTorch calls instead of Triton.
+
+convert-nn-to-tile emits a `whole_tensor` kernel (schedule attribute) for an op the
+tiler cannot index (transpose, slice, concat, a regrouping reshape, a reduction over
+scattered axes): one program loads every operand whole, applies the nn op and stores
+the result. Triton tiles must have power-of-two dims, so these kernels are printed as a
+Python function on torch tensors with the same parameters: correct everywhere, as fast
+as PyTorch's own copy kernels for the data-movement ops that reach this path.
+
+Preconditions: the kernel body is `arith.constant`s, whole-buffer `tile.load`s, nn ops,
+`tile.store`s and `tile.return` (what `whole_tensor_kernel` builds).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import MemRefType, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from fuseopt.backends.triton import op_table
+from fuseopt.backends.triton.names import NameTable
+from fuseopt.diagnostics import error_at
+from fuseopt.dialects import nn, tile
+
+UNARY: dict[type[Operation], str] = {
+    nn.NegOp: "torch.neg({0})",
+    nn.AbsOp: "torch.abs({0})",
+    nn.ExpOp: "torch.exp({0})",
+    nn.LogOp: "torch.log({0})",
+    nn.SqrtOp: "torch.sqrt({0})",
+    nn.RsqrtOp: "torch.rsqrt({0})",
+    nn.ReciprocalOp: "torch.reciprocal({0})",
+    nn.TanhOp: "torch.tanh({0})",
+    nn.SigmoidOp: "torch.sigmoid({0})",
+    nn.ReluOp: "torch.relu({0})",
+    nn.SiluOp: "torch.nn.functional.silu({0})",
+    nn.ErfOp: "torch.erf({0})",
+    nn.SinOp: "torch.sin({0})",
+    nn.CosOp: "torch.cos({0})",
+    nn.AddOp: "torch.add({0}, {1})",
+    nn.SubOp: "torch.sub({0}, {1})",
+    nn.MulOp: "torch.mul({0}, {1})",
+    nn.DivOp: "torch.div({0}, {1})",
+    nn.MaxOp: "torch.maximum({0}, {1})",
+    nn.MinOp: "torch.minimum({0}, {1})",
+    nn.PowOp: "torch.pow({0}, {1})",
+    nn.SelectOp: "torch.where({0}, {1}, {2})",
+    nn.MatmulOp: "torch.matmul({0}, {1})",
+}
+"""nn ops as torch expressions over operand names (others: `_special`)."""
+
+REDUCTIONS = {
+    nn.SumOp: "torch.sum",
+    nn.MeanOp: "torch.mean",
+    nn.ReduceMaxOp: "torch.amax",
+    nn.ReduceMinOp: "torch.amin",
+}
+COMPARE = {"eq": "torch.eq", "ne": "torch.ne", "lt": "torch.lt", "le": "torch.le",
+           "gt": "torch.gt", "ge": "torch.ge"}  # fmt: skip
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    t = v.type
+    assert isinstance(t, TensorType | MemRefType)
+    return tuple(t.get_shape())
+
+
+def _special(op: Operation, args: list[str]) -> str | None:
+    """Torch expressions for nn ops with attributes."""
+    if isinstance(op, nn.TransposeOp):
+        return f"{args[0]}.permute{tuple(op.perm)!r}"
+    if isinstance(op, nn.SliceOp):
+        index = ", ".join(f"{a}:{b}:{c}" for a, b, c in op.bounds)
+        return f"{args[0]}[{index}]"
+    if isinstance(op, nn.ConcatOp):
+        return f"torch.cat([{', '.join(args)}], dim={op.axis.value.data})"
+    if isinstance(op, nn.ReshapeOp):
+        return f"{args[0]}.reshape({_shape(op.results[0])!r})"
+    if isinstance(op, nn.BroadcastOp):
+        return f"{args[0]}.expand({_shape(op.results[0])!r})"
+    if isinstance(op, nn.CastOp):
+        return f"{args[0]}.to({op_table.torch_dtype(op_table.element_type(op.results[0]))})"
+    if isinstance(op, nn.CompareOp):
+        return f"{COMPARE[op.predicate.data]}({args[0]}, {args[1]})"
+    if isinstance(op, nn.GeluOp):
+        return f'torch.nn.functional.gelu({args[0]}, approximate="{op.approximation}")'
+    if isinstance(op, nn.MatmulOp):
+        a = f"{args[0]}.mT" if op.transpose_a is not None else args[0]
+        b = f"{args[1]}.mT" if op.transpose_b is not None else args[1]
+        return f"torch.matmul({a}, {b})"
+    reduction = REDUCTIONS.get(type(op))  # type: ignore[arg-type]
+    if reduction is not None:
+        assert isinstance(op, nn.ReductionOp)
+        keep = op.keepdim is not None
+        return f"{reduction}({args[0]}, dim={tuple(op.axis_list)!r}, keepdim={keep})"
+    return None
+
+
+def print_torch_kernel(kernel: tile.KernelOp, py_name: str, module_names: set[str]) -> str:
+    """A Python function `py_name(buf0, ...)` computing `kernel` with torch calls."""
+    names = NameTable(module_names)
+    params = [names.fresh(f"buf{i}") for i in range(len(kernel.body.block.args))]
+    expr: dict[SSAValue, str] = dict(zip(kernel.body.block.args, params, strict=True))
+    lines: list[str] = []
+
+    def bind(v: SSAValue, hint: str, text: str) -> None:
+        name = names.fresh(v.name_hint or hint)
+        lines.append(f"{name} = {text}")
+        expr[v] = name
+
+    for op in kernel.body.block.ops:
+        if isinstance(op, tile.ReturnOp | arith.ConstantOp):
+            continue
+        if isinstance(op, tile.LoadOp):
+            _check_origin(op, list(op.offsets))
+            bind(op.result, "x", f"{expr[op.buffer]}.view({_shape(op.result)!r})")
+        elif isinstance(op, tile.StoreOp):
+            _check_origin(op, list(op.offsets))
+            lines.append(f"{expr[op.buffer]}.view({_shape(op.value)!r}).copy_({expr[op.value]})")
+        elif isinstance(op, nn.ConstantOp) and op.splat_value is not None:
+            element = op_table.element_type(op.result)
+            value = op_table.literal(op.splat_value, element)
+            dtype = op_table.torch_dtype(element)
+            device = expr[kernel.body.block.args[0]] if params else None
+            where = f", device={device}.device" if device else ""
+            bind(
+                op.result, "c", f"torch.full({_shape(op.result)!r}, {value}, dtype={dtype}{where})"
+            )
+        elif op.dialect_name() == "nn":
+            args = [expr[x] for x in op.operands]
+            text = _special(op, args)
+            if text is None and type(op) in UNARY:
+                text = UNARY[type(op)].format(*args)
+            if text is None:
+                raise error_at(
+                    op, f"the triton target cannot print {op.name} in a whole-tensor kernel"
+                )
+            bind(op.results[0], op.name.split(".")[-1], text)
+        else:
+            raise error_at(op, f"the triton target cannot print {op.name} in a whole-tensor kernel")
+    head = [
+        f"def {py_name}({', '.join(params)}):",
+        '    """Whole-tensor fallback, run by PyTorch (tiles would not be powers of two)."""',
+    ]
+    return "\n".join(head + ["    " + line for line in lines]) + "\n"
+
+
+def _check_origin(op: Operation, offsets: list[SSAValue]) -> None:
+    for o in offsets:
+        owner = o.owner
+        if not (
+            isinstance(owner, arith.ConstantOp)
+            and getattr(owner.value, "value", None) is not None
+            and owner.value.value.data == 0  # type: ignore[union-attr]
+        ):
+            raise error_at(op, "a whole-tensor kernel must access its buffers at offset 0")
+
+
+def is_whole_tensor(kernel: tile.KernelOp) -> bool:
+    """Is `kernel` a whole-tensor fallback (printed with torch)?"""
+    schedule = kernel.attributes.get("schedule")
+    return getattr(schedule, "data", None) == "whole_tensor"
+
+
+__all__ = ["is_whole_tensor", "print_torch_kernel"]
