@@ -30,7 +30,10 @@ never move more bytes nor launch more kernels than eager):
   compute-bound GEMMs, where the library's speed beats saving the round trip);
 - `unfused`: left to eager (tiny GEMMs whose epilogue saves less than the extra cost of
   a generated kernel, FuseML's "bypass"; a lone matmul with nothing to fuse).
-The cheapest estimate wins; ties go to the simpler route (unfused, then library_gemm).
+The cheapest estimate wins; near-ties (within `TIE_S`) go to the simpler route (unfused,
+then library_gemm). The margin is absolute, not relative: unfused and library_gemm share
+the library GEMM time, so a relative margin would let a large GEMM hide the epilogue's
+saving.
 """
 
 from __future__ import annotations
@@ -280,10 +283,14 @@ def _library_route(
     return RouteEstimate(LIBRARY_GEMM, nbytes, kernels, seconds)
 
 
+TIE_S = 0.25e-6
+"""Estimates closer than this (a quarter of a microsecond) are a tie."""
+
+
 def choose_route(estimates: dict[str, RouteEstimate]) -> str:
-    """The fastest route; near-ties (within 1%) go to unfused, then library_gemm."""
+    """The fastest route; near-ties (within TIE_S) go to unfused, then library_gemm."""
     best = min(e.seconds for e in estimates.values())
     for route in (UNFUSED, LIBRARY_GEMM, KERNEL):
-        if route in estimates and estimates[route].seconds <= best * 1.01:
+        if route in estimates and estimates[route].seconds <= best + TIE_S:
             return route
     raise AssertionError("no route estimated")
