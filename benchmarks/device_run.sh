@@ -21,7 +21,9 @@
 #      writes them merged with this run into $OUT/results/<gpu>-merged/ (a later
 #      instance replaces an earlier one unless it timed fewer systems).
 # Everything printed is also in $OUT/run.log. Set FUSEOPT_GIT_COMMIT to record the
-# commit (the device copy of the tree has no .git).
+# commit (the device copy of the tree has no .git). COMPILED_PCT / AUTOTUNE_PCT (75 / 55)
+# set the two budgets as percentages of the benchmark's share; SKIP_INSTALL=1 and
+# SKIP_GPU_TESTS=1 skip steps 1 and 3.
 set -u -o pipefail
 
 BUDGET_S=${1:-500}
@@ -34,12 +36,16 @@ export PYTHONUNBUFFERED=1
 
 left() { echo $((BUDGET_S - ($(date +%s) - START))); }
 
-echo "== install ($(date -u +%H:%M:%S) UTC, budget ${BUDGET_S}s)"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-    || { echo "error: cannot install the carried wheels (.whl/)"; exit 1; }
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-python3 -m pip install -q --no-deps --no-build-isolation -e . \
-    || { echo "error: cannot install fuseopt"; exit 1; }
+if [[ ${SKIP_INSTALL:-0} == 1 ]]; then
+    echo "== install: skipped (SKIP_INSTALL=1; fuseopt and xDSL already installed)"
+else
+    echo "== install ($(date -u +%H:%M:%S) UTC, budget ${BUDGET_S}s)"
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+        || { echo "error: cannot install the carried wheels (.whl/)"; exit 1; }
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+    python3 -m pip install -q --no-deps --no-build-isolation -e . \
+        || { echo "error: cannot install fuseopt"; exit 1; }
+fi
 
 echo "== versions"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv \
@@ -72,14 +78,15 @@ SLUG=$(python3 -c "
 import torch
 from benchmarks.machine import describe_environment
 print(describe_environment(torch.device('cuda')).device_slug)")
+[[ -n $SLUG ]] || { echo "error: no CUDA device: the benchmarks need a GPU"; exit 1; }
 DEST="$OUT/results/$SLUG"
 BENCH_S=$(($(left) - 25))
 if ((BENCH_S < 60)); then
     echo "== benchmarks: not run, only ${BENCH_S}s of the budget left"
     exit 1
 fi
-COMPILED_S=$((BENCH_S * 70 / 100))
-AUTOTUNE_S=$((BENCH_S * 45 / 100))
+COMPILED_S=$((BENCH_S * ${COMPILED_PCT:-75} / 100))
+AUTOTUNE_S=$((BENCH_S * ${AUTOTUNE_PCT:-55} / 100))
 echo "== benchmarks into $DEST: ${BENCH_S}s in all; compiled systems start until" \
     "${COMPILED_S}s, autotuning ones until ${AUTOTUNE_S}s; later instances: eager only"
 timeout -k 10 "$BENCH_S" python3 -m benchmarks.run --out "$DEST" \

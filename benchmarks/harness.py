@@ -166,6 +166,8 @@ def run_system(
             kernels_compiled=prepared.kernels,
             hbm_bytes_model=prepared.hbm_bytes_model,
         )
+        if prepared.fallback_ops:
+            entry["fallback_ops"] = prepared.fallback_ops
         _poison_allocator(expected, config.device)
         stats = reference.error_of(prepared.fn(*check_inputs), tuple(d for _, d in expected))
         verdict = judge(stats, tolerance)

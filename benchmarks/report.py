@@ -332,10 +332,11 @@ def _details_table(doc: dict, names: list[str]) -> list[str]:
 
 def _kernels(entry: dict) -> str:
     """Profiled kernels per call; else the compiler's own count, marked "(compiled)"."""
+    eager = f" + {entry['fallback_ops']} eager op(s)" if entry.get("fallback_ops") else ""
     if entry.get("kernels") is not None:
-        return str(entry["kernels"])
+        return f"{entry['kernels']}{eager}"
     if entry.get("kernels_compiled") is not None:
-        return f"{entry['kernels_compiled']} (compiled)"
+        return f"{entry['kernels_compiled']} (compiled){eager}"
     return ""
 
 
