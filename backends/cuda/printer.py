@@ -48,6 +48,7 @@ class CudaKernel:
     grid: tuple[int, ...] | None
     schedule: str
     ops: tuple[str, ...]
+    params: tuple[str, ...] = ()
 
     @property
     def file_name(self) -> str:
@@ -125,8 +126,13 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
         parts.append("\n".join(tables) + "\n")
     parts.append(body)
     parts.append(_host_launcher(k, c_name, launch_grid, threads, smem, _written_params(k)))
+    written = _written_params(k)
+    params = tuple(
+        f"{'' if i in written else 'const '}{op_table.c_type(t.element_type)}*"
+        for i, t in enumerate(k.param_types)
+    )
     return CudaKernel(
-        k.sym_name.data, c_name, "\n".join(parts), threads, smem, own_grid, schedule, ops
+        k.sym_name.data, c_name, "\n".join(parts), threads, smem, own_grid, schedule, ops, params
     )
 
 
