@@ -1,0 +1,247 @@
+// RUN: fuse-opt %s --split-input-file -p convert-nn-to-tile | filecheck %s
+// RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block=32 block-rows=2 block-cols=16 block-m=16 block-n=32 block-k=16 group-m=2}' | filecheck %s --check-prefix=FORCED
+// RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{max-row-block=32}' | filecheck %s --check-prefix=LOOPED
+// RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-m=48}' 2>&1 | filecheck %s --check-prefix=BADSIZE
+// BADSIZE: error: convert-nn-to-tile: block-m=48 must be a positive power of two
+// BADSIZE-NOT: Traceback
+
+// Pointwise: the group's values all have 100 elements, so the kernel iterates over one
+// flat dim (reshapes are free); 100 is ragged against a block of 32 (with forced sizes), so the last
+// program's loads and stores are masked at the buffer's bounds.
+// CHECK-LABEL: tile.kernel @flat grid 1
+// CHECK-SAME:  (%[[X:.*]]: memref<100xf32>, %[[Y:.*]]: memref<100xf32>, %[[O:.*]]: memref<100xbf16>)
+// CHECK-SAME:  schedule = "pointwise", iteration_sizes = array<i64: 100>, block_sizes = array<i64: 128>
+// CHECK-SAME:  candidates = [{block = 256 : i64}
+// CHECK:       %[[T:.*]] = tile.load %[[X]][%{{.*}}] : memref<100xf32> -> tensor<128xf32>
+// CHECK-NEXT:  %[[E:.*]] = nn.exp %[[T]] : tensor<128xf32>
+// CHECK-NEXT:  %[[U:.*]] = tile.load %[[Y]][%{{.*}}] : memref<100xf32> -> tensor<128xf32>
+// CHECK-NEXT:  %[[S:.*]] = nn.add %[[E]], %[[U]] : tensor<128xf32>
+// CHECK-NEXT:  %[[C:.*]] = nn.cast %[[S]] : tensor<128xf32> -> tensor<128xbf16>
+// CHECK-NEXT:  tile.store %[[C]], %[[O]][%{{.*}}] : tensor<128xbf16>, memref<100xbf16>
+// CHECK-NEXT:  tile.return
+// Host calling convention: inputs are memrefs, the result is an out-param.
+// CHECK-LABEL: func.func @pointwise_flat
+// CHECK-SAME:  (%[[A:.*]]: memref<4x25xf32>, %[[B:.*]]: memref<4x25xf32>, %[[R:.*]]: memref<4x25xbf16> {tile.output})
+// CHECK-NEXT:  tile.launch @flat grid [1] (%[[A]], %[[B]], %[[R]]) : memref<4x25xf32>, memref<4x25xf32>, memref<4x25xbf16>
+// CHECK-NEXT:  func.return
+// FORCED-LABEL: tile.kernel @flat grid 1
+// FORCED-SAME:  block_sizes = array<i64: 32>
+// FORCED:       %[[P:.*]] = tile.program_id 0
+// FORCED-NEXT:  %[[OFF:.*]] = arith.muli %[[P]], %{{.*}} : index
+// FORCED-NEXT:  tile.load %{{.*}}[%[[OFF]]] : memref<100xf32> -> tensor<32xf32>
+// FORCED:       tile.store %{{.*}}, %{{.*}}[%[[OFF]]] : tensor<32xbf16>, memref<100xbf16>
+// FORCED:       tile.launch @flat grid [4]
+func.func @pointwise_flat(%x: tensor<4x25xf32>, %y: tensor<4x25xf32>) -> tensor<4x25xbf16> {
+  %0 = nn.fusion ins(%x, %y : tensor<4x25xf32>, tensor<4x25xf32>) -> tensor<4x25xbf16> attributes {kernel_name = "flat", kind = "pointwise", route = "kernel"} {
+  ^bb0(%a: tensor<4x25xf32>, %b: tensor<4x25xf32>):
+    %e = nn.exp %a : tensor<4x25xf32>
+    %s = nn.add %e, %b : tensor<4x25xf32>
+    %c = nn.cast %s : tensor<4x25xf32> -> tensor<4x25xbf16>
+    nn.yield %c : tensor<4x25xbf16>
+  }
+  func.return %0 : tensor<4x25xbf16>
+}
+
+// -----
+
+// Pointwise with a broadcast: 2-D blocks (rows x cols); the bias is loaded once per
+// column block and broadcast along the rows. Forced sizes give 2x16 blocks, 3 x 3 programs, the
+// program id split into a column and a row offset.
+// CHECK-LABEL: tile.kernel @gelu_bias grid 1
+// CHECK-SAME:  schedule = "pointwise", iteration_sizes = array<i64: 5, 37>, block_sizes = array<i64: 8, 64>
+// CHECK:       %[[X:.*]] = tile.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<5x37xf32> -> tensor<8x64xf32>
+// CHECK-NEXT:  %[[B:.*]] = tile.load %{{.*}}[%{{.*}}] : memref<37xf32> -> tensor<64xf32>
+// CHECK-NEXT:  %[[BB:.*]] = tile.broadcast %[[B]] dims [1] : tensor<64xf32> -> tensor<8x64xf32>
+// CHECK-NEXT:  %[[S:.*]] = nn.add %[[X]], %[[BB]] : tensor<8x64xf32>
+// CHECK-NEXT:  nn.gelu %[[S]] : tensor<8x64xf32>
+// CHECK:       tile.launch @gelu_bias grid [1]
+// FORCED-LABEL: tile.kernel @gelu_bias grid 1
+// FORCED-SAME:  block_sizes = array<i64: 2, 16>
+// FORCED:       %[[P:.*]] = tile.program_id 0
+// FORCED-NEXT:  %[[J:.*]] = arith.remsi %[[P]], %{{.*}} : index
+// FORCED-NEXT:  %[[I:.*]] = arith.divsi %[[P]], %{{.*}} : index
+// FORCED-NEXT:  %[[COL:.*]] = arith.muli %[[J]], %{{.*}} : index
+// FORCED-NEXT:  %[[ROW:.*]] = arith.muli %[[I]], %{{.*}} : index
+// FORCED-NEXT:  tile.load %{{.*}}[%[[ROW]], %[[COL]]] : memref<5x37xf32> -> tensor<2x16xf32>
+// FORCED-NEXT:  tile.load %{{.*}}[%[[COL]]] : memref<37xf32> -> tensor<16xf32>
+// FORCED:       tile.store %{{.*}}, %{{.*}}[%[[ROW]], %[[COL]]] : tensor<2x16xf32>, memref<5x37xf32>
+// FORCED:       tile.launch @gelu_bias grid [9]
+func.func @pointwise_broadcast(%x: tensor<5x37xf32>, %b: tensor<37xf32>) -> tensor<5x37xf32> {
+  %0 = nn.fusion ins(%x, %b : tensor<5x37xf32>, tensor<37xf32>) -> tensor<5x37xf32> attributes {kernel_name = "gelu_bias", kind = "pointwise", route = "kernel"} {
+  ^bb0(%a: tensor<5x37xf32>, %c: tensor<37xf32>):
+    %cb = nn.broadcast %c : tensor<37xf32> -> tensor<5x37xf32>
+    %s = nn.add %a, %cb : tensor<5x37xf32>
+    %g = nn.gelu %s : tensor<5x37xf32>
+    nn.yield %g : tensor<5x37xf32>
+  }
+  func.return %0 : tensor<5x37xf32>
+}
+
+// -----
+
+// Row reduction, whole rows in registers (the 100-wide row is one 128 block): the
+// ragged columns are replaced by the reduction's identity before tile.reduce.
+// With max-row-block=32, rows longer than 32 loop over column chunks, one loop per
+// level of dependent reductions (max, then sum) with accumulators as iter_args, then a
+// last loop that stores the row; one row per program.
+// CHECK-LABEL: tile.kernel @softmax grid 1
+// CHECK-SAME:  schedule = "row_reduction", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 8, 128>, reduce_dim = 1 : i64
+// CHECK:       %[[X:.*]] = tile.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<6x100xf32> -> tensor<8x128xf32>
+// CHECK-NEXT:  %[[M:.*]] = tile.mask [%{{.*}}, %{{.*}}] bounds [6, 100] : tensor<8x128xi1>
+// CHECK-NEXT:  %[[NINF:.*]] = nn.constant 0xfff0000000000000 : tensor<8x128xf32>
+// CHECK-NEXT:  %[[XM:.*]] = nn.select %[[M]], %[[X]], %[[NINF]] : tensor<8x128xf32>
+// CHECK-NEXT:  %[[MAX:.*]] = tile.reduce max %[[XM]] axis 1 : tensor<8x128xf32> -> tensor<8xf32>
+// CHECK-NEXT:  tile.broadcast %[[MAX]] dims [0] : tensor<8xf32> -> tensor<8x128xf32>
+// CHECK:       tile.reduce sum %{{.*}} axis 1 : tensor<8x128xf32> -> tensor<8xf32>
+// CHECK:       nn.div
+// CHECK-NEXT:  tile.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : tensor<8x128xf32>, memref<6x100xf32>
+// LOOPED-LABEL: tile.kernel @softmax grid 1
+// LOOPED-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 1, 128>
+// LOOPED:       %[[ROW:.*]] = tile.program_id 0
+// LOOPED:       %[[MAX:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<1xf32>) {
+// LOOPED-NEXT:    tile.load %{{.*}}[%[[ROW]], %[[K]]] : memref<6x100xf32> -> tensor<1x128xf32>
+// LOOPED-NEXT:    tile.mask [%[[ROW]], %[[K]]] bounds [6, 100] : tensor<1x128xi1>
+// LOOPED:         %[[PART:.*]] = tile.reduce max %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
+// LOOPED-NEXT:    %[[NEW:.*]] = nn.max %[[ACC]], %[[PART]] : tensor<1xf32>
+// LOOPED-NEXT:    scf.yield %[[NEW]] : tensor<1xf32>
+// LOOPED:       %[[SUM:.*]] = scf.for
+// LOOPED:         tile.broadcast %[[MAX]] dims [0]
+// LOOPED:         tile.reduce sum
+// LOOPED:       scf.for %[[K2:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// LOOPED:         tile.broadcast %[[SUM]] dims [0]
+// LOOPED:         tile.store %{{.*}}, %{{.*}}[%[[ROW]], %[[K2]]] : tensor<1x128xf32>, memref<6x100xf32>
+// LOOPED:       tile.launch @softmax grid [6]
+func.func @row_reduction(%x: tensor<6x100xf32>) -> tensor<6x100xf32> {
+  %0 = nn.fusion ins(%x : tensor<6x100xf32>) -> tensor<6x100xf32> attributes {kernel_name = "softmax", kind = "reduction", route = "kernel"} {
+  ^bb0(%a: tensor<6x100xf32>):
+    %m = nn.reduce_max %a [1] keepdim : tensor<6x100xf32> -> tensor<6x1xf32>
+    %mb = nn.broadcast %m : tensor<6x1xf32> -> tensor<6x100xf32>
+    %d = nn.sub %a, %mb : tensor<6x100xf32>
+    %e = nn.exp %d : tensor<6x100xf32>
+    %s = nn.sum %e [1] keepdim : tensor<6x100xf32> -> tensor<6x1xf32>
+    %sb = nn.broadcast %s : tensor<6x1xf32> -> tensor<6x100xf32>
+    %y = nn.div %e, %sb : tensor<6x100xf32>
+    nn.yield %y : tensor<6x100xf32>
+  }
+  func.return %0 : tensor<6x100xf32>
+}
+
+// -----
+
+// Short rows: several rows per program (64 rows of 16 in one 64x16 block); the mean
+// divides the f32 sum by the row length.
+// CHECK-LABEL: tile.kernel @row_mean grid 1
+// CHECK-SAME:  block_sizes = array<i64: 64, 16>
+// CHECK:       %[[S:.*]] = tile.reduce sum %{{.*}} axis 1 : tensor<64x16xf32> -> tensor<64xf32>
+// CHECK-NEXT:  %[[N:.*]] = nn.constant 1.600000e+01 : tensor<64xf32>
+// CHECK-NEXT:  %[[M:.*]] = nn.div %[[S]], %[[N]] : tensor<64xf32>
+// CHECK-NEXT:  tile.store %[[M]], %{{.*}}[%{{.*}}] : tensor<64xf32>, memref<64xf32>
+func.func @row_reduction_rows(%x: tensor<64x16xf32>) -> tensor<64xf32> {
+  %0 = nn.fusion ins(%x : tensor<64x16xf32>) -> tensor<64xf32> attributes {kernel_name = "row_mean", kind = "reduction", route = "kernel"} {
+  ^bb0(%a: tensor<64x16xf32>):
+    %q = nn.mul %a, %a : tensor<64x16xf32>
+    %m = nn.mean %q [1] : tensor<64x16xf32> -> tensor<64xf32>
+    nn.yield %m : tensor<64xf32>
+  }
+  func.return %0 : tensor<64xf32>
+}
+
+// -----
+
+// Matmul + epilogue: grouped program order (GROUP_M rows of tiles), a K loop of
+// tile.dot into an f32 accumulator, then the epilogue on the accumulator and one store.
+// The transposed weight is loaded [BN, BK] and transposed in registers. Forced: 16x32
+// tiles, BK 16, GROUP_M 2: 3 x 2 programs, K = 24 is ragged against 16 (masked loads
+// read zeros, which add nothing to the dot).
+// CHECK-LABEL: tile.kernel @linear_gelu grid 1
+// CHECK-SAME:  (%[[A:.*]]: memref<40x24xbf16>, %[[W:.*]]: memref<50x24xbf16>, %[[B:.*]]: memref<50xbf16>, %[[O:.*]]: memref<40x50xbf16>)
+// CHECK-SAME:  schedule = "matmul", iteration_sizes = array<i64: 40, 50>, block_sizes = array<i64: 64, 64>, block_k = 32 : i64, group_m = 8 : i64
+// CHECK:       %[[P:.*]] = tile.program_id 0
+// CHECK-NEXT:  %[[GROUP:.*]] = arith.divsi %[[P]], %{{.*}} : index
+// CHECK-NEXT:  %[[FIRST:.*]] = arith.muli %[[GROUP]], %{{.*}} : index
+// CHECK-NEXT:  %[[LEFT:.*]] = arith.subi %{{.*}}, %[[FIRST]] : index
+// CHECK-NEXT:  %[[SIZE:.*]] = arith.minsi %[[LEFT]], %{{.*}} : index
+// CHECK-NEXT:  %[[LOCAL:.*]] = arith.remsi %[[P]], %{{.*}} : index
+// CHECK-NEXT:  %[[R:.*]] = arith.remsi %[[LOCAL]], %[[SIZE]] : index
+// CHECK-NEXT:  %[[IM:.*]] = arith.addi %[[FIRST]], %[[R]] : index
+// CHECK-NEXT:  %[[IN:.*]] = arith.divsi %[[LOCAL]], %[[SIZE]] : index
+// CHECK-NEXT:  %[[PM:.*]] = arith.muli %[[IM]], %{{.*}} : index
+// CHECK-NEXT:  %[[PN:.*]] = arith.muli %[[IN]], %{{.*}} : index
+// CHECK-NEXT:  %[[Z:.*]] = nn.constant 0.000000e+00 : tensor<64x64xf32>
+// CHECK-NEXT:  %[[ACC:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[C:.*]] = %[[Z]]) -> (tensor<64x64xf32>) {
+// CHECK-NEXT:    %[[TA:.*]] = tile.load %[[A]][%[[PM]], %[[K]]] : memref<40x24xbf16> -> tensor<64x32xbf16>
+// CHECK-NEXT:    %[[TW:.*]] = tile.load %[[W]][%[[PN]], %[[K]]] : memref<50x24xbf16> -> tensor<64x32xbf16>
+// CHECK-NEXT:    %[[TB:.*]] = tile.transpose %[[TW]] [1, 0] : tensor<64x32xbf16> -> tensor<32x64xbf16>
+// CHECK-NEXT:    %[[D:.*]] = tile.dot %[[TA]], %[[TB]], %[[C]] : tensor<64x32xbf16>, tensor<32x64xbf16>, tensor<64x64xf32>
+// CHECK-NEXT:    scf.yield %[[D]] : tensor<64x64xf32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  %[[RES:.*]] = nn.cast %[[ACC]] : tensor<64x64xf32> -> tensor<64x64xbf16>
+// CHECK-NEXT:  %[[TBIAS:.*]] = tile.load %[[B]][%[[PN]]] : memref<50xbf16> -> tensor<64xbf16>
+// CHECK-NEXT:  %[[BB:.*]] = tile.broadcast %[[TBIAS]] dims [1] : tensor<64xbf16> -> tensor<64x64xbf16>
+// CHECK-NEXT:  %[[S:.*]] = nn.add %[[RES]], %[[BB]] : tensor<64x64xbf16>
+// CHECK-NEXT:  %[[G:.*]] = nn.gelu %[[S]] : tensor<64x64xbf16>
+// CHECK-NEXT:  tile.store %[[G]], %[[O]][%[[PM]], %[[PN]]] : tensor<64x64xbf16>, memref<40x50xbf16>
+// FORCED-LABEL: tile.kernel @linear_gelu grid 1
+// FORCED-SAME:  block_sizes = array<i64: 16, 32>, block_k = 16 : i64, group_m = 2 : i64
+// FORCED:       tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x16xbf16>, tensor<16x32xbf16>, tensor<16x32xf32>
+// FORCED:       tile.launch @linear_gelu grid [6]
+func.func @matmul_epilogue(%x: tensor<40x24xbf16>, %w: tensor<50x24xbf16>, %b: tensor<50xbf16>) -> tensor<40x50xbf16> {
+  %0 = nn.fusion ins(%x, %w, %b : tensor<40x24xbf16>, tensor<50x24xbf16>, tensor<50xbf16>) -> tensor<40x50xbf16> attributes {kernel_name = "linear_gelu", kind = "matmul", route = "kernel"} {
+  ^bb0(%a: tensor<40x24xbf16>, %c: tensor<50x24xbf16>, %d: tensor<50xbf16>):
+    %p = nn.matmul %a, %c transpose_b : tensor<40x24xbf16>, tensor<50x24xbf16> -> tensor<40x50xbf16>
+    %db = nn.broadcast %d : tensor<50xbf16> -> tensor<40x50xbf16>
+    %s = nn.add %p, %db : tensor<40x50xbf16>
+    %g = nn.gelu %s : tensor<40x50xbf16>
+    nn.yield %g : tensor<40x50xbf16>
+  }
+  func.return %0 : tensor<40x50xbf16>
+}
+
+// -----
+
+// route = "library_gemm": a tile.gemm into a temporary, then the epilogue alone as a
+// (flat) pointwise kernel.
+// CHECK-LABEL: tile.kernel @linear_relu grid 1
+// CHECK-SAME:  schedule = "pointwise"
+// CHECK:       nn.relu %{{.*}} : tensor<1024xbf16>
+// CHECK-LABEL: func.func @library_gemm
+// CHECK-SAME:  (%[[X:.*]]: memref<40x24xbf16>, %[[W:.*]]: memref<50x24xbf16>, %[[O:.*]]: memref<40x50xbf16> {tile.output})
+// CHECK-NEXT:  %[[T:.*]] = tile.alloc : memref<40x50xbf16>
+// CHECK-NEXT:  tile.gemm %[[X]], %[[W]] into %[[T]] transpose_b : memref<40x24xbf16>, memref<50x24xbf16>, memref<40x50xbf16>
+// CHECK-NEXT:  tile.launch @linear_relu grid [2] (%[[T]], %[[O]]) : memref<40x50xbf16>, memref<40x50xbf16>
+func.func @library_gemm(%x: tensor<40x24xbf16>, %w: tensor<50x24xbf16>) -> tensor<40x50xbf16> {
+  %0 = nn.fusion ins(%x, %w : tensor<40x24xbf16>, tensor<50x24xbf16>) -> tensor<40x50xbf16> attributes {kernel_name = "linear_relu", kind = "matmul", route = "library_gemm"} {
+  ^bb0(%a: tensor<40x24xbf16>, %c: tensor<50x24xbf16>):
+    %p = nn.matmul %a, %c transpose_b : tensor<40x24xbf16>, tensor<50x24xbf16> -> tensor<40x50xbf16>
+    %r = nn.relu %p : tensor<40x50xbf16>
+    nn.yield %r : tensor<40x50xbf16>
+  }
+  func.return %0 : tensor<40x50xbf16>
+}
+
+// -----
+
+// Ops outside fusions: one kernel each (a transpose, which the tiler cannot index, is a
+// one-program whole_tensor kernel); a result used later is written into its out-param and
+// read from there; intermediates are tile.alloc temporaries; a returned input is copied.
+// CHECK-LABEL: tile.kernel @host_exp
+// CHECK-LABEL: tile.kernel @host_transpose grid 1
+// CHECK-SAME:  attributes {schedule = "whole_tensor"}
+// CHECK:       nn.transpose %{{.*}} [1, 0] : tensor<3x5xf32> -> tensor<5x3xf32>
+// CHECK-LABEL: tile.kernel @copy
+// CHECK-LABEL: func.func @host
+// CHECK-SAME:  (%[[X:.*]]: memref<3x5xf32>, %[[R0:.*]]: memref<3x5xf32> {tile.output}, %[[R1:.*]]: memref<15xf32> {tile.output}, %[[R2:.*]]: memref<3x5xf32> {tile.output}, %[[R3:.*]]: memref<5x3xf32> {tile.output})
+// CHECK-NEXT:  tile.launch @host_exp grid [1] (%[[X]], %[[R2]])
+// CHECK-NEXT:  %[[T:.*]] = tile.alloc : memref<3x5xf32>
+// CHECK-NEXT:  tile.launch @host_neg grid [1] (%[[R2]], %[[T]])
+// CHECK-NEXT:  tile.launch @host_reshape grid [1] (%[[T]], %[[R1]]) : memref<3x5xf32>, memref<15xf32>
+// CHECK-NEXT:  tile.launch @host_transpose grid [1] (%[[R2]], %[[R3]])
+// CHECK-NEXT:  tile.launch @copy grid [1] (%[[X]], %[[R0]])
+// CHECK-NEXT:  func.return
+func.func @host(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<15xf32>, tensor<3x5xf32>, tensor<5x3xf32>) {
+  %e = nn.exp %x : tensor<3x5xf32>
+  %n = nn.neg %e : tensor<3x5xf32>
+  %r = nn.reshape %n : tensor<3x5xf32> -> tensor<15xf32>
+  %t = nn.transpose %e [1, 0] : tensor<3x5xf32> -> tensor<5x3xf32>
+  func.return %x, %r, %e, %t : tensor<3x5xf32>, tensor<15xf32>, tensor<3x5xf32>, tensor<5x3xf32>
+}
