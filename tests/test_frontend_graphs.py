@@ -122,6 +122,33 @@ def test_gradients_match_eager(make: object) -> None:
     )
 
 
+def test_gradients_through_views() -> None:
+    """Backward of slicing, select, cat, split, transpose and broadcasting (which make
+    slice_backward, select_backward, sum-to-size and concat in the backward graph)."""
+
+    def fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        rotated = torch.cat((-x[..., half:], x[..., :half]), -1)  # rotate_half
+        a, b = (x * w).split([3, 5], -1)
+        picked = x[:, 1].unsqueeze(1) * x[:, 2:5:1].sum(1, keepdim=True)
+        return (rotated * w).sum(-1) + a.sum(-1) * b.mean(-1) + picked.sum(-1)
+
+    x0, w0 = randn(3, 8, seed=3), randn(8, seed=4)
+    weights = torch.linspace(-1, 1, 3)
+
+    def grads(run: object) -> list[torch.Tensor]:
+        x, w = x0.clone().requires_grad_(True), w0.clone().requires_grad_(True)
+        (run(x, w) * weights).sum().backward()
+        return [x.grad, w.grad]
+
+    expected = grads(fn)
+    compiled = fuseopt.compile(fn, backend="interpret")
+    for a, e in zip(grads(compiled), expected, strict=True):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+    assert not compiled.fallbacks, compiled.fusion_report()
+    assert any(k.region.startswith("backward") for k in compiled.kernels)
+
+
 def test_new_shape_recompiles() -> None:
     """Static shapes per compilation; a new shape recompiles and stays correct."""
     model = randomize(MLP())

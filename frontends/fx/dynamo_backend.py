@@ -16,6 +16,7 @@ The registration is the `torch_dynamo_backends` entry point `fuseopt` in pyproje
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,6 +31,8 @@ from fuseopt.frontends.fx.errors import ConfigurationError, RegionFallback
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
 
 aten = torch.ops.aten
+
+logger = logging.getLogger("fuseopt")
 
 DEFAULT_BACKEND = "triton"
 """The fuseopt backend used when options name none."""
@@ -111,6 +114,8 @@ def fuseopt_backend(
         ]
         log.kernels.extend(kernels)
         log.regions.append(RegionRecord(func_name, func_name.rsplit("_", 1)[0], imported, compiled))
+        logger.debug("fuseopt: compiled %s with '%s': %d kernel(s)", func_name, backend_name,
+                     len(kernels))
         return compiled
 
     def graph_compiler(kind: str) -> Callable[[GraphModule, Sequence[Any]], Callable[..., Any]]:

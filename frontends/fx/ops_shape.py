@@ -198,3 +198,47 @@ def unbind(ctx: ImportContext, node: Node) -> Imported:
     dim = ctx.axis(ctx.arg(1, "dim", 0), len(shape))
     rest = shape[:dim] + shape[dim + 1 :]
     return tuple(ctx.reshape(p, rest) for p in _split(ctx, x, [1] * shape[dim], dim))
+
+
+def _pad_along(ctx: ImportContext, x: SSAValue, dim: int, before: int, after: int) -> SSAValue:
+    """`x` with `before` and `after` zeros added along `dim` (an nn.concat)."""
+    t = _type(x)
+
+    def zeros(size: int) -> SSAValue:
+        shape = list(t.get_shape())
+        shape[dim] = size
+        return ctx.constant(0, t.element_type, shape)
+
+    parts = [*([zeros(before)] if before else []), x, *([zeros(after)] if after else [])]
+    return parts[0] if len(parts) == 1 else ctx.emit(nn.ConcatOp(parts, dim))
+
+
+@register(aten.slice_backward.default)
+def slice_backward(ctx: ImportContext, node: Node) -> Imported:
+    """slice_backward(grad, input_sizes, dim, start, end, step=1): the gradient placed
+    into zeros of the input's shape (step 1 only: concat with zero blocks)."""
+    grad = ctx.value(node.args[0])
+    sizes = ctx.int_list(node.args[1], "input sizes")
+    dim = ctx.axis(node.args[2], len(sizes))
+    start, end, step = node.args[3], node.args[4], ctx.arg(5, "step", 1)
+    if not all(isinstance(v, int) for v in (start, end, step)) or step != 1:
+        raise ctx.fail("slice_backward needs static bounds and step 1")
+    lo = _clamp_index(start, sizes[dim], 0)
+    width = _type(grad).get_shape()[dim]
+    return _pad_along(ctx, grad, dim, lo, sizes[dim] - lo - width)
+
+
+@register(aten.select_backward.default)
+def select_backward(ctx: ImportContext, node: Node) -> Imported:
+    """select_backward(grad, input_sizes, dim, index): the gradient as a one-wide slice
+    of zeros of the input's shape."""
+    grad = ctx.value(node.args[0])
+    sizes = ctx.int_list(node.args[1], "input sizes")
+    dim = ctx.axis(node.args[2], len(sizes))
+    index = node.args[3]
+    if not isinstance(index, int) or not -sizes[dim] <= index < sizes[dim]:
+        raise ctx.fail(f"index {index!r} is out of range for a dim of size {sizes[dim]}")
+    index %= sizes[dim]
+    shape = list(sizes)
+    shape[dim] = 1
+    return _pad_along(ctx, ctx.reshape(grad, shape), dim, index, sizes[dim] - index - 1)

@@ -1,0 +1,166 @@
+"""Hugging Face blocks from tiny configs (no download) through
+`torch.compile(..., backend="fuseopt", options={"backend": "interpret"})` against eager:
+Llama, Qwen2 and Mistral decoder layers (RMSNorm, rotary embedding, grouped-query
+attention with a causal mask, SwiGLU MLP), GPT2Block and BertLayer. With eager attention
+every op is compiled (no fallback log line); with SDPA only the attention kernel falls
+back, named in one log line. Skipped when `transformers` is not installed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from test_frontend_common import assert_close
+
+import fuseopt
+
+transformers = pytest.importorskip("transformers")
+
+HIDDEN, HEADS, KV_HEADS, SEQ, BATCH = 32, 4, 2, 8, 2
+
+Case = tuple[torch.nn.Module, tuple[torch.Tensor, ...], dict[str, Any]]
+
+
+def _init(layer: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    """Seeded non-trivial weights (norm weights too, never all ones), in eval mode."""
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.2 + (1.0 if p.dim() == 1 else 0.0))
+    return layer.to(dtype).eval()
+
+
+def _hidden(dtype: torch.dtype) -> torch.Tensor:
+    g = torch.Generator().manual_seed(1)
+    return torch.randn(BATCH, SEQ, HIDDEN, generator=g).to(dtype)
+
+
+def _causal_mask(dtype: torch.dtype) -> torch.Tensor:
+    """An additive (batch, 1, seq, seq) causal mask, as HF builds for eager attention;
+    the second sequence also pads its first two positions."""
+    allowed = torch.ones(SEQ, SEQ, dtype=torch.bool).tril()[None, None].repeat(BATCH, 1, 1, 1)
+    allowed[1, :, :, :2] = False
+    allowed[1, :, :2, :2] = torch.eye(2, dtype=torch.bool)  # rows never fully masked
+    mask = torch.zeros(allowed.shape, dtype=dtype)
+    return mask.masked_fill(~allowed, torch.finfo(dtype).min)
+
+
+def _decoder(family: str, attn: str, dtype: torch.dtype) -> Case:
+    module = getattr(transformers.models, family)
+    prefix = {"llama": "Llama", "qwen2": "Qwen2", "mistral": "Mistral"}[family]
+    config = getattr(transformers, f"{prefix}Config")(
+        hidden_size=HIDDEN,
+        intermediate_size=2 * HIDDEN,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
+        num_hidden_layers=1,
+        vocab_size=64,
+        max_position_embeddings=64,
+    )
+    config._attn_implementation = attn
+    modeling = getattr(module, f"modeling_{family}")
+    layer = _init(getattr(modeling, f"{prefix}DecoderLayer")(config, 0), dtype)
+    x = _hidden(dtype)
+    rotary = getattr(modeling, f"{prefix}RotaryEmbedding")(config)
+    position_ids = torch.arange(SEQ)[None].expand(BATCH, SEQ)
+    cos, sin = rotary(x, position_ids)
+    kwargs = {"position_embeddings": (cos, sin), "attention_mask": _causal_mask(dtype)}
+    return layer, (x,), kwargs
+
+
+def _gpt2(attn: str, dtype: torch.dtype) -> Case:
+    config = transformers.GPT2Config(
+        n_embd=HIDDEN, n_head=HEADS, n_layer=1, n_positions=64, vocab_size=64,
+        bos_token_id=0, eos_token_id=0,
+    )
+    config._attn_implementation = attn
+    layer = _init(transformers.models.gpt2.modeling_gpt2.GPT2Block(config, 0), dtype)
+    return layer, (_hidden(dtype),), {"attention_mask": _causal_mask(dtype)}
+
+
+def _bert(attn: str, dtype: torch.dtype) -> Case:
+    config = transformers.BertConfig(
+        hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_attention_heads=HEADS,
+        num_hidden_layers=1, vocab_size=64,
+    )
+    config._attn_implementation = attn
+    layer = _init(transformers.models.bert.modeling_bert.BertLayer(config), dtype)
+    padding = torch.zeros(BATCH, 1, 1, SEQ, dtype=dtype)
+    padding[1, ..., -3:] = torch.finfo(dtype).min
+    return layer, (_hidden(dtype),), {"attention_mask": padding}
+
+
+CASES: dict[str, Callable[[str, torch.dtype], Case]] = {
+    "llama": lambda attn, dtype: _decoder("llama", attn, dtype),
+    "qwen2": lambda attn, dtype: _decoder("qwen2", attn, dtype),
+    "mistral": lambda attn, dtype: _decoder("mistral", attn, dtype),
+    "gpt2": _gpt2,
+    "bert": _bert,
+}
+
+
+def _first(out: Any) -> torch.Tensor:
+    return out[0] if isinstance(out, tuple | list) else out
+
+
+def _run(
+    name: str, attn: str, dtype: torch.dtype, caplog: pytest.LogCaptureFixture
+) -> list[str]:
+    """Compile the block with torch.compile(backend="fuseopt"), compare with eager, and
+    return the fallback log lines (after checking that regions were compiled)."""
+    torch._dynamo.reset()
+    layer, args, kwargs = CASES[name](attn, dtype)
+    compiled = torch.compile(layer, backend="fuseopt", options={"backend": "interpret"})
+    with caplog.at_level(logging.DEBUG, logger="fuseopt"), torch.no_grad():
+        expected = _first(layer(*args, **kwargs))
+        actual = _first(compiled(*args, **kwargs))
+    assert_close(actual, expected)
+    messages = [r.getMessage() for r in caplog.records if r.name == "fuseopt"]
+    compiled_regions = [m for m in messages if m.startswith("fuseopt: compiled ")]
+    assert compiled_regions, messages
+    assert all("0 kernel(s)" not in m for m in compiled_regions)
+    return [m for m in messages if "run eagerly" in m]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_block_eager_attention(name: str, caplog: pytest.LogCaptureFixture) -> None:
+    """With eager attention the whole block compiles: no op falls back."""
+    assert _run(name, "eager", torch.float32, caplog) == []
+
+
+@pytest.mark.parametrize("name", ["llama", "bert"])
+def test_block_sdpa_attention(name: str, caplog: pytest.LogCaptureFixture) -> None:
+    """With SDPA the attention kernel runs eagerly (one log line names it), the rest is
+    compiled, and the block still matches eager."""
+    (line,) = _run(name, "sdpa", torch.float32, caplog)
+    assert "scaled_dot_product" in line and "1 op(s) run eagerly" in line
+
+
+def test_llama_bf16(caplog: pytest.LogCaptureFixture) -> None:
+    """The Llama decoder layer in bf16 (its RMSNorm computes in f32) matches eager."""
+    assert _run("llama", "eager", torch.bfloat16, caplog) == []
+
+
+def test_llama_gradients() -> None:
+    """Backward of a Llama decoder layer through fuseopt.compile: gradients match."""
+    torch._dynamo.reset()
+    layer, (x,), kwargs = _decoder("llama", "eager", torch.float32)
+    weights = torch.linspace(-1, 1, HIDDEN)
+
+    def grads(run: Callable[..., Any]) -> list[torch.Tensor]:
+        layer.zero_grad()
+        xr = x.clone().requires_grad_(True)
+        (_first(run(xr, **kwargs)) * weights).sum().backward()
+        return [xr.grad, *(p.grad for p in layer.parameters())]
+
+    expected = grads(layer)
+    compiled = fuseopt.compile(layer, backend="interpret")
+    actual = grads(compiled)
+    for a, e in zip(actual, expected, strict=True):
+        torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-4)
+    graphs = {f.graph for f in compiled.fallbacks}
+    assert not [g for g in graphs if g.startswith("backward")], compiled.fusion_report()
+    assert any(k.region.startswith("backward") for k in compiled.kernels)
