@@ -77,8 +77,12 @@ def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int) -> None:
     schedule = kernel.attributes.get("schedule")
     kind = schedule.data if isinstance(schedule, StringAttr) else "pointwise"
     used = 0
-    if kind == "row_reduction_looped" and "row_cache" not in kernel.attributes:
-        used = _cache_rows(kernel, budget)
+    if kind == "row_reduction_looped":
+        done = kernel.attributes.get("shared_bytes")
+        if "row_cache" not in kernel.attributes:
+            used = _cache_rows(kernel, budget)
+        elif isinstance(done, IntegerAttr):  # promoted before: keep what it recorded
+            used = done.value.data
     tiles = [o for o in kernel.walk() if isinstance(o, tile.LoadOp | tile.StoreOp | tile.DotOp)]
     shapes = [_tile_shape(o) for o in tiles]
     biggest = max((math.prod(s) for s in shapes), default=1)
