@@ -160,15 +160,45 @@ def test_new_shape_recompiles() -> None:
     assert len(compiled.record.graphs) >= 3
 
 
-def test_torch_compile_backend_and_dynamic() -> None:
-    """`torch.compile(backend="fuseopt", options=...)` works, with dynamic=True too."""
+@pytest.mark.parametrize("dynamic", [False, None, True], ids=["static", "auto", "dynamic"])
+def test_torch_compile_shapes(dynamic: bool | None, caplog: pytest.LogCaptureFixture) -> None:
+    """`torch.compile(backend="fuseopt")` over changing shapes: static recompiles per
+    shape; automatic dynamic shapes (the default) and dynamic=True trace symbolic sizes,
+    which fuseopt specializes per concrete shape, so every shape is compiled (nothing
+    falls back) and every result matches eager, forward and backward."""
     model = randomize(MLP())
-    with torch.no_grad():
-        for dynamic in (False, True):
-            torch._dynamo.reset()
-            compiled = torch.compile(
-                model, backend="fuseopt", options={"backend": "interpret"}, dynamic=dynamic
-            )
-            for rows in (2, 6, 4):
+    with caplog.at_level(logging.DEBUG, logger="fuseopt"):
+        compiled = torch.compile(
+            model, backend="fuseopt", options={"backend": "interpret"}, dynamic=dynamic
+        )
+        with torch.no_grad():
+            for rows in (2, 6, 4, 6):
                 x = randn(rows, 8, seed=rows)
                 assert_close(compiled(x), model(x))
+        x = randn(5, 8, seed=5)
+        expected = _grads(model, x, model)
+        for a, e in zip(_grads(model, x, compiled), expected, strict=True):
+            torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
+    messages = [r.getMessage() for r in caplog.records if r.name == "fuseopt"]
+    assert not [m for m in messages if "run eagerly" in m], messages
+    compiled_regions = [m for m in messages if m.startswith("fuseopt: compiled ")]
+    assert len(compiled_regions) == 5  # 3 inference shapes, then forward + backward
+
+
+def test_specializations_are_bounded(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Past the specialization limit, new shapes of a dynamic graph run eagerly (one
+    warning) and stay correct."""
+    from fuseopt.frontends.fx import dynamo_backend
+
+    monkeypatch.setattr(dynamo_backend, "MAX_SPECIALIZATIONS", 1)
+    model = randomize(MLP())
+    compiled = torch.compile(model, backend="fuseopt", options={"backend": "interpret"},
+                             dynamic=True)
+    with caplog.at_level(logging.WARNING, logger="fuseopt"), torch.no_grad():
+        for rows in (2, 3, 4, 3):
+            x = randn(rows, 8, seed=rows)
+            assert_close(compiled(x), model(x))
+    lines = [r.getMessage() for r in caplog.records if r.name == "fuseopt"]
+    assert len(lines) == 1 and "more than 1 input shapes" in lines[0]

@@ -126,9 +126,76 @@ def fuseopt_backend(
 
         return compile_aten_graph
 
-    return aot_autograd(
-        fw_compiler=graph_compiler("forward"),
-        bw_compiler=graph_compiler("backward"),
-        inference_compiler=graph_compiler("inference"),
-        decompositions=decompositions(),
-    )(gm, example_inputs)
+    def compile_static(inputs: Sequence[Any]) -> Callable[..., Any]:
+        return aot_autograd(
+            fw_compiler=graph_compiler("forward"),
+            bw_compiler=graph_compiler("backward"),
+            inference_compiler=graph_compiler("inference"),
+            decompositions=decompositions(),
+        )(gm, inputs)
+
+    if has_symbolic_shapes(example_inputs):
+        return ShapeSpecializedGraph(gm, compile_static)
+    return compile_static(example_inputs)
+
+
+MAX_SPECIALIZATIONS = 64
+"""How many concrete input signatures one symbolic-shape graph is compiled for."""
+
+
+def has_symbolic_shapes(example_inputs: Sequence[Any]) -> bool:
+    """Whether Dynamo traced the graph with symbolic sizes (dynamic=True, or its
+    automatic dynamic shapes after a recompilation)."""
+    for x in example_inputs:
+        if isinstance(x, torch.SymInt | torch.SymFloat):
+            return True
+        if isinstance(x, torch.Tensor) and any(
+            isinstance(d, torch.SymInt) for d in (*x.shape, *x.stride())
+        ):
+            return True
+    return False
+
+
+class ShapeSpecializedGraph:
+    """A Dynamo graph with symbolic sizes, compiled once per concrete input signature.
+
+    nn types are static, so each new signature (tensor shapes, strides, dtypes, devices,
+    requires_grad; integer inputs by value) is traced again by AOTAutograd with the
+    real inputs as examples and compiled like a static graph. Dynamo's guards stay
+    general; the specialization happens here, so `dynamic=True` compiles instead of
+    running eagerly, and is never wrong. Past MAX_SPECIALIZATIONS signatures, new ones
+    run the graph eagerly (logged once), so memory stays bounded.
+    """
+
+    def __init__(
+        self, gm: GraphModule, compile_static: Callable[[Sequence[Any]], Callable[..., Any]]
+    ):
+        self.gm = gm
+        self.compile_static = compile_static
+        self.compiled: dict[tuple[Any, ...], Callable[..., Any]] = {}
+
+    @staticmethod
+    def signature(args: Sequence[Any]) -> tuple[Any, ...]:
+        """The cache key of a call's arguments."""
+        return tuple(
+            (tuple(a.shape), a.stride(), a.dtype, a.device, a.requires_grad)
+            if isinstance(a, torch.Tensor)
+            else (type(a), a)
+            for a in args
+        )
+
+    def __call__(self, *args: Any) -> Any:
+        """Run the specialization for these arguments (compiling it on first use)."""
+        key = self.signature(args)
+        fn = self.compiled.get(key)
+        if fn is None:
+            if len(self.compiled) >= MAX_SPECIALIZATIONS:
+                if len(self.compiled) == MAX_SPECIALIZATIONS:
+                    self.compiled[("eager",)] = self.gm  # marks the warning as given
+                    logger.warning(
+                        "fuseopt: more than %d input shapes for one graph; new shapes "
+                        "run eagerly in PyTorch", MAX_SPECIALIZATIONS
+                    )
+                return self.gm(*args)
+            fn = self.compiled[key] = self.compile_static(list(args))
+        return fn(*args)
