@@ -4,11 +4,17 @@ Algorithm (greedy union of groups, in program order; every merge is checked):
 1. Every top-level op of the block starts in its own group. Constants and opaque ops
    (see `fusion_legality.classify`) never merge; constants are cloned into the groups
    that use them when groups are outlined.
-2. Producer-consumer: for each fusible op in program order and each of its operands, try
+2. Reduction prologues: each reduction first claims the elementwise ops and views it
+   reads, walking back from it while an op does not read more bytes from outside the
+   group than it produces (a cast up to f32, x * x, a broadcast weight; not a residual
+   add of two tensors). Otherwise step 3 would hand these ops to a matmul epilogue
+   (`h = x + o @ W`, then rms_norm(h)), which then writes h, f32(h) and h * h for the
+   reduction to read back, instead of h alone.
+3. Producer-consumer: for each fusible op in program order and each of its operands, try
    to merge the op's group with the operand's producer group. This grows elementwise
    chains, reduction prologues and epilogues, matmul epilogues, and joins two matmuls
    that share A when their results meet in an elementwise op (gated MLP).
-3. Siblings: pointwise or reduction groups that compute and read the same value are
+4. Siblings: pointwise or reduction groups that compute and read the same value are
    merged when legal, so the value is read once (e.g. two reductions of one tensor).
 A merge happens only if the union passes `check_group` (one kernel shape, bounded
 recompute, no duplicated reduction or matmul) and the quotient graph of groups stays
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import Block, Operation, SSAValue
 
+from fuseopt.cost_model import value_bytes
 from fuseopt.dialects import nn
 from fuseopt.passes.fusion_legality import (
     MATMUL,
@@ -112,6 +119,38 @@ class _Partition:
         self.info[keep] = result
         return True
 
+    def claim_prologue(self, reduction: Operation) -> None:
+        """Step 2: merge into the reduction's group the ops it reads, backwards, while
+        each is elementwise or a view that reads no more outside bytes than it makes."""
+        stack = [reduction]
+        while stack:
+            op = stack.pop()
+            for v in op.operands:
+                producer = v.owner
+                if not isinstance(producer, Operation) or producer not in self.group_of:
+                    continue
+                if classify(producer) not in (OpClass.ELEMENTWISE, OpClass.VIEW):
+                    continue
+                g = self.group_of[reduction]
+                if self.group_of[producer] == g or len(self.members[self.group_of[producer]]) > 1:
+                    continue
+                if self._outside_bytes(producer, g) > sum(value_bytes(r) for r in producer.results):
+                    continue
+                if self.try_merge(g, self.group_of[producer]):
+                    stack.append(producer)
+
+    def _outside_bytes(self, op: Operation, g: int) -> int:
+        """Bytes `op` reads that group g neither computes nor reads already."""
+        members = self.members[g]
+        read = {v for m in members for v in m.operands}
+        return sum(
+            value_bytes(v)
+            for v in set(op.operands)
+            if not (isinstance(v.owner, Operation) and v.owner in members)
+            and v not in read
+            and not isinstance(v.owner, nn.ConstantOp)
+        )
+
     def sibling_fusible(self, g: int) -> bool:
         """Whether group g may take part in a sibling merge: a pointwise or reduction
         group that computes (a lone view is free in eager; materializing it is not)."""
@@ -138,13 +177,17 @@ def find_groups(block: Block, max_recompute: int = 8) -> list[FusionGroup]:
     """
     part = _Partition(block, max_recompute)
     fusible = [op for op in part.ops if part.group_of[op] in part.info]
-    # 2. producer-consumer merges
+    # 2. reductions claim their cheap prologues
+    for op in fusible:
+        if classify(op) is OpClass.REDUCTION:
+            part.claim_prologue(op)
+    # 3. producer-consumer merges
     for op in fusible:
         for v in op.operands:
             producer = v.owner
             if isinstance(producer, Operation) and producer in part.group_of:
                 part.try_merge(part.group_of[op], part.group_of[producer])
-    # 3. sibling merges: groups reading the same value
+    # 4. sibling merges: groups reading the same value
     readers: dict[SSAValue, list[Operation]] = {}
     for op in fusible:
         for v in op.operands:

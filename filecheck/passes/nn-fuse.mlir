@@ -100,6 +100,33 @@ func.func @residual_rmsnorm(%x: tensor<2x8xbf16>, %r: tensor<2x8xbf16>, %w: tens
 
 // -----
 
+// Rule: a reduction claims its cheap prologue (cast, x * x) before a matmul epilogue can:
+// the o-projection's group ends at the residual add and writes h once; the rms_norm
+// group reads h (not h, f32(h) and h * h).
+// CHECK-LABEL: func.func @matmul_residual_rmsnorm
+// CHECK-NEXT:  %[[H:.*]] = nn.fusion ins(%a, %wo, %x : tensor<4x16xbf16>, tensor<8x16xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16> attributes {kernel_name = "fused_0_matmul_add", kind = "matmul", route = "kernel"}
+// CHECK:       %[[O:.*]] = nn.fusion ins(%[[H]], %w : tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16> attributes {kernel_name = "fused_1_cast_mul_mean_add", kind = "reduction", route = "kernel"}
+// CHECK:       func.return %[[O]], %[[H]]
+func.func @matmul_residual_rmsnorm(%a: tensor<4x16xbf16>, %wo: tensor<8x16xbf16>, %x: tensor<4x8xbf16>, %w: tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>) {
+  %o = nn.matmul %a, %wo transpose_b : tensor<4x16xbf16>, tensor<8x16xbf16> -> tensor<4x8xbf16>
+  %h = nn.add %x, %o : tensor<4x8xbf16>
+  %hf = nn.cast %h : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %sq = nn.mul %hf, %hf : tensor<4x8xf32>
+  %ms = nn.mean %sq [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+  %eps = nn.constant 1.0e-06 : tensor<4x1xf32>
+  %v = nn.add %ms, %eps : tensor<4x1xf32>
+  %rs = nn.rsqrt %v : tensor<4x1xf32>
+  %rb = nn.broadcast %rs : tensor<4x1xf32> -> tensor<4x8xf32>
+  %n = nn.mul %hf, %rb : tensor<4x8xf32>
+  %wf = nn.cast %w : tensor<8xbf16> -> tensor<8xf32>
+  %wb = nn.broadcast %wf : tensor<8xf32> -> tensor<4x8xf32>
+  %y = nn.mul %n, %wb : tensor<4x8xf32>
+  %out = nn.cast %y : tensor<4x8xf32> -> tensor<4x8xbf16>
+  func.return %out, %h : tensor<4x8xbf16>, tensor<4x8xbf16>
+}
+
+// -----
+
 // Rule: layer_norm's mean and variance (two reductions over the same rows), one group.
 // CHECK-LABEL: func.func @layernorm_rows
 // CHECK-NEXT:  nn.fusion ins(%x, %w, %b : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32> attributes {kernel_name = "fused_0_mean_sub_mul_add", kind = "reduction", route = "kernel"}
