@@ -7,9 +7,10 @@ convert-nn-to-tile tiles a group over one *iteration space*. This module finds i
    keeps, a squeeze-only `nn.reshape` ties its non-unit axes in order, a reduction ties
    its kept axes, `nn.matmul` ties batch/M/N to its result and K of both operands);
    the classes of tied axes are the iteration axes (size-1 axes are never iterated);
-2. the *domain* is a value spanning every non-contraction class; its axis order orders
-   the classes, and every value must span its classes in that order (a transposed
-   access is not tileable here);
+2. the *domain* is a value spanning every non-contraction class (the matmul result;
+   several matmuls that share their A operand and shapes form a dual GEMM); its axis
+   order orders the classes, and every value must span its classes in that order (a
+   transposed access is not tileable here);
 3. adjacent classes that every value spans together (or not at all) are merged into
    one iteration dim, so contiguous data becomes one long dim (reduced classes merge
    into the one reduction dim; matmul keeps batch, M and N apart).
@@ -66,6 +67,8 @@ class IterationSpace:
     reduce_count: int = 1
     """Elements reduced per row (the divisor of a mean)."""
     matmul: nn.MatmulOp | None = None
+    matmuls: list[nn.MatmulOp] = field(default_factory=list)
+    """Every matmul of the group (several share A: a dual GEMM); `matmul` is the first."""
     m_dim: int | None = None
     n_dim: int | None = None
     k_size: int = 0
@@ -136,8 +139,9 @@ def analyze(group: Group) -> IterationSpace:
         for r in op.results:
             axes.add(r)
         _tie(op, axes, reduced, contraction, matmuls)
-    if len(matmuls) > 1:
-        raise Untileable(matmuls[1], "one matmul per kernel")
+    for other in matmuls[1:]:
+        if not _shares_lhs(matmuls[0], other):
+            raise Untileable(other, "several matmuls in one kernel must share A and shapes")
     if matmuls and reduced:
         raise Untileable(matmuls[0], "a matmul and a reduction in one kernel")
     values = [*group.inputs, *(r for op in group.ops for r in op.results)]
@@ -198,14 +202,27 @@ def analyze(group: Group) -> IterationSpace:
         space.reduce_count = sizes[space.reduce_dim]
     if mm is not None:
         space.matmul = mm
+        space.matmuls = matmuls
         space.m_dim, space.n_dim = len(sizes) - 2, len(sizes) - 1
         a = shape(mm.lhs)
         space.k_size = a[-2] if mm.transpose_a is not None else a[-1]
         if shape(mm.result)[-1] == 1 or shape(mm.result)[-2] == 1:
             raise Untileable(mm, "matrix-vector products are tiled as reductions later")
-        if mm.lhs not in group.inputs or mm.rhs not in group.inputs:
-            raise Untileable(mm, "matmul operands must come from outside the kernel")
+        for m in matmuls:
+            if m.lhs not in group.inputs or m.rhs not in group.inputs:
+                raise Untileable(m, "matmul operands must come from outside the kernel")
     return space
+
+
+def _shares_lhs(a: nn.MatmulOp, b: nn.MatmulOp) -> bool:
+    """Can `b` run in `a`'s K loop (a dual GEMM: one A tile, one accumulator each)?"""
+    return (
+        a.lhs is b.lhs
+        and (a.transpose_a is None) == (b.transpose_a is None)
+        and (a.transpose_b is None) == (b.transpose_b is None)
+        and shape(a.rhs) == shape(b.rhs)
+        and shape(a.result) == shape(b.result)
+    )
 
 
 def _axis_of(v: SSAValue, cls: tuple[SSAValue, int], root: dict) -> int:

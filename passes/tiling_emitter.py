@@ -13,7 +13,8 @@ Algorithm:
 4. schedules: pointwise and single-pass row reduction emit straight-line code; a
    looped row reduction runs one `scf.for` over column chunks per level of dependent
    reductions (accumulators as iter_args), then a last loop that stores full rows;
-   matmul runs the K loop of `tile.dot` into an f32 accumulator, then the epilogue on it;
+   matmul runs the K loop of `tile.dot` into an f32 accumulator (one per matmul of a
+   dual GEMM, sharing the A tile), then the epilogue on it;
 5. every group output is stored at its offsets (stores mask the ragged edges).
 """
 
@@ -72,8 +73,7 @@ class KernelEmitter:
         self.tiled = set(tiled_dims(space))
         self.constants: dict[int, SSAValue] = {}
         self.constant_ops: list[Operation] = []
-        mm = space.matmul
-        self.operands = {mm.lhs, mm.rhs} if mm is not None else set()
+        self.operands = {v for m in space.matmuls for v in (m.lhs, m.rhs)}
 
     # ------------------------------------------------------------------ types
 
@@ -404,25 +404,31 @@ class KernelEmitter:
         ctx.offsets[m] = self._scaled(ctx, pid_m, bm)
         ctx.offsets[n] = self._scaled(ctx, pid_n, bn)
         acc_t = TensorType(f32, [bm, bn])
-        zero = self.splat(ctx, 0.0, acc_t)
-        body = Block(arg_types=[IndexType(), acc_t])
-        kk, acc = body.args
+        mms = sp.matmuls or [mm]
+        zeros = [self.splat(ctx, 0.0, acc_t) for _ in mms]
+        body = Block(arg_types=[IndexType(), *(acc_t for _ in mms)])
+        kk, accs = body.args[0], body.args[1:]
         inner = Context(body, ctx.offsets)
+        # a dual GEMM loads the shared A tile once and keeps one accumulator per matmul
         a = self._operand_tile(
             inner, mm.lhs, ctx.offsets[m], kk, bm, bk, mm.transpose_a is not None, False
         )
-        w = self._operand_tile(
-            inner, mm.rhs, ctx.offsets[n], kk, bn, bk, mm.transpose_b is not None, True
-        )
-        body.add_op(scf.YieldOp(self.add(inner, tile.DotOp(a, w, acc))))
-        loop = scf.ForOp(self.index(0), self.index(sp.k_size), self.index(bk), [zero], body)
+        dots = []
+        for one, acc in zip(mms, accs, strict=True):
+            w = self._operand_tile(
+                inner, one.rhs, ctx.offsets[n], kk, bn, bk, one.transpose_b is not None, True
+            )
+            dots.append(self.add(inner, tile.DotOp(a, w, acc)))
+        body.add_op(scf.YieldOp(*dots))
+        loop = scf.ForOp(self.index(0), self.index(sp.k_size), self.index(bk), zeros, body)
         ctx.block.add_op(loop)
-        rt = mm.result.type
-        assert isinstance(rt, TensorType)
-        result = loop.results[0]
-        if not isinstance(rt.element_type, Float32Type):
-            result = self.cast(ctx, result, rt.element_type)
-        ctx.cache[mm.result] = result
+        for one, total in zip(mms, loop.results, strict=True):
+            rt = one.result.type
+            assert isinstance(rt, TensorType)
+            result = total
+            if not isinstance(rt.element_type, Float32Type):
+                result = self.cast(ctx, result, rt.element_type)
+            ctx.cache[one.result] = result
         self._store(ctx, list(range(len(self.group.outputs))))
         return math.prod(sp.sizes[d] for d in batch) * per_batch
 

@@ -15,7 +15,8 @@ The rules (element counts are per program; H100: 4 warps x 32 threads x 8 elemen
   (8192), with several rows per program for short rows (about 2048 elements); longer
   rows loop over chunks of 2048 (one row per program);
 - matmul: BM = BN = 128 (64 when the dim is <= 64, down to 16), BK = 64 (down to 16
-  for short K), GROUP_M = 8 for grouped (L2-friendly) program order.
+  for short K), GROUP_M = 8 for grouped (L2-friendly) program order; a dual GEMM
+  (two accumulators) caps BN at 64.
 """
 
 from __future__ import annotations
@@ -113,6 +114,8 @@ def choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
     m, n = tiled
     dims[m] = opts.block_m or _mm_block(sizes[m])
     dims[n] = opts.block_n or _mm_block(sizes[n])
+    if len(space.matmuls) > 1 and opts.block_n is None:
+        dims[n] = min(dims[n], 64)  # a dual GEMM holds two accumulators in registers
     bk = opts.block_k or min(64, max(16, next_pow2(space.k_size)))
     return Blocks(dims, group_m=opts.group_m or 8, block_k=bk)
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from test_nn_fuse_workloads import (
     WORKLOADS,
+    gated_mlp,
     gelu_bias,
     layernorm,
     mlp,
@@ -71,6 +72,8 @@ def test_workloads_tiled_match_reference(name: str, tiny: str, dtype: str) -> No
         assert "row_reduction" in kinds
     if name.startswith("mlp"):
         assert "matmul" in kinds
+    if name == "gated_mlp":  # gate and up share x: one dual-GEMM kernel, then down
+        assert schedules(tiled) == ["matmul", "matmul"]
 
 
 @pytest.mark.parametrize(
@@ -91,6 +94,7 @@ def test_workloads_tiled_match_reference(name: str, tiny: str, dtype: str) -> No
             "convert-nn-to-tile{block-m=16 block-n=16 block-k=8 group-m=1}",
             "matmul",
         ),
+        (gated_mlp(19, 40, 24), "convert-nn-to-tile{block-m=16 block-n=16 block-k=16}", "matmul"),
     ],
     ids=[
         "softmax-long-rows",
@@ -100,6 +104,7 @@ def test_workloads_tiled_match_reference(name: str, tiny: str, dtype: str) -> No
         "gelu-bias-2d",
         "mlp-k-loop",
         "mlp-ragged",
+        "dual-gemm-ragged",
     ],
 )
 @pytest.mark.parametrize("dtype", ["bf16", "f32"])

@@ -245,3 +245,37 @@ func.func @host(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<15xf32>, tensor
   %t = nn.transpose %e [1, 0] : tensor<3x5xf32> -> tensor<5x3xf32>
   func.return %x, %r, %e, %t : tensor<3x5xf32>, tensor<15xf32>, tensor<3x5xf32>, tensor<5x3xf32>
 }
+
+// -----
+
+// Dual GEMM (gate and up projections share x): one K loop loads the A tile once and
+// keeps one f32 accumulator per matmul (two iter_args); BN is capped at 64.
+// CHECK-LABEL: tile.kernel @gate_up grid 1
+// CHECK-SAME:  (%[[X:.*]]: memref<40x24xbf16>, %[[G:.*]]: memref<96x24xbf16>, %[[U:.*]]: memref<96x24xbf16>, %[[O:.*]]: memref<40x96xbf16>)
+// CHECK-SAME:  block_sizes = array<i64: 64, 64>
+// CHECK:       %[[ACC1:.*]], %[[ACC2:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[C1:.*]] = %{{.*}}, %[[C2:.*]] = %{{.*}}) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+// CHECK-NEXT:    %[[TA:.*]] = tile.load %[[X]][%{{.*}}, %[[K]]] : memref<40x24xbf16> -> tensor<64x32xbf16>
+// CHECK-NEXT:    tile.load %[[G]][%{{.*}}, %[[K]]]
+// CHECK-NEXT:    %[[TG:.*]] = tile.transpose
+// CHECK-NEXT:    %[[D1:.*]] = tile.dot %[[TA]], %[[TG]], %[[C1]]
+// CHECK-NEXT:    tile.load %[[U]][%{{.*}}, %[[K]]]
+// CHECK-NEXT:    %[[TU:.*]] = tile.transpose
+// CHECK-NEXT:    %[[D2:.*]] = tile.dot %[[TA]], %[[TU]], %[[C2]]
+// CHECK-NEXT:    scf.yield %[[D1]], %[[D2]] : tensor<64x64xf32>, tensor<64x64xf32>
+// CHECK:       %[[R1:.*]] = nn.cast %[[ACC1]]
+// CHECK-NEXT:  %[[R2:.*]] = nn.cast %[[ACC2]]
+// CHECK-NEXT:  %[[S:.*]] = nn.silu %[[R1]]
+// CHECK-NEXT:  %[[P:.*]] = nn.mul %[[S]], %[[R2]]
+// CHECK-NEXT:  tile.store %[[P]], %[[O]]
+// CHECK:       tile.launch @gate_up grid [2]
+func.func @dual_gemm(%x: tensor<40x24xbf16>, %wg: tensor<96x24xbf16>, %wu: tensor<96x24xbf16>) -> tensor<40x96xbf16> {
+  %0 = nn.fusion ins(%x, %wg, %wu : tensor<40x24xbf16>, tensor<96x24xbf16>, tensor<96x24xbf16>) -> tensor<40x96xbf16> attributes {kernel_name = "gate_up", kind = "matmul", route = "kernel"} {
+  ^bb0(%a: tensor<40x24xbf16>, %g: tensor<96x24xbf16>, %u: tensor<96x24xbf16>):
+    %gate = nn.matmul %a, %g transpose_b : tensor<40x24xbf16>, tensor<96x24xbf16> -> tensor<40x96xbf16>
+    %up = nn.matmul %a, %u transpose_b : tensor<40x24xbf16>, tensor<96x24xbf16> -> tensor<40x96xbf16>
+    %s = nn.silu %gate : tensor<40x96xbf16>
+    %p = nn.mul %s, %up : tensor<40x96xbf16>
+    nn.yield %p : tensor<40x96xbf16>
+  }
+  func.return %0 : tensor<40x96xbf16>
+}
