@@ -24,7 +24,7 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.api import KernelRecord
-from fuseopt.backends.triton.printer import print_triton
+from fuseopt.backends.triton.printer import KernelInfo, assemble, print_triton
 from fuseopt.backends.triton.runtime import (
     CudaGraphFunction,
     TritonFunction,
@@ -90,6 +90,8 @@ def print_and_store(
         "inputs": [[list(s), d] for s, d in host.inputs],
         "outputs": [[list(s), d] for s, d in host.outputs],
         "launches": host.launches,
+        "key": key,
+        "host_sources": printed.host_sources,
         "kernels": [
             {
                 "name": k.ir_name,
@@ -102,6 +104,8 @@ def print_and_store(
                 "ops": list(k.ops),
                 "source": k.source,
                 "triton": k.triton,
+                "helpers": list(k.helpers),
+                "args": [[list(sh), d] for sh, d in k.args],
             }
             for k in printed.kernels
         ],
@@ -113,7 +117,7 @@ def print_and_store(
     return Compiled(key, path, printed.source, index)
 
 
-def _from_cache(key: str, cache: KernelCache) -> Compiled | None:
+def from_cache(key: str, cache: KernelCache) -> Compiled | None:
     index = cache.get_json(NAMESPACE, key, "index.json")
     source = cache.get_text(NAMESPACE, key, "kernels.py")
     if not isinstance(index, dict) or source is None:
@@ -175,36 +179,36 @@ def compile_module(
     }
     cache = cache or KernelCache(options.get("cache_dir"))
     text = str(module)
-    key = cache_key(
-        ir=text, function=func_name, pipeline=_tile_stage(tile_options), backend=NAMESPACE
-    )
-    compiled = _from_cache(key, cache)
+    key = variant_key(text, func_name, tile_options)
+    compiled = from_cache(key, cache)
     if compiled is None:
         compiled = print_and_store(module, func_name, key, cache, tile_options)
-    fn = _wrap(compiled, cache, key)
+    fn = wrap(compiled, cache, key)
     if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
         from fuseopt.autotune import AutotunedFunction
 
-        fn = AutotunedFunction(fn, text, func_name, tile_options, cache)  # type: ignore[assignment]
+        fn = AutotunedFunction(fn, text, func_name, tile_options, cache, key)  # type: ignore[assignment]
     if mode in ("reduce-overhead", "max-autotune"):
         return CudaGraphFunction(fn)
     return fn
 
 
-def _wrap(compiled: Compiled, cache: KernelCache, key: str) -> TritonFunction:
-    index = compiled.index
-    launchers = [
-        (k["launcher"], k["python"], tuple(k["grid"]), k["num_warps"], k["num_stages"])
-        for k in index["kernels"]
-        if k.get("triton", True)
-    ]
+def load_compiled(compiled: Compiled, interpret: bool) -> Any:
+    """Import a compiled module (GPU: printed launchers become FastLaunchers)."""
+    mod = load_module(compiled.path, f"k{compiled.key[:20]}", interpret)
+    if not interpret and not getattr(mod, "_fuseopt_fast", False):
+        launchers = [
+            (k["launcher"], k["python"], tuple(k["grid"]), k["num_warps"], k["num_stages"])
+            for k in compiled.index["kernels"]
+            if k.get("triton", True)
+        ]
+        install_fast_launchers(mod, launchers)
+        mod._fuseopt_fast = True
+    return mod
 
-    def load(interpret: bool) -> Any:
-        mod = load_module(compiled.path, f"k{compiled.key[:20]}", interpret)
-        if not interpret and not getattr(mod, "_fuseopt_fast", False):
-            install_fast_launchers(mod, launchers)
-            mod._fuseopt_fast = True
-        return mod
+
+def wrap(compiled: Compiled, cache: KernelCache, key: str) -> TritonFunction:
+    """The TritonFunction running `compiled` (IR parsed lazily from the cache)."""
 
     def ir(name: str) -> ModuleOp:
         from fuseopt import parse
@@ -214,17 +218,75 @@ def _wrap(compiled: Compiled, cache: KernelCache, key: str) -> TritonFunction:
             raise CompileError(f"{name} of this function is no longer in the cache")
         return parse(text)
 
+    index = compiled.index
     inputs = [(tuple(s), _torch_dtype(d)) for s, d in index["inputs"]]
     return TritonFunction(
         index["host"],
         inputs,
-        load,
+        lambda interpret: load_compiled(compiled, interpret),
         kernel_records(compiled),
         compiled.source,
         compiled.path,
         ir,
         index,
     )
+
+
+def variant_key(ir_text: str, func_name: str, tile_options: Mapping[str, int]) -> str:
+    """The cache key of `func_name` in nn IR `ir_text` lowered with `tile_options`."""
+    return cache_key(
+        ir=ir_text, function=func_name, pipeline=_tile_stage(tile_options), backend=NAMESPACE
+    )
+
+
+def compile_variant(
+    ir_text: str, func_name: str, tile_options: Mapping[str, int], cache: KernelCache
+) -> Compiled:
+    """`ir_text` lowered with forced tile sizes and printed (through the cache)."""
+    from fuseopt import parse
+
+    key = variant_key(ir_text, func_name, tile_options)
+    compiled = from_cache(key, cache)
+    if compiled is None:
+        compiled = print_and_store(parse(ir_text), func_name, key, cache, tile_options)
+    return compiled
+
+
+def store_assembled(
+    base: Mapping[str, Any], kernels: list[dict[str, Any]], key: str, cache: KernelCache
+) -> Compiled:
+    """A module of `base`'s host code with `kernels` (autotuning winners), cached at `key`.
+
+    The tile and fused IR entries are the base's (tile sizes aside, they are the same).
+    """
+    infos = [
+        KernelInfo(
+            k["name"],
+            k["python"],
+            k["launcher"],
+            tuple(k["grid"]),
+            k["schedule"],
+            k["num_warps"],
+            k["num_stages"],
+            tuple(k["ops"]),
+            k["source"],
+            k.get("triton", True),
+            tuple(k.get("helpers", ())),
+            [(tuple(sh), d) for sh, d in k.get("args", [])],
+        )  # fmt: skip
+        for k in kernels
+    ]
+    source = assemble(infos, list(base["host_sources"]))
+    index = {**base, "kernels": kernels}
+    base_key = base.get("key")
+    for name in ("fused.mlir", "tile.mlir"):
+        text = cache.get_text(NAMESPACE, base_key, name) if base_key else None
+        if text is not None:
+            cache.put_text(NAMESPACE, key, name, text)
+    index["key"] = key
+    cache.put_json(NAMESPACE, key, "index.json", index)
+    path = cache.put_text(NAMESPACE, key, "kernels.py", source)
+    return Compiled(key, path, source, index)
 
 
 class TritonBackend:

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, TensorType
+from xdsl.dialects.builtin import Float32Type, IndexType, IntegerAttr, MemRefType, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from fuseopt.backends.triton import op_table
@@ -380,7 +380,8 @@ class KernelPrinter:
         expr = rule.template.format(*args)
         self.out.helpers.update(rule.helpers)
         if upcast:
-            expr = f"({expr}).to({op_table.triton_dtype(out_type)})"
+            expr, helpers = op_table.convert(f"({expr})", Float32Type(), out_type)
+            self.out.helpers.update(helpers)
         self.bind(r, op.name.split(".")[-1], expr)
 
     def _cast(self, op: nn.CastOp) -> None:
@@ -392,7 +393,9 @@ class KernelPrinter:
         if op_table.triton_dtype(dst) == "tl.int1":
             self.bind(r, "cond", f"{self.value(x)} != 0")
             return
-        self.bind(r, "cast", f"{self.value(x)}.to({op_table.triton_dtype(dst)})")
+        expr, helpers = op_table.convert(self.value(x), src, dst)
+        self.out.helpers.update(helpers)
+        self.bind(r, "cast", expr)
 
     # ------------------------------------------------------------------ tile math
 
@@ -403,8 +406,9 @@ class KernelPrinter:
         combine = op_table.REDUCE_COMBINE[kind]
         self.out.helpers.add(combine)
         if kind == "sum" and op_table.is_16bit_float(element):
-            dtype = op_table.triton_dtype(element)
-            expr = f"tl.reduce({x}.to(tl.float32), {axis}, {combine}).to({dtype})"
+            total = f"tl.reduce({x}.to(tl.float32), {axis}, {combine})"
+            expr, helpers = op_table.convert(total, Float32Type(), element)
+            self.out.helpers.update(helpers)
         else:
             expr = f"tl.reduce({x}, {axis}, {combine})"
         self.bind(op.result, kind, expr)

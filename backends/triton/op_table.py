@@ -103,6 +103,16 @@ REDUCE_COMBINE = {"sum": "fuseopt_add", "max": "fuseopt_max", "min": "fuseopt_mi
 """tile.reduce kinds: the combine helper `tl.reduce` applies."""
 
 HELPERS: dict[str, str] = {
+    "fuseopt_bf16": """@triton.jit
+def fuseopt_bf16(x):
+    # f32 to bf16, rounding to nearest even (the CPU interpreter truncates `.to`)
+    if INTERPRETED:
+        bits = x.to(tl.uint32, bitcast=True)
+        bits = bits + 0x7FFF + ((bits >> 16) & 1)
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+""",
     "fuseopt_dot": """@triton.jit
 def fuseopt_dot(a, b, acc):
     # 16-bit operands: tensor cores with f32 accumulation. Triton's CPU interpreter
@@ -171,6 +181,23 @@ def triton_dtype(t: Attribute) -> str:
 def torch_dtype(t: Attribute) -> str:
     """The `torch` dtype of an element type (as source text)."""
     return triton_dtype(t).replace("tl.", "torch.").replace("torch.int1", "torch.bool")
+
+
+def convert(expr: str, src: Attribute, dst: Attribute) -> tuple[str, tuple[str, ...]]:
+    """`expr` (of element type `src`) converted to `dst`, and the helpers it calls.
+
+    f32 to bf16 goes through `fuseopt_bf16`: the GPU rounds to nearest even, but
+    Triton's CPU interpreter truncates `.to(tl.bfloat16)`, so there the helper rounds
+    by hand (same result).
+    """
+    if isinstance(dst, BFloat16Type) and isinstance(src, Float32Type):
+        return f"fuseopt_bf16({expr})", ("fuseopt_bf16",)
+    return f"{expr}.to({triton_dtype(dst)})", ()
+
+
+def is_float_type(t: Attribute) -> bool:
+    """Is `t` a floating-point element type?"""
+    return isinstance(t, Float16Type | BFloat16Type | Float32Type | Float64Type)
 
 
 def element_bits(t: Attribute) -> int:

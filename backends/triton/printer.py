@@ -57,6 +57,8 @@ class KernelInfo:
     ops: tuple[str, ...]
     source: str
     triton: bool = True
+    helpers: tuple[str, ...] = ()
+    args: list[tuple[tuple[int, ...], str]] = field(default_factory=list)
 
 
 @dataclass
@@ -77,6 +79,7 @@ class TritonModuleSource:
     source: str
     kernels: list[KernelInfo]
     hosts: dict[str, HostInfo]
+    host_sources: list[str] = field(default_factory=list)
 
 
 def buffer_spec(t: object) -> tuple[tuple[int, ...], str]:
@@ -156,6 +159,7 @@ def _print_kernel(
     printed = KernelPrinter(k, py_name, names.taken, bound).print()
     helpers.update(printed.helpers)
     warps, stages = _knobs(k, printed)
+    own_helpers = tuple(sorted(printed.helpers))
     launch = "\n".join(
         [
             f"def {launcher}({', '.join(params)}, grid={grid!r}):",
@@ -173,6 +177,7 @@ def _print_kernel(
         stages,
         ops,
         printed.source + "\n\n" + launch + "\n",
+        helpers=own_helpers,
     )
 
 
@@ -209,6 +214,8 @@ def _print_host(
             body.append(f"{expr[op.result]} = {expr[op.source]}.view({shape!r})")
         elif isinstance(op, tile.LaunchOp):
             k = kernels[op.kernel.root_reference.data]
+            if not k.args:
+                k.args = [buffer_spec(a.type) for a in op.args]
             args = ", ".join(expr[a] for a in op.args)
             grid = "" if op.grid_sizes == k.grid else f", grid={op.grid_sizes!r}"
             body.append(f"{k.launcher}({args}{grid})")
@@ -239,7 +246,7 @@ def print_triton(module: ModuleOp) -> TritonModuleSource:
     """
     names = NameTable({"launch", "INTERPRETED"})
     grids = _grids(module)
-    helpers: set[str] = set()
+    helpers: set[str] = set()  # every helper used, per kernel in KernelInfo.helpers
     kernels: dict[str, KernelInfo] = {}
     hosts: dict[str, HostInfo] = {}
     host_sources = []
@@ -255,12 +262,21 @@ def print_triton(module: ModuleOp) -> TritonModuleSource:
             host_sources.append(src)
         elif not isinstance(op, tile.KernelOp | func.FuncOp):
             raise error_at(op, f"the triton target cannot print {op.name} at module level")
+    source = assemble(list(kernels.values()), host_sources)
+    return TritonModuleSource(source, list(kernels.values()), hosts, host_sources)
+
+
+def assemble(kernels: list[KernelInfo], host_sources: list[str]) -> str:
+    """The module text: header, the helpers the kernels use, kernels, host functions.
+
+    The autotuner calls it with kernels taken from differently tiled printings.
+    """
+    helpers = sorted({h for k in kernels for h in k.helpers})
     parts = [HEADER]
-    parts += [op_table.HELPERS[h] for h in sorted(helpers)]
-    parts += [k.source for k in kernels.values()]
+    parts += [op_table.HELPERS[h] for h in helpers]
+    parts += [k.source for k in kernels]
     parts += host_sources
-    source = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
-    return TritonModuleSource(source, list(kernels.values()), hosts)
+    return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
 
 
 class TritonTarget(Target):
@@ -278,4 +294,12 @@ def kernel_count(module: ModuleOp) -> int:
     return sum(1 for op in module.ops if isinstance(op, tile.KernelOp))
 
 
-__all__ = ["TritonModuleSource", "TritonTarget", "buffer_spec", "kernel_count", "print_triton"]
+__all__ = [
+    "KernelInfo",
+    "TritonModuleSource",
+    "TritonTarget",
+    "assemble",
+    "buffer_spec",
+    "kernel_count",
+    "print_triton",
+]

@@ -12,9 +12,10 @@
 - `TritonFunction` is what the backend returns: it checks the inputs once per call
   (shape, dtype; non-contiguous inputs are copied), runs the host function on the
   inputs' device and current stream, and returns the outputs.
-- `CudaGraphFunction` (mode="reduce-overhead") records one CUDA graph per set of input
-  addresses (after one warm-up run) and replays it; graphs read their inputs in
-  place, so no input is copied; outputs are cloned out of the graph's buffers.
+- `CudaGraphFunction` (mode="reduce-overhead") records CUDA graphs per set of input
+  addresses (after one warm-up run) and replays them; graphs read their inputs in
+  place and outputs are returned as aliases of the graph's buffers, so nothing is
+  copied (see the class for how results are never overwritten under the caller).
 """
 
 from __future__ import annotations
@@ -195,65 +196,87 @@ def _default_device() -> torch.device:
     )
 
 
-class CudaGraphFunction:
-    """mode="reduce-overhead": replay CUDA graphs of a TritonFunction (see module doc).
+def _storage_uses(t: torch.Tensor) -> int:
+    """How many tensors (views included) share `t`'s storage now."""
+    return int(torch._C._storage_Use_Count(t.untyped_storage()._cdata))
 
-    Inputs on the CPU run the plain function. At most `max_graphs` input-address sets
-    are recorded (least recently used are dropped).
+
+class GraphInstance:
+    """One recorded CUDA graph and the output tensors its replays write."""
+
+    def __init__(self, graph: Any, outputs: tuple[torch.Tensor, ...]):
+        self.graph, self.outputs = graph, outputs
+        self.idle = tuple(_storage_uses(o) for o in outputs)
+
+    def free(self) -> bool:
+        """Are the outputs of the last replay no longer referenced outside this object?"""
+        return all(_storage_uses(o) <= n for o, n in zip(self.outputs, self.idle, strict=True))
+
+    def replay(self) -> tuple[torch.Tensor, ...]:
+        """Replay; the caller gets fresh aliases of the outputs (tracked by use count)."""
+        self.graph.replay()
+        return tuple(o.view(o.shape) for o in self.outputs)
+
+
+class CudaGraphFunction:
+    """mode="reduce-overhead": replay CUDA graphs of a TritonFunction.
+
+    Per set of input addresses (after one warm-up run that compiles the kernels), a
+    graph is recorded and replayed; graphs read their inputs in place, so no input is
+    copied. Outputs are returned without a copy, as aliases of the graph's buffers;
+    a replay happens only when no alias of the previous outputs is still alive
+    (storage use counts), else another instance is recorded (up to `instances` per
+    address set) or the plain launches run. Results are therefore never overwritten
+    under the caller. CPU inputs run the plain function.
     """
 
-    def __init__(self, fn: TritonFunction, max_graphs: int = 8):
-        self.fn, self.max_graphs = fn, max_graphs
-        self.kernels, self.source, self.path, self.index = fn.kernels, fn.source, fn.path, fn.index
-        self.graphs: OrderedDict[tuple[int, ...], tuple[Any, tuple[torch.Tensor, ...]]] = (
-            OrderedDict()
-        )
+    def __init__(self, fn: Any, max_graphs: int = 8, instances: int = 2):
+        self.fn, self.max_graphs, self.instances = fn, max_graphs, instances
+        self.graphs: OrderedDict[tuple[int, ...], list[GraphInstance]] = OrderedDict()
         self.warm: set[tuple[int, ...]] = set()
 
-    @property
-    def module(self) -> Any:
-        """The tile IR this function runs."""
-        return self.fn.module
-
-    @property
-    def fused_module(self) -> Any:
-        """The nn IR right after nn-fuse."""
-        return self.fn.fused_module
+    def __getattr__(self, name: str) -> Any:
+        if name in ("kernels", "source", "path", "index", "module", "fused_module", "check"):
+            return getattr(self.fn, name)
+        raise AttributeError(name)
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Replay the graph recorded for these input addresses (recording it first)."""
+        """Replay a graph recorded for these input addresses (recording it first)."""
         xs = self.fn.check(inputs)
         if not xs or xs[0].device.type != "cuda" or torch.cuda.is_current_stream_capturing():
             return self.fn(*xs)
         key = (torch.cuda.current_device(), *(x.data_ptr() for x in xs))
-        entry = self.graphs.get(key)
-        if entry is None:
-            if key not in self.warm:  # first sight: run eagerly (compiles the kernels)
-                self.warm.add(key)
-                return self.fn(*xs)
-            entry = self._record(xs)
-            self.graphs[key] = entry
+        if key not in self.warm:  # first sight: run eagerly (compiles, autotunes)
+            self.warm.add(key)
+            return self.fn(*xs)
+        pool = self.graphs.get(key)
+        if pool is None:
+            pool = self.graphs[key] = []
             if len(self.graphs) > self.max_graphs:
                 old, _ = self.graphs.popitem(last=False)
                 self.warm.discard(old)
-        else:
-            self.graphs.move_to_end(key)
-        graph, outputs = entry
-        graph.replay()
-        return tuple(o.clone() for o in outputs)
+        self.graphs.move_to_end(key)
+        for instance in pool:
+            if instance.free():
+                return instance.replay()
+        if len(pool) >= self.instances:
+            return self.fn(*xs)
+        instance = self._record(xs)
+        pool.append(instance)
+        return instance.replay()
 
-    def _record(self, xs: list[torch.Tensor]) -> tuple[Any, tuple[torch.Tensor, ...]]:
+    def _record(self, xs: list[torch.Tensor]) -> GraphInstance:
         host = self.fn.host(False)
         device = xs[0].device
         side = torch.cuda.Stream(device)
         side.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(side):
-            host(*xs, device=device)  # warm-up on the capture stream
+            host(*xs, device=device)  # warm-up on a side stream, as torch.cuda.graph asks
         torch.cuda.current_stream(device).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             outputs = host(*xs, device=device)
-        return graph, tuple(outputs)
+        return GraphInstance(graph, tuple(outputs))
 
 
 __all__ = [

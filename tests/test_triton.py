@@ -1,0 +1,173 @@
+"""The Triton backend on the CPU: kernels run in Triton's interpreter.
+
+- every PERFORMANCE.md workload at tiny shapes (bf16 and f32) against a float64
+  reference, no worse than twice eager's error, with the expected kernel counts;
+- the kernel cache: a hit on the second compile, a corrupt entry rebuilt, two processes
+  compiling the same model at once;
+- modes (reduce-overhead runs plainly on the CPU; max-autotune's assembly of winners),
+  `compiled.save`, the `-t triton` printer and name sanitizing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from test_triton_helpers import check_workload
+
+import fuseopt
+from fuseopt.backends.triton import backend as triton_backend
+
+TINY = {
+    "rmsnorm": {"batch": 1, "seq": 3, "hidden": 48},
+    "rmsnorm_silu_gate": {"batch": 1, "seq": 3, "hidden": 48},
+    "softmax": {"rows": 5, "cols": 40},
+    "layernorm": {"rows": 5, "hidden": 40},
+    "gelu_bias": {"rows": 5, "cols": 40},
+    "rmsnorm_rope": {"batch": 1, "seq": 3, "heads": 2, "head_dim": 16},
+    "mlp": {"m": 16, "d": 32, "di": 64},
+    "mlp_heavy": {"m": 16, "d": 32, "di": 64},
+    "mlp_stacked": {"m": 16, "d": 32, "di": 32},
+    "gated_mlp": {"m": 16, "d": 32, "di": 64},
+    "llama_block": {"hidden": 32, "heads": 2, "seq": 4, "di": 64},
+}
+"""Tiny shapes (odd sizes: ragged edges and masks) for the interpreter."""
+
+FUSED_ONE_KERNEL = ("rmsnorm", "rmsnorm_silu_gate", "softmax", "layernorm", "gelu_bias")
+"""Workloads fused into exactly one kernel."""
+MATMULS = {"mlp": 2, "mlp_heavy": 2, "mlp_stacked": 8, "gated_mlp": 3, "llama_block": 7}
+"""Workloads with GEMMs: how many GEMMs (tile.dot in a kernel, or a library GEMM) run."""
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("FUSEOPT_CACHE_DIR", str(cache))
+    return cache
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "f32"])
+@pytest.mark.parametrize("name", list(TINY))
+def test_workload_matches_float64_like_eager(name: str, dtype: torch.dtype) -> None:
+    checked = check_workload(name, TINY[name], dtype, torch.device("cpu"))
+    assert checked.ok, checked.message
+    kernels = checked.compiled.kernels
+    assert kernels and all(k.suffix == ".py" for k in kernels)
+    if name in FUSED_ONE_KERNEL:
+        assert len(kernels) == 1, [k.name for k in kernels]
+        assert kernels[0].source is not None and "@triton.jit" in kernels[0].source
+    if name in MATMULS:
+        dots = sum(k.ops.count("tile.dot") + (k.schedule == "library_gemm") for k in kernels)
+        assert dots == MATMULS[name], [(k.schedule, k.ops) for k in kernels]
+    if name != "llama_block":  # sdpa has no nn lowering: it runs eagerly
+        assert not checked.compiled.fallbacks
+
+
+def _compile_rmsnorm(options: dict | None = None) -> fuseopt.api.CompiledModule:
+    from test_triton_helpers import workload
+
+    w = workload("rmsnorm")
+    dims = TINY["rmsnorm"]
+    model = w.make_model(dims, torch.float32, torch.device("cpu"), 0)
+    x = w.make_inputs(dims, torch.float32, torch.device("cpu"), 1)
+    with torch.no_grad():
+        compiled = fuseopt.compile(model, x, backend="triton", **(options or {}))
+        torch.testing.assert_close(compiled(*x), model(*x), rtol=1e-5, atol=1e-5)
+    return compiled
+
+
+def test_second_compile_hits_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    _compile_rmsnorm()
+
+    def no_printing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the second compile printed again instead of using the cache")
+
+    monkeypatch.setattr(triton_backend, "print_and_store", no_printing)
+    compiled = _compile_rmsnorm()
+    assert "fused" in compiled.fusion_report() or compiled.kernels
+
+
+def test_corrupt_cache_entry_is_rebuilt(_private_cache: Path) -> None:
+    _compile_rmsnorm()
+    (entry,) = list(_private_cache.rglob("kernels.py"))
+    entry.write_bytes(entry.read_bytes()[:-40])  # truncated
+    _compile_rmsnorm()
+    assert b"@triton.jit" in entry.read_bytes()
+    entry.write_bytes(entry.read_bytes().replace(b"tl.", b"tX."))  # wrong checksum
+    _compile_rmsnorm()
+    assert b"tX." not in entry.read_bytes()
+
+
+CONCURRENT = textwrap.dedent(
+    """
+    import sys, torch, fuseopt
+    sys.path.insert(0, {tests!r})
+    from test_triton_helpers import workload
+    w = workload("softmax")
+    dims = {{"rows": 4, "cols": 24}}
+    m = w.make_model(dims, torch.float32, torch.device("cpu"), 0)
+    x = w.make_inputs(dims, torch.float32, torch.device("cpu"), 1)
+    with torch.no_grad():
+        c = fuseopt.compile(m, x, backend="triton", strict=True)
+        torch.testing.assert_close(c(*x), m(*x))
+    print("ok", len(c.kernels))
+    """
+)
+
+
+def test_two_processes_compile_the_same_model_at_once(_private_cache: Path) -> None:
+    script = CONCURRENT.format(tests=str(Path(__file__).parent))
+    env = {**os.environ, "FUSEOPT_CACHE_DIR": str(_private_cache)}
+    root = str(Path(__file__).parent.parent)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            env=env,
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    results = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, results, strict=True):
+        assert p.returncode == 0, err[-2000:]
+        assert out.strip() == "ok 1"
+    assert not list(_private_cache.rglob("*.tmp"))
+
+
+def test_reduce_overhead_runs_plainly_on_cpu() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("CUDA graphs are checked by test_triton_gpu.py")
+    checked = check_workload(
+        "rmsnorm", TINY["rmsnorm"], torch.float32, torch.device("cpu"), mode="reduce-overhead",
+        calls=3,
+    )  # fmt: skip
+    assert checked.ok, checked.message
+
+
+def test_unknown_option_is_a_configuration_error() -> None:
+    with pytest.raises(fuseopt.CompileError, match="no option"):
+        _compile_rmsnorm({"blok_m": 64})
+
+
+def test_forced_tile_sizes_reach_the_kernels() -> None:
+    compiled = _compile_rmsnorm({"block_rows": 2})
+    (kernel,) = compiled.kernels
+    assert "block sizes [1, 2, 64]" in kernel.source or "2, 64" in kernel.source
+
+
+def test_save_writes_sources_and_index(tmp_path: Path) -> None:
+    compiled = _compile_rmsnorm()
+    index = compiled.save(tmp_path / "saved")
+    files = sorted(p.name for p in (tmp_path / "saved").iterdir())
+    assert "index.json" in files and index.name in files
+    py = [f for f in files if f.endswith(".py")]
+    assert len(py) == 1 and "@triton.jit" in (tmp_path / "saved" / py[0]).read_text()
+    assert "grid" in index.read_text()
