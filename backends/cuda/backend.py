@@ -11,7 +11,9 @@ known only then) and cached on disk; without a GPU, calling the result raises
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,11 +148,20 @@ class CudaFunction:
         return paths
 
     def compile_all(self, device: torch.device | None = None) -> None:
-        """Build and load every kernel for `device` (the current CUDA device)."""
+        """Build (in parallel: one compiler process per kernel) and load every kernel for
+        `device` (the current CUDA device)."""
         check_gpu()
         dev = torch.device("cuda", torch.cuda.current_device()) if device is None else device
-        for k in self.cuda_kernels:
-            self._kernel(k, dev)
+        arch = device_arch(dev)
+        todo = [k for k in self.cuda_kernels if ((dev.index or 0), k.c_name) not in self._loaded]
+        workers = max(1, min(len(todo), os.cpu_count() or 1, 16))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            cubins = list(pool.map(lambda k: compile_cubin(k.source, k.c_name, arch), todo))
+        with torch.cuda.device(dev):
+            for k, cubin in zip(todo, cubins, strict=True):
+                self._loaded[((dev.index or 0), k.c_name)] = LoadedKernel(
+                    cubin, k.c_name, k.smem_bytes
+                )
 
     def _kernel(self, k: CudaKernel, dev: torch.device) -> LoadedKernel:
         key = (dev.index or 0, k.c_name)
