@@ -179,11 +179,23 @@ def roofline_s(nbytes: float, flops: float, bandwidth: float, peak: float) -> fl
     return max(nbytes / bandwidth, flops / peak)
 
 
-def eager_op_bytes(op: Operation) -> int:
-    """HBM bytes one eager op moves (0 for views and constants)."""
+def eager_op_reads(op: Operation) -> int:
+    """HBM bytes one eager op reads (0 for views and constants)."""
     if not is_eager_kernel(op):
         return 0
-    return sum(eager_read_bytes(v) for v in op.operands) + sum(value_bytes(r) for r in op.results)
+    return sum(eager_read_bytes(v) for v in op.operands)
+
+
+def eager_op_writes(op: Operation) -> int:
+    """HBM bytes one eager op writes (0 for views and constants)."""
+    if not is_eager_kernel(op):
+        return 0
+    return sum(value_bytes(r) for r in op.results)
+
+
+def eager_op_bytes(op: Operation) -> int:
+    """HBM bytes one eager op moves, read and written (0 for views and constants)."""
+    return eager_op_reads(op) + eager_op_writes(op)
 
 
 def eager_op_s(op: Operation, gpu: GPUSpec) -> float:
@@ -199,9 +211,15 @@ class RouteEstimate:
     """Traffic, kernel count and time of one way to run a group."""
 
     route: str
-    hbm_bytes: int
+    read_bytes: int
+    write_bytes: int
     kernels: int
     seconds: float
+
+    @property
+    def hbm_bytes(self) -> int:
+        """Bytes moved to and from HBM."""
+        return self.read_bytes + self.write_bytes
 
 
 def gemm_tiles(mm: nn.MatmulOp, gpu: GPUSpec) -> int:
@@ -222,13 +240,13 @@ def estimate_routes(
     compute = [op for op in ops if is_eager_kernel(op)]
     eager = RouteEstimate(
         UNFUSED,
-        sum(eager_op_bytes(op) for op in compute),
+        sum(eager_op_reads(op) for op in compute),
+        sum(eager_op_writes(op) for op in compute),
         len(compute),
         sum(eager_op_s(op, gpu) for op in compute),
     )
-    fused_bytes = sum(value_bytes(v) for v in inputs if not _splat_constant(v)) + sum(
-        value_bytes(v) for v in outputs
-    )
+    fused_reads = sum(value_bytes(v) for v in inputs if not _splat_constant(v))
+    fused_writes = sum(value_bytes(v) for v in outputs)
     matmuls = [op for op in ops if isinstance(op, nn.MatmulOp)]
     flops = sum(op_flops(op) for op in compute)
     bandwidth, peak = gpu.hbm_bytes_per_s, gpu.vector_flops_per_s
@@ -242,9 +260,10 @@ def estimate_routes(
         )
     kernel = RouteEstimate(
         KERNEL,
-        fused_bytes,
+        fused_reads,
+        fused_writes,
         1,
-        gpu.generated_kernel_s + roofline_s(fused_bytes, flops, bandwidth, peak),
+        gpu.generated_kernel_s + roofline_s(fused_reads + fused_writes, flops, bandwidth, peak),
     )
     estimates = {UNFUSED: eager, KERNEL: kernel}
     if matmuls:
@@ -259,11 +278,11 @@ def _library_route(
     outputs: Collection[SSAValue],
     gpu: GPUSpec,
 ) -> RouteEstimate:
-    gemm_bytes = sum(eager_op_bytes(mm) for mm in matmuls)
+    total_reads = sum(eager_op_reads(mm) for mm in matmuls)
+    total_writes = sum(eager_op_writes(mm) for mm in matmuls)
     seconds = sum(eager_op_s(mm, gpu) for mm in matmuls)
     epilogue = [op for op in ops if is_eager_kernel(op) and not isinstance(op, nn.MatmulOp)]
     kernels = len(matmuls)
-    nbytes = gemm_bytes
     if epilogue:
         only_gemm_inputs = {
             v for v in inputs if all(isinstance(u.operation, nn.MatmulOp) for u in v.uses
@@ -275,12 +294,13 @@ def _library_route(
         ) + sum(value_bytes(r) for r in results)
         writes = sum(value_bytes(v) for v in outputs if v not in results)
         flops = sum(op_flops(op) for op in epilogue)
-        nbytes += reads + writes
+        total_reads += reads
+        total_writes += writes
         kernels += 1
         seconds += gpu.generated_kernel_s + roofline_s(
             reads + writes, flops, gpu.hbm_bytes_per_s, gpu.vector_flops_per_s
         )
-    return RouteEstimate(LIBRARY_GEMM, nbytes, kernels, seconds)
+    return RouteEstimate(LIBRARY_GEMM, total_reads, total_writes, kernels, seconds)
 
 
 TIE_S = 0.25e-6

@@ -1,10 +1,11 @@
 """The fusion report: what nn-fuse grouped, and what it saves.
 
 `fusion_report(module)` returns a table per function of a fused module, one row per
-`nn.fusion` group (its ops, kind, route, HBM bytes read and written before and after
-fusion, kernels before and after), one `eager` row for the ops left outside groups, and
-the totals, like FuseML's traffic tables. `fusion_dot(module)` draws the fused graph in
-Graphviz DOT with each group as a cluster.
+`nn.fusion` group (its kind, route, number of ops, HBM bytes read and written before and
+after fusion, kernels before and after, estimated time before and after), one `eager`
+row for the ops left outside groups, and the totals, like FuseML's traffic tables; then
+the ops of each row. "Before" is eager PyTorch running the same nn ops one kernel each.
+`fusion_dot(module)` draws the fused graph in Graphviz DOT with each group as a cluster.
 
 `nn-fuse{report=true}` prints the table to stderr (stdout carries the IR), and
 `nn-fuse{dot=FILE}` writes the DOT file. Both work on any module, fused or not; the
@@ -25,8 +26,9 @@ from fuseopt.cost_model import (
     H100,
     UNFUSED,
     GPUSpec,
-    eager_op_bytes,
+    eager_op_reads,
     eager_op_s,
+    eager_op_writes,
     estimate_routes,
     is_eager_kernel,
 )
@@ -41,12 +43,24 @@ class GroupRow:
     kind: str
     route: str
     ops: tuple[str, ...]
-    bytes_before: int
-    bytes_after: int
+    read_before: int
+    written_before: int
+    read_after: int
+    written_after: int
     kernels_before: int
     kernels_after: int
     seconds_before: float
     seconds_after: float
+
+    @property
+    def bytes_before(self) -> int:
+        """HBM bytes read and written before fusion."""
+        return self.read_before + self.written_before
+
+    @property
+    def bytes_after(self) -> int:
+        """HBM bytes read and written after fusion."""
+        return self.read_after + self.written_after
 
 
 @dataclass(frozen=True)
@@ -57,7 +71,7 @@ class FunctionReport:
     rows: tuple[GroupRow, ...]
 
     def total(self, field: str) -> float:
-        """Sum of a numeric GroupRow field over the rows."""
+        """Sum of a numeric GroupRow field (or property) over the rows."""
         return sum(getattr(r, field) for r in self.rows)
 
 
@@ -87,8 +101,10 @@ def _fusion_row(op: nn.FusionOp, gpu: GPUSpec) -> GroupRow:
         _attr(op, "kind"),
         route,
         tuple(o.name for o in inner),
-        before.hbm_bytes,
-        after.hbm_bytes,
+        before.read_bytes,
+        before.write_bytes,
+        after.read_bytes,
+        after.write_bytes,
         before.kernels,
         after.kernels,
         before.seconds,
@@ -108,47 +124,60 @@ def build_report(module: ModuleOp, gpu: GPUSpec = H100) -> list[FunctionReport]:
             and is_eager_kernel(op)
         ]
         if eager:
-            nbytes = sum(eager_op_bytes(op) for op in eager)
+            reads = sum(eager_op_reads(op) for op in eager)
+            writes = sum(eager_op_writes(op) for op in eager)
             seconds = sum(eager_op_s(op, gpu) for op in eager)
             rows.append(
                 GroupRow(
                     "eager", "-", UNFUSED, tuple(op.name for op in eager),
-                    nbytes, nbytes, len(eager), len(eager), seconds, seconds,
+                    reads, writes, reads, writes, len(eager), len(eager), seconds, seconds,
                 )
             )
         reports.append(FunctionReport(name, tuple(rows)))
     return reports
 
 
+def _fmt_row(name: str, kind: str, route: str, ops: int, numbers: list[int],
+             kernels: str, micros: str) -> str:
+    cols = " ".join(f"{n:>14}" for n in numbers)
+    return f"{name:<34} {kind:<9} {route:<12} {ops:>3} {cols} {kernels:>9} {micros:>16}"
+
+
 def format_report(reports: list[FunctionReport], gpu: GPUSpec = H100) -> str:
     """The report as a fixed-width text table (see the module docstring)."""
     header = (
-        f"{'group':<34} {'kind':<9} {'route':<12} {'ops':>3} {'HBM before':>12} "
-        f"{'HBM after':>12} {'kernels':>9} {'est. us':>16}"
+        f"{'group':<34} {'kind':<9} {'route':<12} {'ops':>3} {'read before':>14} "
+        f"{'written before':>14} {'read after':>14} {'written after':>14} {'kernels':>9} "
+        f"{'est. us':>16}"
     )
     lines = []
     for rep in reports:
         lines.append(
             f"nn-fuse report for @{rep.name} "
-            f"({gpu.name} model, {gpu.hbm_bytes_per_s / 1e9:.0f} GB/s)"
+            f"({gpu.name} model, {gpu.hbm_bytes_per_s / 1e9:.0f} GB/s; HBM bytes)"
         )
         lines.append(header)
         for r in rep.rows:
-            lines.append(
-                f"{r.name:<34} {r.kind:<9} {r.route:<12} {len(r.ops):>3} "
-                f"{r.bytes_before:>12} {r.bytes_after:>12} "
-                f"{f'{r.kernels_before} -> {r.kernels_after}':>9} "
-                f"{f'{r.seconds_before * 1e6:.1f} -> {r.seconds_after * 1e6:.1f}':>16}"
-            )
-        b, a = int(rep.total("bytes_before")), int(rep.total("bytes_after"))
+            lines.append(_fmt_row(
+                r.name, r.kind, r.route, len(r.ops),
+                [r.read_before, r.written_before, r.read_after, r.written_after],
+                f"{r.kernels_before} -> {r.kernels_after}",
+                f"{r.seconds_before * 1e6:.1f} -> {r.seconds_after * 1e6:.1f}",
+            ))
+        fields = ("read_before", "written_before", "read_after", "written_after")
+        totals = [int(rep.total(f)) for f in fields]
         kb, ka = int(rep.total("kernels_before")), int(rep.total("kernels_after"))
         sb, sa = rep.total("seconds_before") * 1e6, rep.total("seconds_after") * 1e6
-        saved = 100.0 * (b - a) / b if b else 0.0
+        lines.append(_fmt_row(
+            "total", "", "", sum(len(r.ops) for r in rep.rows), totals,
+            f"{kb} -> {ka}", f"{sb:.1f} -> {sa:.1f}",
+        ))
+        before, after = totals[0] + totals[1], totals[2] + totals[3]
+        saved = 100.0 * (before - after) / before if before else 0.0
         lines.append(
-            f"{'total':<34} {'':<9} {'':<12} {sum(len(r.ops) for r in rep.rows):>3} "
-            f"{b:>12} {a:>12} {f'{kb} -> {ka}':>9} {f'{sb:.1f} -> {sa:.1f}':>16}"
+            f"HBM traffic saved: {saved:.1f}% ({before} -> {after} bytes); "
+            f"kernels: {kb} -> {ka}"
         )
-        lines.append(f"HBM traffic saved: {saved:.1f}%")
         for r in rep.rows:
             lines.append(f"  {r.name}: {', '.join(r.ops)}")
     return "\n".join(lines) + "\n"

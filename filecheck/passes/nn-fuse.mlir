@@ -21,10 +21,10 @@
 // CHECK-NEXT:  }
 // CHECK-NEXT:  func.return %[[F]]
 // REPORT-LABEL: nn-fuse report for @pointwise_chain
-// REPORT-NEXT:  group   kind      route   ops   HBM before   HBM after   kernels   est. us
-// REPORT-NEXT:  fused_0_exp_add_neg_cast  pointwise kernel  11  1376  288  6 -> 1  24.0 -> 6.0
-// REPORT-NEXT:  total   11  1376  288  6 -> 1  24.0 -> 6.0
-// REPORT-NEXT:  HBM traffic saved: 79.1%
+// REPORT-NEXT:  group kind route ops read before written before read after written after kernels est. us
+// REPORT-NEXT:  fused_0_exp_add_neg_cast pointwise kernel 11 736 640 160 128 6 -> 1 24.0 -> 6.0
+// REPORT-NEXT:  total 11 736 640 160 128 6 -> 1 24.0 -> 6.0
+// REPORT-NEXT:  HBM traffic saved: 79.1% (1376 -> 288 bytes); kernels: 6 -> 1
 // REPORT-NEXT:  fused_0_exp_add_neg_cast: nn.exp, nn.broadcast, nn.add, nn.transpose, nn.slice, nn.neg, nn.concat, nn.reshape, nn.cast, nn.reshape, nn.concat
 func.func @pointwise_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8x8xbf16> {
   %e = nn.exp %x : tensor<4x8xf32>
@@ -54,7 +54,7 @@ func.func @pointwise_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8x8
 // CHECK-NEXT:  func.return
 // REPORT-LABEL: nn-fuse report for @softmax_rows
 // REPORT-NEXT:  group
-// REPORT-NEXT:  fused_0_cast_reduce_max_sub_exp reduction kernel 9 {{[0-9]+}} 128 7 -> 1
+// REPORT-NEXT:  fused_0_cast_reduce_max_sub_exp reduction kernel 9 {{[0-9]+}} {{[0-9]+}} 64 64 7 -> 1
 func.func @softmax_rows(%x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
   %xf = nn.cast %x : tensor<4x8xbf16> -> tensor<4x8xf32>
   %m = nn.reduce_max %xf [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
@@ -300,10 +300,11 @@ func.func @outputs_of_two_sizes(%b: tensor<8xf32>, %x: tensor<4x8xf32>) -> (tens
 // CHECK:       func.return
 // REPORT-LABEL: nn-fuse report for @routes
 // REPORT-NEXT:  group
-// REPORT-NEXT:  fused_0_matmul_relu      matmul  kernel        2  109576192   42467328  2 -> 1
-// REPORT-NEXT:  fused_1_matmul_add_relu  matmul  library_gemm  3  {{[0-9]+}}  {{[0-9]+}}  3 -> 2
-// REPORT-NEXT:  eager                    -       unfused       2    1048576    1048576  2 -> 2
-// REPORT-NEXT:  total                                          7  {{[0-9]+}}  {{[0-9]+}}  7 -> 5
+// REPORT-NEXT:  fused_0_matmul_relu      matmul  kernel        2  42467328 67108864 8912896 33554432  2 -> 1
+// REPORT-NEXT:  fused_1_matmul_add_relu  matmul  library_gemm  3  671088640 402653184 536870912 268435456  3 -> 2
+// REPORT-NEXT:  eager                    -       unfused       2  917504 131072 917504 131072  2 -> 2
+// REPORT-NEXT:  total                                          7  714473472 469893120 546701312 302120960  7 -> 5
+// REPORT-NEXT:  HBM traffic saved: 28.3% (1184366592 -> 848822272 bytes); kernels: 7 -> 5
 func.func @routes(%x: tensor<128x1024xbf16>, %w: tensor<1024x256xbf16>, %r: tensor<128x256xbf16>, %y: tensor<16384x256xbf16>, %w2: tensor<256x1024xbf16>, %z: tensor<8192x8192xbf16>, %w3: tensor<8192x8192xbf16>) -> (tensor<128x256xbf16>, tensor<16384x1024xbf16>, tensor<8192x8192xbf16>) {
   %t = nn.matmul %x, %w : tensor<128x1024xbf16>, tensor<1024x256xbf16> -> tensor<128x256xbf16>
   %o = nn.add %t, %r : tensor<128x256xbf16>
