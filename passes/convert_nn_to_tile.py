@@ -21,8 +21,11 @@ Lowering of groups:
   own, except shape-only `nn.reshape`, which is a host-side `tile.view` (no copy);
 - `route = "library_gemm"` fusions call `tile.gemm` and tile the epilogue alone;
 - a group that does not fit one iteration space (see `tiling_analysis`) is split into
-  one kernel per op; a single matmul that does not tile (matrix-vector) calls
-  `tile.gemm`; an op that still does not tile is a located error;
+  runs of consecutive ops that do (`tileable_subgroups`), one kernel each; a single
+  matmul that does not tile (matrix-vector) calls `tile.gemm`; a single op that does
+  not tile (transpose, slice, concat, a regrouping reshape) is a one-program
+  `whole_tensor` kernel (both backends print these specially); anything else is a
+  located error;
 - schedules, tile sizes and autotuning candidates: `tiling_emitter` and
   `tiling_heuristics`; sizes can be forced with the options below (powers of two).
 """
@@ -49,7 +52,13 @@ from xdsl.passes import ModulePass
 
 from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import nn, tile
-from fuseopt.passes.tiling_analysis import Group, Untileable, analyze, single_op_groups
+from fuseopt.passes.tiling_analysis import (
+    Group,
+    Untileable,
+    analyze,
+    single_op_groups,
+    tileable_subgroups,
+)
 from fuseopt.passes.tiling_emitter import KernelEmitter, whole_tensor_kernel
 from fuseopt.passes.tiling_heuristics import TileOptions, choose_blocks
 
@@ -304,11 +313,13 @@ class HostLowering:
             where = why.op or (group.ops[0] if group.ops else self.f)
             raise error_at(where, f"convert-nn-to-tile: cannot tile {where.name}: {why.reason}")
         known = dict(ins)
-        for single in single_op_groups(group):
-            r = single.outputs[0]
-            single_outs = {r: outs[r] if r in outs else self._temp(r)}
-            known[r] = single_outs[r]
-            self._group(single, {v: known[v] for v in single.inputs}, single_outs, hint)
+        parts = tileable_subgroups(group)
+        if len(parts) == 1:  # it analyzes whole but does not emit: one kernel per op
+            parts = single_op_groups(group)
+        for part in parts:
+            part_outs = {r: outs[r] if r in outs else self._temp(r) for r in part.outputs}
+            known.update(part_outs)
+            self._group(part, {v: known[v] for v in part.inputs}, part_outs, hint)
 
     def _temp(self, v: SSAValue) -> SSAValue:
         t = v.type

@@ -72,6 +72,14 @@ def test_workloads_tiled_match_reference(name: str, tiny: str, dtype: str) -> No
         assert "row_reduction" in kinds
     if name.startswith("mlp"):
         assert "matmul" in kinds
+    if name == "rmsnorm_rope":  # slices and concat split the group: norm, views, rotary
+        assert schedules(tiled) == [
+            "row_reduction",
+            "whole_tensor",
+            "whole_tensor",
+            "pointwise",
+            "whole_tensor",
+        ]
     if name == "gated_mlp":  # gate and up share x: one dual-GEMM kernel, then down
         assert schedules(tiled) == ["matmul", "matmul"]
 

@@ -279,3 +279,41 @@ func.func @dual_gemm(%x: tensor<40x24xbf16>, %wg: tensor<96x24xbf16>, %wu: tenso
   }
   func.return %0 : tensor<40x96xbf16>
 }
+
+// -----
+
+// A group that does not tile whole (a transpose inside) is split into runs of
+// consecutive ops that do: pointwise, the transpose alone (whole_tensor), pointwise;
+// values crossing runs go through tile.alloc temporaries.
+// CHECK-LABEL: tile.kernel @chain grid 1
+// CHECK-SAME:  schedule = "pointwise"
+// CHECK:       nn.exp
+// CHECK:       tile.broadcast
+// CHECK:       nn.add
+// CHECK-LABEL: tile.kernel @chain_1 grid 1
+// CHECK-SAME:  schedule = "whole_tensor"
+// CHECK:       nn.transpose
+// CHECK-LABEL: tile.kernel @chain_2 grid 1
+// CHECK-SAME:  schedule = "pointwise"
+// CHECK:       nn.neg
+// CHECK:       nn.mul
+// CHECK-LABEL: func.func @split_group
+// CHECK-NEXT:  %[[T1:.*]] = tile.alloc : memref<4x8xf32>
+// CHECK-NEXT:  tile.launch @chain grid [1] (%{{.*}}, %{{.*}}, %[[T1]])
+// CHECK-NEXT:  %[[T2:.*]] = tile.alloc : memref<8x4xf32>
+// CHECK-NEXT:  tile.launch @chain_1 grid [1] (%[[T1]], %[[T2]])
+// CHECK-NEXT:  tile.launch @chain_2 grid [1] (%[[T2]], %{{.*}})
+func.func @split_group(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8x4xf32> {
+  %0 = nn.fusion ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<8x4xf32> attributes {kernel_name = "chain", kind = "pointwise", route = "kernel"} {
+  ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
+    %e = nn.exp %a : tensor<4x8xf32>
+    %cb = nn.broadcast %c : tensor<8xf32> -> tensor<4x8xf32>
+    %s = nn.add %e, %cb : tensor<4x8xf32>
+    %t = nn.transpose %s [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+    %n = nn.neg %t : tensor<8x4xf32>
+    %h = nn.constant 0.5 : tensor<8x4xf32>
+    %m = nn.mul %n, %h : tensor<8x4xf32>
+    nn.yield %m : tensor<8x4xf32>
+  }
+  func.return %0 : tensor<8x4xf32>
+}
