@@ -47,7 +47,8 @@ def summarize(doc: dict) -> dict[str, Any]:
         statuses = [e.get("status") for e in entries]
         return next(({"status": s} for s in ("FAILED", "skipped") if s in statuses), {})
 
-    summary["best fuseopt"] = _system_summary(results, best_fuseopt)
+    if fuseopt:
+        summary["best fuseopt"] = _system_summary(results, best_fuseopt)
     return summary
 
 
@@ -155,9 +156,20 @@ def _fmt(value: float | None, digits: int = 1) -> str:
     return f"{value:.{digits}f}"
 
 
+HOST_BOUND_RATIO = 1.5
+"""A timed median over this multiple of the profiled kernel time is marked host-bound."""
+
+
+def host_bound(entry: dict) -> bool:
+    """Whether the median is dominated by host work (Python, guards, launches): the
+    do_bench median exceeds `HOST_BOUND_RATIO` x the kernels' own device time."""
+    kernel_us = entry.get("kernel_us")
+    return _ok(entry) and bool(kernel_us) and entry["time_us"] > HOST_BOUND_RATIO * kernel_us
+
+
 def _cell(entry: dict) -> str:
     if _ok(entry):
-        return _fmt(entry["time_us"])
+        return _fmt(entry["time_us"]) + ("*" if host_bound(entry) else "")
     return {"FAILED": "FAILED", "skipped": "skipped"}.get(entry.get("status", ""), "n/a")
 
 
@@ -245,6 +257,8 @@ def _summary_lines(doc: dict) -> list[str]:
         pct = _fmt(s["median_pct_roofline_memory_bound"])
         lines.append(f"| {name} | {counts} | {speedups} | {worst_text} | {pct} |")
     lines.append("")
+    if not any(name.startswith("fuseopt") for name in doc["summary"]):
+        lines += ["No fuseopt system was compared in this run (`--backend none`).", ""]
     return lines
 
 
@@ -263,6 +277,13 @@ def _times_table(doc: dict, names: list[str]) -> list[str]:
             f"{_fmt(r['roofline_us'])} | {cells} |"
         )
     lines.append("")
+    if any(host_bound(e) for r in doc["results"] for e in r["systems"].values()):
+        lines += [
+            f"\\* host-bound: the median is over {HOST_BOUND_RATIO:g}x the profiled kernel "
+            "time (`kernel us` in the details), so host work (Python, guards, launches) "
+            "shows in it.",
+            "",
+        ]
     return lines
 
 
@@ -427,7 +448,8 @@ def write_chart(doc: dict, out_dir: Path) -> Path | None:
     names = [s["name"] for s in doc["config"]["systems"] if s["name"] != EAGER]
     names = [n for n in names if any(_ok(r["systems"].get(n, {})) for r in results)]
     labels = [f"{r['workload']}\n{r['shape']}" for r in results]
-    fig, ax = plt.subplots(figsize=(max(8.0, 0.55 * len(results) * max(1, len(names))), 5.5))
+    width_in = min(24.0, max(8.0, 0.3 * len(results) * max(1, len(names)) + 2.0))
+    fig, ax = plt.subplots(figsize=(width_in, 6.0))
     width = 0.8 / max(1, len(names))
     for i, name in enumerate(names):
         xs, ys = [], []

@@ -216,3 +216,10 @@ def test_only_selects_shapes():
     planned = run.plan_instances(select_workloads(["mlp", "rmsnorm"]), quick=False)
     first = [(w.name, s.label) for _, w, s in planned[:4]]
     assert ("mlp", "small") not in first and ("rmsnorm", "decode") not in first
+
+
+def test_host_bound_medians_are_marked():
+    entry = {"status": "ok", "time_us": 55.7, "kernel_us": 15.1}
+    assert report.host_bound(entry) and report._cell(entry) == "55.7*"
+    assert not report.host_bound({"status": "ok", "time_us": 60.6, "kernel_us": 57.1})
+    assert not report.host_bound({"status": "ok", "time_us": 60.6})  # CPU: no profile
