@@ -4,7 +4,8 @@ Preconditions: composites are decomposed (`nn-decompose`; a composite left over 
 treated as an opaque op and never fused); shapes are static.
 
 Steps, per function body:
-1. Grouping (`fusion_grouping.find_groups`): greedy producer-consumer then sibling
+1. Grouping (`fusion_grouping.find_groups`): reductions first claim their cheap
+   prologues, then greedy producer-consumer merges in program order, then sibling
    merges, each checked by `fusion_legality.check_group` (one kernel shape: pointwise,
    reduction or matmul; bounded recompute; no duplicated reduction or matmul) and by an
    acyclicity check on the graph of groups.
@@ -25,7 +26,8 @@ Options:
   route of every matmul group (tests; backends without a GEMM library).
 - `hbm_gbps`, `gemm_tflops`, `sm_count` (integers): override the GPU model (HBM GB/s,
   bf16/f16 matmul TFLOP/s, SM count).
-- `report=true`: print the fusion report (`fuseopt.fusion_report`) to stderr.
+- `report=true`: print the fusion report (`fuseopt.fusion_report`) to stderr, so that
+  stdout still carries the IR (`fuse-opt ... -p 'nn-fuse{report=true}' > out.mlir`).
 - `dot=FILE`: write the fused graph as Graphviz DOT to FILE.
 """
 
