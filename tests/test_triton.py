@@ -171,3 +171,24 @@ def test_save_writes_sources_and_index(tmp_path: Path) -> None:
     py = [f for f in files if f.endswith(".py")]
     assert len(py) == 1 and "@triton.jit" in (tmp_path / "saved" / py[0]).read_text()
     assert "grid" in index.read_text()
+
+
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "rmsnorm_silu_gate"])
+def test_looped_row_reduction_reads_through_the_row_cache(name: str) -> None:
+    checked = check_workload(
+        name, TINY[name], torch.bfloat16, torch.device("cpu"), max_row_block=16, strict=True
+    )
+    assert checked.ok, checked.message
+    (kernel,) = checked.compiled.kernels
+    assert kernel.schedule == "row_reduction_looped" and "for " in kernel.source
+
+
+def test_matmul_k_loop_ragged_edges_and_grouped_order() -> None:
+    dims = {"m": 40, "d": 48, "di": 40}
+    checked = check_workload(
+        "mlp", dims, torch.float32, torch.device("cpu"), block_m=16, block_n=16, block_k=16,
+        group_m=2, strict=True,
+    )  # fmt: skip
+    assert checked.ok, checked.message
+    sources = [k.source for k in checked.compiled.kernels if k.schedule == "matmul"]
+    assert len(sources) == 2 and all("for k in range(0, " in s and "mask=" in s for s in sources)

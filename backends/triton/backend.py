@@ -36,7 +36,16 @@ from fuseopt.kernel_cache import KernelCache, cache_key
 
 NAMESPACE = "triton"
 """The kernel cache namespace of this backend."""
-TILE_OPTIONS = ("block", "block-rows", "block-cols", "block-m", "block-n", "block-k", "group-m")
+TILE_OPTIONS = (
+    "block",
+    "block-rows",
+    "block-cols",
+    "block-m",
+    "block-n",
+    "block-k",
+    "group-m",
+    "max-row-block",
+)
 """convert-nn-to-tile options a user may force through backend options."""
 
 

@@ -85,6 +85,7 @@ class KernelPrinter:
         self.inlinable: set[SSAValue] = set()
         self.aranges: list[dict[tuple[str, int, bool], str]] = [{}]
         self.out = PrintedKernel(py_name, "")
+        self.shared: dict[SSAValue, tuple[SSAValue, list[SSAValue], list[SSAValue]] | None] = {}
 
     # ------------------------------------------------------------------ driver
 
@@ -264,8 +265,50 @@ class KernelPrinter:
                 checks.append(f"({idx} >= 0)")
         return " + ".join(terms), " & ".join(checks) if checks else None
 
+    def _shared_alloc(self, op: tile.AllocOp) -> None:
+        """Shared memory has no Triton spelling: reads of it go to the copied source."""
+        self.shared[op.result] = None
+
+    def _copy(self, op: tile.CopyOp) -> None:
+        """Record where the shared buffer's contents come from (no statement)."""
+        if op.dest not in self.shared:
+            raise error_at(op, "the triton target copies only into shared memory")
+        self.shared[op.dest] = (op.source, list(op.src_offsets), list(op.dst_offsets))
+
+    def _barrier(self, op: tile.BarrierOp) -> None:
+        """Nothing to print: Triton orders a program's memory accesses itself."""
+
+    def _source_of(self, op: tile.LoadOp) -> tuple[SSAValue, list[SSAValue]]:
+        """The buffer and offsets a load really reads (through a shared-memory copy).
+
+        Per dim, the source offset is `src_copy + (read - dst_copy)`: the read offset
+        when the copy used the same offset on both sides, the copy's source offset when
+        the copy and the read are both at the destination's origin.
+        """
+        if op.buffer not in self.shared:
+            return op.buffer, list(op.offsets)
+        copied = self.shared[op.buffer]
+        if copied is None:
+            raise error_at(op, "a shared buffer is read before any tile.copy fills it")
+        source, src_offs, dst_offs = copied
+        offsets = []
+        for read, src, dst in zip(op.offsets, src_offs, dst_offs, strict=True):
+            same = read is dst or (
+                self.ranges.get(read, UNKNOWN).constant is not None
+                and self.ranges.get(read, UNKNOWN).constant
+                == self.ranges.get(dst, UNKNOWN).constant
+            )
+            if same:  # read - dst == 0
+                offsets.append(src)
+            elif src is dst:  # src - dst == 0
+                offsets.append(read)
+            else:
+                raise error_at(op, "the triton target cannot map this shared-memory read")
+        return source, offsets
+
     def _load(self, op: tile.LoadOp) -> None:
-        ptr, mask = self._address(op.buffer, list(op.offsets), _shape(op.result))
+        buffer, offsets = self._source_of(op)
+        ptr, mask = self._address(buffer, offsets, _shape(op.result))
         element = op_table.element_type(op.result)
         if mask is None:
             expr = f"tl.load({ptr})"
@@ -488,6 +531,9 @@ _HANDLERS = {
     arith.IndexCastOp: KernelPrinter._index_cast,
     tile.ProgramIdOp: KernelPrinter._program_id,
     tile.LoadOp: KernelPrinter._load,
+    tile.AllocOp: KernelPrinter._shared_alloc,
+    tile.CopyOp: KernelPrinter._copy,
+    tile.BarrierOp: KernelPrinter._barrier,
     tile.StoreOp: KernelPrinter._store,
     tile.MaskOp: KernelPrinter._mask,
     tile.ReduceOp: KernelPrinter._reduce,
