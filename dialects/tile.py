@@ -21,6 +21,24 @@ directly onto CUDA (one program = one thread block):
   printer serves both levels, and their semantics are the nn reference's. Index
   arithmetic is `arith` on `index`; loops are `scf.for` with `iter_args`.
 
+Buffers are contiguous and row-major (a memref with a layout is rejected), so a tile's
+innermost dim is unit-stride and a kernel parameter's strides follow from its shape.
+Masks are implicit in `tile.load`/`tile.store` (in bounds: `0 <= offset + i < dim` in
+every dim the tile covers); `tile.mask` is only emitted where a value must be replaced
+(reduction identities). Tile dims produced by convert-nn-to-tile are powers of two,
+except in `whole_tensor` kernels (one program, whole-tensor tiles, one nn op: both
+backends print those specially).
+
+Kernel attributes a printer reads (set by convert-nn-to-tile, then tile-promote):
+`schedule` ("pointwise", "row_reduction", "row_reduction_looped", "matmul",
+"whole_tensor"), `iteration_sizes` / `block_sizes` (per iteration dim), `reduce_dim`,
+`block_k` and `group_m` (matmul), `candidates` (autotuning configs as pass options),
+`num_warps`, `num_stages`, `vector_width` (elements per 16-byte access), `shared_bytes`,
+`row_cache` (parameters staged in shared memory) and `operand_staging`
+("shared" | "registers", matmul). Loops are `scf.for` with any number of `iter_args`
+(a dual GEMM carries one accumulator per matmul; dependent reductions one per
+reduction).
+
 See `passes/convert_nn_to_tile.py` for the host calling convention and the schedules.
 """
 
@@ -38,6 +56,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     MemRefType,
+    NoneAttr,
     StringAttr,
     SymbolRefAttr,
     TensorType,
@@ -148,6 +167,8 @@ def memref_type(value: SSAValue | Attribute, what: str) -> MemRefType:
         raise VerifyException(f"{what} must be a memref, got {t}")
     if any(d < 0 for d in t.get_shape()):
         raise VerifyException(f"{what} must have a static shape, got {t}")
+    if not isinstance(t.layout, NoneAttr):
+        raise VerifyException(f"{what} must be a contiguous row-major buffer (no layout), got {t}")
     return t
 
 

@@ -63,6 +63,7 @@ class Context:
     offsets: dict[int, SSAValue]
     cache: dict[SSAValue, SSAValue] = field(default_factory=dict)
     outer: Context | None = None
+    masks: dict[tuple[int, ...], SSAValue] = field(default_factory=dict)
 
 
 class KernelEmitter:
@@ -286,14 +287,18 @@ class KernelEmitter:
         xt = x.type
         assert isinstance(xt, TensorType)
         if sp.sizes[k] % self.blocks.dims[k]:
-            mask = self.add(
-                ctx,
-                tile.MaskOp(
-                    [ctx.offsets[d] for d in tiled],
-                    [sp.sizes[d] for d in tiled],
-                    self.tile_shape(src),
-                ),
-            )
+            shape_key = tuple(self.tile_shape(src))
+            mask = ctx.masks.get(shape_key)
+            if mask is None:  # one mask per tile shape and context, shared by reductions
+                mask = self.add(
+                    ctx,
+                    tile.MaskOp(
+                        [ctx.offsets[d] for d in tiled],
+                        [sp.sizes[d] for d in tiled],
+                        self.tile_shape(src),
+                    ),
+                )
+                ctx.masks[shape_key] = mask
             ident = self.splat(ctx, self._identity(kind, xt.element_type), xt)
             x = self.add(ctx, nn.SelectOp(mask, x, ident))
         x = self.cast(ctx, x, self._acc_element(xt.element_type))

@@ -311,3 +311,10 @@ tile.kernel @k grid 1 (%x: memref<8xf32, #tile.memory_space<texture>>) {
   tile.return
 }
 // CHECK: invalid.mlir:310:61: error: Expected `global`, `shared`, or `registers`.
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<4x8xf32, strided<[1, 4]>>) {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op kernel parameter 0 must be a contiguous row-major buffer (no layout), got memref<4x8xf32, strided<[1, 4]>>
