@@ -46,6 +46,7 @@ import importlib
 import inspect
 import json
 import re
+import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -408,8 +409,11 @@ def export(model: Callable[..., Any], example_inputs: Any) -> str:
         if anchor is not None and hasattr(model, "__code__"):
             anchor(model)
     try:
-        program = torch.export.export(module, _as_args(example_inputs))
-        program = program.run_decompositions({})
+        with warnings.catch_warnings():
+            # PyTorch's own pytree deprecation, not about the user's model
+            warnings.filterwarnings("ignore", ".*LeafSpec", FutureWarning)
+            program = torch.export.export(module, _as_args(example_inputs))
+            program = program.run_decompositions({})
     except Exception as e:  # PyTorch's capture errors are many types
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CompileError(f"torch.export could not capture the model: {first}") from None

@@ -188,3 +188,24 @@ def test_export_roundtrips_through_parse() -> None:
     (out,) = fuseopt.interpret(module, "forward", *params, x)
     with torch.no_grad():
         torch.testing.assert_close(torch.from_numpy(out), model(x), rtol=2e-5, atol=2e-5)
+
+
+def test_imported_ops_are_located() -> None:
+    """Every imported nn op carries the source line of its FX node (here: this file)."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    def fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        y = torch.softmax(x @ w, -1)
+        return F.silu(y) * 2.0
+
+    compiled = fuseopt.compile(fn, (randn(2, 8), randn(8, 4)), backend="interpret")
+    (region,) = compiled.regions
+    ops = [op for op in region.imported.walk() if op.name.startswith("nn.")]
+    assert ops
+    lines = set()
+    for op in ops:
+        assert isinstance(op.location, FileLineColLoc), op
+        assert op.location.filename.data == __file__
+        lines.add(op.location.line.data)
+    first = fn.__code__.co_firstlineno
+    assert lines == {first + 1, first + 2}
