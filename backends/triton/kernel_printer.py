@@ -85,6 +85,7 @@ class KernelPrinter:
         self.inlinable: set[SSAValue] = set()
         self.aranges: list[dict[tuple[str, int, bool], str]] = [{}]
         self.out = PrintedKernel(py_name, "")
+        self.folded: set[Operation] = set()
         self.shared: dict[SSAValue, tuple[SSAValue, list[SSAValue], list[SSAValue]] | None] = {}
 
     # ------------------------------------------------------------------ driver
@@ -235,9 +236,17 @@ class KernelPrinter:
         return name
 
     def _address(
-        self, buf: SSAValue, offsets: list[SSAValue], tile_shape: tuple[int, ...]
+        self,
+        buf: SSAValue,
+        offsets: list[SSAValue],
+        tile_shape: tuple[int, ...],
+        positions: list[int] | None = None,
     ) -> tuple[str, str | None]:
-        """(pointer expression, mask expression or None) for a box of a buffer."""
+        """(pointer expression, mask expression or None) for a box of a buffer.
+
+        `positions[j]`: the printed tile dim that tile dim j lands on (a transposed
+        load), default j.
+        """
         shape = _shape(buf)
         rank, t = len(shape), len(tile_shape)
         wide = math.prod(shape) > INT32_LIMIT
@@ -257,7 +266,7 @@ class KernelPrinter:
                 continue
             j = d - (rank - t)
             size = tile_shape[j]
-            idx = expand(self._arange(o, size, wide), j, t)
+            idx = expand(self._arange(o, size, wide), j if positions is None else positions[j], t)
             terms.append(idx if s == 1 else f"{idx} * {s}")
             if not (known.hi is not None and known.hi + size <= n):
                 checks.append(f"({idx} < {n})")
@@ -306,9 +315,23 @@ class KernelPrinter:
                 raise error_at(op, "the triton target cannot map this shared-memory read")
         return source, offsets
 
+    def _transposed_use(self, op: tile.LoadOp) -> tile.TransposeOp | None:
+        """The 2-D transpose that is the only use of a load's tile, if any: the load
+        then reads the tile transposed by addressing (no register shuffle, and the
+        compiler sees the operand's memory order, as for `b.T` in a matmul)."""
+        uses = list(op.result.uses)
+        if len(uses) != 1 or len(_shape(op.result)) != 2:
+            return None
+        user = uses[0].operation
+        if isinstance(user, tile.TransposeOp) and tuple(array_values(user.permutation)) == (1, 0):
+            return user
+        return None
+
     def _load(self, op: tile.LoadOp) -> None:
         buffer, offsets = self._source_of(op)
-        ptr, mask = self._address(buffer, offsets, _shape(op.result))
+        transposed = self._transposed_use(op)
+        positions = [1, 0] if transposed is not None else None
+        ptr, mask = self._address(buffer, offsets, _shape(op.result), positions)
         element = op_table.element_type(op.result)
         if mask is None:
             expr = f"tl.load({ptr})"
@@ -317,6 +340,10 @@ class KernelPrinter:
                 op.fill_value if is_float(element) else int(op.fill_value), element
             )
             expr = f"tl.load({ptr}, mask={mask}, other={fill})"
+        if transposed is not None:
+            self.bind(transposed.result, "x_t", expr)
+            self.folded.add(transposed)
+            return
         self.bind(op.result, "x", expr)
 
     def _store(self, op: tile.StoreOp) -> None:
@@ -368,7 +395,14 @@ class KernelPrinter:
         elementwise = type(user) in op_table.TRITON_OPS or isinstance(
             user, nn.CompareOp | nn.GeluOp
         )
-        if not elementwise or isinstance(user, nn.PowOp):
+        if isinstance(user, nn.PowOp):  # a known exponent is spelled out, not loaded
+            exponent = op_table.splat_operand(user.operands[1])
+            return (
+                user.operands[1] is v
+                and exponent is not None
+                and (float(exponent) in op_table.POW_BY_EXPONENT)
+            )
+        if not elementwise:
             return False
         if isinstance(user, nn.SelectOp) and user.operands[0] is v:
             return False
@@ -468,6 +502,8 @@ class KernelPrinter:
         self.bind(op.result, "bcast", f"tl.broadcast_to({expanded}, {list(out)})")
 
     def _transpose(self, op: tile.TransposeOp) -> None:
+        if op in self.folded:
+            return
         perm = tuple(array_values(op.permutation))
         self.bind(op.result, "trans", f"tl.permute({self.materialized(op.input)}, {perm})")
 
