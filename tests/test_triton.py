@@ -192,3 +192,71 @@ def test_matmul_k_loop_ragged_edges_and_grouped_order() -> None:
     assert checked.ok, checked.message
     sources = [k.source for k in checked.compiled.kernels if k.schedule == "matmul"]
     assert len(sources) == 2 and all("for k in range(0, " in s and "mask=" in s for s in sources)
+
+
+SOFTMAX_NN = """func.func @main(%x: tensor<6x40xf32>) -> tensor<6x40xf32> {
+  %r = nn.softmax %x axis 1 : tensor<6x40xf32>
+  func.return %r : tensor<6x40xf32>
+}"""
+
+
+def test_autotune_keeps_the_fastest_candidate_and_caches_it(_private_cache: Path) -> None:
+    from fuseopt.autotune import AutotunedFunction
+    from fuseopt.kernel_cache import KernelCache
+
+    cache = KernelCache(_private_cache)
+    fn = triton_backend.compile_module(
+        fuseopt.parse(SOFTMAX_NN), "main", {"mode": "max-autotune-no-cudagraphs"}, cache
+    )
+    assert isinstance(fn, AutotunedFunction)
+    x = torch.randn(6, 40)
+    torch.testing.assert_close(fn(x)[0], torch.softmax(x, 1))  # CPU: heuristic, no tuning
+    times = iter(range(100, 0, -1))  # every later candidate is "faster"
+    fn.timer = lambda launch: float(next(times))
+    choice, compiled = fn.time_candidates(torch.device("cpu"), "tuned" + "0" * 59)
+    ((kernel, picked),) = choice.items()
+    assert picked["config"] == "block-rows=8" and len(picked["timings"]) == 5
+    tuned = triton_backend.wrap(compiled, cache, compiled.key)
+    assert "block sizes [8, 64]" in tuned.source
+    torch.testing.assert_close(tuned(x)[0], torch.softmax(x, 1))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "f32"])
+def test_hugging_face_llama_decoder_layer(dtype: torch.dtype) -> None:
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.llama import modeling_llama
+
+    config = transformers.LlamaConfig(
+        hidden_size=32, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1,
+        num_hidden_layers=1, vocab_size=16,
+    )  # fmt: skip
+    config._attn_implementation = "sdpa"
+
+    class Layer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = modeling_llama.LlamaDecoderLayer(config, layer_idx=0)
+            self.rope = modeling_llama.LlamaRotaryEmbedding(config)
+
+        def forward(self, h: torch.Tensor) -> torch.Tensor:
+            pos = torch.arange(h.shape[1], device=h.device)[None]
+            out = self.layer(h, position_embeddings=self.rope(h, pos), position_ids=pos)
+            return out[0] if isinstance(out, tuple) else out
+
+    torch.manual_seed(0)
+    model = Layer().eval()
+    for p in model.parameters():
+        p.data.normal_(0.0, 0.2)  # non-trivial weights (norm scales are ones by default)
+    model = model.to(dtype)
+    h = torch.randn(1, 5, 32, dtype=dtype)
+    with torch.no_grad():
+        compiled = fuseopt.compile(model, (h,), backend="triton", strict=True)
+        got, want = compiled(h), model(h)
+        exact = model.double()(h.double())
+    tol = 0.0 if dtype == torch.float32 else 2.0
+    eager_err = (want.double() - exact).abs().max().item()
+    assert (got.double() - exact).abs().max().item() <= max(2 * eager_err, 1e-5) + tol * 1e-2
+    assert len(compiled.kernels) > 3
+    assert {f.target for f in compiled.fallbacks} <= {
+        "aten._scaled_dot_product_flash_attention_for_cpu.default"
+    }

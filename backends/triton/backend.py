@@ -64,10 +64,26 @@ def _tile_stage(tile_options: Mapping[str, int]) -> str:
     return rest.replace("convert-nn-to-tile", f"convert-nn-to-tile{{{forced}}}")
 
 
+def is_tile_ir(module: ModuleOp) -> bool:
+    """Is `module` already host code of tile IR (every function takes memrefs)?"""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import MemRefType
+
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    return bool(funcs) and all(
+        all(isinstance(t, MemRefType) for t in f.function_type.inputs.data) for f in funcs
+    )
+
+
 def lower(module: ModuleOp, tile_options: Mapping[str, int] | None = None) -> ModuleOp:
-    """Run FUSE, then the tile stage, in place; return a clone taken after FUSE."""
+    """Run FUSE, then the tile stage, in place; return a clone taken after FUSE.
+
+    A module already in tile IR is left as it is (it can be printed directly).
+    """
     from fuseopt.pipelines import FUSE, run_pipeline
 
+    if is_tile_ir(module):
+        return module.clone()
     run_pipeline(module, FUSE)
     fused = module.clone()
     run_pipeline(module, _tile_stage(tile_options or {}))

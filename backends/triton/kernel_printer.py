@@ -433,7 +433,8 @@ class KernelPrinter:
             return
         if isinstance(op, nn.CompareOp):
             symbol = op_table.COMPARE[op.predicate.data]
-            a, b = (self.value(x) for x in op.operands)
+            wide = op_table.is_16bit_float(op_table.element_type(op.operands[0]))
+            a, b = (self._operand(x, wide) for x in op.operands)
             self.bind(r, "cond", f"{a} {symbol} {b}")
             return
         integer = not is_float(out_type) and not isinstance(op, nn.SelectOp)

@@ -5,7 +5,9 @@ Tile kernels reuse the nn ops for elementwise math (`nn.add`, `nn.exp`, `nn.cast
 the CUDA printer keeps a table of the same shape (`{0}`, `{1}` are operands). Rules:
 
 - 16-bit floats compute in f32 and round once per op (`upcast`), as PyTorch eager and
-  the reference interpreter do; f32 and integers compute in their own type;
+  the reference interpreter do; f32 and integers compute in their own type. Exact ops
+  (neg, abs, max, min, relu, compare) upcast too: free on the GPU, and Triton's CPU
+  interpreter keeps bf16 as raw uint16 bits, so it would negate and order them wrongly;
 - transcendental functions that Triton's CPU interpreter lacks (`libdevice.tanh`,
   `libdevice.pow`) are helper `@triton.jit` functions built from core ops
   (`HELPERS`), so one source runs on the GPU and in the interpreter;
@@ -47,8 +49,8 @@ class Rule:
 
 
 TRITON_OPS: dict[type[Operation], Rule] = {
-    nn.NegOp: Rule("-{0}", upcast=False),
-    nn.AbsOp: Rule("tl.abs({0})", upcast=False),
+    nn.NegOp: Rule("-{0}"),
+    nn.AbsOp: Rule("tl.abs({0})"),
     nn.ExpOp: Rule("tl.exp({0})"),
     nn.LogOp: Rule("tl.log({0})"),
     nn.SqrtOp: Rule("tl.sqrt_rn({0})"),
@@ -56,7 +58,7 @@ TRITON_OPS: dict[type[Operation], Rule] = {
     nn.ReciprocalOp: Rule("1.0 / {0}"),
     nn.TanhOp: Rule("fuseopt_tanh({0})", helpers=("fuseopt_tanh",)),
     nn.SigmoidOp: Rule("1.0 / (1.0 + tl.exp(-{0}))"),
-    nn.ReluOp: Rule("tl.where({0} < 0, 0, {0})", upcast=False),
+    nn.ReluOp: Rule("tl.where({0} < 0, 0, {0})"),
     nn.SiluOp: Rule("{0} / (1.0 + tl.exp(-{0}))"),
     nn.ErfOp: Rule("tl.erf({0})"),
     nn.SinOp: Rule("tl.sin({0})"),
@@ -65,8 +67,8 @@ TRITON_OPS: dict[type[Operation], Rule] = {
     nn.SubOp: Rule("{0} - {1}"),
     nn.MulOp: Rule("{0} * {1}"),
     nn.DivOp: Rule("{0} / {1}"),
-    nn.MaxOp: Rule("tl.maximum({0}, {1})", upcast=False),
-    nn.MinOp: Rule("tl.minimum({0}, {1})", upcast=False),
+    nn.MaxOp: Rule("tl.maximum({0}, {1})"),
+    nn.MinOp: Rule("tl.minimum({0}, {1})"),
     nn.PowOp: Rule("fuseopt_pow({0}, {1})", helpers=("fuseopt_pow",)),
     nn.SelectOp: Rule("tl.where({0}, {1}, {2})", upcast=False),
 }

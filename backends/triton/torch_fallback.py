@@ -117,15 +117,8 @@ def print_torch_kernel(kernel: tile.KernelOp, py_name: str, module_names: set[st
         elif isinstance(op, tile.StoreOp):
             _check_origin(op, list(op.offsets))
             lines.append(f"{expr[op.buffer]}.view({_shape(op.value)!r}).copy_({expr[op.value]})")
-        elif isinstance(op, nn.ConstantOp) and op.splat_value is not None:
-            element = op_table.element_type(op.result)
-            value = op_table.literal(op.splat_value, element)
-            dtype = op_table.torch_dtype(element)
-            device = expr[kernel.body.block.args[0]] if params else None
-            where = f", device={device}.device" if device else ""
-            bind(
-                op.result, "c", f"torch.full({_shape(op.result)!r}, {value}, dtype={dtype}{where})"
-            )
+        elif isinstance(op, nn.ConstantOp):
+            bind(op.result, "c", _constant(op, params[0] if params else None))
         elif op.dialect_name() == "nn":
             args = [expr[x] for x in op.operands]
             text = _special(op, args)
@@ -143,6 +136,28 @@ def print_torch_kernel(kernel: tile.KernelOp, py_name: str, module_names: set[st
         '    """Whole-tensor fallback, run by PyTorch (tiles would not be powers of two)."""',
     ]
     return "\n".join(head + ["    " + line for line in lines]) + "\n"
+
+
+MAX_DENSE = 4096
+"""Most elements of a dense constant printed as a literal list."""
+
+
+def _constant(op: nn.ConstantOp, buffer: str | None) -> str:
+    """A torch expression for an nn.constant (splat, or a small dense list)."""
+    element = op_table.element_type(op.result)
+    dtype = op_table.torch_dtype(element)
+    where = f", device={buffer}.device" if buffer else ""
+    shape = _shape(op.result)
+    if op.splat_value is not None:
+        value = op_table.literal(op.splat_value, element)
+        return f"torch.full({shape!r}, {value}, dtype={dtype}{where})"
+    values = op.value.get_values()  # type: ignore[union-attr]
+    if len(values) > MAX_DENSE:
+        raise error_at(
+            op, f"the triton target prints dense constants of at most {MAX_DENSE} elements"
+        )
+    items = ", ".join(op_table.literal(v, element) for v in values)
+    return f"torch.tensor([{items}], dtype={dtype}{where}).view({shape!r})"
 
 
 def _check_origin(op: Operation, offsets: list[SSAValue]) -> None:
