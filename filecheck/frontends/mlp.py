@@ -1,5 +1,6 @@
 # RUN: %python %s | filecheck %s
 # RUN: %python %s | fuse-opt | filecheck %s --check-prefix=ROUNDTRIP
+# RUN: %python %s | fuse-opt --pipeline fuse | filecheck %s --check-prefix=FUSED
 # ruff: noqa: E501 - CHECK lines are IR lines
 """fuseopt.export of an MLP: parameters become arguments, nn.Linear becomes nn.linear."""
 
@@ -32,3 +33,11 @@ print(fuseopt.export(MLP(), torch.randn(4, 8)))
 # ROUNDTRIP: func.func @forward
 # ROUNDTRIP: nn.linear
 # ROUNDTRIP: nn.gelu
+
+# The exported text goes through the nn-level pipeline: two kernels, each a matmul
+# with its bias (and the GELU, or the residual) as the epilogue.
+# FUSED-LABEL: func.func @forward
+# FUSED: %[[H:.*]] = nn.fusion ins(%x, %p_up_weight, %p_up_bias : {{.*}}) -> tensor<4x32xf32> attributes {kernel_name = "fused_0_matmul_add_gelu", kind = "matmul"{{.*}}
+# FUSED: nn.gelu
+# FUSED: %[[O:.*]] = nn.fusion ins(%[[H]], %p_down_weight, %p_down_bias, %x : {{.*}}) -> tensor<4x8xf32> attributes {kernel_name = "fused_1_matmul_add", kind = "matmul"{{.*}}
+# FUSED: func.return %[[O]] : tensor<4x8xf32>
