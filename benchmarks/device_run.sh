@@ -22,7 +22,8 @@
 #      instance replaces an earlier one unless it timed fewer systems).
 # Everything printed is also in $OUT/run.log. Set FUSEOPT_GIT_COMMIT to record the
 # commit (the device copy of the tree has no .git). COMPILED_PCT / AUTOTUNE_PCT (75 / 55)
-# set the two budgets as percentages of the benchmark's share; SKIP_INSTALL=1 and
+# set the two budgets as percentages of the benchmark's share; SYSTEM_TIMEOUT_S (150)
+# stops one system on one instance (a hung compile never eats the run); SKIP_INSTALL=1 and
 # SKIP_GPU_TESTS=1 skip steps 1 and 3.
 set -u -o pipefail
 
@@ -90,7 +91,8 @@ AUTOTUNE_S=$((BENCH_S * ${AUTOTUNE_PCT:-55} / 100))
 echo "== benchmarks into $DEST: ${BENCH_S}s in all; compiled systems start until" \
     "${COMPILED_S}s, autotuning ones until ${AUTOTUNE_S}s; later instances: eager only"
 timeout -k 10 "$BENCH_S" python3 -m benchmarks.run --out "$DEST" \
-    --budget-s "$COMPILED_S" --autotune-budget-s "$AUTOTUNE_S" "$@"
+    --budget-s "$COMPILED_S" --autotune-budget-s "$AUTOTUNE_S" \
+    --system-timeout-s "${SYSTEM_TIMEOUT_S:-150}" "$@"
 STATUS=$?
 if ((STATUS != 0)); then
     echo "benchmarks.run exit status $STATUS (124: cut at ${BENCH_S}s); re-rendering what it wrote"

@@ -10,7 +10,8 @@ Per instance (one workload at one shape):
    spent (``skipped``); otherwise compile it on other example inputs (cold compile
    time), poison the allocator with NaN so unwritten outputs show, run it on the check
    inputs and judge the result. A wrong result is recorded as ``FAILED`` with its error
-   and is never timed;
+   and is never timed; a system running past ``--system-timeout-s`` is stopped and
+   recorded as ``skipped``;
 4. time correct systems (median), count their kernels (torch.profiler on a GPU; the
    compiler's own kernel records too, for fuseopt), and for tiny shapes measure
    launch-inclusive time; then the warm compile time;
@@ -20,11 +21,14 @@ Per instance (one workload at one shape):
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
+import signal
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +61,7 @@ class RunConfig:
     seed: int = 0
     budget_s: float | None = None
     autotune_budget_s: float | None = None
+    system_timeout_s: float | None = None
     warm_compile: bool = True
     started: float = field(default_factory=time.perf_counter)
 
@@ -70,6 +75,37 @@ class RunConfig:
         if autotuning and self.autotune_budget_s is not None:
             budget = min(self.autotune_budget_s, budget or self.autotune_budget_s)
         return budget is not None and self.elapsed_s() > budget
+
+
+class SystemTimeout(BaseException):
+    """One system ran past `RunConfig.system_timeout_s` (a BaseException, so that library
+    code catching Exception cannot swallow it)."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None) -> Iterator[None]:
+    """Raise `SystemTimeout` in the block after `seconds` of wall clock (SIGALRM; Unix
+    main thread only, elsewhere no limit). A running GPU kernel finishes first: the
+    signal lands at the next Python bytecode."""
+    usable = (
+        seconds is not None
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise SystemTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _error_dict(stats: Any) -> dict[str, float | int]:
@@ -160,27 +196,25 @@ def run_system(
 
     entry: dict[str, Any] = {"status": "FAILED"}
     try:
-        prepared = system.prepare(model, make_example)
-        entry.update(
-            compile_cold_s=prepared.compile_cold_s,
-            kernels_compiled=prepared.kernels,
-            hbm_bytes_model=prepared.hbm_bytes_model,
-        )
-        if prepared.fallback_ops:
-            entry["fallback_ops"] = prepared.fallback_ops
-        _poison_allocator(expected, config.device)
-        stats = reference.error_of(prepared.fn(*check_inputs), tuple(d for _, d in expected))
-        verdict = judge(stats, tolerance)
-        entry["error"] = _error_dict(stats)
-        entry["check"] = verdict.message
-        if not verdict.ok:
-            entry["reason"] = f"FAILED ({verdict.message}); not timed"
-            return entry
-        _time_system(entry, prepared.fn, check_inputs, shape, config)
-        entry["status"] = "ok"
-        del prepared
-        if config.warm_compile and not config.over_budget(system.autotunes):
-            entry["compile_warm_s"] = system.warm_compile_s(model, make_example)
+        with deadline(config.system_timeout_s if system.name != EAGER else None):
+            _check_and_time(
+                entry,
+                system,
+                model,
+                make_example,
+                check_inputs,
+                reference,
+                expected,
+                tolerance,
+                shape,
+                config,
+            )
+    except SystemTimeout:
+        limit = f"stopped after the per-system limit of {config.system_timeout_s:g} s"
+        if entry["status"] == "ok":  # only the warm compile was cut
+            entry["compile_warm_note"] = limit
+        else:
+            entry.update(status="skipped", reason=f"skipped ({limit}; not timed)")
     except SystemUnavailable as exc:
         return {"status": "n/a", "reason": f"n/a ({exc})"}
     except OutputMismatch as exc:
@@ -191,6 +225,42 @@ def run_system(
         entry["reason"] = f"FAILED ({_short(exc)})"
         entry["traceback"] = traceback.format_exc(limit=6)[-2000:]
     return entry
+
+
+def _check_and_time(
+    entry: dict,
+    system: System,
+    model: torch.nn.Module,
+    make_example: Callable[[], tuple[torch.Tensor, ...]],
+    check_inputs: tuple[torch.Tensor, ...],
+    reference: Reference,
+    expected: OutputMeta,
+    tolerance: Any,
+    shape: Shape,
+    config: RunConfig,
+) -> None:
+    """Compile, check against the reference and (only if correct) time; fills `entry`."""
+    prepared = system.prepare(model, make_example)
+    entry.update(
+        compile_cold_s=prepared.compile_cold_s,
+        kernels_compiled=prepared.kernels,
+        hbm_bytes_model=prepared.hbm_bytes_model,
+    )
+    if prepared.fallback_ops:
+        entry["fallback_ops"] = prepared.fallback_ops
+    _poison_allocator(expected, config.device)
+    stats = reference.error_of(prepared.fn(*check_inputs), tuple(d for _, d in expected))
+    verdict = judge(stats, tolerance)
+    entry["error"] = _error_dict(stats)
+    entry["check"] = verdict.message
+    if not verdict.ok:
+        entry["reason"] = f"FAILED ({verdict.message}); not timed"
+        return
+    _time_system(entry, prepared.fn, check_inputs, shape, config)
+    entry["status"] = "ok"
+    del prepared
+    if config.warm_compile and not config.over_budget(system.autotunes):
+        entry["compile_warm_s"] = system.warm_compile_s(model, make_example)
 
 
 def _derive(result: dict) -> None:

@@ -80,6 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
         "GEMM workload for ~45 s on an H100)",
     )
     parser.add_argument(
+        "--system-timeout-s",
+        type=float,
+        metavar="S",
+        help="stop one system on one instance after S seconds of compile + check + timing "
+        "(recorded as skipped, the suite goes on; eager is never stopped)",
+    )
+    parser.add_argument(
         "--in-order",
         action="store_true",
         help="run the --only instances in the order given (default: baseline-table rows "
@@ -173,6 +180,7 @@ def run_suite(
             "dtype": str(config.dtype).removeprefix("torch."),
             "budget_s": config.budget_s,
             "autotune_budget_s": config.autotune_budget_s,
+            "system_timeout_s": config.system_timeout_s,
             "systems": [{"name": s.name, "description": s.description} for s in systems],
         },
         "timings_meaningful": meaningful,
@@ -231,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         budget_s=args.budget_s,
         autotune_budget_s=args.autotune_budget_s,
+        system_timeout_s=args.system_timeout_s,
         warm_compile=not args.no_warm_compile,
         started=time.perf_counter(),
     )

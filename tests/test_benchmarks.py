@@ -223,3 +223,24 @@ def test_host_bound_medians_are_marked():
     assert report.host_bound(entry) and report._cell(entry) == "55.7*"
     assert not report.host_bound({"status": "ok", "time_us": 60.6, "kernel_us": 57.1})
     assert not report.host_bound({"status": "ok", "time_us": 60.6})  # CPU: no profile
+
+
+def test_hung_system_is_stopped_and_the_suite_goes_on():
+    import time
+
+    def hang(y):
+        time.sleep(30)
+        return y
+
+    config = RunConfig(
+        device=CPU, dtype=torch.bfloat16, quick=True, warm_compile=False, system_timeout_s=0.5
+    )
+    started = time.perf_counter()
+    result = run_instance(
+        RMSNORM, RMSNORM.quick_shape, [Planted("hangs", hang), Eager()], CEILINGS, config,
+        log=lambda _: None,
+    )
+    assert time.perf_counter() - started < 15
+    entry = result["systems"]["hangs"]
+    assert entry["status"] == "skipped" and "per-system limit of 0.5 s" in entry["reason"]
+    assert "time_us" not in entry and result["systems"]["eager"]["status"] == "ok"
