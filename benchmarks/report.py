@@ -9,80 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
-from typing import Any
 
-from benchmarks.harness import geometric_mean
+from benchmarks.records import is_timed as _ok
+from benchmarks.records import merge_runs, runs_of, summarize
 from benchmarks.systems import BASELINES, EAGER, MAX_AUTOTUNE
+
+__all__ = ["merge_runs", "render_markdown", "summarize", "write_reports"]
 
 JSON_NAME = "results.json"
 MARKDOWN_NAME = "results.md"
 CHART_NAME = "speedup.png"
 NOT_MEANINGFUL = "not meaningful (CPU)"
-
-
-def _ok(entry: dict) -> bool:
-    return entry.get("status") == "ok" and bool(entry.get("time_us"))
-
-
-def summarize(doc: dict) -> dict[str, Any]:
-    """Per-system summary: geometric-mean speedups, worst workload, median % of roofline.
-
-    Also a "best fuseopt" line: per instance the fastest correct fuseopt system.
-    """
-    results = doc["results"]
-    names = [s["name"] for s in doc["config"]["systems"]]
-    summary: dict[str, Any] = {}
-    for name in names:
-        summary[name] = _system_summary(results, lambda r, n=name: r["systems"].get(n, {}))
-    fuseopt = [n for n in names if n.startswith("fuseopt")]
-
-    def best_fuseopt(result: dict) -> dict:
-        entries = [result["systems"].get(n, {}) for n in fuseopt]
-        timed = [e for e in entries if _ok(e)]
-        if timed:
-            return min(timed, key=lambda e: e["time_us"])
-        statuses = [e.get("status") for e in entries]
-        return next(({"status": s} for s in ("FAILED", "skipped") if s in statuses), {})
-
-    if fuseopt:
-        summary["best fuseopt"] = _system_summary(results, best_fuseopt)
-    return summary
-
-
-def _system_summary(results: list[dict], pick: Any) -> dict[str, Any]:
-    counts: dict[str, int] = {}
-    vs: dict[str, list[float]] = {base: [] for base in BASELINES}
-    worst: tuple[float, str] | None = None
-    roofline_pcts: list[float] = []
-    for result in results:
-        entry = pick(result)
-        status = entry.get("status", "n/a")
-        counts[status] = counts.get(status, 0) + 1
-        if not _ok(entry):
-            continue
-        label = f"{result['workload']} {result['shape']}"
-        for base in BASELINES:
-            base_entry = result["systems"].get(base, {})
-            if _ok(base_entry):
-                vs[base].append(base_entry["time_us"] / entry["time_us"])
-        mat = result["systems"].get(MAX_AUTOTUNE, {})
-        if _ok(mat):
-            ratio = mat["time_us"] / entry["time_us"]
-            if worst is None or ratio < worst[0]:
-                worst = (ratio, label)
-        if result["bound"] == "memory":
-            roofline_pcts.append(100.0 * result["roofline_us"] / entry["time_us"])
-    return {
-        "counts": counts,
-        "geomean_speedup": {base: geometric_mean(v) for base, v in vs.items()},
-        "worst_vs_max_autotune": {"speedup": worst[0], "instance": worst[1]} if worst else None,
-        "median_pct_roofline_memory_bound": (
-            statistics.median(roofline_pcts) if roofline_pcts else None
-        ),
-    }
 
 
 def write_json(doc: dict, out_dir: Path) -> Path:
@@ -93,57 +32,6 @@ def write_json(doc: dict, out_dir: Path) -> Path:
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     tmp.replace(path)
     return path
-
-
-def _runs_of(doc: dict) -> list[dict]:
-    if doc.get("runs"):
-        return doc["runs"]
-    return [
-        {
-            "environment": doc["environment"],
-            "ceilings": doc["ceilings"],
-            "command": doc["config"]["command"],
-            "complete": doc.get("complete", True),
-            "elapsed_s": doc.get("elapsed_s"),
-        }
-    ]
-
-
-def _timed_count(result: dict) -> int:
-    return sum(1 for e in result["systems"].values() if _ok(e))
-
-
-def merge_runs(docs: list[dict]) -> dict:
-    """Merge run records: a later run's instance replaces an earlier run's, unless it
-    timed fewer systems (a budget-cut later run never erases a fuller earlier row).
-
-    Each instance keeps every system it was measured with in its own run (one process,
-    one GPU), so comparisons stay within one run; the merged record lists the runs
-    (machine, ceilings, command) and tags each instance with the run it came from.
-    """
-    runs: list[dict] = []
-    results: dict[tuple[str, str], dict] = {}
-    systems: dict[str, dict] = {}
-    for doc in docs:
-        offset = len(runs)
-        runs.extend(_runs_of(doc))
-        for result in doc["results"]:
-            merged = dict(result, run=result.get("run", 0) + offset)
-            key = (result["workload"], result["shape"])
-            if key not in results or _timed_count(merged) >= _timed_count(results[key]):
-                results[key] = merged
-        for system in doc["config"]["systems"]:
-            systems.setdefault(system["name"], system)
-    first = docs[0]
-    return {
-        **first,
-        "config": {**first["config"], "systems": list(systems.values())},
-        "runs": runs,
-        "results": list(results.values()),
-        "complete": all(run.get("complete", True) for run in runs),
-        "timings_meaningful": all(doc["timings_meaningful"] for doc in docs),
-        "elapsed_s": sum(run.get("elapsed_s") or 0 for run in runs),
-    }
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -219,7 +107,7 @@ def _header(doc: dict) -> list[str]:
         ]
     if not doc.get("complete", True):
         lines += ["> A run did not finish; the tables hold what it measured.", ""]
-    runs = _runs_of(doc)
+    runs = runs_of(doc)
     if len(runs) > 1:
         lines += [
             f"Merged from {len(runs)} runs; each instance was measured, all its systems "
@@ -264,7 +152,7 @@ def _summary_lines(doc: dict) -> list[str]:
 
 def _times_table(doc: dict, names: list[str]) -> list[str]:
     unit = f"us, median, {NOT_MEANINGFUL}" if not doc["timings_meaningful"] else "us, median"
-    multi = len(_runs_of(doc)) > 1
+    multi = len(runs_of(doc)) > 1
     lines = [f"## Time ({unit})", ""]
     run_head = "run | " if multi else ""
     lines.append(f"| workload | shape | {run_head}bound | roofline | " + " | ".join(names) + " |")
@@ -361,8 +249,11 @@ def _kernels(entry: dict) -> str:
     return ""
 
 
-def _mb(nbytes: float) -> str:
-    return f"{nbytes / 1e6:.2f}" if nbytes < 1e7 else f"{nbytes / 1e6:.0f}"
+def _size(nbytes: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} B"
 
 
 def _traffic_table(doc: dict) -> list[str]:
@@ -378,19 +269,19 @@ def _traffic_table(doc: dict) -> list[str]:
         "exported graph, `benchmarks/traffic.py`): unfused is one kernel per nn op, as "
         "eager runs them. Model numbers, not measurements.",
         "",
-        "| workload | shape | floor MB | unfused MB | fused MB | fused / floor | "
-        "kernels unfused -> fused |",
+        "| workload | shape | floor | unfused | fused | fused / floor | kernels unfused -> fused |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         m = r["fusion_model"]
-        head = f"| {r['workload']} | {r['shape']} | {_mb(r['min_bytes'])} |"
+        head = f"| {r['workload']} | {r['shape']} | {_size(r['min_bytes'])} |"
         if "error" in m:
-            lines.append(f"{head} no model: {m['error'][:120]} | | | |")
+            reason = m["error"].split("error: ", 1)[-1][:120]  # drop the local file path
+            lines.append(f"{head} no model: {reason} | | | |")
             continue
         ratio = m["bytes_after"] / r["min_bytes"] if r["min_bytes"] else 0.0
         lines.append(
-            f"{head} {_mb(m['bytes_before'])} | {_mb(m['bytes_after'])} | {ratio:.2f}x | "
+            f"{head} {_size(m['bytes_before'])} | {_size(m['bytes_after'])} | {ratio:.2f}x | "
             f"{m['kernels_before']} -> {m['kernels_after']} |"
         )
     lines.append("")
