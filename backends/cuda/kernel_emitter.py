@@ -289,6 +289,13 @@ class KernelEmitter:
                     f"if ({start} < {lay.n} && {start} % {cols} == 0) "
                     f"{name}[{start} / {cols}] = {x.name}[{k}];"
                 )
+        elif x.kind == "dist" and x.layout is not None and x.layout.v > 1:
+            lay = x.layout
+            for k in range(lay.chunks):
+                guard = lay.guarded and (k + 1) * lay.nt * lay.v > lay.n
+                start = lay.chunk_start(k)
+                text = f"fo_copy_vec<{ctype}, {lay.v}>(&{name}[{start}], &{x.name}[{k * lay.v}]);"
+                self.line(f"if ({start} < {lay.n}) {text}" if guard else text)
         else:
             lay = x.layout
             assert lay is not None and x.kind in ("dist", "chunk")

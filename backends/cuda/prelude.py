@@ -9,7 +9,8 @@ headers there).
 
 from __future__ import annotations
 
-PRELUDE = r"""#include <cuda_fp16.h>
+PRELUDE = r"""#pragma nv_diag_suppress 177
+#include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #ifndef __CUDACC_RTC__
 #include <cuda_runtime.h>

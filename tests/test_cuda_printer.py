@@ -1,0 +1,165 @@
+"""The CUDA printer and runtime on a machine without a GPU.
+
+- what each schedule prints (vector access, shuffles, shared memory, WMMA, library
+  GEMM routing, element-parallel whole-tensor kernels);
+- identifiers are sanitized: input names never reach the source unchecked;
+- `fuse-opt -t cuda`, `save()`, the no-GPU error, and compile errors that show the
+  compiler's message and the generated file's path.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import fuseopt
+from fuseopt.backends.cuda.backend import CudaBackend, CudaFunction
+from fuseopt.backends.cuda.names import NameTable, sanitize
+from fuseopt.backends.cuda.printer import print_cuda
+from fuseopt.backends.cuda.runtime import CudaUnavailableError, compile_cubin, find_nvcc
+from fuseopt.diagnostics import CompileError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_nn_fuse_workloads import gelu_bias, layernorm, mlp, rmsnorm_rope, softmax  # noqa: E402
+
+
+def compile_text(text: str) -> CudaFunction:
+    """The cuda backend's compiled function for `@main` of `text` (no GPU needed)."""
+    return CudaBackend().compile(fuseopt.parse(text), "main", {})
+
+
+def sources(text: str) -> dict[str, str]:
+    """Schedule -> the source of the first kernel with that schedule."""
+    out: dict[str, str] = {}
+    for k in compile_text(text).cuda_kernels:
+        out.setdefault(k.schedule, k.source)
+    return out
+
+
+def test_pointwise_uses_16_byte_vectors_with_a_scalar_tail() -> None:
+    src = sources(gelu_bias(64, 1000))["pointwise"]
+    assert 'extern "C" __global__' in src
+    assert "fo_copy_vec<__nv_bfloat16, 8>" in src  # 8 x bf16 = 16 bytes
+    assert "fo_aligned(" in src and "< 1000" in src  # tail masked at the row end
+    assert "fo_gelu(" in src
+
+
+def test_row_reduction_uses_warp_shuffles_and_shared_memory() -> None:
+    src = sources(layernorm(64, 4096))["row_reduction"]
+    assert "fo_group_allreduce<32>" in src and "fo_sum_op()" in src
+    assert "__syncthreads();" in src and "fo_smem" in src
+
+
+def test_looped_reduction_caches_the_row_in_shared_memory() -> None:
+    src = sources(softmax(8, 32768))["row_reduction_looped"]
+    assert "shared" in src and "fo_max_op()" in src
+    assert src.count("for (long long") == 3  # max, sum, store loops
+    # the row is read from HBM once: only the first loop reads the input buffer p0
+    body = src.split("#ifndef __CUDACC_RTC__")[-2]
+    loops = body.split("for (long long")[1:]
+    reads = [len(re.findall(r"\bp0 \+|\bp0\[", loop)) for loop in loops]
+    assert reads[0] > 0 and reads[1:] == [0, 0]
+
+
+def test_matmul_uses_tensor_cores_with_staged_operands_and_fused_epilogue() -> None:
+    src = sources(mlp(256, 256, 1024))["matmul"]
+    assert "#include <mma.h>" in src
+    assert "nvcuda::wmma::mma_sync" in src and "nvcuda::wmma::col_major" in src
+    assert "fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>" in src
+    assert "store_matrix_sync" in src and "fo_gelu(" in src  # epilogue on the accumulator
+    assert "cudaFuncSetAttribute" in src  # more than 48 KB of shared memory
+
+
+def test_library_gemm_route_calls_cublas_and_generates_the_epilogue() -> None:
+    fn = compile_text(mlp(16384, 4096, 16384))
+    assert fn.plan.launches.count("library_gemm") == 2
+    assert [k.schedule for k in fn.cuda_kernels] == ["pointwise", "pointwise"]
+    assert "fo_gelu(" in fn.cuda_kernels[0].source
+
+
+def test_whole_tensor_kernels_are_element_parallel() -> None:
+    fn = compile_text(rmsnorm_rope(4, 2048, 32, 128))
+    whole = [k for k in fn.cuda_kernels if k.schedule == "whole_tensor"]
+    assert whole and all(k.grid is not None and k.grid[0] > 1 for k in whole)
+    assert "gridDim.x" in whole[0].source
+
+
+def test_launch_configuration_is_in_the_source() -> None:
+    (k,) = compile_text(softmax(4096, 8192)).cuda_kernels
+    assert re.search(r"// launch: grid \(4096\), block \(\d+\)", k.source)
+    assert f"launch_{k.c_name}(" in k.source and "#ifndef __CUDACC_RTC__" in k.source
+
+
+def test_sanitize_never_lets_text_through() -> None:
+    evil = 'f"); import os; ("'
+    name = sanitize(evil)
+    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
+    assert sanitize("int") != "int" and sanitize("9lives")[0].isalpha()
+    assert sanitize("fo_tid").startswith("u_") and sanitize("__x") != "__x"
+    table = NameTable()
+    assert table.fresh("a") != table.fresh("a")
+
+
+def test_hostile_kernel_and_function_names_are_sanitized() -> None:
+    text = r"""func.func @"f\"); import os; (\"" (%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = nn.exp %x : tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
+}
+"""
+    module = fuseopt.parse(text)
+    fuseopt.run_pipeline(module, "standard")
+    kernels = print_cuda(module)
+    for k in kernels:
+        assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k.c_name)
+        assert "import os" not in k.source and '\\"' not in k.source
+
+
+def test_fuse_opt_prints_one_translation_unit_per_kernel(tmp_path: Path) -> None:
+    path = tmp_path / "gelu.mlir"
+    path.write_text(gelu_bias(8, 256) + "\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "fuseopt.cli", str(path), "--pipeline", "standard", "-t", "cuda"],
+        capture_output=True, text=True, check=False,
+    )
+    if out.returncode != 0 and "No module named fuseopt.cli" in out.stderr:
+        pytest.skip("fuseopt.cli is not runnable as a module")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("// ===== file:") == 1
+    assert out.stdout.count("#include <cuda_bf16.h>") == 1
+
+
+def test_save_writes_the_cu_files(tmp_path: Path) -> None:
+    fn = compile_text(mlp(64, 64, 128))
+    paths = fn.save(tmp_path / "kernels")
+    assert [p.suffix for p in paths] == [".cu"] * len(fn.cuda_kernels)
+    assert paths[0].read_text() == fn.cuda_kernels[0].source
+    assert [r.source for r in fn.kernels] == [k.source for k in fn.cuda_kernels]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error without a GPU")
+def test_calling_without_a_gpu_is_a_clear_error() -> None:
+    fn = compile_text(gelu_bias(8, 256))
+    with pytest.raises(CudaUnavailableError, match="needs an NVIDIA GPU"):
+        fn(torch.randn(8, 256).bfloat16(), torch.randn(256).bfloat16())
+    model = torch.nn.Linear(8, 4)
+    with pytest.raises(CompileError, match="needs an NVIDIA GPU"):
+        fuseopt.compile(model, torch.randn(2, 8), backend="cuda")
+
+
+@pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")
+def test_compile_errors_show_the_compiler_message_and_the_source_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FUSEOPT_CACHE_DIR", str(tmp_path))
+    source = 'extern "C" __global__ void broken(float* p) { p[0] = undefined_name; }\n'
+    with pytest.raises(CompileError) as info:
+        compile_cubin(source, "broken", "sm_90")
+    message = str(info.value)
+    assert "undefined_name" in message
+    path = re.search(r"\((/[^)]*\.cu)\)", message)
+    assert path is not None and Path(path.group(1)).read_text() == source
