@@ -150,12 +150,10 @@ def analyze(group: Group) -> IterationSpace:
     k_classes = {root[n] for n in contraction}
     classes_of = {v: [root[(v, i)] for i, n in enumerate(shape(v)) if n != 1] for v in values}
     wanted = {c for c in root.values() if c not in k_classes}
-    if matmuls:
-        domain = matmuls[0].result
-    else:
-        domain = next((v for v in values if set(classes_of[v]) >= wanted), None)
-        if domain is None:
-            raise Untileable(None, "no value spans the whole iteration space")
+    candidates = [matmuls[0].result] if matmuls else values
+    domain = next((v for v in candidates if set(classes_of[v]) >= wanted), None)
+    if domain is None:
+        raise Untileable(None, "no value spans the whole iteration space")
     order = {c: i for i, c in enumerate(classes_of[domain])}
     if len(order) != len(classes_of[domain]):
         raise Untileable(

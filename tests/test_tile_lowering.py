@@ -214,3 +214,22 @@ def test_fusion_groups_map_to_kernels_one_to_one() -> None:
     for k in kernels(tiled):
         for knob in ("num_warps", "num_stages", "vector_width", "candidates"):
             assert knob in k.attributes
+
+
+def test_matrix_vector_group_splits_into_gemm_and_epilogue() -> None:
+    # M = 1: the matmul does not tile; the split must not trip over the constant that
+    # only the epilogue ties to the matmul's axes
+    text = """func.func @main(%a: tensor<3x1x2xf32>, %b: tensor<3x2x2xf32>) -> tensor<3x1x2xf32> {
+  %0 = nn.fusion ins(%a, %b : tensor<3x1x2xf32>, tensor<3x2x2xf32>) -> tensor<3x1x2xf32> attributes {kernel_name = "mv", kind = "matmul", route = "kernel"} {
+  ^bb0(%x: tensor<3x1x2xf32>, %y: tensor<3x2x2xf32>):
+    %n = nn.neg %x : tensor<3x1x2xf32>
+    %p = nn.matmul %x, %y : tensor<3x1x2xf32>, tensor<3x2x2xf32> -> tensor<3x1x2xf32>
+    %c = nn.constant 2.0 : tensor<3x1x2xf32>
+    %m = nn.mul %p, %c : tensor<3x1x2xf32>
+    %s = nn.add %m, %n : tensor<3x1x2xf32>
+    nn.yield %s : tensor<3x1x2xf32>
+  }
+  func.return %0 : tensor<3x1x2xf32>
+}"""
+    tiled = lower_and_compare(text, fuse=False)
+    assert len([op for op in tiled.walk() if isinstance(op, tile.GemmOp)]) == 1
