@@ -19,6 +19,8 @@ from test_nn_fuse_workloads import (
     mlp,
     random_args,
     rmsnorm,
+    rmsnorm_rope,
+    rmsnorm_silu_gate,
     softmax,
 )
 
@@ -134,13 +136,48 @@ def test_long_rows_are_cached_in_shared_memory() -> None:
     assert "row_cache" not in kernels(small)[0].attributes
 
 
-@pytest.mark.parametrize(
-    "text",
-    [softmax(1, 1), rmsnorm(1, 1, 1), gelu_bias(1, 1), layernorm(1, 1), mlp(1, 1, 1)],
-    ids=["softmax", "rmsnorm", "gelu_bias", "layernorm", "mlp"],
+# every workload at one element per dim (rope needs an even head dim), and at ragged
+# sizes under tiny forced tiles: every edge masked, every row longer than its block
+# (looped, row-cached), K and M/N split over several ragged blocks, grouped order
+SINGLE = {
+    "rmsnorm": rmsnorm(1, 1, 1),
+    "rmsnorm_silu_gate": rmsnorm_silu_gate(1, 1, 1),
+    "softmax": softmax(1, 1),
+    "layernorm": layernorm(1, 1),
+    "gelu_bias": gelu_bias(1, 1),
+    "rmsnorm_rope": rmsnorm_rope(1, 1, 1, 2),
+    "mlp": mlp(1, 1, 1),
+    "mlp_heavy": mlp(1, 1, 1, heavy=True),
+    "gated_mlp": gated_mlp(1, 1, 1),
+}
+RAGGED = {
+    "rmsnorm": rmsnorm(1, 3, 37),
+    "rmsnorm_silu_gate": rmsnorm_silu_gate(1, 3, 37),
+    "softmax": softmax(5, 37),
+    "layernorm": layernorm(5, 37),
+    "gelu_bias": gelu_bias(5, 37),
+    "rmsnorm_rope": rmsnorm_rope(2, 3, 3, 10),
+    "mlp": mlp(7, 9, 13),
+    "mlp_heavy": mlp(7, 9, 13, heavy=True),
+    "gated_mlp": gated_mlp(7, 9, 13),
+}
+TINY_TILES = (
+    "convert-nn-to-tile{block=8 block-rows=2 block-cols=8 block-m=4 block-n=4 block-k=4 "
+    "group-m=2 max-row-block=8},tile-promote"
 )
-def test_single_element_tensors(text: str) -> None:
-    lower_and_compare(text.replace("bf16", "f32"))
+
+
+@pytest.mark.parametrize("name", list(SINGLE))
+def test_single_element_tensors(name: str) -> None:
+    lower_and_compare(SINGLE[name].replace("bf16", "f32"))
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+@pytest.mark.parametrize("name", list(RAGGED))
+def test_ragged_sizes_under_tiny_tiles(name: str, dtype: str) -> None:
+    tiled = lower_and_compare(RAGGED[name].replace("bf16", dtype), TINY_TILES)
+    if name in ("rmsnorm", "softmax", "layernorm", "rmsnorm_silu_gate"):
+        assert "row_reduction_looped" in schedules(tiled)
 
 
 BATCHED = """func.func @main(%a: tensor<2x3x{m}x{k}xf32>, %b: tensor<2x3x{bk}x{bn}xf32>,
