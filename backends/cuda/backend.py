@@ -116,6 +116,21 @@ class HostPlan:
             raise error_at(op, f"the cuda backend cannot run {op.name} in a host function")  # type: ignore[attr-defined]
 
 
+def _record(cls: type, k: CudaKernel, grid: tuple[int, ...] | None) -> Any:
+    """A `fuseopt.api.KernelRecord` for `k` (with its file suffix and launch when the
+    record has those fields)."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(cls)}
+    extra: dict[str, Any] = {}
+    if "suffix" in names:
+        extra["suffix"] = ".cu"
+    if "launch" in names:
+        g = ", ".join(map(str, grid or k.grid or (1,)))
+        extra["launch"] = f"grid ({g}), block ({k.threads}), shared memory {k.smem_bytes} B"
+    return cls(k.c_name, k.ops, k.schedule, k.source, **extra)
+
+
 class CudaFunction:
     """A compiled function: call it with CUDA tensors (see the module docstring)."""
 
@@ -133,7 +148,10 @@ class CudaFunction:
         if f is None:
             raise CompileError(f"no function @{func_name} in the compiled module")
         self.plan = HostPlan(f, by_ir)
-        self.kernels = [KernelRecord(k.c_name, k.ops, k.schedule, k.source) for k in kernels]
+        by_launch = {
+            s.kernel.c_name: s.grid for s in self.plan.steps if isinstance(s, Launch)
+        }
+        self.kernels = [_record(KernelRecord, k, by_launch.get(k.c_name)) for k in kernels]
         self._loaded: dict[tuple[int, str], LoadedKernel] = {}
 
     def save(self, directory: str | Path) -> list[Path]:

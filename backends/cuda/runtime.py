@@ -182,7 +182,12 @@ def compile_cubin(source: str, name: str, arch: str, use_cache: bool = True) -> 
             hit = None
         if hit is not None:
             return hit
-    cubin = _nvrtc_cubin(source, name, arch)
+    try:
+        cubin = _nvrtc_cubin(source, name, arch)
+    except Exception:  # noqa: BLE001 - NVRTC refused: nvcc decides (and reports)
+        if find_nvcc() is None:
+            raise
+        cubin = None
     if cubin is None:
         cubin = _nvcc_cubin(source, name, arch)
     if use_cache:
