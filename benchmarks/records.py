@@ -106,6 +106,9 @@ def merge_runs(docs: list[dict]) -> dict:
     one GPU), so comparisons stay within one run; the merged record lists the runs
     (machine, ceilings, command) and tags each instance with the run it came from.
     """
+    devices = {run["environment"]["device_name"] for doc in docs for run in runs_of(doc)}
+    if len(devices) > 1:
+        raise ValueError(f"cannot merge runs from different devices: {', '.join(sorted(devices))}")
     runs: list[dict] = []
     results: dict[tuple[str, str], dict] = {}
     systems: dict[str, dict] = {}

@@ -403,7 +403,11 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, json.JSONDecodeError) as exc:
             print(f"error: cannot read {path}: {exc}", file=sys.stderr)
             return 2
-    doc = docs[0] if len(docs) == 1 else merge_runs(docs)
+    try:
+        doc = docs[0] if len(docs) == 1 else merge_runs(docs)
+    except (KeyError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     for path in write_reports(doc, args.out or args.json[0].parent, chart=True):
         print(path)
     return 0

@@ -174,6 +174,9 @@ def test_merge_keeps_the_fuller_row(quick_run):
     assert rows[(fuller["workload"], fuller["shape"])]["systems"]["eager"]["time_us"] == 1.0
     markdown = report.render_markdown({**merged, "summary": report.summarize(merged)})
     assert "Merged from 2 runs" in markdown and "run 1: copy bandwidth" in markdown
+    later["environment"] = {**later["environment"], "device_name": "another GPU"}
+    with pytest.raises(ValueError, match="different devices"):
+        report.merge_runs([first, later])
 
 
 def test_chunked_reference_matches_whole(monkeypatch):
