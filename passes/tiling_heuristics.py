@@ -128,6 +128,8 @@ def candidates(space: IterationSpace, chosen: Blocks) -> list[dict[str, int]]:
     """A few alternative configurations for an autotuner (pass options, as a dict)."""
     if space.kind == MATMUL:
         configs = [(128, 128, 64), (128, 64, 64), (64, 128, 64), (64, 64, 32), (128, 256, 64)]
+        if len(space.matmuls) > 1:  # a dual GEMM: two accumulators
+            configs = [(128, 64, 64), (64, 64, 64), (64, 64, 32), (128, 32, 64)]
         return [{"block-m": m, "block-n": n, "block-k": k} for m, n, k in configs]
     if space.kind == REDUCTION:
         k = space.reduce_dim
