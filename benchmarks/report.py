@@ -180,8 +180,10 @@ def _details_table(doc: dict, names: list[str]) -> list[str]:
     lines.append(
         "Speedups are the baseline's time over this system's. Kernels and kernel time "
         "come from torch.profiler (per call); launch time is host wall clock per call over "
-        "back-to-back calls (tiny shapes only). HBM bytes: the compiler's fusion-report "
-        "model (fuseopt only); the workload's floor is in the JSON (`min_bytes`). "
+        "back-to-back calls (tiny shapes only). `again us` is a second do_bench median of "
+        "the same callable right after the first: their gap is the row's noise. "
+        "HBM bytes: the compiler's fusion-report model (fuseopt only); the workload's "
+        "floor is in the JSON (`min_bytes`). "
         "The roofline is the larger of min_bytes over the measured copy bandwidth and "
         "GEMM FLOPs over the measured 8192^3 matmul rate; that rate is one cuBLAS "
         "GEMM, not a hardware limit, so a larger GEMM can exceed 100%."
@@ -193,6 +195,7 @@ def _details_table(doc: dict, names: list[str]) -> list[str]:
         "system",
         "status",
         "time us",
+        "again us",
         "% roofline",
         "x eager",
         "x compile",
@@ -221,6 +224,7 @@ def _details_table(doc: dict, names: list[str]) -> list[str]:
                 n,
                 e.get("status", ""),
                 _fmt(e.get("time_us")),
+                _fmt(e.get("time_us_repeat")),
                 _fmt(e.get("pct_roofline")),
                 _fmt(sp.get(EAGER), 2),
                 _fmt(sp.get(BASELINES[1]), 2),

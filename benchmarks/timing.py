@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
+CPU_WINDOW_MS = 50.0
+"""Wall-clock window of a CPU median: CPU timings only exist in --quick runs (plumbing)."""
+
 MIN_REPETITIONS = 10
 """do_bench's repetition window is widened so that even slow workloads get this many runs."""
 
@@ -44,7 +47,7 @@ def median_us(fn: Callable[[], object], device: torch.device) -> float:
         rep_ms = max(100.0, MIN_REPETITIONS * estimate_ms)
         warmup_ms = max(25.0, 2 * estimate_ms)
         return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")) * 1e3
-    repetitions = max(3, min(50, int(200.0 / max(estimate_ms, 1e-3))))
+    repetitions = max(3, min(50, int(CPU_WINDOW_MS / max(estimate_ms, 1e-3))))
     samples = []
     for _ in range(repetitions):
         start = time.perf_counter()

@@ -64,8 +64,9 @@ def _run(systems, workload=RMSNORM):
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
+    """Every workload at its quick shape, baselines only (fuseopt is tested below)."""
     out = tmp_path_factory.mktemp("bench")
-    status = run.main(["--quick", "--out", str(out), "--no-warm-compile"])
+    status = run.main(["--quick", "--out", str(out), "--no-warm-compile", "--backend", "none"])
     return status, out
 
 
@@ -78,19 +79,33 @@ def test_quick_run_writes_json_markdown_png(quick_run):
     for r in doc["results"]:
         eager = r["systems"]["eager"]
         assert eager["status"] == "ok", r
-        assert eager["time_us"] > 0 and r["roofline_us"] > 0 and r["min_bytes"] > 0
+        assert eager["time_us"] > 0 and eager["time_us_repeat"] > 0
+        assert r["roofline_us"] > 0 and r["min_bytes"] > 0
         assert r["systems"]["max-autotune"]["status"] == "skipped"
         assert "--cpu-compile" in r["systems"]["max-autotune"]["reason"]
     assert doc["ceilings"]["copy_bandwidth_GBps"] > 0
-    rms = next(r for r in doc["results"] if r["workload"] == "rmsnorm")
-    model = rms["fusion_model"]  # fuseopt's traffic model: one fused kernel for rmsnorm
-    assert model["kernels_after"] == 1 < model["kernels_before"]
-    assert rms["min_bytes"] <= model["bytes_after"] < model["bytes_before"]
     markdown = (out / "results.md").read_text()
-    assert "## HBM traffic (model)" in markdown
-    assert "not meaningful (CPU)" in markdown
+    assert "not meaningful (CPU)" in markdown and "No fuseopt system" in markdown
     assert "| rmsnorm | quick |" in markdown and "speedup.png" in markdown
     assert (out / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_quick_run_with_fuseopt_interpret_backend(tmp_path):
+    """The default CPU backend (the interpreter): checked, timed, kernels and HBM model."""
+    only = "rmsnorm,mlp_stacked"
+    assert run.main(["--quick", "--out", str(tmp_path), "--no-warm-compile", "--only", only]) == 0
+    doc = json.loads((tmp_path / "results.json").read_text())
+    rows = {r["workload"]: r for r in doc["results"]}
+    for r in rows.values():
+        entry = r["systems"]["fuseopt-interpret"]
+        assert entry["status"] == "ok", entry
+        assert entry["kernels_compiled"] >= 1 and entry["speedup"]["eager"] > 0
+        assert entry["hbm_bytes_model"] == r["fusion_model"]["bytes_after"]
+    model = rows["rmsnorm"]["fusion_model"]  # fuseopt's traffic model: one fused kernel
+    assert model["kernels_after"] == 1 < model["kernels_before"]
+    assert rows["rmsnorm"]["min_bytes"] <= model["bytes_after"] < model["bytes_before"]
+    markdown = (tmp_path / "results.md").read_text()
+    assert "## HBM traffic (model)" in markdown and "| best fuseopt |" in markdown
 
 
 def test_report_rerenders_from_json(quick_run, capsys):
