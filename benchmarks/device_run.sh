@@ -15,7 +15,7 @@
 #      mode) into $OUT/results/<gpu>/, with time budgets so it ends in time: after the
 #      budget the compiled systems of the remaining instances are recorded as
 #      "skipped (time budget ... spent)" and only eager runs; max-autotune and the
-#      fuseopt autotuned mode get a shorter budget (GEMM autotuning is ~45 s a shape).
+#      fuseopt autotuned mode get a shorter budget (GEMM autotuning: 25-50 s a shape, H100).
 #      PERFORMANCE.md's baseline rows run first, then memory-bound, then GEMM work;
 #   5. when results for this GPU are committed in benchmarks/results/<gpu>/, also
 #      writes them merged with this run into $OUT/results/<gpu>-merged/ (a later

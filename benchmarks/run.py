@@ -61,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--quick", action="store_true", help="tiny shapes, any device: tests the harness only"
     )
-    parser.add_argument("--out", type=Path, help="output directory (default: results/<device>)")
+    parser.add_argument(
+        "--out", type=Path, help="output directory (default: benchmarks/results/<device>)"
+    )
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     parser.add_argument("--dtype", choices=tuple(DTYPES), default="bf16")
     parser.add_argument("--seed", type=int, default=0, help="seed of weights and inputs")
@@ -77,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="S",
         help="like --budget-s, for the autotuning systems only (max-autotune compiles a "
-        "GEMM workload for ~45 s on an H100)",
+        "GEMM workload for 25-50 s on an H100)",
     )
     parser.add_argument(
         "--system-timeout-s",
