@@ -179,19 +179,49 @@ def assign_frag(em, target: Val, new: Val) -> None:  # noqa: ANN001
     _load_frag(em, target, new)
 
 
-def _operand(em, v: SSAValue, is_a: bool) -> tuple[str, str, int] | None:  # noqa: ANN001
+def _stage(em, x: Val) -> tuple[str, int]:  # noqa: ANN001
+    """Stage 2-D tile `x` in shared memory with padded rows; (array, leading dim).
+
+    Rows are padded by 16 bytes so the 16 rows a WMMA load reads fall in different
+    banks; chunks are written by vector stores.
+    """
+    rows, cols = x.shape
+    lay = x.layout
+    ctype = op_table.c_type(x.elem)
+    row_bytes = cols * op_table.element_bytes(x.elem)
+    if x.kind != "dist" or lay is None or cols % lay.v or row_bytes % 16:
+        arr = em.as_array(x)
+        return arr.name, cols
+    ld = cols + 16 // op_table.element_bytes(x.elem)
+    name = em.smem_alloc(ctype, rows * ld, "stage")
+    if em.loop_depth:
+        em.barrier()
+    for k in range(lay.chunks):
+        start = lay.chunk_start(k)
+        text = (
+            f"fo_copy_vec<{ctype}, {lay.v}>(&{name}[({start} / {cols}) * {ld} + {start} % {cols}], "
+            f"&{x.name}[{k * lay.v}]);"
+        )
+        guard = lay.guarded and (k + 1) * lay.nt * lay.v > lay.n
+        em.line(f"if ({start} < {lay.n}) {text}" if guard else text)
+    em.barrier()
+    return name, ld
+
+
+def _operand(em, v: SSAValue) -> tuple[str, str, int] | None:  # noqa: ANN001
     """(shared array, WMMA layout, leading dim) of a dot operand, or None when its
     staged form cannot feed WMMA."""
     raw = em.values[v]
-    rows, cols = _shape(v)
     transposed = isinstance(raw, Val) and raw.kind == "lazy" and "transpose_of" in raw.extra
     x = em.val(raw.extra["transpose_of"]) if transposed else em.val(v)
-    arr = em.as_array(x)
-    if arr.array_ctype != op_table.c_type(x.elem):
-        return None
-    if transposed:  # stored [cols, rows]: the operand is column-major
-        return arr.name, "col_major", rows
-    return arr.name, "row_major", cols
+    if x.kind == "array":
+        if x.array_ctype != op_table.c_type(x.elem):
+            return None
+        name, ld = x.name, x.shape[-1]
+    else:
+        name, ld = _stage(em, x)
+    # a transposed operand is stored [cols, rows]: read it column-major
+    return name, "col_major" if transposed else "row_major", ld
 
 
 def _emit_dot(em, op: tile.DotOp) -> None:  # noqa: ANN001
@@ -200,8 +230,8 @@ def _emit_dot(em, op: tile.DotOp) -> None:  # noqa: ANN001
         return
     m, k = _shape(op.lhs)
     n = _shape(op.rhs)[1]
-    a = _operand(em, op.lhs, True)
-    b = _operand(em, op.rhs, False)
+    a = _operand(em, op.lhs)
+    b = _operand(em, op.rhs)
     if a is None or b is None:
         _scalar_dot(em, op)
         return

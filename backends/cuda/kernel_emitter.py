@@ -95,6 +95,8 @@ class KernelEmitter:
 
     def barrier(self) -> None:
         """`__syncthreads()`: every thread of the program reaches it (uniform control flow)."""
+        if self.lines and self.lines[-1].strip() == "__syncthreads();":
+            return  # two barriers in a row order nothing more than one
         self.line("__syncthreads();")
 
     def smem_alloc(self, ctype: str, count: int, hint: str) -> str:
@@ -480,6 +482,16 @@ def emit_broadcast(em: KernelEmitter, x: Val, dims: list[int], result: SSAValue)
         em.for_slots(lay, lambda k, j: f"{em.slot(out, k, j)} = {em.slot(x, k % per_row, j)};")
         em.values[result] = out
         return
+    lead = len(shape) - len(x.shape)
+    if list(dims) == list(range(lead, len(shape))) and x.shape == shape[lead:]:
+        from fuseopt.backends.cuda.memory import emit_broadcast_load
+
+        out = em.new_dist(shape, x.elem, "bc", lay)
+        if emit_broadcast_load(em, x, out):
+            em.values[result] = out
+            return
+        em.lines.pop()  # the unused declaration
+        em.names.taken.discard(out.name)
     arr = em.as_array(x)
     strides, acc = [0] * len(x.shape), 1
     for i in reversed(range(len(x.shape))):

@@ -39,14 +39,17 @@ class ChunkAccess:
         if self.lead < 0:
             raise ValueError(f"a tile of rank {len(self.box)} does not fit {buf.shape}")
 
-    def lines(self, k: int) -> list[str]:
-        """Declarations of `<p>_g`, `<p>_ok` and `<p>_c` for chunk `k`."""
+    def lines(self, k: int, start: str | None = None, guard: str | None = None) -> list[str]:
+        """Declarations of `<p>_g`, `<p>_ok` and `<p>_c` for chunk `k` (or for the chunk
+        starting at flat box index `start`, in bounds when `guard` holds)."""
         p, lay, box, buf = self.p, self.lay, self.box, self.buf
         strides = buf.strides()
-        out = [f"const int {p}_f = {lay.chunk_start(k)};"]
+        out = [f"const int {p}_f = {start or lay.chunk_start(k)};"]
         terms: list[str] = []
         conds: list[str] = []
-        if lay.guarded and (k + 1) * lay.nt * lay.v > lay.n:
+        if start is not None:
+            conds += [guard] if guard else []
+        elif lay.guarded and (k + 1) * lay.nt * lay.v > lay.n:
             conds.append(f"{p}_f < {lay.n}")
         for i in range(self.lead):
             off = self.offsets[i]
@@ -111,6 +114,44 @@ def emit_load_into(em, buf: Buffer, offsets: list[str], out: Val, fill: str) -> 
         em.close()
 
 
+def emit_broadcast_load(em, x: Val, out: Val) -> bool:  # noqa: ANN001
+    """Fill `out` (x broadcast along new leading dims) by reading x's source buffer again
+    at each of out's chunks (cache hits), instead of exchanging x between threads
+    through shared memory. False when `x` is not a load of a read-only global buffer."""
+    src = x.extra.get("load")
+    lay = out.layout
+    if src is None or lay is None or not x.shape or x.shape[-1] % lay.v:
+        return False
+    buf, offsets, fill = src
+    if buf.shared or not buf.readonly:
+        return False
+    xlay = Layout(x.shape, lay.nt, lay.v)
+    acc = ChunkAccess(buf, offsets, xlay)
+    ctype = op_table.c_type(buf.elem)
+    for k in range(lay.chunks):
+        guard = None
+        if lay.guarded and (k + 1) * lay.nt * lay.v > lay.n:
+            guard = f"{lay.chunk_start(k)} < {lay.n}"
+        em.open("")
+        for text in acc.lines(k, f"{lay.chunk_start(k)} % {xlay.n}", guard):
+            em.line(text)
+        dst = f"&{out.name}[{k * lay.v}]"
+        if lay.v > 1:
+            em.open(f"if ({acc.whole()} && fo_aligned({buf.name} + fo_g, {_vec(ctype, lay.v)}))")
+            em.line(f"fo_copy_vec<{ctype}, {lay.v}>({dst}, {buf.name} + fo_g);")
+            em.close()
+            em.open("else")
+        for j in range(lay.v):
+            em.line(
+                f"{out.name}[{k * lay.v + j}] = "
+                f"({acc.elem_ok(j)}) ? {buf.name}[fo_g + {j}] : {fill};"
+            )
+        if lay.v > 1:
+            em.close()
+        em.close()
+    return True
+
+
 def emit_store_from(em, x: Val, buf: Buffer, offsets: list[str]) -> None:  # noqa: ANN001
     """Store dist tile `x` into the box of `buf` at `offsets` (skipping out-of-bounds)."""
     lay = x.layout
@@ -144,7 +185,9 @@ def _emit_load(em, op: tile.LoadOp) -> None:  # noqa: ANN001
     shape = tuple(t.get_shape())
     out = em.new_dist(shape, t.element_type, "ld")
     fill = op_table.literal(op.fill_value, t.element_type)
-    emit_load_into(em, buf, _offsets(em, op.offsets), out, fill)
+    offsets = _offsets(em, op.offsets)
+    emit_load_into(em, buf, offsets, out, fill)
+    out.extra["load"] = (buf, offsets, fill)
     em.values[op.result] = out
 
 
