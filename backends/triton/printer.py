@@ -26,7 +26,7 @@ from fuseopt.backends.triton.kernel_printer import KernelPrinter, PrintedKernel
 from fuseopt.backends.triton.names import NameTable
 from fuseopt.backends.triton.torch_fallback import is_whole_tensor, print_torch_kernel
 from fuseopt.diagnostics import error_at
-from fuseopt.dialects import tile
+from fuseopt.dialects import nn, tile
 from fuseopt.dialects.syntax import array_values
 from fuseopt.passes.tiling_heuristics import MATMUL, POINTWISE, launch_knobs
 
@@ -132,7 +132,8 @@ def _print_kernel(
     ops = tuple(
         op.name
         for op in k.walk()
-        if op.dialect_name() == "nn" or isinstance(op, tile.DotOp | tile.ReduceOp)
+        if (op.dialect_name() == "nn" and not isinstance(op, nn.ConstantOp))
+        or isinstance(op, tile.DotOp | tile.ReduceOp)
     )
     if is_whole_tensor(k):
         source = print_torch_kernel(k, py_name, names.taken)

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import sys
 import threading
@@ -36,6 +37,7 @@ import torch
 from fuseopt.diagnostics import CompileError
 
 _IMPORT_LOCK = threading.Lock()
+log = logging.getLogger("fuseopt")
 
 
 @contextmanager
@@ -234,6 +236,7 @@ class CudaGraphFunction:
         self.fn, self.max_graphs, self.instances = fn, max_graphs, instances
         self.graphs: OrderedDict[tuple[int, ...], list[GraphInstance]] = OrderedDict()
         self.warm: set[tuple[int, ...]] = set()
+        self.said_cpu = False
 
     def __getattr__(self, name: str) -> Any:
         if name in ("kernels", "source", "path", "index", "module", "fused_module", "check"):
@@ -243,7 +246,12 @@ class CudaGraphFunction:
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Replay a graph recorded for these input addresses (recording it first)."""
         xs = self.fn.check(inputs)
-        if not xs or xs[0].device.type != "cuda" or torch.cuda.is_current_stream_capturing():
+        if not xs or xs[0].device.type != "cuda":
+            if not self.said_cpu:
+                self.said_cpu = True
+                log.info("reduce-overhead: CUDA graphs need CUDA inputs; running plain launches")
+            return self.fn(*xs)
+        if torch.cuda.is_current_stream_capturing():  # inside the caller's own graph
             return self.fn(*xs)
         key = (torch.cuda.current_device(), *(x.data_ptr() for x in xs))
         if key not in self.warm:  # first sight: run eagerly (compiles, autotunes)
