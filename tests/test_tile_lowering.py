@@ -2,12 +2,15 @@
 the lowered program (kernels program by program) and must agree with the nn reference.
 
 Covers every PERFORMANCE.md workload at tiny shapes (f32 and bf16) through the full
-pipeline, forced tile sizes (ragged edges, rows longer than one block, K loops, grouped
-program order), single-element tensors, batched matmuls, the library-GEMM route and
-located errors for bad options and unsupported input.
+pipeline, at one element and at ragged sizes under tiny forced tiles; forced tile sizes
+(ragged edges, rows longer than one block, K loops, grouped program order, dual GEMM),
+batched matmuls, the library-GEMM route, group splitting, the standard pipeline stage
+by stage, and located errors for bad options and unsupported input.
 """
 
 from __future__ import annotations
+
+import io
 
 import numpy as np
 import pytest
@@ -23,12 +26,16 @@ from test_nn_fuse_workloads import (
     rmsnorm_silu_gate,
     softmax,
 )
+from xdsl.printer import Printer
 
 import fuseopt
 from fuseopt.dialects import nn, tile
+from fuseopt.pipelines import FUSE, STANDARD
 
-PRE_FUSE = "nn-decompose,canonicalize,cse"
-TILE = "convert-nn-to-tile,tile-promote"
+PRE_FUSE = FUSE.removesuffix(",nn-fuse")
+"""The fuse pipeline up to nn-fuse."""
+TILE = STANDARD.removeprefix(FUSE + ",")
+"""What the standard pipeline runs after the fuse pipeline (tiling, promotion)."""
 
 
 def kernels(module) -> list[tile.KernelOp]:  # noqa: ANN001 - a ModuleOp
@@ -270,3 +277,21 @@ def test_matrix_vector_group_splits_into_gemm_and_epilogue() -> None:
 }"""
     tiled = lower_and_compare(text, fuse=False)
     assert len([op for op in tiled.walk() if isinstance(op, tile.GemmOp)]) == 1
+
+
+@pytest.mark.parametrize(
+    "name,tiny", [(w[0], w[2]) for w in WORKLOADS], ids=[w[0] for w in WORKLOADS]
+)
+def test_standard_pipeline_stage_by_stage(name: str, tiny: str) -> None:
+    # the standard pipeline ends in tile IR; every stage prints, parses back and
+    # continues to the same result (custom and generic forms)
+    direct = fuseopt.run_pipeline(fuseopt.parse(tiny), "standard")
+    assert not [op for op in direct.walk() if isinstance(op, nn.FusionOp)]
+    assert kernels(direct) and all("num_warps" in k.attributes for k in kernels(direct))
+    text = tiny
+    for stage in STANDARD.split(","):
+        text = str(fuseopt.run_pipeline(fuseopt.parse(text), stage))
+    assert text == str(direct)
+    generic = io.StringIO()
+    Printer(stream=generic, print_generic_format=True).print_op(direct)
+    assert str(fuseopt.parse(generic.getvalue())) == str(direct)
