@@ -209,3 +209,15 @@ def test_imported_ops_are_located() -> None:
         lines.add(op.location.line.data)
     first = fn.__code__.co_firstlineno
     assert lines == {first + 1, first + 2}
+
+
+def test_many_compiled_modules_of_one_class() -> None:
+    """Each CompiledModule has its own Dynamo cache: compiling instances of one class
+    more often than Dynamo's recompile limit (8) still compiles every one."""
+    for seed in range(9):
+        model = randomize(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh()), seed)
+        x = randn(2, 4, seed=seed)
+        with torch.no_grad():
+            compiled = fuseopt.compile(model, x, backend="interpret")
+            assert_close(compiled(x), model(x))
+        assert compiled.kernels, f"instance {seed} was not compiled"
