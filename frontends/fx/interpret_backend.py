@@ -4,7 +4,9 @@ It makes the frontend testable end to end without a GPU: each region runs
 `fuseopt.pipelines.FUSE` (nn-decompose, canonicalize, cse, nn-fuse) and is executed by
 `fuseopt.interpret` on the nn IR, fusion groups included. Its kernel records are the
 fusion groups (`nn.fusion`, one kernel each on a GPU backend) plus one record per
-compute op nn-fuse left outside any group; each record's source is the group's MLIR.
+compute op nn-fuse left outside any group; each record's source is the group as a
+standalone nn module (`func.func @<kernel name>` over the group's inputs), which
+`fuse-opt` reads and `fuseopt.interpret` runs.
 
 Options: `pipeline` (a name in `fuseopt.pipelines.PIPELINES` or a pass-pipeline spec;
 default "fuse"), and `mode` (accepted and ignored).
@@ -19,6 +21,7 @@ import numpy as np
 import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.ir import Block, Operation, Region
 from xdsl.passes import PassPipeline
 
 from fuseopt import registry
@@ -47,6 +50,32 @@ def _attr(op: nn.FusionOp, key: str, default: str) -> str:
     return a.data if isinstance(a, StringAttr) else default
 
 
+def group_source(op: nn.FusionOp, name: str) -> str:
+    """The fusion group `op` as a module of one function `@name`: the group's inputs
+    are its arguments, its yielded values its results."""
+    body = op.body.clone()
+    block = body.block
+    terminator = block.last_op
+    assert isinstance(terminator, nn.YieldOp)
+    results = list(terminator.operands)
+    block.insert_op_before(func.ReturnOp(*results), terminator)
+    block.erase_op(terminator)
+    fn = func.FuncOp(name, ([a.type for a in block.args], [v.type for v in results]), body)
+    return str(ModuleOp([fn]))
+
+
+def _single_op_source(op: Operation, name: str) -> str:
+    """A compute op outside any group as a module of one function `@name`."""
+    block = Block(arg_types=[v.type for v in op.operands])
+    clone = op.clone_without_regions()
+    for i, arg in enumerate(block.args):
+        clone.operands[i] = arg
+    block.add_ops([clone, func.ReturnOp(*clone.results)])
+    fn = func.FuncOp(name, ([a.type for a in block.args], [r.type for r in clone.results]),
+                     Region(block))
+    return str(ModuleOp([fn]))
+
+
 def kernel_records(fn: func.FuncOp) -> list[KernelRecord]:
     """One record per nn.fusion group of `fn`, and one per compute op outside groups
     (what a GPU backend would launch as a kernel of its own)."""
@@ -56,21 +85,22 @@ def kernel_records(fn: func.FuncOp) -> list[KernelRecord]:
         if isinstance(op, nn.FusionOp):
             body = [o for o in op.body.block.ops if not isinstance(o, nn.YieldOp | nn.ConstantOp)]
             route = _attr(op, "route", "kernel")
+            name = _attr(op, "kernel_name", f"fusion_{len(records)}")
             records.append(
                 KernelRecord(
-                    _attr(op, "kernel_name", f"fusion_{len(records)}"),
+                    name,
                     tuple(o.name for o in body),
                     _attr(op, "kind", "fusion"),
-                    str(op),
+                    group_source(op, name),
                     ".mlir",
                     f"route {route}, reference interpreter",
                 )
             )
         elif op.dialect_name() == "nn" and is_eager_kernel(op):
-            short = op.name.split(".", 1)[-1]
+            name = f"unfused_{unfused}_{op.name.split('.', 1)[-1]}"
             records.append(
                 KernelRecord(
-                    f"unfused_{unfused}_{short}", (op.name,), "unfused", str(op), ".mlir",
+                    name, (op.name,), "unfused", _single_op_source(op, name), ".mlir",
                     "reference interpreter",
                 )
             )
