@@ -227,7 +227,8 @@ def load_compiled(compiled: Compiled, interpret: bool) -> Any:
             for k in compiled.index["kernels"]
             if k.get("triton", True)
         ]
-        install_fast_launchers(mod, launchers)
+        binaries = compiled.path.parents[3] / "triton-binaries"  # <root>/triton/xx/key/file
+        install_fast_launchers(mod, launchers, str(binaries))
         mod._fuseopt_fast = True
     return mod
 

@@ -77,11 +77,35 @@ def load_module(path: Path, name: str, interpret: bool) -> ModuleType:
         return module
 
 
-class FastLauncher:
-    """A launcher for one kernel and grid that skips the JIT after the first launch."""
+@contextmanager
+def _triton_cache(directory: str | None) -> Iterator[None]:
+    """Triton's compiled binaries go to `directory` while the JIT compiles (unless the
+    user chose a TRITON_CACHE_DIR): fuseopt's cache holds sources and binaries."""
+    if directory is None or "TRITON_CACHE_DIR" in os.environ:
+        yield
+        return
+    os.environ["TRITON_CACHE_DIR"] = directory
+    try:
+        yield
+    finally:
+        os.environ.pop("TRITON_CACHE_DIR", None)
 
-    def __init__(self, kernel: Any, grid: tuple[int, ...], num_warps: int, num_stages: int):
-        self.kernel, self.grid = kernel, tuple(grid)
+
+class FastLauncher:
+    """A launcher for one kernel and grid that skips the JIT after the first launch.
+
+    `binaries`: where Triton's compiled kernels are cached (see `_triton_cache`).
+    """
+
+    def __init__(
+        self,
+        kernel: Any,
+        grid: tuple[int, ...],
+        num_warps: int,
+        num_stages: int,
+        binaries: str | None = None,
+    ):
+        self.kernel, self.grid, self.binaries = kernel, tuple(grid), binaries
         self.options = {"num_warps": num_warps, "num_stages": num_stages}
         self.grid3 = (*self.grid, *(1,) * (3 - len(self.grid)))
         self.runners: dict[tuple[int, ...], Callable[..., Any]] = {}
@@ -99,7 +123,8 @@ class FastLauncher:
                 return
             except TypeError:  # a Triton whose CompiledKernel calls differently
                 self.disabled = True
-        compiled = self.kernel[grid](*buffers, **self.options)
+        with _triton_cache(self.binaries):
+            compiled = self.kernel[grid](*buffers, **self.options)
         if self.disabled or compiled is None or not hasattr(compiled, "__getitem__"):
             return
         if aligned != self.aligned:
@@ -112,7 +137,9 @@ class FastLauncher:
 
 
 def install_fast_launchers(
-    module: ModuleType, launchers: Sequence[tuple[str, str, tuple[int, ...], int, int]]
+    module: ModuleType,
+    launchers: Sequence[tuple[str, str, tuple[int, ...], int, int]],
+    binaries: str | None = None,
 ) -> None:
     """Rebind each printed launcher `launch_k` of `module` to a FastLauncher.
 
@@ -120,7 +147,8 @@ def install_fast_launchers(
     host functions look launchers up as module globals, so they pick these up.
     """
     for launcher, kernel, grid, warps, stages in launchers:
-        setattr(module, launcher, FastLauncher(getattr(module, kernel), grid, warps, stages))
+        fast = FastLauncher(getattr(module, kernel), grid, warps, stages, binaries)
+        setattr(module, launcher, fast)
 
 
 class TritonFunction:
