@@ -24,7 +24,7 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.api import KernelRecord
-from fuseopt.backends.triton.printer import KernelInfo, assemble, print_triton
+from fuseopt.backends.triton.printer import KernelInfo, assemble, print_triton, standalone
 from fuseopt.backends.triton.runtime import (
     CudaGraphFunction,
     TritonFunction,
@@ -173,7 +173,14 @@ def kernel_records(compiled: Compiled) -> list[KernelRecord]:
         else:
             launch = "PyTorch (whole-tensor fallback)"
         records.append(
-            KernelRecord(k["name"], tuple(k["ops"]), k["schedule"], k["source"], ".py", launch)
+            KernelRecord(
+                k["name"],
+                tuple(k["ops"]),
+                k["schedule"],
+                standalone(k["source"], k.get("helpers", [])),
+                ".py",
+                launch,
+            )
         )
     return records
 

@@ -267,6 +267,12 @@ def print_triton(module: ModuleOp) -> TritonModuleSource:
     return TritonModuleSource(source, list(kernels.values()), hosts, host_sources)
 
 
+def standalone(source: str, helpers: tuple[str, ...] | list[str]) -> str:
+    """One kernel's source as a module of its own: header, its helpers, the kernel."""
+    parts = [HEADER, *(op_table.HELPERS[h] for h in sorted(helpers)), source]
+    return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
+
+
 def assemble(kernels: list[KernelInfo], host_sources: list[str]) -> str:
     """The module text: header, the helpers the kernels use, kernels, host functions.
 
@@ -303,4 +309,5 @@ __all__ = [
     "buffer_spec",
     "kernel_count",
     "print_triton",
+    "standalone",
 ]
