@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import runpy
 import subprocess
 import sys
 import textwrap
@@ -171,7 +172,7 @@ def test_save_writes_sources_and_index(tmp_path: Path) -> None:
     py = [f for f in files if f.endswith(".py")]
     text = (tmp_path / "saved" / py[0]).read_text()
     assert len(py) == 1 and "@triton.jit" in text and "import triton.language as tl" in text
-    exec(compile(text, py[0], "exec"), {})  # a module of its own: header, helpers, kernel
+    runpy.run_path(str(tmp_path / "saved" / py[0]))  # a module of its own: header, helpers
     assert "grid" in index.read_text()
 
 
