@@ -265,6 +265,7 @@ class CudaGraphFunction:
         self.graphs: OrderedDict[tuple[int, ...], list[GraphInstance]] = OrderedDict()
         self.warm: set[tuple[int, ...]] = set()
         self.said_cpu = False
+        self.broken = False
 
     def __getattr__(self, name: str) -> Any:
         if name in ("kernels", "source", "path", "index", "module", "fused_module", "check"):
@@ -295,9 +296,15 @@ class CudaGraphFunction:
         for instance in pool:
             if instance.free():
                 return instance.replay()
-        if len(pool) >= self.instances:
+        if len(pool) >= self.instances or self.broken:
             return self.fn(*xs)
-        instance = self._record(xs)
+        try:
+            instance = self._record(xs)
+        except RuntimeError as e:  # an op that cannot be captured (a host copy, say)
+            log.warning("reduce-overhead: CUDA graph capture failed, launching plainly: %s", e)
+            self.broken = True
+            torch.cuda.synchronize(xs[0].device)
+            return self.fn(*xs)
         pool.append(instance)
         return instance.replay()
 
