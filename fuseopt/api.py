@@ -292,6 +292,13 @@ class CompiledModule:
             raise CompileError(f"cannot save kernels to '{out}': {e.strerror}") from None
         return index
 
+    def __getattr__(self, name: str) -> Any:
+        """Other attributes are the model's (`parameters()`, `eval()`, `config`, ...)."""
+        model = self.__dict__.get("model")
+        if model is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(model, name)
+
     def __repr__(self) -> str:
         return f"CompiledModule({type(self.model).__name__}, backend={self.backend!r})"
 

@@ -229,3 +229,14 @@ def test_many_compiled_modules_of_one_class() -> None:
             compiled = fuseopt.compile(model, x, backend="interpret")
             assert_close(compiled(x), model(x))
         assert compiled.kernels, f"instance {seed} was not compiled"
+
+
+def test_compiled_module_forwards_model_attributes(
+    compiled_mlp: tuple[torch.nn.Module, api.CompiledModule],
+) -> None:
+    """The compiled model is used like the model: its attributes are the model's."""
+    model, compiled = compiled_mlp
+    assert list(compiled.parameters()) == list(model.parameters())
+    assert compiled.up is model.up and compiled.training == model.training
+    with pytest.raises(AttributeError):
+        compiled.no_such_attribute  # noqa: B018
