@@ -152,6 +152,13 @@ def _constant(op: nn.ConstantOp, buffer: str | None) -> str:
         value = op_table.literal(op.splat_value, element)
         return f"torch.full({shape!r}, {value}, dtype={dtype}{where})"
     values = op.value.get_values()  # type: ignore[union-attr]
+    step = values[1] - values[0] if len(values) > 1 else 0
+    if len(values) > 1 and all(b - a == step for a, b in zip(values, values[1:], strict=False)):
+        # an iota (positions, say): made on the device, no host copy (CUDA-graph safe)
+        start, n = op_table.literal(values[0], element), len(values)
+        ramp = f"torch.arange({n}{where}, dtype=torch.float64)"
+        scaled = f"({ramp} * {op_table.literal(step, element)} + {start})"
+        return f"{scaled}.to({dtype}).view({shape!r})"
     if len(values) > MAX_DENSE:
         raise error_at(
             op, f"the triton target prints dense constants of at most {MAX_DENSE} elements"
