@@ -8,9 +8,10 @@ Steps:
    shapes and strides are compile-time constants printed into the addressing;
 2. index arithmetic is folded where constant and printed otherwise, with a value
    range per index (`indexing`), so provably in-bounds dims need no mask;
-3. each op is one statement `name = expr` (elementwise ops from `op_table`); splat
+3. loads, stores and masks: `kernel_memory.MemoryPrinter`;
+4. each op is one statement `name = expr` (elementwise ops from `op_table`); splat
    constants are inlined as literals where an operand may be a scalar;
-4. `scf.for` becomes a Python `for` over `range`, its iter_args loop-carried names.
+5. `scf.for` becomes a Python `for` over `range`, its iter_args loop-carried names.
 """
 
 from __future__ import annotations
@@ -30,18 +31,15 @@ from fuseopt.backends.triton.indexing import (
     UNKNOWN,
     IndexRange,
     combine,
-    expand,
     fold,
     loop_range,
-    strides,
 )
+from fuseopt.backends.triton.kernel_memory import MemoryPrinter
 from fuseopt.backends.triton.names import NameTable, sanitize
 from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import nn, tile
 from fuseopt.dialects.syntax import array_values, is_float
 
-INT32_LIMIT = 2**31 - 1
-"""Buffers with more elements than this address in int64."""
 MIN_DOT = 16
 """Smallest M, N, K that `tl.dot` accepts on the GPU; smaller dots are spelled as sums."""
 
@@ -66,7 +64,7 @@ def _is_pow2(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0
 
 
-class KernelPrinter:
+class KernelPrinter(MemoryPrinter):
     """Prints one kernel; `print()` returns a PrintedKernel. Holds its own name table."""
 
     def __init__(
@@ -217,161 +215,6 @@ class KernelPrinter:
     def _index_cast(self, op: Operation) -> None:
         self.expr[op.results[0]] = self.value(op.operands[0])
         self.ranges[op.results[0]] = self.ranges.get(op.operands[0], UNKNOWN)
-
-    # ------------------------------------------------------------------ memory
-
-    def _arange(self, offset: SSAValue, size: int, wide: bool) -> str:
-        """`offset + tl.arange(0, size)`, shared by the accesses of one scope."""
-        base = self.value(offset)
-        key = (base, size, wide)
-        for scope in reversed(self.aranges):
-            if key in scope:
-                return scope[key]
-        expr = f"tl.arange(0, {size})" if base == "0" else f"{base} + tl.arange(0, {size})"
-        if wide:
-            expr = f"({expr}).to(tl.int64)"
-        name = self.names.fresh(f"offs_{base}" if base.isidentifier() else "offs")
-        self.emit(f"{name} = {expr}")
-        self.aranges[-1][key] = name
-        return name
-
-    def _address(
-        self,
-        buf: SSAValue,
-        offsets: list[SSAValue],
-        tile_shape: tuple[int, ...],
-        positions: list[int] | None = None,
-    ) -> tuple[str, str | None]:
-        """(pointer expression, mask expression or None) for a box of a buffer.
-
-        `positions[j]`: the printed tile dim that tile dim j lands on (a transposed
-        load), default j.
-        """
-        shape = _shape(buf)
-        rank, t = len(shape), len(tile_shape)
-        wide = math.prod(shape) > INT32_LIMIT
-        terms, checks = [self.value(buf)], []
-        for d, (o, n, s) in enumerate(zip(offsets, shape, strides(shape), strict=True)):
-            known = self.ranges.get(o, UNKNOWN)
-            if d < rank - t:
-                base = self.value(o)
-                if base != "0":
-                    if wide and not base.lstrip("-").isdigit():
-                        base = f"tl.cast({base}, tl.int64)"
-                    terms.append(base if s == 1 else f"{base} * {s}")
-                if not (known.hi is not None and known.hi < n):
-                    checks.append(f"({self.value(o)} < {n})")
-                if not known.non_negative:
-                    checks.append(f"({self.value(o)} >= 0)")
-                continue
-            j = d - (rank - t)
-            size = tile_shape[j]
-            idx = expand(self._arange(o, size, wide), j if positions is None else positions[j], t)
-            terms.append(idx if s == 1 else f"{idx} * {s}")
-            if not (known.hi is not None and known.hi + size <= n):
-                checks.append(f"({idx} < {n})")
-            if not known.non_negative:
-                checks.append(f"({idx} >= 0)")
-        return " + ".join(terms), " & ".join(checks) if checks else None
-
-    def _shared_alloc(self, op: tile.AllocOp) -> None:
-        """Shared memory has no Triton spelling: reads of it go to the copied source."""
-        self.shared[op.result] = None
-
-    def _copy(self, op: tile.CopyOp) -> None:
-        """Record where the shared buffer's contents come from (no statement)."""
-        if op.dest not in self.shared:
-            raise error_at(op, "the triton target copies only into shared memory")
-        self.shared[op.dest] = (op.source, list(op.src_offsets), list(op.dst_offsets))
-
-    def _barrier(self, op: tile.BarrierOp) -> None:
-        """Nothing to print: Triton orders a program's memory accesses itself."""
-
-    def _source_of(self, op: tile.LoadOp) -> tuple[SSAValue, list[SSAValue]]:
-        """The buffer and offsets a load really reads (through a shared-memory copy).
-
-        Per dim, the source offset is `src_copy + (read - dst_copy)`: the read offset
-        when the copy used the same offset on both sides, the copy's source offset when
-        the copy and the read are both at the destination's origin.
-        """
-        if op.buffer not in self.shared:
-            return op.buffer, list(op.offsets)
-        copied = self.shared[op.buffer]
-        if copied is None:
-            raise error_at(op, "a shared buffer is read before any tile.copy fills it")
-        source, src_offs, dst_offs = copied
-        offsets = []
-        for read, src, dst in zip(op.offsets, src_offs, dst_offs, strict=True):
-            same = read is dst or (
-                self.ranges.get(read, UNKNOWN).constant is not None
-                and self.ranges.get(read, UNKNOWN).constant
-                == self.ranges.get(dst, UNKNOWN).constant
-            )
-            if same:  # read - dst == 0
-                offsets.append(src)
-            elif src is dst:  # src - dst == 0
-                offsets.append(read)
-            else:
-                raise error_at(op, "the triton target cannot map this shared-memory read")
-        return source, offsets
-
-    def _transposed_use(self, op: tile.LoadOp) -> tile.TransposeOp | None:
-        """The 2-D transpose that is the only use of a load's tile, if any: the load
-        then reads the tile transposed by addressing (no register shuffle, and the
-        compiler sees the operand's memory order, as for `b.T` in a matmul)."""
-        uses = list(op.result.uses)
-        if len(uses) != 1 or len(_shape(op.result)) != 2:
-            return None
-        user = uses[0].operation
-        if isinstance(user, tile.TransposeOp) and tuple(array_values(user.permutation)) == (1, 0):
-            return user
-        return None
-
-    def _load(self, op: tile.LoadOp) -> None:
-        buffer, offsets = self._source_of(op)
-        transposed = self._transposed_use(op)
-        positions = [1, 0] if transposed is not None else None
-        ptr, mask = self._address(buffer, offsets, _shape(op.result), positions)
-        element = op_table.element_type(op.result)
-        if mask is None:
-            expr = f"tl.load({ptr})"
-        else:
-            fill = op_table.literal(
-                op.fill_value if is_float(element) else int(op.fill_value), element
-            )
-            expr = f"tl.load({ptr}, mask={mask}, other={fill})"
-        if transposed is not None:
-            self.bind(transposed.result, "x_t", expr)
-            self.folded.add(transposed)
-            return
-        self.bind(op.result, "x", expr)
-
-    def _store(self, op: tile.StoreOp) -> None:
-        ptr, mask = self._address(op.buffer, list(op.offsets), _shape(op.value))
-        value = self.materialized(op.value)
-        self.emit(
-            f"tl.store({ptr}, {value})"
-            if mask is None
-            else f"tl.store({ptr}, {value}, mask={mask})"
-        )
-
-    def _mask(self, op: tile.MaskOp) -> None:
-        shape = _shape(op.result)
-        checks = []
-        for j, (o, bound, size) in enumerate(
-            zip(op.offsets, array_values(op.bounds), shape, strict=True)
-        ):
-            known = self.ranges.get(o, UNKNOWN)
-            idx = expand(self._arange(o, size, False), j, len(shape))
-            if not (known.hi is not None and known.hi + size <= bound):
-                checks.append(f"({idx} < {bound})")
-            if not known.non_negative:
-                checks.append(f"({idx} >= 0)")
-        if not checks:
-            expr = f"tl.full({list(shape)}, 1, tl.int1)"
-        else:  # a check may cover fewer dims than the tile: broadcast to its shape
-            expr = f"tl.broadcast_to({' & '.join(checks)}, {list(shape)})"
-        self.bind(op.result, "mask", expr)
 
     # ------------------------------------------------------------------ elementwise
 

@@ -1,0 +1,212 @@
+"""Memory access of printed Triton kernels: addresses, masks, loads and stores.
+
+A `tile.load`/`tile.store` box becomes `ptr + offs_0[:, None] * stride + offs_1[None, :]`
+over `tl.arange`s shared within a scope; a bounds check is printed only where the
+index ranges (`indexing`) do not prove the box inside the buffer, so evenly dividing
+sizes give unmasked, vectorizable accesses. Shared memory (`tile.alloc` in a kernel,
+`tile.copy`, `tile.barrier`, from tile-promote's row cache) has no Triton spelling:
+reads of a shared buffer go to the global source it was copied from (Triton stages
+through shared memory and caches by itself). A tile loaded only to be transposed is
+read transposed by addressing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from xdsl.ir import Operation, SSAValue
+
+from fuseopt.backends.triton import op_table
+from fuseopt.backends.triton.indexing import UNKNOWN, IndexRange, expand, strides
+from fuseopt.backends.triton.names import NameTable
+from fuseopt.diagnostics import error_at
+from fuseopt.dialects import tile
+from fuseopt.dialects.syntax import array_values, is_float
+
+if TYPE_CHECKING:
+    from fuseopt.backends.triton.kernel_printer import PrintedKernel
+
+INT32_LIMIT = 2**31 - 1
+"""Buffers with more elements than this address in int64."""
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    t = v.type
+    return tuple(t.get_shape())  # type: ignore[attr-defined]
+
+
+class MemoryPrinter:
+    """The memory-access part of KernelPrinter (a mixin; state lives in KernelPrinter)."""
+
+    ranges: dict[SSAValue, IndexRange]
+    aranges: list[dict[tuple[str, int, bool], str]]
+    shared: dict[SSAValue, tuple[SSAValue, list[SSAValue], list[SSAValue]] | None]
+    folded: set[Operation]
+    names: NameTable
+    out: PrintedKernel
+
+    def value(self, v: SSAValue) -> str:  # pragma: no cover - KernelPrinter defines it
+        raise NotImplementedError
+
+    def emit(self, line: str) -> None:  # pragma: no cover - KernelPrinter defines it
+        raise NotImplementedError
+
+    def bind(self, v: SSAValue, hint: str, expr: str) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def materialized(self, v: SSAValue) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def _arange(self, offset: SSAValue, size: int, wide: bool) -> str:
+        """`offset + tl.arange(0, size)`, shared by the accesses of one scope."""
+        base = self.value(offset)
+        key = (base, size, wide)
+        for scope in reversed(self.aranges):
+            if key in scope:
+                return scope[key]
+        expr = f"tl.arange(0, {size})" if base == "0" else f"{base} + tl.arange(0, {size})"
+        if wide:
+            expr = f"({expr}).to(tl.int64)"
+        name = self.names.fresh(f"offs_{base}" if base.isidentifier() else "offs")
+        self.emit(f"{name} = {expr}")
+        self.aranges[-1][key] = name
+        return name
+
+    def _address(
+        self,
+        buf: SSAValue,
+        offsets: list[SSAValue],
+        tile_shape: tuple[int, ...],
+        positions: list[int] | None = None,
+    ) -> tuple[str, str | None]:
+        """(pointer expression, mask expression or None) for a box of a buffer.
+
+        `positions[j]`: the printed tile dim that tile dim j lands on (a transposed
+        load), default j.
+        """
+        shape = _shape(buf)
+        rank, t = len(shape), len(tile_shape)
+        wide = math.prod(shape) > INT32_LIMIT
+        terms, checks = [self.value(buf)], []
+        for d, (o, n, s) in enumerate(zip(offsets, shape, strides(shape), strict=True)):
+            known = self.ranges.get(o, UNKNOWN)
+            if d < rank - t:
+                base = self.value(o)
+                if base != "0":
+                    if wide and not base.lstrip("-").isdigit():
+                        base = f"tl.cast({base}, tl.int64)"
+                    terms.append(base if s == 1 else f"{base} * {s}")
+                if not (known.hi is not None and known.hi < n):
+                    checks.append(f"({self.value(o)} < {n})")
+                if not known.non_negative:
+                    checks.append(f"({self.value(o)} >= 0)")
+                continue
+            j = d - (rank - t)
+            size = tile_shape[j]
+            idx = expand(self._arange(o, size, wide), j if positions is None else positions[j], t)
+            terms.append(idx if s == 1 else f"{idx} * {s}")
+            if not (known.hi is not None and known.hi + size <= n):
+                checks.append(f"({idx} < {n})")
+            if not known.non_negative:
+                checks.append(f"({idx} >= 0)")
+        return " + ".join(terms), " & ".join(checks) if checks else None
+
+    def _shared_alloc(self, op: tile.AllocOp) -> None:
+        """Shared memory has no Triton spelling: reads of it go to the copied source."""
+        self.shared[op.result] = None
+
+    def _copy(self, op: tile.CopyOp) -> None:
+        """Record where the shared buffer's contents come from (no statement)."""
+        if op.dest not in self.shared:
+            raise error_at(op, "the triton target copies only into shared memory")
+        self.shared[op.dest] = (op.source, list(op.src_offsets), list(op.dst_offsets))
+
+    def _barrier(self, op: tile.BarrierOp) -> None:
+        """Nothing to print: Triton orders a program's memory accesses itself."""
+
+    def _source_of(self, op: tile.LoadOp) -> tuple[SSAValue, list[SSAValue]]:
+        """The buffer and offsets a load really reads (through a shared-memory copy).
+
+        Per dim, the source offset is `src_copy + (read - dst_copy)`: the read offset
+        when the copy used the same offset on both sides, the copy's source offset when
+        the copy and the read are both at the destination's origin.
+        """
+        if op.buffer not in self.shared:
+            return op.buffer, list(op.offsets)
+        copied = self.shared[op.buffer]
+        if copied is None:
+            raise error_at(op, "a shared buffer is read before any tile.copy fills it")
+        source, src_offs, dst_offs = copied
+        offsets = []
+        for read, src, dst in zip(op.offsets, src_offs, dst_offs, strict=True):
+            same = read is dst or (
+                self.ranges.get(read, UNKNOWN).constant is not None
+                and self.ranges.get(read, UNKNOWN).constant
+                == self.ranges.get(dst, UNKNOWN).constant
+            )
+            if same:  # read - dst == 0
+                offsets.append(src)
+            elif src is dst:  # src - dst == 0
+                offsets.append(read)
+            else:
+                raise error_at(op, "the triton target cannot map this shared-memory read")
+        return source, offsets
+
+    def _transposed_use(self, op: tile.LoadOp) -> tile.TransposeOp | None:
+        """The 2-D transpose that is the only use of a load's tile, if any: the load
+        then reads the tile transposed by addressing (no register shuffle, and the
+        compiler sees the operand's memory order, as for `b.T` in a matmul)."""
+        uses = list(op.result.uses)
+        if len(uses) != 1 or len(_shape(op.result)) != 2:
+            return None
+        user = uses[0].operation
+        if isinstance(user, tile.TransposeOp) and tuple(array_values(user.permutation)) == (1, 0):
+            return user
+        return None
+
+    def _load(self, op: tile.LoadOp) -> None:
+        buffer, offsets = self._source_of(op)
+        transposed = self._transposed_use(op)
+        positions = [1, 0] if transposed is not None else None
+        ptr, mask = self._address(buffer, offsets, _shape(op.result), positions)
+        element = op_table.element_type(op.result)
+        if mask is None:
+            expr = f"tl.load({ptr})"
+        else:
+            fill = op_table.literal(
+                op.fill_value if is_float(element) else int(op.fill_value), element
+            )
+            expr = f"tl.load({ptr}, mask={mask}, other={fill})"
+        if transposed is not None:
+            self.bind(transposed.result, "x_t", expr)
+            self.folded.add(transposed)
+            return
+        self.bind(op.result, "x", expr)
+
+    def _store(self, op: tile.StoreOp) -> None:
+        ptr, mask = self._address(op.buffer, list(op.offsets), _shape(op.value))
+        value = self.materialized(op.value)
+        self.emit(
+            f"tl.store({ptr}, {value})"
+            if mask is None
+            else f"tl.store({ptr}, {value}, mask={mask})"
+        )
+
+    def _mask(self, op: tile.MaskOp) -> None:
+        shape = _shape(op.result)
+        checks = []
+        for j, (o, bound, size) in enumerate(
+            zip(op.offsets, array_values(op.bounds), shape, strict=True)
+        ):
+            known = self.ranges.get(o, UNKNOWN)
+            idx = expand(self._arange(o, size, False), j, len(shape))
+            if not (known.hi is not None and known.hi + size <= bound):
+                checks.append(f"({idx} < {bound})")
+            if not known.non_negative:
+                checks.append(f"({idx} >= 0)")
+        if not checks:
+            expr = f"tl.full({list(shape)}, 1, tl.int1)"
+        else:  # a check may cover fewer dims than the tile: broadcast to its shape
+            expr = f"tl.broadcast_to({' & '.join(checks)}, {list(shape)})"
+        self.bind(op.result, "mask", expr)
