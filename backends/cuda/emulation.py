@@ -76,6 +76,9 @@ inline __nv_bfloat16 __float2bfloat16_rn(float f) {
 struct __half { _Float16 v; };
 inline float __half2float(__half h) { return (float)h.v; }
 inline __half __float2half_rn(float f) { return {(_Float16)f}; }
+inline void fo_cp_async16(void* smem, const void* gmem) { std::memcpy(smem, gmem, 16); }
+inline void fo_cp_async_commit() {}
+template <int N> inline void fo_cp_async_wait() {}
 inline float fo_emu_float(float x) { return x; }
 inline float fo_emu_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 inline float fo_emu_float(__half x) { return __half2float(x); }
@@ -190,7 +193,7 @@ class EmulatedKernel:
         src.write_text(text)
         if not lib.exists():
             cmd = ["g++", "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread",
-                   "-D__CUDACC_RTC__", f"-I{inc}", "-o", str(lib), str(src)]
+                   "-D__CUDACC_RTC__", "-DFO_EMULATED", f"-I{inc}", "-o", str(lib), str(src)]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if r.returncode != 0:
                 raise CompileError(f"g++ failed on the emulated {src}:\n{r.stderr[:4000]}")

@@ -71,6 +71,7 @@ class KernelEmitter:
         self.loop_depth = 0
         self.smem_bytes = 0
         self.uses_wmma = False
+        self.uses_cp_async = False
         self.constants: list[str] = []
 
     # ----------------------------------------------------------------- output
@@ -623,6 +624,10 @@ def _emit_index_cast(em: KernelEmitter, op: Operation) -> None:
 
 def _emit_for(em: KernelEmitter, op: scf.ForOp) -> None:
     from fuseopt.backends.cuda.dot import carried_frag
+    from fuseopt.backends.cuda.pipeline import try_pipelined_matmul
+
+    if try_pipelined_matmul(em, op):
+        return
 
     lb, ub, step = em.scalar(op.lb), em.scalar(op.ub), em.scalar(op.step)
     body = op.body.block

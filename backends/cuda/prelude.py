@@ -130,3 +130,17 @@ static __device__ __forceinline__ int fo_vec_bytes() {
 
 WMMA_INCLUDE = "#include <mma.h>\n"
 """Included only by kernels that use tensor cores through WMMA."""
+
+CP_ASYNC = r"""#ifndef FO_EMULATED
+// ---- asynchronous global -> shared copies (sm_80+), one commit group per stage
+static __device__ __forceinline__ void fo_cp_async16(void* smem, const void* gmem) {
+  unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
+}
+static __device__ __forceinline__ void fo_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> static __device__ __forceinline__ void fo_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
+}
+#endif
+"""
+"""cp.async helpers, included only by kernels with a pipelined matmul loop."""

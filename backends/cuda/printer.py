@@ -23,7 +23,7 @@ from xdsl.utils.target import Target
 from fuseopt.backends.cuda import op_table
 from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
 from fuseopt.backends.cuda.names import NameTable
-from fuseopt.backends.cuda.prelude import PRELUDE, WMMA_INCLUDE
+from fuseopt.backends.cuda.prelude import CP_ASYNC, PRELUDE, WMMA_INCLUDE
 from fuseopt.backends.cuda.whole_tensor import print_whole_tensor
 from fuseopt.diagnostics import error_at
 from fuseopt.dialects import tile
@@ -100,7 +100,7 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
     schedule = schedule_attr.data if isinstance(schedule_attr, StringAttr) else "custom"
     ops = tuple(o.name for o in k.walk() if o.dialect_name() == "nn")
     own_grid: tuple[int, ...] | None = None
-    wmma = False
+    wmma = cp_async = False
     tables: list[str] = []
     whole = print_whole_tensor(k, c_name) if schedule == "whole_tensor" else None
     if whole is not None:
@@ -110,6 +110,7 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
         em = KernelEmitter(k, c_name)
         body = em.emit()
         threads, smem, wmma, tables = em.nt, em.smem_bytes, em.uses_wmma, em.constants
+        cp_async = em.uses_cp_async
     launch_grid = own_grid or grid or (1,) * k.grid_rank
     warps = k.attributes.get("num_warps")
     head = [
@@ -122,6 +123,8 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
     parts = ["\n".join(head) + "\n", PRELUDE]
     if wmma:
         parts.append(WMMA_INCLUDE)
+    if cp_async:
+        parts.append(CP_ASYNC)
     if tables:
         parts.append("\n".join(tables) + "\n")
     parts.append(body)

@@ -1,0 +1,209 @@
+"""The matmul K loop as a `num_stages` cp.async pipeline (tile-promote's operand staging).
+
+Applies to an `scf.for` whose body is only: loads of 16-bit operand tiles from global
+buffers (at offsets that are loop-invariant or the induction variable), optional
+`[1, 0]` transposes of them, one WMMA-able `tile.dot` accumulating into the loop's
+only iter_arg, and the yield of its result. Then, with S = num_stages (at least 2):
+
+1. each operand gets S shared-memory stages of padded rows; the prologue issues the
+   asynchronous copies (`cp.async`, 16 bytes, global -> shared without registers) of
+   the first S - 1 iterations, one commit group per iteration;
+2. iteration i waits until at most S - 2 groups are pending (its own has landed),
+   `__syncthreads()` (its data is visible; everyone is done with iteration i - 1),
+   issues the copies of iteration i + S - 1 into the stage iteration i - 1 used, and
+   runs the WMMA products of iteration i from its stage;
+3. chunks at a ragged edge or misaligned are written synchronously (zero outside the
+   buffer), so masking stays exact.
+
+Any other loop is printed by the generic path (`kernel_emitter._emit_for`).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, IntegerAttr, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from fuseopt.backends.cuda import op_table
+from fuseopt.backends.cuda.dot import WMMA, new_frag, wmma_ok
+from fuseopt.backends.cuda.memory import ChunkAccess
+from fuseopt.backends.cuda.values import Buffer, Layout
+from fuseopt.dialects import tile
+from fuseopt.dialects.syntax import array_values
+
+PIPELINE_SMEM = 128 * 1024
+"""Shared memory the operand stages may take (the epilogue needs room after them)."""
+
+
+def _inside(v: SSAValue, loop: scf.ForOp) -> bool:
+    op = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
+    while op is not None:
+        if op is loop:
+            return True
+        op = op.parent_op()
+    return False
+
+
+def _operand_load(v: SSAValue) -> tuple[tile.LoadOp, bool] | None:
+    """The load feeding dot operand `v` and whether it is transposed on the way."""
+    owner = v.owner
+    transposed = False
+    if isinstance(owner, tile.TransposeOp):
+        if list(array_values(owner.permutation)) != [1, 0] or len(list(v.uses)) != 1:
+            return None
+        owner, transposed = owner.input.owner, True
+    if not isinstance(owner, tile.LoadOp) or len(list(owner.result.uses)) != 1:
+        return None
+    return owner, transposed
+
+
+def _match(loop: scf.ForOp) -> tuple[tile.DotOp, list[tuple[tile.LoadOp, bool]]] | None:
+    body = loop.body.block
+    if len(body.args) != 2:
+        return None
+    ops = list(body.ops)
+    dots = [o for o in ops if isinstance(o, tile.DotOp)]
+    if len(dots) != 1 or not wmma_ok(dots[0]):
+        return None
+    dot = dots[0]
+    yielded = body.last_op
+    if not isinstance(yielded, scf.YieldOp) or list(yielded.operands) != [dot.result]:
+        return None
+    if dot.acc is not body.args[1] or len(list(body.args[1].uses)) != 1:
+        return None
+    operands = [_operand_load(dot.lhs), _operand_load(dot.rhs)]
+    if operands[0] is None or operands[1] is None:
+        return None
+    allowed = {dot, yielded, *(ld for ld, _ in operands)}
+    allowed |= {o.owner for o in (dot.lhs, dot.rhs) if isinstance(o.owner, tile.TransposeOp)}
+    if any(o not in allowed for o in ops):
+        return None
+    iv = body.args[0]
+    for ld, _ in operands:
+        t = ld.result.type
+        assert isinstance(t, TensorType)
+        if not isinstance(t.element_type, BFloat16Type | Float16Type) or len(t.get_shape()) != 2:
+            return None
+        if (t.get_shape()[1] * 2) % 16 or ld.fill_value != 0:
+            return None
+        if any(o is not iv and _inside(o, loop) for o in ld.offsets):
+            return None
+    return dot, operands  # type: ignore[return-value]
+
+
+def try_pipelined_matmul(em, loop: scf.ForOp) -> bool:  # noqa: ANN001
+    """Print `loop` as a cp.async pipeline when it matches (see the module docstring)."""
+    got = _match(loop)
+    if got is None:
+        return False
+    dot, operands = got
+    if any(not isinstance(em.values.get(ld.buffer), Buffer) for ld, _ in operands):
+        return False
+    if any(em.values[ld.buffer].shared for ld, _ in operands):  # type: ignore[union-attr]
+        return False
+    stages_attr = em.kernel.attributes.get("num_stages")
+    stages = max(2, stages_attr.value.data if isinstance(stages_attr, IntegerAttr) else 2)
+    per_stage = sum(
+        (tuple(ld.result.type.get_shape())[0] * (tuple(ld.result.type.get_shape())[1] + 8)) * 2  # type: ignore[union-attr]
+        for ld, _ in operands
+    )
+    while stages > 2 and stages * per_stage > PIPELINE_SMEM:
+        stages -= 1
+    iv = loop.body.block.args[0]
+    lb, ub, step = em.scalar(loop.lb), em.scalar(loop.ub), em.scalar(loop.step)
+    m, k = tuple(dot.lhs.type.get_shape())  # type: ignore[union-attr]
+    n = tuple(dot.rhs.type.get_shape())[1]  # type: ignore[union-attr]
+    acc = new_frag(em, m, n, em.val(loop.iter_args[0]))
+    info = acc.frag
+    assert info is not None
+    staged = []
+    for ld, transposed in operands:
+        buf = em.values[ld.buffer]
+        assert isinstance(buf, Buffer)
+        rows, cols = tuple(ld.result.type.get_shape())  # type: ignore[union-attr]
+        ctype = op_table.c_type(buf.elem)
+        ld_elems = cols + 8
+        size = rows * ld_elems
+        name = em.smem_alloc(ctype, stages * size, "pipe")
+        lay = Layout((rows, cols), em.nt, 8)
+        offsets = ["fo_next_iv" if o is iv else em.scalar(o) for o in ld.offsets]
+        staged.append(
+            (
+                buf,
+                ChunkAccess(buf, offsets, lay),
+                name,
+                size,
+                ld_elems,
+                cols,
+                lay,
+                transposed,
+                ctype,
+            )
+        )
+    trips = em.fresh("trips")
+    em.line(f"const long long {trips} = ({ub} - {lb} + {step} - 1) / {step};")
+    em.uses_cp_async = True
+
+    def issue(iteration: str, stage: str) -> None:
+        em.open(f"if ({iteration} < {trips})")
+        em.line(f"const long long fo_next_iv = {lb} + ({iteration}) * {step};")
+        for buf, acc_, name, size, ldm, cols, lay, _, _ in staged:
+            for kc in range(lay.chunks):
+                em.open("")
+                for text in acc_.lines(kc):
+                    em.line(text)
+                start = "fo_f"
+                dst = f"{name} + ({stage}) * {size} + ({start} / {cols}) * {ldm} + {start} % {cols}"
+                em.open(f"if ({acc_.whole()} && fo_aligned({buf.name} + fo_g, 16))")
+                em.line(f"fo_cp_async16({dst}, {buf.name} + fo_g);")
+                em.close()
+                em.open("else")
+                for j in range(8):
+                    zero = op_table.literal(0.0, buf.elem)
+                    em.line(
+                        f"({dst})[{j}] = ({acc_.elem_ok(j)}) ? {buf.name}[fo_g + {j}] : {zero};"
+                    )
+                em.close()
+                em.close()
+        em.close()
+        em.line("fo_cp_async_commit();")
+
+    em.open(f"for (int fo_s = 0; fo_s < {stages - 1}; ++fo_s)")
+    issue("fo_s", "fo_s")
+    em.close()
+    em.open(f"for (long long fo_it = 0; fo_it < {trips}; ++fo_it)")
+    em.line(f"fo_cp_async_wait<{stages - 2}>();")
+    em.line("__syncthreads();")
+    issue(f"fo_it + {stages - 1}", f"(fo_it + {stages - 1}) % {stages}")
+    (_, _, an, asz, alda, _, _, at, ctype), (_, _, bn, bsz, bldb, _, _, bt, _) = staged
+    a_base = f"{an} + (fo_it % {stages}) * {asz}"
+    b_base = f"{bn} + (fo_it % {stages}) * {bsz}"
+    al, bl = ("col_major" if at else "row_major"), ("col_major" if bt else "row_major")
+    em.open(f"if (fo_warp < {info.wm * info.wn})")
+    em.line("#pragma unroll")
+    em.open(f"for (int fo_kk = 0; fo_kk < {k}; fo_kk += 16)")
+    em.line(
+        f"{WMMA}::fragment<{WMMA}::matrix_a, 16, 16, 16, {ctype}, {WMMA}::{al}> fo_fa[{info.fm}];"
+    )
+    em.line(
+        f"{WMMA}::fragment<{WMMA}::matrix_b, 16, 16, 16, {ctype}, {WMMA}::{bl}> fo_fb[{info.fn}];"
+    )
+    for i in range(info.fm):
+        row = f"({info.row(i)})"
+        ptr = f"{row} * {alda} + fo_kk" if al == "row_major" else f"fo_kk * {alda} + {row}"
+        em.line(f"{WMMA}::load_matrix_sync(fo_fa[{i}], {a_base} + {ptr}, {alda});")
+    for j in range(info.fn):
+        col = f"({info.col(j)})"
+        ptr = f"fo_kk * {bldb} + {col}" if bl == "row_major" else f"{col} * {bldb} + fo_kk"
+        em.line(f"{WMMA}::load_matrix_sync(fo_fb[{j}], {b_base} + {ptr}, {bldb});")
+    for i in range(info.fm):
+        for j in range(info.fn):
+            f = f"{acc.name}[{i * info.fn + j}]"
+            em.line(f"{WMMA}::mma_sync({f}, fo_fa[{i}], fo_fb[{j}], {f});")
+    em.close()
+    em.close()
+    em.close()
+    em.line("fo_cp_async_wait<0>();")
+    em.line("__syncthreads();")
+    em.values[loop.results[0]] = acc
+    return True
