@@ -121,3 +121,44 @@ def test_unprintable_tile_is_a_located_error(tmp_path: Path) -> None:
     assert run.returncode != 0
     assert "Traceback" not in run.stderr
     assert re.search(r"bad\.mlir:3:\d+: error: .*power-of-two", run.stderr), run.stderr
+
+
+class FakeCompiled:
+    """Stands in for Triton's CompiledKernel: `[grid]` gives a runner."""
+
+    def __init__(self, log: list[str]):
+        self.log = log
+
+    def __getitem__(self, grid: tuple[int, ...]):  # noqa: ANN204
+        def runner(*args: object) -> None:
+            self.log.append(f"fast {grid}")
+
+        return runner
+
+
+class FakeJit:
+    """Stands in for a JITFunction: `[grid](*args, **options)` compiles and launches."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def __getitem__(self, grid: tuple[int, ...]):  # noqa: ANN204
+        def run(*args: object, **options: object) -> FakeCompiled:
+            self.log.append(f"jit {grid}")
+            return FakeCompiled(self.log)
+
+        return run
+
+
+def test_fast_launcher_skips_the_jit_after_the_first_launch() -> None:
+    from fuseopt.backends.triton.runtime import FastLauncher
+
+    jit = FakeJit()
+    launch = FastLauncher(jit, (4,), num_warps=4, num_stages=1)
+    a, b = torch.empty(64), torch.empty(64)
+    launch(a, b)
+    launch(a, b)
+    launch(a, b, grid=(2,))  # another grid: the JIT once more, then fast
+    launch(a, b, grid=(2,))
+    launch(a[1:], b)  # a misaligned pointer: Triton specialized on alignment, so the JIT
+    assert jit.log == ["jit (4,)", "fast (4, 1, 1)", "jit (2,)", "fast (2, 1, 1)", "jit (4,)"]
