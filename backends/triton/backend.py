@@ -143,6 +143,7 @@ def print_and_store(
 
 
 def from_cache(key: str, cache: KernelCache) -> Compiled | None:
+    """The printed module and index cached at `key` (None when absent or corrupt)."""
     index = cache.get_json(NAMESPACE, key, "index.json")
     source = cache.get_text(NAMESPACE, key, "kernels.py")
     if not isinstance(index, dict) or source is None:
@@ -244,6 +245,7 @@ def wrap(compiled: Compiled, cache: KernelCache, key: str) -> TritonFunction:
     """The TritonFunction running `compiled` (IR parsed lazily from the cache)."""
 
     def ir(name: str) -> ModuleOp:
+        """Parse the cached IR entry `name` (fused.mlir, tile.mlir)."""
         from fuseopt import parse
 
         text = cache.get_text(NAMESPACE, key, name)

@@ -47,15 +47,19 @@ class MemoryPrinter:
     out: PrintedKernel
 
     def value(self, v: SSAValue) -> str:  # pragma: no cover - KernelPrinter defines it
+        """The expression printed for `v`."""
         raise NotImplementedError
 
     def emit(self, line: str) -> None:  # pragma: no cover - KernelPrinter defines it
+        """Append one statement."""
         raise NotImplementedError
 
     def bind(self, v: SSAValue, hint: str, expr: str) -> str:  # pragma: no cover
+        """Print `name = expr` for `v`."""
         raise NotImplementedError
 
     def materialized(self, v: SSAValue) -> str:  # pragma: no cover
+        """`v` as a full tile."""
         raise NotImplementedError
 
     def _arange(self, offset: SSAValue, size: int, wide: bool) -> str:

@@ -104,6 +104,7 @@ def print_torch_kernel(kernel: tile.KernelOp, py_name: str, module_names: set[st
     lines: list[str] = []
 
     def bind(v: SSAValue, hint: str, text: str) -> None:
+        """Print `name = text` for `v`."""
         name = names.fresh(v.name_hint or hint)
         lines.append(f"{name} = {text}")
         expr[v] = name
