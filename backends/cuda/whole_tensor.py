@@ -92,7 +92,11 @@ def print_whole_tensor(kernel: tile.KernelOp, c_name: str) -> tuple[str, int, in
     body: list[str] = []
     inner = 1
     for d in reversed(range(len(shape))):
-        body.append(f"const long long {coords[d]} = fo_o / {inner}LL % {shape[d]}LL;")
+        # 32-bit division where the tensor allows it (64-bit division is slow on GPUs)
+        if n < 2**31 - THREADS * MAX_BLOCKS:
+            body.append(f"const int {coords[d]} = (int)fo_o / {inner} % {shape[d]};")
+        else:
+            body.append(f"const long long {coords[d]} = fo_o / {inner}LL % {shape[d]}LL;")
         inner *= shape[d]
 
     def ref(v: SSAValue, idx: str) -> str:

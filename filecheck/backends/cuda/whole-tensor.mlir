@@ -13,6 +13,7 @@ func.func @main(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> tensor<64x64xf3
 // CHECK: // launch: grid (8), block (256), dynamic shared memory 0 bytes
 // CHECK: for (long long fo_o = (long long)blockIdx.x * 256 + threadIdx.x; fo_o < 2048LL;
 // CHECK-NEXT: fo_o += (long long)gridDim.x * 256) {
+// CHECK: const int fo_c1 = (int)fo_o / 1 % 64;
 // CHECK: p1[fo_o] = (float)(p0[fo_c0 * 1LL + fo_c1 * 32LL]);
 // CHECK: // fuseopt CUDA kernel `main_concat` (schedule: whole_tensor)
 // CHECK: fo_o < 4096LL;
