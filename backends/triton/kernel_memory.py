@@ -6,8 +6,8 @@ index ranges (`indexing`) do not prove the box inside the buffer, so evenly divi
 sizes give unmasked, vectorizable accesses. Shared memory (`tile.alloc` in a kernel,
 `tile.copy`, `tile.barrier`, from tile-promote's row cache) has no Triton spelling:
 reads of a shared buffer go to the global source it was copied from (Triton stages
-through shared memory and caches by itself). A tile loaded only to be transposed is
-read transposed by addressing.
+through shared memory and caches by itself; those reads ask L2 to keep the row,
+`evict_last`). A tile loaded only to be transposed is read transposed by addressing.
 """
 
 from __future__ import annotations
@@ -175,13 +175,15 @@ class MemoryPrinter:
         positions = [1, 0] if transposed is not None else None
         ptr, mask = self._address(buffer, offsets, _shape(op.result), positions)
         element = op_table.element_type(op.result)
-        if mask is None:
-            expr = f"tl.load({ptr})"
-        else:
+        args = [ptr]
+        if mask is not None:
             fill = op_table.literal(
                 op.fill_value if is_float(element) else int(op.fill_value), element
             )
-            expr = f"tl.load({ptr}, mask={mask}, other={fill})"
+            args += [f"mask={mask}", f"other={fill}"]
+        if op.buffer in self.shared:  # a row-cached buffer is read again: keep it in L2
+            args.append('eviction_policy="evict_last"')
+        expr = f"tl.load({', '.join(args)})"
         if transposed is not None:
             self.bind(transposed.result, "x_t", expr)
             self.folded.add(transposed)
