@@ -23,7 +23,14 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 
 from fuseopt.backends.cuda.printer import CudaKernel, print_cuda
-from fuseopt.backends.cuda.runtime import LoadedKernel, check_gpu, compile_cubin, device_arch
+from fuseopt.backends.cuda.runtime import (
+    LoadedKernel,
+    ParamSlot,
+    check_gpu,
+    compile_cubin,
+    current_stream,
+    device_arch,
+)
 from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import tile
 from fuseopt.frontends.fx.types import torch_dtype
@@ -148,11 +155,10 @@ class CudaFunction:
         if f is None:
             raise CompileError(f"no function @{func_name} in the compiled module")
         self.plan = HostPlan(f, by_ir)
-        by_launch = {
-            s.kernel.c_name: s.grid for s in self.plan.steps if isinstance(s, Launch)
-        }
+        by_launch = {s.kernel.c_name: s.grid for s in self.plan.steps if isinstance(s, Launch)}
         self.kernels = [_record(KernelRecord, k, by_launch.get(k.c_name)) for k in kernels]
         self._loaded: dict[tuple[int, str], LoadedKernel] = {}
+        self._slots: dict[int, ParamSlot] = {}
 
     def save(self, directory: str | Path) -> list[Path]:
         """Write every kernel's `.cu` file into `directory`; return the paths."""
@@ -211,22 +217,58 @@ class CudaFunction:
         return out
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Run on CUDA tensors; returns the outputs (on the inputs' device)."""
-        xs = self.check(inputs)
-        dev = xs[0].device if xs else torch.device("cuda", torch.cuda.current_device())
-        bufs: list[torch.Tensor | None] = [None] * len(self.plan.slots)
-        for (s, _, _), x in zip(self.plan.inputs, xs, strict=True):
-            bufs[s] = x
-        for s, shape, dt in self.plan.outputs:
+        """Run on CUDA tensors; returns the outputs (on the inputs' device).
+
+        The hot path does no more than: take inputs that already have the compiled
+        shape, dtype and layout as they are, allocate outputs, and for each launch store
+        the buffer pointers in its reusable parameter slot and call cuLaunchKernel.
+        """
+        plan = self.plan
+        bufs: list[torch.Tensor | None] = [None] * len(plan.slots)
+        fast = len(inputs) == len(plan.inputs)
+        if fast:
+            for (s, shape, dt), x in zip(plan.inputs, inputs, strict=True):
+                if not (
+                    isinstance(x, torch.Tensor)
+                    and x.is_cuda
+                    and x.dtype == dt
+                    and x.shape == shape
+                    and x.is_contiguous()
+                ):
+                    fast = False
+                    break
+                bufs[s] = x
+        if not fast:
+            for (s, _, _), x in zip(plan.inputs, self.check(inputs), strict=True):
+                bufs[s] = x
+        dev = bufs[plan.inputs[0][0]].device if plan.inputs else None  # type: ignore[union-attr]
+        if dev is None:
+            check_gpu()
+            dev = torch.device("cuda", torch.cuda.current_device())
+        for s, shape, dt in plan.outputs:
             bufs[s] = torch.empty(shape, dtype=dt, device=dev)
-        with torch.cuda.device(dev):
-            for step in self.plan.steps:
-                if isinstance(step, Launch):
+        index = dev.index or 0
+        if index != torch.cuda.current_device():
+            with torch.cuda.device(dev):
+                self._run(bufs, dev, index)
+        else:
+            self._run(bufs, dev, index)
+        return tuple(bufs[s] for s, _, _ in plan.outputs)  # type: ignore[misc]
+
+    def _run(self, bufs: list[torch.Tensor | None], dev: torch.device, index: int) -> None:
+        stream = current_stream(dev)
+        for i, step in enumerate(self.plan.steps):
+            if isinstance(step, Launch):
+                loaded = self._loaded.get((index, step.kernel.c_name))
+                if loaded is None:
                     loaded = self._kernel(step.kernel, dev)
-                    loaded.launch(step.grid, step.kernel.threads, [bufs[a] for a in step.args])  # type: ignore[misc]
-                else:
-                    step(bufs, dev)
-        return tuple(bufs[s] for s, _, _ in self.plan.outputs)  # type: ignore[misc]
+                slot = self._slots.get(i)
+                if slot is None:
+                    slot = self._slots[i] = ParamSlot(len(step.args))
+                slot.set([bufs[a].data_ptr() for a in step.args])  # type: ignore[union-attr]
+                loaded.launch_slot(step.grid, step.kernel.threads, slot, stream)
+            else:
+                step(bufs, dev)
 
 
 class CudaBackend:

@@ -410,6 +410,13 @@ def _emit_unary(em: KernelEmitter, op: Operation) -> None:
 def _emit_binary(em: KernelEmitter, op: Operation) -> None:
     assert isinstance(op, nn.BinaryElementwiseOp)
     a, b = em.val(op.operands[0]), em.val(op.operands[1])
+    exponent = op.operands[1].owner
+    if isinstance(op, nn.PowOp) and isinstance(exponent, nn.ConstantOp):
+        c = exponent.splat_value
+        if c is not None and op_table.pow_by_constant("x", c, a.elem) is not None:
+            em.elementwise(op, [a], op.results[0],
+                           lambda s: op_table.pow_by_constant(s[0], c, a.elem) or "")
+            return
     em.elementwise(op, [a, b], op.results[0], lambda s: op_table.binary(op, s[0], s[1], a.elem))
 
 

@@ -126,6 +126,23 @@ def unary(op: nn.UnaryElementwiseOp, x: str, t: Attribute) -> str:
     return from_compute(expr, t)
 
 
+POW_BY_CONSTANT: dict[float, str] = {
+    1.0: "{0}",
+    2.0: "({0} * {0})",
+    3.0: "(float)((double){0} * {0} * {0})",
+    -1.0: "(1.0f / {0})",
+}
+"""`x ** c` for constant exponents where it is exact (powf costs ~100 instructions)."""
+
+
+def pow_by_constant(a: str, exponent: float, t: Attribute) -> str | None:
+    """C++ for `a ** exponent` (a stored element of float type `t`), or None."""
+    form = POW_BY_CONSTANT.get(float(exponent))
+    if form is None or compute_kind(t) != "float":
+        return None
+    return from_compute(form.format(to_compute(a, t, "float")), t)
+
+
 def binary(op: nn.BinaryElementwiseOp, a: str, b: str, t: Attribute) -> str:
     """C++ for binary `op` on stored elements `a`, `b` of type `t`, rounded back to `t`."""
     if compute_kind(t) == "int" and type(op) in INT_BINARY:

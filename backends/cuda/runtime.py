@@ -245,13 +245,19 @@ class LoadedKernel:
             )
 
     def launch(self, grid: tuple[int, ...], threads: int, args: list[torch.Tensor]) -> None:
-        """Launch over `grid` blocks of `threads` threads with tensor pointers `args`."""
-        g = (list(grid) + [1, 1])[:3]
-        ptrs = [ctypes.c_void_p(a.data_ptr()) for a in args]
-        params = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        """Launch over `grid` blocks of `threads` threads with tensor pointers `args`, on
+        the current stream."""
+        slot = ParamSlot(len(args))
+        slot.set([a.data_ptr() for a in args])
+        self.launch_slot(grid, threads, slot, current_stream(args[0].device if args else None))
+
+    def launch_slot(
+        self, grid: tuple[int, ...], threads: int, slot: ParamSlot, stream: int
+    ) -> None:
+        """Launch with the pointers already in `slot` on raw stream handle `stream`."""
+        g = (*grid, 1, 1)
         _check(
-            _libcuda().cuLaunchKernel(
+            _launch_kernel()(
                 self.function,
                 g[0],
                 g[1],
@@ -261,8 +267,54 @@ class LoadedKernel:
                 1,
                 self.smem_bytes,
                 stream,
-                params,
+                slot.kernel_params,
                 None,
             ),
             "cuLaunchKernel",
         )
+
+
+class ParamSlot:
+    """Reusable kernel parameters: `n` pointer values and the `void**` array pointing at
+    them (cuLaunchKernel copies the values at launch, so one slot serves every call)."""
+
+    def __init__(self, n: int):
+        self.values = (ctypes.c_void_p * max(1, n))()
+        base = ctypes.addressof(self.values)
+        size = ctypes.sizeof(ctypes.c_void_p)
+        self.kernel_params = (ctypes.c_void_p * max(1, n))(*[base + i * size for i in range(n)])
+
+    def set(self, pointers: list[int]) -> None:
+        """Store the pointer values of this launch."""
+        for i, p in enumerate(pointers):
+            self.values[i] = p
+
+
+@cache
+def _launch_kernel():  # noqa: ANN202 - a ctypes function
+    fn = _libcuda().cuLaunchKernel
+    u = ctypes.c_uint
+    fn.argtypes = [
+        ctypes.c_void_p,
+        u,
+        u,
+        u,
+        u,
+        u,
+        u,
+        u,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+    ]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def current_stream(device: torch.device | None) -> int:
+    """The raw handle of PyTorch's current stream on `device` (fast path when available)."""
+    index = device.index if device is not None and device.index is not None else None
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(torch.cuda.current_device() if index is None else index)
+    return torch.cuda.current_stream(device).cuda_stream
