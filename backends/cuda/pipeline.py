@@ -2,8 +2,9 @@
 
 Applies to an `scf.for` whose body is only: loads of 16-bit operand tiles from global
 buffers (at offsets that are loop-invariant or the induction variable), optional
-`[1, 0]` transposes of them, one WMMA-able `tile.dot` accumulating into the loop's
-only iter_arg, and the yield of its result. Then, with S = num_stages (at least 2):
+`[1, 0]` transposes of them, WMMA-able `tile.dot`s each accumulating into one of the
+loop's iter_args (several dots may share an operand: gate and up projections), and
+the yield of their results. Then, with S = num_stages (at least 2):
 
 1. each operand gets S shared-memory stages of padded rows; the prologue issues the
    asynchronous copies (`cp.async`, 16 bytes, global -> shared without registers) of
@@ -49,46 +50,75 @@ def _operand_load(v: SSAValue) -> tuple[tile.LoadOp, bool] | None:
     owner = v.owner
     transposed = False
     if isinstance(owner, tile.TransposeOp):
-        if list(array_values(owner.permutation)) != [1, 0] or len(list(v.uses)) != 1:
+        if list(array_values(owner.permutation)) != [1, 0]:
             return None
         owner, transposed = owner.input.owner, True
-    if not isinstance(owner, tile.LoadOp) or len(list(owner.result.uses)) != 1:
+    if not isinstance(owner, tile.LoadOp):
         return None
     return owner, transposed
 
 
-def _match(loop: scf.ForOp) -> tuple[tile.DotOp, list[tuple[tile.LoadOp, bool]]] | None:
+def _feeds_dots_only(v: SSAValue) -> bool:
+    """Every use of `v` is a dot operand (a, b), directly or through a transpose."""
+    for use in v.uses:
+        user = use.operation
+        if isinstance(user, tile.DotOp):
+            if use.index >= 2:
+                return False
+        elif isinstance(user, tile.TransposeOp):
+            if not _feeds_dots_only(user.result):
+                return False
+        else:
+            return False
+    return True
+
+
+Operand = tuple[tile.LoadOp, bool]
+
+
+def _match(loop: scf.ForOp) -> tuple[list[tile.DotOp], list[tile.LoadOp]] | None:
+    """(the dots in iter_arg order, the distinct operand loads) when `loop` is a K loop
+    of WMMA dots over operand loads only; None otherwise."""
     body = loop.body.block
-    if len(body.args) != 2:
-        return None
+    accs = list(body.args[1:])
     ops = list(body.ops)
     dots = [o for o in ops if isinstance(o, tile.DotOp)]
-    if len(dots) != 1 or not wmma_ok(dots[0]):
-        return None
-    dot = dots[0]
     yielded = body.last_op
-    if not isinstance(yielded, scf.YieldOp) or list(yielded.operands) != [dot.result]:
+    if not dots or len(dots) != len(accs) or not isinstance(yielded, scf.YieldOp):
         return None
-    if dot.acc is not body.args[1] or len(list(body.args[1].uses)) != 1:
+    by_acc = {d.acc: d for d in dots}
+    if set(by_acc) != set(accs) or not all(wmma_ok(d) for d in dots):
         return None
-    operands = [_operand_load(dot.lhs), _operand_load(dot.rhs)]
-    if operands[0] is None or operands[1] is None:
+    ordered = [by_acc[a] for a in accs]
+    if list(yielded.operands) != [d.result for d in ordered]:
         return None
-    allowed = {dot, yielded, *(ld for ld, _ in operands)}
-    allowed |= {o.owner for o in (dot.lhs, dot.rhs) if isinstance(o.owner, tile.TransposeOp)}
+    if any(len(list(a.uses)) != 1 for a in accs):
+        return None
+    loads: list[tile.LoadOp] = []
+    allowed: set[Operation] = {yielded, *dots}
+    for d in dots:
+        for v in (d.lhs, d.rhs):
+            got = _operand_load(v)
+            if got is None:
+                return None
+            if isinstance(v.owner, tile.TransposeOp):
+                allowed.add(v.owner)
+            if got[0] not in loads:
+                loads.append(got[0])
+    allowed |= set(loads)
     if any(o not in allowed for o in ops):
         return None
     iv = body.args[0]
-    for ld, _ in operands:
+    for ld in loads:
         t = ld.result.type
         assert isinstance(t, TensorType)
         if not isinstance(t.element_type, BFloat16Type | Float16Type) or len(t.get_shape()) != 2:
             return None
-        if (t.get_shape()[1] * 2) % 16 or ld.fill_value != 0:
+        if (t.get_shape()[1] * 2) % 16 or ld.fill_value != 0 or not _feeds_dots_only(ld.result):
             return None
         if any(o is not iv and _inside(o, loop) for o in ld.offsets):
             return None
-    return dot, operands  # type: ignore[return-value]
+    return ordered, loads
 
 
 def try_pipelined_matmul(em, loop: scf.ForOp) -> bool:  # noqa: ANN001
@@ -96,50 +126,35 @@ def try_pipelined_matmul(em, loop: scf.ForOp) -> bool:  # noqa: ANN001
     got = _match(loop)
     if got is None:
         return False
-    dot, operands = got
-    if any(not isinstance(em.values.get(ld.buffer), Buffer) for ld, _ in operands):
+    dots, loads = got
+    if any(not isinstance(em.values.get(ld.buffer), Buffer) for ld in loads):
         return False
-    if any(em.values[ld.buffer].shared for ld, _ in operands):  # type: ignore[union-attr]
+    if any(em.values[ld.buffer].shared for ld in loads):  # type: ignore[union-attr]
         return False
     stages_attr = em.kernel.attributes.get("num_stages")
     stages = max(2, stages_attr.value.data if isinstance(stages_attr, IntegerAttr) else 2)
-    per_stage = sum(
-        (tuple(ld.result.type.get_shape())[0] * (tuple(ld.result.type.get_shape())[1] + 8)) * 2  # type: ignore[union-attr]
-        for ld, _ in operands
-    )
+    shapes = {ld: tuple(ld.result.type.get_shape()) for ld in loads}  # type: ignore[union-attr]
+    per_stage = sum(r * (c + 8) * 2 for r, c in shapes.values())
     while stages > 2 and stages * per_stage > PIPELINE_SMEM:
         stages -= 1
     iv = loop.body.block.args[0]
     lb, ub, step = em.scalar(loop.lb), em.scalar(loop.ub), em.scalar(loop.step)
-    m, k = tuple(dot.lhs.type.get_shape())  # type: ignore[union-attr]
-    n = tuple(dot.rhs.type.get_shape())[1]  # type: ignore[union-attr]
-    acc = new_frag(em, m, n, em.val(loop.iter_args[0]))
-    info = acc.frag
-    assert info is not None
-    staged = []
-    for ld, transposed in operands:
+    accs = [
+        new_frag(em, *tuple(d.acc.type.get_shape()), em.val(init))  # type: ignore[union-attr]
+        for d, init in zip(dots, loop.iter_args, strict=True)
+    ]
+    staged: dict[tile.LoadOp, tuple] = {}
+    for ld in loads:
         buf = em.values[ld.buffer]
         assert isinstance(buf, Buffer)
-        rows, cols = tuple(ld.result.type.get_shape())  # type: ignore[union-attr]
+        rows, cols = shapes[ld]
         ctype = op_table.c_type(buf.elem)
-        ld_elems = cols + 8
-        size = rows * ld_elems
+        ldm = cols + 8
+        size = rows * ldm
         name = em.smem_alloc(ctype, stages * size, "pipe")
         lay = Layout((rows, cols), em.nt, 8)
         offsets = ["fo_next_iv" if o is iv else em.scalar(o) for o in ld.offsets]
-        staged.append(
-            (
-                buf,
-                ChunkAccess(buf, offsets, lay),
-                name,
-                size,
-                ld_elems,
-                cols,
-                lay,
-                transposed,
-                ctype,
-            )
-        )
+        staged[ld] = (buf, ChunkAccess(buf, offsets, lay), name, size, ldm, cols, lay)
     trips = em.fresh("trips")
     em.line(f"const long long {trips} = ({ub} - {lb} + {step} - 1) / {step};")
     em.uses_cp_async = True
@@ -147,19 +162,18 @@ def try_pipelined_matmul(em, loop: scf.ForOp) -> bool:  # noqa: ANN001
     def issue(iteration: str, stage: str) -> None:
         em.open(f"if ({iteration} < {trips})")
         em.line(f"const long long fo_next_iv = {lb} + ({iteration}) * {step};")
-        for buf, acc_, name, size, ldm, cols, lay, _, _ in staged:
+        for buf, acc_, name, size, ldm, cols, lay in staged.values():
+            zero = op_table.literal(0.0, buf.elem)
             for kc in range(lay.chunks):
                 em.open("")
                 for text in acc_.lines(kc):
                     em.line(text)
-                start = "fo_f"
-                dst = f"{name} + ({stage}) * {size} + ({start} / {cols}) * {ldm} + {start} % {cols}"
+                dst = f"{name} + ({stage}) * {size} + (fo_f / {cols}) * {ldm} + fo_f % {cols}"
                 em.open(f"if ({acc_.whole()} && fo_aligned({buf.name} + fo_g, 16))")
                 em.line(f"fo_cp_async16({dst}, {buf.name} + fo_g);")
                 em.close()
                 em.open("else")
                 for j in range(8):
-                    zero = op_table.literal(0.0, buf.elem)
                     em.line(
                         f"({dst})[{j}] = ({acc_.elem_ok(j)}) ? {buf.name}[fo_g + {j}] : {zero};"
                     )
@@ -175,7 +189,25 @@ def try_pipelined_matmul(em, loop: scf.ForOp) -> bool:  # noqa: ANN001
     em.line(f"fo_cp_async_wait<{stages - 2}>();")
     em.line("__syncthreads();")
     issue(f"fo_it + {stages - 1}", f"(fo_it + {stages - 1}) % {stages}")
-    (_, _, an, asz, alda, _, _, at, ctype), (_, _, bn, bsz, bldb, _, _, bt, _) = staged
+    for d, acc in zip(dots, accs, strict=True):
+        _products(em, d, acc, staged, stages)
+    em.close()
+    em.line("fo_cp_async_wait<0>();")
+    em.line("__syncthreads();")
+    for res, acc in zip(loop.results, accs, strict=True):
+        em.values[res] = acc
+    return True
+
+
+def _products(em, dot: tile.DotOp, acc, staged: dict, stages: int) -> None:  # noqa: ANN001
+    """The WMMA products of one iteration of `dot`, reading the current stage."""
+    info = acc.frag
+    assert info is not None
+    k = tuple(dot.lhs.type.get_shape())[1]  # type: ignore[union-attr]
+    (la, at), (lb_, bt) = _operand_load(dot.lhs), _operand_load(dot.rhs)  # type: ignore[misc]
+    _, _, an, asz, alda, _, _ = staged[la]
+    _, _, bn, bsz, bldb, _, _ = staged[lb_]
+    ctype = op_table.c_type(staged[la][0].elem)
     a_base = f"{an} + (fo_it % {stages}) * {asz}"
     b_base = f"{bn} + (fo_it % {stages}) * {bsz}"
     al, bl = ("col_major" if at else "row_major"), ("col_major" if bt else "row_major")
@@ -202,8 +234,3 @@ def try_pipelined_matmul(em, loop: scf.ForOp) -> bool:  # noqa: ANN001
             em.line(f"{WMMA}::mma_sync({f}, fo_fa[{i}], fo_fb[{j}], {f});")
     em.close()
     em.close()
-    em.close()
-    em.line("fo_cp_async_wait<0>();")
-    em.line("__syncthreads();")
-    em.values[loop.results[0]] = acc
-    return True
