@@ -1,7 +1,7 @@
 """Every generated `.cu` compiles with `nvcc -arch=sm_90 -c` (skipped without nvcc).
 
-Sources come from every PERFORMANCE.md workload, at its PERFORMANCE.md shape and at a
-tiny shape (different tile sizes and masks), and from random nn graphs
+Sources come from every PERFORMANCE.md workload at its PERFORMANCE.md shape (and a few
+at a tiny shape: other tile sizes and masks), and from random nn graphs
 (tests/random_nn_graphs.py). Identical translation units are compiled once; the rest
 go to nvcc in a few batched invocations running in parallel, so the file stays
 within a couple of minutes on two cores.
@@ -28,8 +28,11 @@ from test_nn_fuse_workloads import WORKLOADS  # noqa: E402
 NVCC = find_nvcc()
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 
-RANDOM_GRAPHS = 12
+RANDOM_GRAPHS = 8
 """Random graphs whose kernels are compile-checked."""
+
+TINY_TOO = ("softmax", "mlp", "rmsnorm_rope")
+"""Workloads also checked at their tiny shape (ragged masks, other tile sizes)."""
 
 
 def kernel_sources(text: str) -> dict[str, str]:
@@ -67,9 +70,10 @@ def nvcc_failures(sources: list[str], workdir: Path, batches: int = 2) -> list[s
 
 def test_every_workload_kernel_compiles_for_sm90(tmp_path: Path) -> None:
     sources: list[str] = []
-    for _name, text, tiny, _groups in WORKLOADS:
+    for name, text, tiny, _groups in WORKLOADS:
         sources += kernel_sources(text).values()
-        sources += kernel_sources(tiny).values()
+        if name in TINY_TOO:
+            sources += kernel_sources(tiny).values()
     assert len(sources) >= len(WORKLOADS)
     failures = nvcc_failures(sources, tmp_path)
     assert not failures, "\n\n".join(failures)
