@@ -28,7 +28,8 @@ def round_to_bf16(x: np.ndarray) -> np.ndarray:
     bits = x32.view(np.uint32)
     rounding = ((bits >> 16) & np.uint32(1)) + np.uint32(0x7FFF)
     rounded = ((bits + rounding) & np.uint32(0xFFFF0000)).view(np.float32)
-    return np.where(np.isnan(x32), x32, rounded).astype(np.float32)
+    # ascontiguousarray makes 0-d arrays 1-d: give the result the input's shape back
+    return np.where(np.isnan(x32), x32, rounded).astype(np.float32).reshape(np.shape(x))
 
 
 def storage_dtype(element_type: Attribute) -> np.dtype:
