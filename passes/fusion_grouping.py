@@ -23,6 +23,7 @@ acyclic (no path from the union back into itself through another group).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from xdsl.ir import Block, Operation, SSAValue
@@ -54,7 +55,7 @@ class FusionGroup:
 class _Partition:
     """Union of groups over the top-level ops of one block, with the cycle check."""
 
-    def __init__(self, block: Block, max_recompute: int):
+    def __init__(self, block: Block, max_recompute: int, excluded: Collection[Operation]):
         self.block = block
         self.max_recompute = max_recompute
         self.ops = list(block.ops)
@@ -63,7 +64,7 @@ class _Partition:
         self.members: dict[int, set[Operation]] = {i: {op} for i, op in enumerate(self.ops)}
         self.info: dict[int, GroupInfo] = {}
         for op in self.ops:
-            if classify(op) in (OpClass.OPAQUE, OpClass.CONSTANT):
+            if op in excluded or classify(op) in (OpClass.OPAQUE, OpClass.CONSTANT):
                 continue
             result = check_group({op}, max_recompute, self.order)
             if isinstance(result, GroupInfo):
@@ -169,13 +170,16 @@ class _Partition:
         return sorted(out, key=lambda grp: self.order[grp.ops[0]])
 
 
-def find_groups(block: Block, max_recompute: int = 8) -> list[FusionGroup]:
+def find_groups(
+    block: Block, max_recompute: int = 8, excluded: Collection[Operation] = ()
+) -> list[FusionGroup]:
     """Partition the fusible top-level ops of `block` into legal fusion groups.
 
-    Every fusible op lands in exactly one group (possibly alone); see the module
-    docstring for the algorithm. The block is not modified.
+    Every fusible op lands in exactly one group (possibly alone); ops in `excluded`
+    (matmuls left to the library) are treated as opaque. See the module docstring for
+    the algorithm. The block is not modified.
     """
-    part = _Partition(block, max_recompute)
+    part = _Partition(block, max_recompute, excluded)
     fusible = [op for op in part.ops if part.group_of[op] in part.info]
     # 2. reductions claim their cheap prologues
     for op in fusible:

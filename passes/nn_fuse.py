@@ -11,7 +11,9 @@ Steps, per function body:
    acyclicity check on the graph of groups.
 2. Routing (`fuseopt.cost_model`): memory-bound groups are always a generated `kernel`;
    a matmul group takes the fastest of `kernel`, `library_gemm` and `unfused` under the
-   roofline model of the target GPU (H100 defaults, overridable below).
+   roofline model of the target GPU (H100 defaults, overridable below). When a matmul is
+   routed `unfused` (bypassed: left to the library), grouping runs again without it, so
+   its epilogue ops can join other groups; groups made only of those stay unfused.
 3. Outlining (`fusion_outlining`): each group that computes something and is not routed
    `unfused` becomes an `nn.fusion` with attributes `kernel_name`
    (`fused_<n>_<op summary>`, a valid identifier, n counts groups in the module),
@@ -138,14 +140,30 @@ class NNFusePass(ModulePass):
             except OSError as e:
                 raise CompileError(f"nn-fuse: cannot write '{self.dot}': {e.strerror}") from None
 
+    def _routed_groups(self, block: Block, gpu: GPUSpec) -> list[tuple[FusionGroup, str]]:
+        """Groups and routes. A matmul routed `unfused` is excluded and the block grouped
+        again, so its epilogue ops may join other groups (the residual add of a bypassed
+        o-projection joins the rms_norm after it); a group made only of such epilogue ops
+        stays unfused too (bypassed means left to eager)."""
+        excluded: set[Operation] = set()
+        bypassed_epilogue: set[Operation] = set()
+        while True:
+            routed = [(g, self.route_for(g, gpu)) for g in find_groups(
+                block, self.max_recompute, excluded)]
+            bypassed = [g for g, route in routed if route == UNFUSED and g.info.kind == MATMUL]
+            if not bypassed:
+                break
+            for g in bypassed:
+                excluded.update(op for op in g.ops if isinstance(op, nn.MatmulOp))
+                bypassed_epilogue.update(op for op in g.ops if not isinstance(op, nn.MatmulOp))
+        return [
+            (g, UNFUSED if set(g.ops) <= bypassed_epilogue else route) for g, route in routed
+        ]
+
     def _fuse_block(self, block: Block, gpu: GPUSpec, counter: int) -> int:
-        groups = find_groups(block, self.max_recompute)
         summaries: dict[nn.FusionOp, list[Operation]] = {}
-        for group in groups:
-            if not group.computes:
-                continue
-            route = self.route_for(group, gpu)
-            if route == UNFUSED:
+        for group, route in self._routed_groups(block, gpu):
+            if not group.computes or route == UNFUSED:
                 continue
             fusion = outline_group(block, group.ops, {"kind": group.info.kind, "route": route})
             summaries[fusion] = group.ops

@@ -1,6 +1,7 @@
 // RUN: fuse-opt %s --split-input-file -p nn-fuse | filecheck %s
 // RUN: fuse-opt %s --split-input-file -p 'nn-fuse{max_recompute=0}' | filecheck %s --check-prefix=NORECOMPUTE
 // RUN: fuse-opt %s --split-input-file -p 'nn-fuse{route=kernel}' | filecheck %s --check-prefix=FORCED
+// RUN: fuse-opt %s --split-input-file -p 'nn-fuse{route=unfused}' | filecheck %s --check-prefix=BYPASS
 // RUN: fuse-opt %s --split-input-file -p 'nn-fuse{report=true}' -o %t.mlir 2>&1 | filecheck %s --check-prefix=REPORT
 // RUN: fuse-opt %s --split-input-file -p 'nn-fuse{dot="%t.dot"}' -o %t.mlir && filecheck %s --check-prefix=DOT < %t.dot
 // RUN: not fuse-opt %s --split-input-file -p 'nn-fuse{route=bogus}' 2>&1 | filecheck %s --check-prefix=BADROUTE
@@ -107,6 +108,12 @@ func.func @residual_rmsnorm(%x: tensor<2x8xbf16>, %r: tensor<2x8xbf16>, %w: tens
 // CHECK-NEXT:  %[[H:.*]] = nn.fusion ins(%a, %wo, %x : tensor<4x16xbf16>, tensor<8x16xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16> attributes {kernel_name = "fused_0_matmul_add", kind = "matmul", route = "kernel"}
 // CHECK:       %[[O:.*]] = nn.fusion ins(%[[H]], %w : tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16> attributes {kernel_name = "fused_1_cast_mul_mean_add", kind = "reduction", route = "kernel"}
 // CHECK:       func.return %[[O]], %[[H]]
+// When the GEMM is left to the library (bypassed), its epilogue is free again: the
+// residual add joins the rms_norm group, which then has both outputs.
+// BYPASS-LABEL: func.func @matmul_residual_rmsnorm
+// BYPASS-NEXT:  %[[MM:.*]] = nn.matmul %a, %wo transpose_b
+// BYPASS-NEXT:  %[[H:[^,]*]], %[[O:[^ ]*]] = nn.fusion ins(%x, %[[MM]], %w : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>) attributes {kernel_name = "fused_0_add_cast_mul_mean", kind = "reduction", route = "kernel"}
+// BYPASS:       func.return %[[O]], %[[H]]
 func.func @matmul_residual_rmsnorm(%a: tensor<4x16xbf16>, %wo: tensor<8x16xbf16>, %x: tensor<4x8xbf16>, %w: tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>) {
   %o = nn.matmul %a, %wo transpose_b : tensor<4x16xbf16>, tensor<8x16xbf16> -> tensor<4x8xbf16>
   %h = nn.add %x, %o : tensor<4x8xbf16>
