@@ -198,6 +198,9 @@ def routes(text: str) -> list[str]:
 def test_mlp_routes_follow_the_roofline() -> None:
     # memory-bound GEMMs: GEMM and epilogue in one generated kernel
     assert routes(mlp(16384, 256, 1024)) == ["kernel", "kernel"]
+    # medium (M=2048, d=1024, di=4096): measured on the H100, the generated GEMMs ran at
+    # 0.59 of cuBLAS (85.6 us vs eager's 67.6 us for the MLP), so the library GEMM wins
+    assert routes(mlp(2048, 1024, 4096)) == ["library_gemm", "library_gemm"]
     # large, compute-bound GEMMs: the library's GEMM, epilogue fused after it
     assert routes(mlp(16384, 4096, 16384)) == ["library_gemm", "library_gemm"]
     # M=128: every route is launch-bound. The up projection has 8 output tiles of
