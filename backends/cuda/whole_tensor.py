@@ -5,7 +5,8 @@ transpose, regrouping reshape, reductions over scattered axes) as one program th
 loads every operand whole. A whole tensor does not fit one thread block's registers,
 so the CUDA printer gives such a kernel a grid-stride loop over output elements
 instead: each thread maps its output coordinates to the operands' elements (the index
-maps below) and computes the element directly. The launch grid is chosen by the
+maps below) and computes the elements directly, 16 bytes of consecutive outputs per
+step (one vector store) where the innermost dim allows. The launch grid is chosen by the
 printer (`grid_for`), not the IR's single program.
 """
 
@@ -102,32 +103,52 @@ def print_whole_tensor(kernel: tile.KernelOp, c_name: str) -> tuple[str, int, in
     def ref(v: SSAValue, idx: str) -> str:
         return f"{pnames[param_of[v]]}[{idx}]"
 
-    value = _value(op, coords, shape, ref, body)
-    if value is None:
-        return None
     ctype = op_table.c_type(out_t.element_type)
+    width = 16 // op_table.element_bytes(out_t.element_type)
+    reduction = isinstance(op, nn.SumOp | nn.MeanOp | nn.ReduceMaxOp | nn.ReduceMinOp)
+    if reduction or not shape or shape[-1] % width:
+        width = 1
+    values = []
+    for j in range(width):
+        cs = coords if width == 1 else [*coords[:-1], f"({coords[-1]} + {j})"]
+        v = _value(op, cs, shape, ref, body, "fo_o" if width == 1 else f"(fo_o + {j})")
+        if v is None:
+            return None
+        values.append(v)
+    if width == 1:
+        store = [f"    {pnames[-1]}[fo_o] = ({ctype})({values[0]});"]
+    else:  # `width` consecutive outputs, one 16-byte store
+        store = [f"    alignas(16) {ctype} fo_r[{width}];"]
+        store += [f"    fo_r[{j}] = ({ctype})({v});" for j, v in enumerate(values)]
+        store += [
+            f"    if (fo_aligned({pnames[-1]} + fo_o, 16)) "
+            f"fo_copy_vec<{ctype}, {width}>({pnames[-1]} + fo_o, fo_r);",
+            f"    else for (int fo_j = 0; fo_j < {width}; ++fo_j) "
+            f"{pnames[-1]}[fo_o + fo_j] = fo_r[fo_j];",
+        ]
     sig = []
     for i, t in enumerate(params):
         const = "const " if i < len(params) - 1 else ""
         sig.append(f"{const}{op_table.c_type(t.element_type)}* __restrict__ {pnames[i]}")
+    step = THREADS * width
     lines = [
         f'extern "C" __global__ void __launch_bounds__({THREADS})',
         f"{c_name}({', '.join(sig)}) {{",
-        f"  for (long long fo_o = (long long)blockIdx.x * {THREADS} + threadIdx.x; fo_o < {n}LL;",
-        f"       fo_o += (long long)gridDim.x * {THREADS}) {{",
+        f"  for (long long fo_o = ((long long)blockIdx.x * {THREADS} + threadIdx.x) * {width};",
+        f"       fo_o < {n}LL; fo_o += (long long)gridDim.x * {step}) {{",
         *("    " + b for b in body),
-        f"    {pnames[-1]}[fo_o] = ({ctype})({value});",
+        *store,
         "  }",
         "}",
     ]
-    return "\n".join(lines) + "\n", THREADS, grid_for(n)
+    return "\n".join(lines) + "\n", THREADS, grid_for(n // width)
 
 
-def _value(
-    op: Operation, coords: list[str], shape: tuple[int, ...], ref, body: list[str]
-) -> str | None:  # noqa: ANN001
-    """C expression of the output element at `coords` (statements go to `body`)."""
-    flat = "fo_o"
+def _value(  # noqa: ANN001
+    op: Operation, coords: list[str], shape: tuple[int, ...], ref, body: list[str], flat: str
+) -> str | None:
+    """C expression of the output element at `coords`, flat index `flat` (statements go
+    to `body`)."""
     if isinstance(op, nn.UnaryElementwiseOp):
         return op_table.unary(op, ref(op.operands[0], flat), op.operands[0].type.element_type)  # type: ignore[union-attr]
     if isinstance(op, nn.BinaryElementwiseOp):
