@@ -31,6 +31,7 @@ def summarize(doc: dict) -> dict[str, Any]:
         summary[name] = _system_summary(results, lambda r, n=name: r["systems"].get(n, {}))
         if name == MAX_AUTOTUNE:  # against itself: 1.00x by definition
             summary[name]["worst_vs_max_autotune"] = None
+            summary[name]["kernel_worst_vs_max_autotune"] = None
     fuseopt = [n for n in names if n.startswith("fuseopt")]
 
     def best_fuseopt(result: dict) -> dict:
@@ -46,37 +47,47 @@ def summarize(doc: dict) -> dict[str, Any]:
     return summary
 
 
+def _has_kernel_time(entry: dict) -> bool:
+    return is_timed(entry) and bool(entry.get("kernel_us"))
+
+
 def _system_summary(results: list[dict], pick: Any) -> dict[str, Any]:
+    """One system's summary over `results`, by do_bench median and, where torch.profiler
+    measured it (GPU runs), by kernel time: the device time per call, free of host
+    overhead, which dominates (and makes noisy) the medians of short kernels."""
     counts: dict[str, int] = {}
-    vs: dict[str, list[float]] = {base: [] for base in BASELINES}
-    worst: tuple[float, str] | None = None
-    roofline_pcts: list[float] = []
-    for result in results:
-        entry = pick(result)
-        status = entry.get("status", "n/a")
-        counts[status] = counts.get(status, 0) + 1
-        if not is_timed(entry):
-            continue
-        label = f"{result['workload']} {result['shape']}"
-        for base in BASELINES:
-            base_entry = result["systems"].get(base, {})
-            if is_timed(base_entry):
-                vs[base].append(base_entry["time_us"] / entry["time_us"])
-        mat = result["systems"].get(MAX_AUTOTUNE, {})
-        if is_timed(mat):
-            ratio = mat["time_us"] / entry["time_us"]
-            if worst is None or ratio < worst[0]:
-                worst = (ratio, label)
-        if result["bound"] == "memory":
-            roofline_pcts.append(100.0 * result["roofline_us"] / entry["time_us"])
-    return {
-        "counts": counts,
-        "geomean_speedup": {base: geometric_mean(v) for base, v in vs.items()},
-        "worst_vs_max_autotune": {"speedup": worst[0], "instance": worst[1]} if worst else None,
-        "median_pct_roofline_memory_bound": (
+    summary: dict[str, Any] = {}
+    for key, field, has in (("", "time_us", is_timed), ("kernel_", "kernel_us", _has_kernel_time)):
+        vs: dict[str, list[float]] = {base: [] for base in BASELINES}
+        worst: tuple[float, str] | None = None
+        roofline_pcts: list[float] = []
+        for result in results:
+            entry = pick(result)
+            if not key:
+                status = entry.get("status", "n/a")
+                counts[status] = counts.get(status, 0) + 1
+            if not has(entry):
+                continue
+            label = f"{result['workload']} {result['shape']}"
+            for base in BASELINES:
+                base_entry = result["systems"].get(base, {})
+                if has(base_entry):
+                    vs[base].append(base_entry[field] / entry[field])
+            mat = result["systems"].get(MAX_AUTOTUNE, {})
+            if has(mat):
+                ratio = mat[field] / entry[field]
+                if worst is None or ratio < worst[0]:
+                    worst = (ratio, label)
+            if result["bound"] == "memory":
+                roofline_pcts.append(100.0 * result["roofline_us"] / entry[field])
+        summary[f"{key}geomean_speedup"] = {base: geometric_mean(v) for base, v in vs.items()}
+        summary[f"{key}worst_vs_max_autotune"] = (
+            {"speedup": worst[0], "instance": worst[1]} if worst else None
+        )
+        summary[f"{key}median_pct_roofline_memory_bound"] = (
             statistics.median(roofline_pcts) if roofline_pcts else None
-        ),
-    }
+        )
+    return {"counts": counts, **summary}
 
 
 def runs_of(doc: dict) -> list[dict]:

@@ -121,6 +121,26 @@ def _header(doc: dict) -> list[str]:
     return lines
 
 
+def _summary_table(doc: dict, key: str) -> list[str]:
+    lines = [
+        "| system | ok / FAILED / n/a / skipped | vs eager | vs torch.compile | "
+        "vs max-autotune | worst vs max-autotune | median % roofline |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, s in doc["summary"].items():
+        c = s["counts"]
+        counts = f"{c.get('ok', 0)} / {c.get('FAILED', 0)} / {c.get('n/a', 0)} / "
+        counts += f"{c.get('skipped', 0)}"
+        geo = s.get(f"{key}geomean_speedup", {})
+        worst = s.get(f"{key}worst_vs_max_autotune")
+        worst_text = f"{worst['speedup']:.2f}x ({worst['instance']})" if worst else ""
+        speedups = " | ".join(f"{geo[b]:.2f}x" if geo.get(b) else "" for b in BASELINES)
+        pct = _fmt(s.get(f"{key}median_pct_roofline_memory_bound"))
+        lines.append(f"| {name} | {counts} | {speedups} | {worst_text} | {pct} |")
+    lines.append("")
+    return lines
+
+
 def _summary_lines(doc: dict) -> list[str]:
     lines = ["## Summary", ""]
     lines.append(
@@ -129,22 +149,15 @@ def _summary_lines(doc: dict) -> list[str]:
         "roofline over memory-bound instances."
     )
     lines.append("")
-    lines.append(
-        "| system | ok / FAILED / n/a / skipped | vs eager | vs torch.compile | "
-        "vs max-autotune | worst vs max-autotune | median % roofline |"
-    )
-    lines.append("|---|---|---|---|---|---|---|")
-    for name, s in doc["summary"].items():
-        c = s["counts"]
-        counts = f"{c.get('ok', 0)} / {c.get('FAILED', 0)} / {c.get('n/a', 0)} / "
-        counts += f"{c.get('skipped', 0)}"
-        geo = s["geomean_speedup"]
-        worst = s["worst_vs_max_autotune"]
-        worst_text = f"{worst['speedup']:.2f}x ({worst['instance']})" if worst else ""
-        speedups = " | ".join(f"{geo[b]:.2f}x" if geo.get(b) else "" for b in BASELINES)
-        pct = _fmt(s["median_pct_roofline_memory_bound"])
-        lines.append(f"| {name} | {counts} | {speedups} | {worst_text} | {pct} |")
-    lines.append("")
+    lines += _summary_table(doc, "")
+    if any(s.get("kernel_geomean_speedup", {}).get(EAGER) for s in doc["summary"].values()):
+        lines += [
+            "By kernel time (torch.profiler: the device time of one call's kernels, without "
+            "host overhead; the medians of short kernels above are host-bound and noisy, "
+            "see `*` below):",
+            "",
+        ]
+        lines += _summary_table(doc, "kernel_")
     if not any(name.startswith("fuseopt") for name in doc["summary"]):
         lines += ["No fuseopt system was compared in this run (`--backend none`).", ""]
     return lines

@@ -255,10 +255,44 @@ def test_hung_system_is_stopped_and_the_suite_goes_on():
     )
     started = time.perf_counter()
     result = run_instance(
-        RMSNORM, RMSNORM.quick_shape, [Planted("hangs", hang), Eager()], CEILINGS, config,
+        RMSNORM,
+        RMSNORM.quick_shape,
+        [Planted("hangs", hang), Eager()],
+        CEILINGS,
+        config,
         log=lambda _: None,
     )
     assert time.perf_counter() - started < 15
     entry = result["systems"]["hangs"]
     assert entry["status"] == "skipped" and "per-system limit of 0.5 s" in entry["reason"]
     assert "time_us" not in entry and result["systems"]["eager"]["status"] == "ok"
+
+
+def test_summary_by_kernel_time_ignores_host_overhead():
+    def result(name, eager, compiled):
+        systems = {
+            "eager": {"status": "ok", "time_us": eager[0], "kernel_us": eager[1]},
+            "torch.compile": {"status": "ok", "time_us": compiled[0], "kernel_us": compiled[1]},
+        }
+        return {
+            "workload": name,
+            "shape": "s",
+            "bound": "memory",
+            "roofline_us": 10.0,
+            "systems": systems,
+        }
+
+    doc = {
+        "config": {"systems": [{"name": "eager"}, {"name": "torch.compile"}]},
+        # medians with host overhead in them, over 40 us (eager) and 10 us (compiled) kernels
+        "results": [
+            result("a", (60.0, 40.0), (60.0, 10.0)),
+            result("b", (80.0, 40.0), (20.0, 10.0)),
+        ],
+    }
+    summary = report.summarize(doc)["torch.compile"]
+    assert summary["geomean_speedup"]["eager"] == pytest.approx((1.0 * 4.0) ** 0.5)
+    assert summary["kernel_geomean_speedup"]["eager"] == pytest.approx(4.0)
+    assert summary["kernel_median_pct_roofline_memory_bound"] == pytest.approx(100.0)
+    markdown = report._summary_lines({**doc, "summary": report.summarize(doc)})
+    assert any(line.startswith("By kernel time") for line in markdown)
