@@ -202,3 +202,28 @@ def test_specializations_are_bounded(
             assert_close(compiled(x), model(x))
     lines = [r.getMessage() for r in caplog.records if r.name == "fuseopt"]
     assert len(lines) == 1 and "more than 1 input shapes" in lines[0]
+
+
+def test_attention_training_falls_back_for_the_kernel_only() -> None:
+    """Training through SDPA: the attention kernel (whose logsumexp the backward needs)
+    and its backward run eagerly, everything around it is compiled, gradients match."""
+
+    def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(torch.tanh(q), k, v, is_causal=True) * 2
+
+    inputs = [randn(2, 2, 4, 8, seed=s) for s in range(3)]
+
+    def grads(run: object) -> list[torch.Tensor]:
+        xs = [x.clone().requires_grad_(True) for x in inputs]
+        (run(*xs) * torch.linspace(-1, 1, 8)).sum().backward()
+        return [x.grad for x in xs]
+
+    expected = grads(fn)
+    compiled = fuseopt.compile(fn, backend="interpret")
+    for a, e in zip(grads(compiled), expected, strict=True):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+    assert {f.target.split(".")[1] for f in compiled.fallbacks} == {
+        "_scaled_dot_product_flash_attention_for_cpu",
+        "_scaled_dot_product_flash_attention_for_cpu_backward",
+    }
+    assert any(k.region.startswith("backward") for k in compiled.kernels)

@@ -130,6 +130,23 @@ CASES: dict[str, tuple[Callable, Callable[[torch.dtype], list[torch.Tensor]]]] =
     "dot": (torch.dot, lambda d: [_x(d, shape=(8,)), _x(d, 1, (8,))]),
     "linear": (F.linear, lambda d: [_x(d, shape=(2, 4, 8)), _x(d, 1, (6, 8)), _x(d, 2, (6,))]),
     "linear_nobias": (F.linear, lambda d: [_x(d), _x(d, 1, (6, 8))]),
+    # attention (SDPA's fused kernels, converted to nn primitives)
+    "sdpa_causal": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda d: [_x(d, s, (2, 2, 4, 8)) for s in range(3)],
+    ),
+    "sdpa_bool_mask": (
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m > -1.2),
+        lambda d: [*(_x(d, s, (2, 2, 4, 8)) for s in range(3)), _x(d, 3, (4, 4))],
+    ),
+    "sdpa_float_mask_scale": (
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3),
+        lambda d: [*(_x(d, s, (2, 2, 4, 8)) for s in range(3)), _x(d, 3, (2, 1, 4, 4))],
+    ),
+    "sdpa_gqa": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+        lambda d: [_x(d, 0, (2, 4, 5, 8)), _x(d, 1, (2, 2, 6, 8)), _x(d, 2, (2, 2, 6, 8))],
+    ),
     # shape ops
     "t": (lambda a: a.t() * 2, lambda d: [_x(d)]),
     "transpose": (lambda a: a.transpose(0, 2) + 1, lambda d: [_x(d, shape=(2, 3, 4))]),

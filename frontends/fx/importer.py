@@ -25,6 +25,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from fuseopt.diagnostics import verify_module
 from fuseopt.frontends.fx import (  # noqa: F401 - importing fills the op table
+    ops_attention,
     ops_creation,
     ops_elementwise,
     ops_linalg,
