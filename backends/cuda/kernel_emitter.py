@@ -72,6 +72,8 @@ class KernelEmitter:
         self.smem_bytes = 0
         self.uses_wmma = False
         self.uses_cp_async = False
+        self.deferred: dict[Operation, str] = {}
+        self.skipped: set[Operation] = set()
         self.constants: list[str] = []
 
     # ----------------------------------------------------------------- output
@@ -414,8 +416,9 @@ def _emit_binary(em: KernelEmitter, op: Operation) -> None:
     if isinstance(op, nn.PowOp) and isinstance(exponent, nn.ConstantOp):
         c = exponent.splat_value
         if c is not None and op_table.pow_by_constant("x", c, a.elem) is not None:
-            em.elementwise(op, [a], op.results[0],
-                           lambda s: op_table.pow_by_constant(s[0], c, a.elem) or "")
+            em.elementwise(
+                op, [a], op.results[0], lambda s: op_table.pow_by_constant(s[0], c, a.elem) or ""
+            )
             return
     em.elementwise(op, [a, b], op.results[0], lambda s: op_table.binary(op, s[0], s[1], a.elem))
 
@@ -636,13 +639,32 @@ def _emit_for(em: KernelEmitter, op: scf.ForOp) -> None:
     if try_pipelined_matmul(em, op):
         return
 
+    from fuseopt.backends.cuda.reduce import IDENTITY, deferred_reductions
+
     lb, ub, step = em.scalar(op.lb), em.scalar(op.ub), em.scalar(op.step)
     body = op.body.block
     carried: list[Val] = []
-    for init, arg in zip(op.iter_args, body.args[1:], strict=True):
+    deferred = deferred_reductions(op)
+    for i, (init, arg) in enumerate(zip(op.iter_args, body.args[1:], strict=True)):
         x = em.val(init)
-        frag = carried_frag(em, op, arg, x)
-        if frag is not None:
+        frag = None if i in deferred else carried_frag(em, op, arg, x)
+        if i in deferred:
+            red, comb = deferred[i]
+            part = em.fresh("part")
+            em.line(f"float {part} = {IDENTITY[(red.kind.data, 'float')]};")
+            em.deferred[red] = part
+            em.skipped.add(comb)
+            c = Val(
+                "deferred",
+                part,
+                x.shape,
+                x.elem,
+                extra={"init": em.as_uniform(x), "kind": red.kind.data},
+            )
+            em.values[red.result] = c
+            em.values[comb.results[0]] = c
+            carried.append(c)
+        elif frag is not None:
             carried.append(frag)
         elif x.n == 1:
             u = em.as_uniform(x)
@@ -667,12 +689,24 @@ def _emit_for(em: KernelEmitter, op: scf.ForOp) -> None:
     for inner in body.ops:
         if isinstance(inner, scf.YieldOp):
             _emit_yield(em, inner, carried)
-        else:
+        elif inner not in em.skipped:
             em.emit_op(inner)
     em.loop_depth -= 1
     em.close()
     for res, c in zip(op.results, carried, strict=True):
-        em.values[res] = c
+        em.values[res] = _finish_deferred(em, c) if c.kind == "deferred" else c
+
+
+def _finish_deferred(em: KernelEmitter, c: Val) -> Val:
+    """After the loop: combine the threads' partials, then the loop's initial value."""
+    from fuseopt.backends.cuda.reduce import COMBINE, block_allreduce
+
+    block_allreduce(em, [c.name], c.extra["kind"], "float")
+    init = c.extra["init"]
+    name = em.fresh("red")
+    value = COMBINE[c.extra["kind"]].format(init.name, c.name)
+    em.line(f"const float {name} = {value};")
+    return Val("uniform", name, c.shape, c.elem)
 
 
 def _emit_yield(em: KernelEmitter, op: scf.YieldOp, carried: list[Val]) -> None:
@@ -681,7 +715,7 @@ def _emit_yield(em: KernelEmitter, op: scf.YieldOp, carried: list[Val]) -> None:
     news = [em.val(v) for v in op.operands]
     staged: list[Val] = []
     for new, c in zip(news, carried, strict=True):
-        if c.kind == "frag":
+        if c.kind in ("frag", "deferred"):
             staged.append(new)
         elif c.kind == "uniform":
             staged.append(em.as_uniform(new))
@@ -689,7 +723,7 @@ def _emit_yield(em: KernelEmitter, op: scf.YieldOp, carried: list[Val]) -> None:
             assert c.layout is not None
             staged.append(em.as_dist(new, c.layout))
     for new, c in zip(staged, carried, strict=True):
-        if new.name == c.name:
+        if new.name == c.name or c.kind == "deferred":
             continue
         if c.kind == "frag":
             assign_frag(em, c, new)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import MemRefType, TensorType
-from xdsl.ir import Operation
+from xdsl.ir import BlockArgument, Operation
 
 from fuseopt.backends.cuda import op_table
 from fuseopt.backends.cuda.values import Buffer, Layout, Val
@@ -213,8 +214,8 @@ def _emit_copy(em, op: tile.CopyOp) -> None:  # noqa: ANN001
     s = ChunkAccess(src, _offsets(em, op.src_offsets), lay, "fo_s")
     d = ChunkAccess(dst, _offsets(em, op.dst_offsets), lay, "fo_d")
     ctype = op_table.c_type(src.elem)
-    if em.loop_depth:
-        em.barrier()  # earlier readers of the destination are done
+    if em.loop_depth and not _indexed_by_loop(op.dst_offsets):
+        em.barrier()  # earlier iterations' readers of the destination are done
     for k in range(lay.chunks):
         em.open("")
         for text in [*s.lines(k), *d.lines(k)]:
@@ -236,6 +237,15 @@ def _emit_copy(em, op: tile.CopyOp) -> None:  # noqa: ANN001
         if lay.v > 1:
             em.close()
         em.close()
+
+
+def _indexed_by_loop(offsets) -> bool:  # noqa: ANN001
+    """Whether some offset is a loop's induction variable: then each iteration writes a
+    region of its own, and no reader of an earlier iteration's region can be raced."""
+    return any(
+        isinstance(o, BlockArgument) and o.index == 0 and isinstance(o.owner.parent_op(), scf.ForOp)
+        for o in offsets
+    )
 
 
 def _emit_mask(em, op: tile.MaskOp) -> None:  # noqa: ANN001

@@ -19,14 +19,16 @@ Sums of f16/bf16 accumulate in f32 and round once (the nn reference's rule).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Operation
 
 from fuseopt.backends.cuda import op_table
 from fuseopt.backends.cuda.values import Val
-from fuseopt.dialects import tile
+from fuseopt.dialects import nn, tile
 
 COMBINE = {"sum": "({0} + {1})", "max": "fo_max({0}, {1})", "min": "fo_min({0}, {1})"}
 FUNCTOR = {"sum": "fo_sum_op()", "max": "fo_max_op()", "min": "fo_min_op()"}
@@ -40,7 +42,71 @@ IDENTITY = {
 }
 
 
+COMBINE_OPS = {"sum": nn.AddOp, "max": nn.MaxOp, "min": nn.MinOp}
+
+
+def deferred_reductions(loop: scf.ForOp) -> dict[int, tuple[tile.ReduceOp, Operation]]:
+    """Loop-carried one-element f32 accumulators updated only as `acc = combine(acc,
+    reduce(tile))` (the looped row reductions): iter_arg index -> (reduce, combine).
+
+    Their block reduction can wait until after the loop: each thread folds its chunks
+    into a private partial in every iteration, and the block combines the partials
+    once (no shuffles or barriers inside the loop).
+    """
+    body = loop.body.block
+    yielded = body.last_op
+    out: dict[int, tuple[tile.ReduceOp, Operation]] = {}
+    if not isinstance(yielded, scf.YieldOp):
+        return out
+    for i, arg in enumerate(body.args[1:]):
+        uses = list(arg.uses)
+        if len(uses) != 1:
+            continue
+        comb = uses[0].operation
+        if comb.parent_block() is not body or not isinstance(comb, nn.AddOp | nn.MaxOp | nn.MinOp):
+            continue
+        red = comb.operands[1 - uses[0].index].owner
+        if not isinstance(red, tile.ReduceOp) or red.parent_block() is not body:
+            continue
+        t, xt = red.result.type, red.input.type
+        assert isinstance(t, TensorType) and isinstance(xt, TensorType)
+        if (
+            COMBINE_OPS[red.kind.data] is not type(comb)
+            or len(list(red.result.uses)) != 1
+            or len(list(comb.results[0].uses)) != 1
+            or yielded.operands[i] is not comb.results[0]
+            or not isinstance(t.element_type, Float32Type)
+            or math.prod(t.get_shape()) != 1
+            or red.axis_index != len(xt.get_shape()) - 1
+        ):
+            continue
+        out[i] = (red, comb)
+    return out
+
+
+def emit_partial(em, op: tile.ReduceOp, part: str) -> None:  # noqa: ANN001
+    """Fold this thread's elements of `op`'s input into its private partial `part`."""
+    x = em.val(op.input)
+    if x.kind not in ("dist", "chunk"):
+        x = em.as_dist(x, em.layout(x.shape)) if x.kind != "uniform" else _materialize(em, x)
+    lay = x.layout
+    assert lay is not None
+    comb = COMBINE[op.kind.data]
+    for k in range(lay.chunks):
+        guard = lay.guarded and (k + 1) * lay.nt * lay.v > lay.n
+        if guard:
+            em.open(f"if ({lay.chunk_start(k)} < {lay.n})")
+        for j in range(lay.v):
+            em.line(f"{part} = {comb.format(part, _value(em, x, k, j, 'float'))};")
+        if guard:
+            em.close()
+
+
 def _emit_reduce(em, op: tile.ReduceOp) -> None:  # noqa: ANN001
+    part = em.deferred.get(op)
+    if part is not None:
+        emit_partial(em, op, part)
+        return
     x = em.val(op.input)
     kind = op.kind.data
     t = op.result.type
@@ -98,22 +164,30 @@ def _block(em, op, x: Val, kind: str, ck: str, acc_t: str, cpr: int, rows: int) 
             em.line(f"{p} = {comb.format(p, _value(em, x, k, j, ck))};")
         if guard:
             em.close()
+    block_allreduce(em, parts, kind, acc_t)
+    _bind(em, op, x, parts, [min(k // per, rows - 1) for k in range(lay.chunks)], rows == 1)
+
+
+def block_allreduce(em, parts: list[str], kind: str, acc_t: str) -> None:  # noqa: ANN001
+    """Combine each variable of `parts` over the whole block; every thread gets the
+    totals (warp shuffles, then the warps' partials through shared memory)."""
+    comb = COMBINE[kind]
     for p in parts:
         em.line(f"{p} = fo_group_allreduce<32>({p}, {FUNCTOR[kind]});")
-    if em.warps > 1:
-        scratch = em.smem_alloc(acc_t, rows * em.warps, "red")
-        if em.loop_depth:
-            em.barrier()
-        em.open("if (fo_lane == 0)")
-        for r, p in enumerate(parts):
-            em.line(f"{scratch}[{r * em.warps} + fo_warp] = {p};")
-        em.close()
+    if em.warps == 1:
+        return
+    scratch = em.smem_alloc(acc_t, len(parts) * em.warps, "red")
+    if em.loop_depth:
         em.barrier()
-        for r, p in enumerate(parts):
-            em.line(f"{p} = {scratch}[{r * em.warps}];")
-            for w in range(1, em.warps):
-                em.line(f"{p} = {comb.format(p, f'{scratch}[{r * em.warps + w}]')};")
-    _bind(em, op, x, parts, [min(k // per, rows - 1) for k in range(lay.chunks)], rows == 1)
+    em.open("if (fo_lane == 0)")
+    for r, p in enumerate(parts):
+        em.line(f"{scratch}[{r * em.warps} + fo_warp] = {p};")
+    em.close()
+    em.barrier()
+    for r, p in enumerate(parts):
+        em.line(f"{p} = {scratch}[{r * em.warps}];")
+        for w in range(1, em.warps):
+            em.line(f"{p} = {comb.format(p, f'{scratch}[{r * em.warps + w}]')};")
 
 
 def _group(em, op, x: Val, kind: str, ck: str, acc_t: str, cpr: int) -> None:  # noqa: ANN001
