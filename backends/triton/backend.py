@@ -9,7 +9,8 @@
 4. mode="max-autotune": time the tiling pass's candidate configurations on the GPU
    (`fuseopt.autotune`), per kernel, at the first call on a device;
 5. wrap: `TritonFunction` (launch on the inputs' device and current stream), or
-   `CudaGraphFunction` for mode="reduce-overhead".
+   `CudaGraphFunction` for mode="reduce-overhead" / "max-autotune" when the function
+   launches more than one kernel (a graph does not beat one direct launch).
 """
 
 from __future__ import annotations
@@ -221,7 +222,8 @@ def compile_module(
         from fuseopt.autotune import AutotunedFunction
 
         fn = AutotunedFunction(fn, text, func_name, tile_options, cache, key)  # type: ignore[assignment]
-    if mode in ("reduce-overhead", "max-autotune"):
+    if mode in ("reduce-overhead", "max-autotune") and len(compiled.index["launches"]) > 1:
+        # one launch: replaying a graph costs more host time than the direct launch
         return CudaGraphFunction(fn)
     return fn
 

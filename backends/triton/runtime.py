@@ -6,9 +6,9 @@
   Triton's interpreter.
 - `FastLauncher` replaces a printed launcher on the GPU: the first call goes through
   `JITFunction` (which compiles and specializes), later calls launch the returned
-  `CompiledKernel` directly with the grid fixed at print time, skipping the JIT's
-  per-call argument binding. Pointer alignment (Triton specializes on 16-byte
-  alignment) is checked per call; a mismatch takes the JIT path.
+  `CompiledKernel`'s C launcher directly with the grid fixed at print time, skipping
+  the JIT's per-call argument binding. Pointer alignment (Triton specializes on 16-byte
+  alignment) is checked per call; a misaligned pointer takes the JIT path.
 - `TritonFunction` is what the backend returns: it checks the inputs once per call
   (shape, dtype; non-contiguous inputs are copied), runs the host function on the
   inputs' device and current stream, and returns the outputs.
@@ -91,10 +91,43 @@ def _triton_cache(directory: str | None) -> Iterator[None]:
         os.environ.pop("TRITON_CACHE_DIR", None)
 
 
-class FastLauncher:
-    """A launcher for one kernel and grid that skips the JIT after the first launch.
+def direct_runner(compiled: Any, grid: tuple[int, ...]) -> Callable[..., None]:
+    """A launch function `run(device_index, *buffers)` for a Triton CompiledKernel.
 
-    `binaries`: where Triton's compiled kernels are cached (see `_triton_cache`).
+    It calls the kernel's C launcher directly with the stream current on the device,
+    skipping the per-call device lookup and launch-metadata work of
+    `CompiledKernel.__getitem__`'s runner; with launch hooks installed (profilers), or
+    on a Triton without these attributes, it uses that runner instead.
+    """
+    g0, g1, g2 = (*grid, 1, 1, 1)[:3]
+    standard = compiled[(g0, g1, g2)]
+    try:
+        from triton import knobs
+
+        hooked = knobs.runtime.launch_enter_hook is not None or (
+            knobs.runtime.launch_exit_hook is not None
+        )
+        run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
+        stream_of = torch._C._cuda_getCurrentRawStream
+    except (ImportError, AttributeError):
+        hooked = True
+    if hooked:
+        return lambda device, *args: standard(*args)
+
+    def launch(device: int, *args: torch.Tensor) -> None:
+        run(g0, g1, g2, stream_of(device), function, packed, None, None, None, *args)
+
+    return launch
+
+
+class FastLauncher:
+    """A launcher for one kernel that skips the JIT after the first launch of a grid.
+
+    The first launch of a grid goes through the `JITFunction` (which compiles and
+    specializes); when every pointer was 16-byte aligned (Triton specializes on it), its
+    `CompiledKernel` is kept and later launches with aligned pointers call it directly
+    (`direct_runner`). Misaligned pointers always take the JIT path. `binaries`: where
+    Triton's compiled kernels are cached (see `_triton_cache`).
     """
 
     def __init__(
@@ -107,31 +140,29 @@ class FastLauncher:
     ):
         self.kernel, self.grid, self.binaries = kernel, tuple(grid), binaries
         self.options = {"num_warps": num_warps, "num_stages": num_stages}
-        self.grid3 = (*self.grid, *(1,) * (3 - len(self.grid)))
-        self.runners: dict[tuple[int, ...], Callable[..., Any]] = {}
-        self.aligned: tuple[bool, ...] | None = None
+        self.runners: dict[tuple[int, ...] | None, Callable[..., None]] = {}
         self.disabled = False
 
     def __call__(self, *buffers: torch.Tensor, grid: tuple[int, ...] | None = None) -> None:
         """Launch over `grid` (default: the printed grid)."""
-        grid = self.grid if grid is None else tuple(grid)
-        aligned = tuple(b.data_ptr() % 16 == 0 for b in buffers)
-        runner = None if self.disabled or aligned != self.aligned else self.runners.get(grid)
-        if runner is not None:
+        runner = self.runners.get(grid)
+        pointers = 0
+        for b in buffers:
+            pointers |= b.data_ptr()
+        if runner is not None and not pointers & 15:
             try:
-                runner(*buffers)
+                runner(buffers[0].get_device(), *buffers)
                 return
-            except TypeError:  # a Triton whose CompiledKernel calls differently
+            except TypeError:  # a Triton whose launcher takes other arguments
                 self.disabled = True
+                self.runners.clear()
+        shape = self.grid if grid is None else tuple(grid)
         with _triton_cache(self.binaries):
-            compiled = self.kernel[grid](*buffers, **self.options)
-        if self.disabled or compiled is None or not hasattr(compiled, "__getitem__"):
+            compiled = self.kernel[shape](*buffers, **self.options)
+        if self.disabled or pointers & 15 or compiled is None:
             return
-        if aligned != self.aligned:
-            self.runners.clear()
-            self.aligned = aligned
         try:
-            self.runners[grid] = compiled[(*grid, *(1,) * (3 - len(grid)))]
+            self.runners[grid] = direct_runner(compiled, shape)
         except Exception:  # noqa: BLE001 - any failure: keep using the JIT path
             self.disabled = True
 
@@ -199,8 +230,19 @@ class TritonFunction:
             self._hosts[interpret] = fn
         return fn
 
-    def check(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    def check(self, inputs: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
         """The inputs, contiguous; a CompileError when their count, shape or dtype differ."""
+        if len(inputs) == len(self.inputs):
+            for x, (shape, dtype) in zip(inputs, self.inputs, strict=True):
+                if (
+                    not isinstance(x, torch.Tensor)
+                    or x.dtype != dtype
+                    or x.shape != shape
+                    or not x.is_contiguous()
+                ):
+                    break
+            else:
+                return inputs  # the common case: nothing to convert
         if len(inputs) != len(self.inputs):
             raise CompileError(f"expected {len(self.inputs)} input tensors, got {len(inputs)}")
         out = []
@@ -212,10 +254,15 @@ class TritonFunction:
         return out
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Run on `inputs` (on their device, on the current stream)."""
+        """Run on `inputs` (on their device, on its current stream)."""
         xs = self.check(inputs)
         device = xs[0].device if xs else _default_device()
-        return self.host(device.type != "cuda")(*xs, device=device)
+        if device.type != "cuda":
+            return self.host(True)(*xs, device=device)
+        if device.index is not None and device.index != torch.cuda.current_device():
+            with torch.cuda.device(device):
+                return self.host(False)(*xs, device=device)
+        return self.host(False)(*xs, device=device)
 
 
 def _default_device() -> torch.device:
