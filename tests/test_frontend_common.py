@@ -57,13 +57,15 @@ def check(
     *,
     dtype: torch.dtype | None = None,
     allow_fallback: bool = False,
+    **options: Any,
 ) -> fuseopt.api.CompiledModule:
-    """Compile `fn` with the interpret backend, run it on `inputs`, compare with eager.
+    """Compile `fn` with the interpret backend (and `options`), run it on `inputs`,
+    compare with eager.
 
     Unless `allow_fallback`, every op must have been compiled (no eager fallback).
     """
     torch._dynamo.reset()
-    compiled = fuseopt.compile(fn, backend="interpret")
+    compiled = fuseopt.compile(fn, backend="interpret", **options)
     with torch.no_grad():
         expected = fn(*inputs)
         actual = compiled(*inputs)

@@ -1,8 +1,9 @@
 """Hugging Face blocks from tiny configs (no download) through
 `torch.compile(..., backend="fuseopt", options={"backend": "interpret"})` against eager:
 Llama, Qwen2 and Mistral decoder layers (RMSNorm, rotary embedding, grouped-query
-attention with a causal mask, SwiGLU MLP), GPT2Block and BertLayer. With eager and with
-SDPA attention every op is compiled (no fallback log line); training through a Llama
+attention with a causal mask, SwiGLU MLP), GPT2Block and BertLayer. With eager attention,
+and with SDPA under option attention="nn", every op is compiled (no fallback log line);
+by default SDPA's fused kernel runs eagerly (one log line); training through a Llama
 layer matches eager's gradients. Skipped when `transformers` is not installed."""
 
 from __future__ import annotations
@@ -107,13 +108,18 @@ def _first(out: Any) -> torch.Tensor:
 
 
 def _run(
-    name: str, attn: str, dtype: torch.dtype, caplog: pytest.LogCaptureFixture
+    name: str,
+    attn: str,
+    dtype: torch.dtype,
+    caplog: pytest.LogCaptureFixture,
+    attention: str = "eager",
 ) -> list[str]:
     """Compile the block with torch.compile(backend="fuseopt"), compare with eager, and
     return the fallback log lines (after checking that regions were compiled)."""
     torch._dynamo.reset()
     layer, args, kwargs = CASES[name](attn, dtype)
-    compiled = torch.compile(layer, backend="fuseopt", options={"backend": "interpret"})
+    options = {"backend": "interpret", "attention": attention}
+    compiled = torch.compile(layer, backend="fuseopt", options=options)
     with caplog.at_level(logging.DEBUG, logger="fuseopt"), torch.no_grad():
         expected = _first(layer(*args, **kwargs))
         actual = _first(compiled(*args, **kwargs))
@@ -133,9 +139,17 @@ def test_block_eager_attention(name: str, caplog: pytest.LogCaptureFixture) -> N
 
 @pytest.mark.parametrize("name", ["llama", "gpt2", "bert"])
 def test_block_sdpa_attention(name: str, caplog: pytest.LogCaptureFixture) -> None:
-    """With SDPA (Hugging Face's default) the fused attention kernel is converted to nn
-    primitives too: nothing falls back and the block matches eager."""
-    assert _run(name, "sdpa", torch.float32, caplog) == []
+    """With SDPA (Hugging Face's default) and option attention="nn", the fused attention
+    kernel is converted to nn primitives too: nothing falls back, the block matches."""
+    assert _run(name, "sdpa", torch.float32, caplog, attention="nn") == []
+
+
+def test_block_sdpa_attention_default_is_eager(caplog: pytest.LogCaptureFixture) -> None:
+    """By default PyTorch's fused attention kernel runs eagerly: one log line names it,
+    the rest of the block is compiled and matches eager."""
+    (line,) = _run("llama", "sdpa", torch.float32, caplog)
+    assert "scaled_dot_product" in line and "1 op(s) run eagerly" in line
+    assert "attention='nn'" in line
 
 
 def test_llama_bf16(caplog: pytest.LogCaptureFixture) -> None:

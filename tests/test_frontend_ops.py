@@ -130,7 +130,7 @@ CASES: dict[str, tuple[Callable, Callable[[torch.dtype], list[torch.Tensor]]]] =
     "dot": (torch.dot, lambda d: [_x(d, shape=(8,)), _x(d, 1, (8,))]),
     "linear": (F.linear, lambda d: [_x(d, shape=(2, 4, 8)), _x(d, 1, (6, 8)), _x(d, 2, (6,))]),
     "linear_nobias": (F.linear, lambda d: [_x(d), _x(d, 1, (6, 8))]),
-    # attention (SDPA's fused kernels, converted to nn primitives)
+    # attention (SDPA's fused kernels, converted to nn primitives with attention="nn")
     "sdpa_causal": (
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
         lambda d: [_x(d, s, (2, 2, 4, 8)) for s in range(3)],
@@ -186,7 +186,8 @@ DTYPES = [torch.float32, torch.bfloat16]
 def test_op(name: str, dtype: torch.dtype) -> None:
     """Each op alone (with the casts and broadcasts it needs) matches eager."""
     fn, make_inputs = CASES[name]
-    check(fn, make_inputs(dtype))
+    options = {"attention": "nn"} if name.startswith("sdpa") else {}
+    check(fn, make_inputs(dtype), **options)
 
 
 def test_integer_and_mixed_promotion() -> None:

@@ -8,8 +8,10 @@ compiled by the chosen fuseopt backend; everything else runs eagerly.
 
 Options (`torch.compile(..., options={...})`): `backend` (fuseopt backend name,
 default "triton"); `strict` (default False: a region the backend fails on runs eagerly
-and is logged as a fallback; True: the backend's error is raised); every other key is
-passed to the backend, which rejects keys it does not know with a ConfigurationError.
+and is logged as a fallback; True: the backend's error is raised); `attention` ("eager",
+the default: PyTorch's fused attention kernels run eagerly; "nn": they are converted to
+nn ops and compiled); every other key is passed to the backend, which rejects keys it
+does not know with a ConfigurationError.
 The registration is the `torch_dynamo_backends` entry point `fuseopt` in pyproject.toml.
 """
 
@@ -28,6 +30,7 @@ from torch.fx import GraphModule
 from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.frontends.fx.errors import ConfigurationError, RegionFallback
+from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
 
 aten = torch.ops.aten
@@ -36,6 +39,12 @@ logger = logging.getLogger("fuseopt")
 
 DEFAULT_BACKEND = "triton"
 """The fuseopt backend used when options name none."""
+
+ATTENTION_MODES = ("eager", "nn")
+"""Values of the `attention` option (see the module docstring)."""
+
+ATTENTION_REASON = "PyTorch's fused attention kernel (option attention='nn' compiles it)"
+"""The fallback reason logged for fused attention under attention='eager'."""
 
 DECOMPOSED_OPS = [
     aten.native_layer_norm_backward,
@@ -90,6 +99,12 @@ def fuseopt_backend(
     strict = settings.pop("strict", False)
     if not isinstance(strict, bool):
         raise ConfigurationError(f"option 'strict' must be True or False, got {strict!r}")
+    attention = settings.pop("attention", "eager")
+    if attention not in ATTENTION_MODES:
+        raise ConfigurationError(
+            f"option 'attention' must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}"
+        )
+    eager = {} if attention == "nn" else dict.fromkeys(FUSED_ATTENTION, ATTENTION_REASON)
     check_mode(mode if mode is not None else settings.get("mode"))
     if mode is not None:
         settings["mode"] = mode
@@ -121,7 +136,7 @@ def fuseopt_backend(
     def graph_compiler(kind: str) -> Callable[[GraphModule, Sequence[Any]], Callable[..., Any]]:
         def compile_aten_graph(aten_gm: GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
             name = f"{kind}{len(log.graphs)}"
-            compiled = compile_graph_module(aten_gm, name, compile_region, log)
+            compiled = compile_graph_module(aten_gm, name, compile_region, log, eager)
             return make_boxed_func(compiled.forward)
 
         return compile_aten_graph

@@ -12,6 +12,9 @@ False, a float mask is added; key/value with fewer heads (grouped-query attentio
 broadcast over each group. Only the attention output is produced: when a node's other
 results are used (logsumexp for the backward pass), or dropout is on, the node runs
 eagerly, so training through SDPA falls back for the attention kernel only.
+
+Whether the fused kernels are converted at all is the frontend option `attention`
+(see FUSED_ATTENTION); `fuseopt.export` always converts them.
 """
 
 from __future__ import annotations
@@ -33,6 +36,16 @@ from fuseopt.dialects import nn
 from fuseopt.frontends.fx.context import ImportContext, Imported, register
 
 aten = torch.ops.aten
+
+FUSED_ATTENTION = (
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
+    aten._scaled_dot_product_flash_attention.default,
+    aten._scaled_dot_product_efficient_attention.default,
+    aten._scaled_dot_product_cudnn_attention.default,
+)
+"""PyTorch's fused attention kernels. By default (frontend option `attention="eager"`)
+they stay eager: nn-fuse has no attention fusion yet, and PyTorch's flash kernels beat
+an unfused softmax(QK^T)V. `attention="nn"` converts them with the converters below."""
 
 
 def _type(v: SSAValue) -> TensorType:

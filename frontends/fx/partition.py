@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import operator
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,11 +171,17 @@ class _TableSupport(OperatorSupportBase):
         return node.op == "call_function" and self.reasons.get(node) is None
 
 
-def support_table(gm: GraphModule) -> dict[Node, str | None]:
-    """Why each node is unsupported (None where it is supported)."""
+def support_table(
+    gm: GraphModule, eager: Mapping[object, str] | None = None
+) -> dict[Node, str | None]:
+    """Why each node is unsupported (None where it is supported); targets in `eager`
+    are kept eager with the given reason, whatever the op table says."""
     reasons: dict[Node, str | None] = {}
+    eager = eager or {}
     for node in gm.graph.nodes:
-        if node.target is operator.getitem and node.op == "call_function":
+        if node.op == "call_function" and node.target in eager:
+            reasons[node] = eager[node.target]
+        elif node.target is operator.getitem and node.op == "call_function":
             source = node.args[0]
             reasons[node] = reasons.get(source) if isinstance(source, Node) else "bad getitem"
             if reasons[node] is None:
@@ -190,14 +196,15 @@ def compile_graph_module(
     graph_name: str,
     compile_region: Callable[[Any, str], Callable[..., Sequence[torch.Tensor]]],
     record: CompileRecord,
+    eager: Mapping[object, str] | None = None,
 ) -> GraphModule:
     """Replace the supported regions of `gm` by compiled callables (see module doc).
 
     `compile_region(module, func_name)` compiles an imported nn module's function and
     returns a callable from tensors to a sequence of tensors, or raises RegionFallback
-    to leave the region eager.
+    to leave the region eager. Targets in `eager` run eagerly (reason given).
     """
-    reasons = support_table(gm)
+    reasons = support_table(gm, eager)
     failed = [n for n, r in reasons.items() if r is not None and n.op == "call_function"]
     partitioner = CapabilityBasedPartitioner(
         gm, _TableSupport(reasons), allows_single_node_partition=True
