@@ -10,7 +10,8 @@ At the first call on a CUDA device, `AutotunedFunction`:
    those sizes; each lowering is itself cached), and times every kernel of every
    lowering that lists the configuration, plus the heuristic's own kernel, with
    `triton.testing.do_bench` (median) on random buffers of the launch's shapes;
-   a candidate that fails to compile or launch is skipped;
+   a candidate that fails to compile or launch is skipped; matmul kernels then try
+   other num_warps / num_stages on their two fastest tilings;
 3. keeps per kernel the fastest variant (same kernel name, launcher and buffers),
    assembles the heuristic module's host code with the winners, stores module, index
    and choice (with every timing) in the cache, and runs it from then on.
@@ -210,6 +211,7 @@ class AutotunedFunction:
             timings.setdefault(k["name"], {})[label] = us
             if us < best.get(k["name"], (math.inf, {}, ""))[0]:
                 best[k["name"]] = (us, k, label)
+        self._tune_knobs(variants, best, timings, device)
         for name, (us, _, label) in best.items():
             progress.note(f"{name}: {label} {us:.1f} us")
         kernels = [best[k["name"]][1] if k["name"] in best else k for k in base["kernels"]]
@@ -220,8 +222,40 @@ class AutotunedFunction:
         }
         return choice, compiled
 
+    def _tune_knobs(
+        self,
+        variants: list[tuple[str, dict[str, int], dict[str, Any], Any]],
+        best: dict[str, tuple[float, dict[str, Any], str]],
+        timings: dict[str, dict[str, float]],
+        device: torch.device,
+    ) -> None:
+        """For matmul kernels, time the two fastest tilings again with other
+        num_warps / num_stages (MATMUL_KNOBS); a faster pair updates `best`."""
+        if device.type != "cuda":
+            return
+        for name, per_label in timings.items():
+            top = sorted(per_label, key=per_label.__getitem__)[:2]
+            for label, _, k, module in variants:
+                if k["name"] != name or label not in top or k["schedule"] != "matmul":
+                    continue
+                for warps, stages in MATMUL_KNOBS:
+                    if (warps, stages) == (k["num_warps"], k["num_stages"]):
+                        continue
+                    tuned = with_knobs(k, warps, stages)
+                    us = self._time(module, tuned, device)
+                    knob_label = f"{label} warps={warps} stages={stages}"
+                    timings[name][knob_label] = us
+                    if us < best[name][0]:
+                        best[name] = (us, tuned, knob_label)
+
     def _time(self, module: Any, k: Mapping[str, Any], device: torch.device) -> float:
-        launcher = getattr(module, k["launcher"])
+        if device.type == "cuda":
+            from fuseopt.backends.triton.runtime import FastLauncher
+
+            kernel = getattr(module, k["python"])
+            launcher = FastLauncher(kernel, tuple(k["grid"]), k["num_warps"], k["num_stages"])
+        else:
+            launcher = getattr(module, k["launcher"])
         buffers = random_buffers(k["args"], device)
         try:
             launcher(*buffers)  # compile outside the timing
@@ -231,6 +265,17 @@ class AutotunedFunction:
         except Exception as e:  # noqa: BLE001 - out of resources etc.: not a candidate
             log.info("autotune: %s failed: %s", k["name"], e)
             return math.inf
+
+
+MATMUL_KNOBS = ((4, 3), (8, 3), (4, 4), (8, 4))
+"""(num_warps, num_stages) pairs tried on the fastest matmul tilings."""
+
+
+def with_knobs(k: Mapping[str, Any], warps: int, stages: int) -> dict[str, Any]:
+    """Kernel entry `k` launched with other num_warps / num_stages (index and source)."""
+    old = f"num_warps={k['num_warps']}, num_stages={k['num_stages']})"
+    source = k["source"].replace(old, f"num_warps={warps}, num_stages={stages})")
+    return {**k, "num_warps": warps, "num_stages": stages, "source": source}
 
 
 def _label(config: Mapping[str, int]) -> str:
@@ -254,4 +299,5 @@ __all__ = [
     "device_name",
     "do_bench_timer",
     "random_buffers",
+    "with_knobs",
 ]

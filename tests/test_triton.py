@@ -263,3 +263,16 @@ def test_hugging_face_llama_decoder_layer(dtype: torch.dtype) -> None:
     assert {f.target for f in compiled.fallbacks} <= {
         "aten._scaled_dot_product_flash_attention_for_cpu.default"
     }
+
+
+def test_autotune_knob_variant_rewrites_the_launcher() -> None:
+    from fuseopt.autotune import with_knobs
+
+    k = {
+        "num_warps": 8,
+        "num_stages": 3,
+        "source": "def launch_k(buf0, grid=(4,)):\n    k[grid](buf0, num_warps=8, num_stages=3)\n",
+    }
+    tuned = with_knobs(k, 4, 4)
+    assert tuned["num_warps"] == 4 and tuned["num_stages"] == 4
+    assert "num_warps=4, num_stages=4)" in tuned["source"] and k["num_warps"] == 8
