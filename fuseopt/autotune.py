@@ -11,7 +11,7 @@ At the first call on a CUDA device, `AutotunedFunction`:
    lowering that lists the configuration, plus the heuristic's own kernel, with
    `triton.testing.do_bench` (median) on random buffers of the launch's shapes;
    a candidate that fails to compile or launch is skipped; matmul kernels then try
-   other num_warps / num_stages on their two fastest tilings;
+   other num_warps / num_stages on their fastest tiling;
 3. keeps per kernel the fastest variant (same kernel name, launcher and buffers),
    assembles the heuristic module's host code with the winners, stores module, index
    and choice (with every timing) in the cache, and runs it from then on.
@@ -229,12 +229,12 @@ class AutotunedFunction:
         timings: dict[str, dict[str, float]],
         device: torch.device,
     ) -> None:
-        """For matmul kernels, time the two fastest tilings again with other
+        """For matmul kernels, time the fastest tiling again with other
         num_warps / num_stages (MATMUL_KNOBS); a faster pair updates `best`."""
         if device.type != "cuda":
             return
         for name, per_label in timings.items():
-            top = sorted(per_label, key=per_label.__getitem__)[:2]
+            top = sorted(per_label, key=per_label.__getitem__)[:1]
             for label, _, k, module in variants:
                 if k["name"] != name or label not in top or k["schedule"] != "matmul":
                     continue
