@@ -10,18 +10,17 @@ Steps of `KernelEmitter.emit()`:
 3. shared memory (promoted buffers, conversion scratch, matmul staging) is carved
    out of one dynamic `extern __shared__` block; its size is `smem_bytes`.
 
-Memory ops live in `memory.py`, reductions in `reduce.py`, `tile.dot` in `dot.py`.
+Elementwise nn ops are printed here; shape ops live in `shape_ops.py`, scalars and
+loops in `loops.py`, memory ops in `memory.py`, reductions in `reduce.py`, `tile.dot`
+in `dot.py` (and the pipelined K loop in `pipeline.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
-    Float32Type,
-    IndexType,
     IntegerAttr,
     MemRefType,
     TensorType,
@@ -34,7 +33,6 @@ from fuseopt.backends.cuda.names import NameTable
 from fuseopt.backends.cuda.values import Buffer, Layout, Val, default_layout
 from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import nn, tile
-from fuseopt.dialects.syntax import array_values
 
 SMEM_LIMIT = 227 * 1024
 """Most dynamic shared memory one H100 thread block may use."""
@@ -122,11 +120,15 @@ class KernelEmitter:
     def emit(self) -> str:
         """The kernel's C++ source (one `extern "C" __global__` function)."""
         from fuseopt.backends.cuda.dot import dot_handlers
+        from fuseopt.backends.cuda.loops import loop_handlers
         from fuseopt.backends.cuda.memory import memory_handlers
         from fuseopt.backends.cuda.reduce import reduce_handlers
+        from fuseopt.backends.cuda.shape_ops import shape_handlers
 
         self.handlers: dict[type[Operation], Handler] = {
             **_CORE_HANDLERS,
+            **shape_handlers(),
+            **loop_handlers(),
             **memory_handlers(),
             **reduce_handlers(),
             **dot_handlers(),
@@ -441,329 +443,11 @@ def _emit_cast(em: KernelEmitter, op: Operation) -> None:
     em.elementwise(op, [x], op.results[0], lambda s: op_table.cast(s[0], x.elem, t.element_type))
 
 
-def _emit_reshape(em: KernelEmitter, op: Operation) -> None:
-    x = em.val(op.operands[0])
-    t = op.results[0].type
-    assert isinstance(t, TensorType)
-    shape = tuple(t.get_shape())
-    if x.kind in ("uniform", "array", "rowred"):
-        em.values[op.results[0]] = Val(x.kind, x.name, shape, x.elem, x.layout, x.array_ctype)
-        return
-    lay = em.layout(shape)
-    em.values[op.results[0]] = em.as_dist(x, lay)
-
-
-def broadcast_source(
-    dims: list[int], src: tuple[int, ...], dst: tuple[int, ...]
-) -> list[int | None]:
-    """For each result dim, the operand dim it reads (None where it is broadcast)."""
-    out: list[int | None] = [None] * len(dst)
-    for i, d in enumerate(dims):
-        if src[i] != 1 or dst[d] == 1:
-            out[d] = i
-    return out
-
-
-def emit_broadcast(em: KernelEmitter, x: Val, dims: list[int], result: SSAValue) -> None:
-    """Bind `result` to `x` broadcast (operand dim i -> result dim dims[i])."""
-    t = result.type
-    assert isinstance(t, TensorType)
-    shape = tuple(t.get_shape())
-    if x.kind == "uniform":
-        em.values[result] = Val("uniform", x.name, shape, x.elem)
-        return
-    source = broadcast_source(dims, x.shape, shape)
-    rows_only = all(s is not None for s in source[:-1]) and (not shape or source[-1] is None)
-    if x.kind == "rowred" and x.layout is not None and x.layout.shape == shape and rows_only:
-        em.values[result] = Val("chunk", x.name, shape, x.elem, x.layout)
-        return
-    lay = em.layout(shape)
-    cols = shape[-1] if shape else 1
-    only_last = all(s is None for s in source[:-1]) and shape and source[-1] is not None
-    if (
-        x.kind == "dist"
-        and only_last
-        and x.layout is not None
-        and x.layout.v == lay.v
-        and x.n == cols
-        and cols % (lay.nt * lay.v) == 0
-    ):
-        per_row = cols // (lay.nt * lay.v)
-        out = em.new_dist(shape, x.elem, "t", lay)
-        em.for_slots(lay, lambda k, j: f"{em.slot(out, k, j)} = {em.slot(x, k % per_row, j)};")
-        em.values[result] = out
-        return
-    lead = len(shape) - len(x.shape)
-    if list(dims) == list(range(lead, len(shape))) and x.shape == shape[lead:]:
-        from fuseopt.backends.cuda.memory import emit_broadcast_load
-
-        out = em.new_dist(shape, x.elem, "bc", lay)
-        if emit_broadcast_load(em, x, out):
-            em.values[result] = out
-            return
-        em.lines.pop()  # the unused declaration
-        em.names.taken.discard(out.name)
-    arr = em.as_array(x)
-    strides, acc = [0] * len(x.shape), 1
-    for i in reversed(range(len(x.shape))):
-        strides[i] = acc
-        acc *= x.shape[i]
-
-    def index(k: int, j: int) -> str:
-        flat = f"({lay.chunk_start(k)} + {j})"
-        terms, inner = [], 1
-        for d in reversed(range(len(shape))):
-            s = source[d]
-            if s is not None:
-                terms.append(f"({flat} / {inner} % {shape[d]}) * {strides[s]}")
-            inner *= shape[d]
-        return " + ".join(terms) or "0"
-
-    out = em.new_dist(shape, x.elem, "t", lay)
-    em.for_slots(
-        lay, lambda k, j: f"{em.slot(out, k, j)} = {em.read(arr, index(k, j))};", valid_only=True
-    )
-    em.values[result] = out
-
-
-def _emit_tile_broadcast(em: KernelEmitter, op: tile.BroadcastOp) -> None:
-    emit_broadcast(em, em.val(op.input), list(array_values(op.dims)), op.result)
-
-
-def _emit_nn_broadcast(em: KernelEmitter, op: nn.BroadcastOp) -> None:
-    x = em.val(op.operands[0])
-    t = op.results[0].type
-    assert isinstance(t, TensorType)
-    lead = len(t.get_shape()) - len(x.shape)
-    emit_broadcast(em, x, [lead + i for i in range(len(x.shape))], op.results[0])
-
-
-def emit_transpose(em: KernelEmitter, x: Val, perm: list[int], result: SSAValue) -> None:
-    """Bind `result` to `x` with dims permuted (result dim i = operand dim perm[i])."""
-    t = result.type
-    assert isinstance(t, TensorType)
-    shape = tuple(t.get_shape())
-    if x.kind == "uniform":
-        em.values[result] = Val("uniform", x.name, shape, x.elem)
-        return
-    arr = em.as_array(x)
-    strides, acc = [0] * len(x.shape), 1
-    for i in reversed(range(len(x.shape))):
-        strides[i] = acc
-        acc *= x.shape[i]
-    lay = em.layout(shape)
-
-    def index(k: int, j: int) -> str:
-        flat = f"({lay.chunk_start(k)} + {j})"
-        terms, inner = [], 1
-        for d in reversed(range(len(shape))):
-            terms.append(f"({flat} / {inner} % {shape[d]}) * {strides[perm[d]]}")
-            inner *= shape[d]
-        return " + ".join(terms) or "0"
-
-    out = em.new_dist(shape, x.elem, "t", lay)
-    em.for_slots(
-        lay, lambda k, j: f"{em.slot(out, k, j)} = {em.read(arr, index(k, j))};", valid_only=True
-    )
-    em.values[result] = out
-
-
-def _emit_tile_transpose(em: KernelEmitter, op: tile.TransposeOp) -> None:
-    from fuseopt.backends.cuda.dot import only_feeds_dots
-
-    perm = list(array_values(op.permutation))
-    if only_feeds_dots(op.result) and perm == [1, 0]:
-        em.values[op.result] = Val(
-            "lazy",
-            "",
-            tuple(op.result.type.get_shape()),  # type: ignore[union-attr]
-            op.result.type.element_type,  # type: ignore[union-attr]
-            extra={"materialize": lambda: _transpose_now(em, op), "transpose_of": op.input},
-        )
-        return
-    emit_transpose(em, em.val(op.input), perm, op.result)
-
-
-def _transpose_now(em: KernelEmitter, op: tile.TransposeOp) -> Val:
-    emit_transpose(em, em.val(op.input), list(array_values(op.permutation)), op.result)
-    got = em.values[op.result]
-    assert isinstance(got, Val)
-    return got
-
-
-def _emit_nn_transpose(em: KernelEmitter, op: Operation) -> None:
-    perm = list(array_values(op.attributes["permutation"]))
-    emit_transpose(em, em.val(op.operands[0]), perm, op.results[0])
-
-
-# ----------------------------------------------------------------- scalars and loops
-
-
-_ARITH_BINARY = {
-    arith.AddiOp: "({0} + {1})",
-    arith.SubiOp: "({0} - {1})",
-    arith.MuliOp: "({0} * {1})",
-    arith.DivSIOp: "({0} / {1})",
-    arith.RemSIOp: "({0} % {1})",
-    arith.MinSIOp: "min({0}, {1})",
-    arith.MaxSIOp: "max({0}, {1})",
-    arith.FloorDivSIOp: "fo_floordiv({0}, {1})",
-    arith.CeilDivSIOp: "fo_ceildiv({0}, {1})",
-    arith.AndIOp: "({0} & {1})",
-    arith.OrIOp: "({0} | {1})",
-}
-
-
-def _emit_arith_constant(em: KernelEmitter, op: arith.ConstantOp) -> None:
-    v = op.value
-    if not isinstance(v, IntegerAttr) or not isinstance(op.result.type, IndexType | type(v.type)):
-        raise error_at(op, "the CUDA backend prints integer and index arith.constant only")
-    em.values[op.result] = f"{v.value.data}LL"
-
-
-def _emit_arith_binary(em: KernelEmitter, op: Operation) -> None:
-    a, b = (em.scalar(v) for v in op.operands)
-    name = em.fresh("i")
-    em.line(f"const long long {name} = {_ARITH_BINARY[type(op)].format(a, b)};")
-    em.values[op.results[0]] = name
-
-
-def _emit_index_cast(em: KernelEmitter, op: Operation) -> None:
-    em.values[op.results[0]] = em.scalar(op.operands[0])
-
-
-def _emit_for(em: KernelEmitter, op: scf.ForOp) -> None:
-    from fuseopt.backends.cuda.dot import carried_frag
-    from fuseopt.backends.cuda.pipeline import try_pipelined_matmul
-
-    if try_pipelined_matmul(em, op):
-        return
-
-    from fuseopt.backends.cuda.reduce import IDENTITY, deferred_reductions
-
-    lb, ub, step = em.scalar(op.lb), em.scalar(op.ub), em.scalar(op.step)
-    body = op.body.block
-    carried: list[Val] = []
-    deferred = deferred_reductions(op)
-    for i, (init, arg) in enumerate(zip(op.iter_args, body.args[1:], strict=True)):
-        x = em.val(init)
-        frag = None if i in deferred else carried_frag(em, op, arg, x)
-        if i in deferred:
-            red, comb = deferred[i]
-            part = em.fresh("part")
-            em.line(f"float {part} = {IDENTITY[(red.kind.data, 'float')]};")
-            em.deferred[red] = part
-            em.skipped.add(comb)
-            c = Val(
-                "deferred",
-                part,
-                x.shape,
-                x.elem,
-                extra={"init": em.as_uniform(x), "kind": red.kind.data},
-            )
-            em.values[red.result] = c
-            em.values[comb.results[0]] = c
-            carried.append(c)
-        elif frag is not None:
-            carried.append(frag)
-        elif x.n == 1:
-            u = em.as_uniform(x)
-            name = em.fresh("acc")
-            em.line(f"{op_table.c_type(x.elem)} {name} = {u.name};")
-            carried.append(Val("uniform", name, x.shape, x.elem))
-        else:
-            lay = em.layout(x.shape)
-            src = em.as_dist(x, lay)
-            out = em.new_dist(x.shape, x.elem, "acc", lay)
-            em.for_slots(
-                lay, lambda k, j, o=out, s=src: f"{em.slot(o, k, j)} = {em.slot(s, k, j)};"
-            )
-            carried.append(out)
-    for arg, c in zip(body.args[1:], carried, strict=True):
-        em.values[arg] = c
-    iv = em.fresh("iv")
-    em.values[body.args[0]] = iv
-    em.open(f"for (long long {iv} = {lb}; {iv} < {ub}; {iv} += {step})")
-    em.loop_depth += 1
-    em.loop_carried = carried
-    for inner in body.ops:
-        if isinstance(inner, scf.YieldOp):
-            _emit_yield(em, inner, carried)
-        elif inner not in em.skipped:
-            em.emit_op(inner)
-    em.loop_depth -= 1
-    em.close()
-    for res, c in zip(op.results, carried, strict=True):
-        em.values[res] = _finish_deferred(em, c) if c.kind == "deferred" else c
-
-
-def _finish_deferred(em: KernelEmitter, c: Val) -> Val:
-    """After the loop: combine the threads' partials, then the loop's initial value."""
-    from fuseopt.backends.cuda.reduce import COMBINE, block_allreduce
-
-    block_allreduce(em, [c.name], c.extra["kind"], "float")
-    init = c.extra["init"]
-    name = em.fresh("red")
-    value = COMBINE[c.extra["kind"]].format(init.name, c.name)
-    em.line(f"const float {name} = {value};")
-    return Val("uniform", name, c.shape, c.elem)
-
-
-def _emit_yield(em: KernelEmitter, op: scf.YieldOp, carried: list[Val]) -> None:
-    from fuseopt.backends.cuda.dot import assign_frag
-
-    news = [em.val(v) for v in op.operands]
-    staged: list[Val] = []
-    for new, c in zip(news, carried, strict=True):
-        if c.kind in ("frag", "deferred"):
-            staged.append(new)
-        elif c.kind == "uniform":
-            staged.append(em.as_uniform(new))
-        else:
-            assert c.layout is not None
-            staged.append(em.as_dist(new, c.layout))
-    for new, c in zip(staged, carried, strict=True):
-        if new.name == c.name or c.kind == "deferred":
-            continue
-        if c.kind == "frag":
-            assign_frag(em, c, new)
-        elif c.kind == "uniform":
-            em.line(f"{c.name} = {new.name};")
-        else:
-            assert c.layout is not None
-            em.for_slots(
-                c.layout, lambda k, j, c=c, new=new: f"{em.slot(c, k, j)} = {em.slot(new, k, j)};"
-            )
-
-
-def _emit_program_id(em: KernelEmitter, op: tile.ProgramIdOp) -> None:
-    axis = op.axis.value.data
-    name = em.fresh(f"pid{axis}")
-    em.line(f"const long long {name} = (long long)blockIdx.{'xyz'[axis]};")
-    em.values[op.result] = name
-
-
-def _emit_return(em: KernelEmitter, op: Operation) -> None:
-    """The kernel's end: nothing to print (an early `return` would skip barriers)."""
-
-
 _CORE_HANDLERS: dict[type[Operation], Handler] = {
     nn.ConstantOp: _emit_constant,  # type: ignore[dict-item]
     nn.CompareOp: _emit_compare,  # type: ignore[dict-item]
     nn.SelectOp: _emit_select,
     nn.CastOp: _emit_cast,
-    nn.ReshapeOp: _emit_reshape,
-    nn.BroadcastOp: _emit_nn_broadcast,  # type: ignore[dict-item]
-    nn.TransposeOp: _emit_nn_transpose,
-    tile.BroadcastOp: _emit_tile_broadcast,  # type: ignore[dict-item]
-    tile.TransposeOp: _emit_tile_transpose,  # type: ignore[dict-item]
-    tile.ProgramIdOp: _emit_program_id,  # type: ignore[dict-item]
-    tile.ReturnOp: _emit_return,
-    arith.ConstantOp: _emit_arith_constant,  # type: ignore[dict-item]
-    arith.IndexCastOp: _emit_index_cast,
-    scf.ForOp: _emit_for,  # type: ignore[dict-item]
     **{cls: _emit_unary for cls in nn.UNARY_OPS},
     **{cls: _emit_binary for cls in nn.BINARY_OPS},
-    **{cls: _emit_arith_binary for cls in _ARITH_BINARY},
 }
-_ = Float32Type

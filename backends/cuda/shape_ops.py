@@ -1,0 +1,186 @@
+"""CUDA C++ for the shape ops on tiles: reshape, broadcast and transpose.
+
+A broadcast keeps its operand in registers where the layouts line up (a per-row value
+along rows; a row repeated over rows whose length is a multiple of the block's span),
+re-reads a loaded row from its (cached) source buffer, and otherwise exchanges the
+tile through shared memory. A transpose that only feeds dots is never materialized:
+`dot.py` reads the untransposed tile column-major.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
+from fuseopt.backends.cuda.values import Val
+from fuseopt.dialects import nn, tile
+from fuseopt.dialects.syntax import array_values
+
+
+def _emit_reshape(em: KernelEmitter, op: Operation) -> None:
+    x = em.val(op.operands[0])
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    shape = tuple(t.get_shape())
+    if x.kind in ("uniform", "array", "rowred"):
+        em.values[op.results[0]] = Val(x.kind, x.name, shape, x.elem, x.layout, x.array_ctype)
+        return
+    lay = em.layout(shape)
+    em.values[op.results[0]] = em.as_dist(x, lay)
+
+
+def broadcast_source(
+    dims: list[int], src: tuple[int, ...], dst: tuple[int, ...]
+) -> list[int | None]:
+    """For each result dim, the operand dim it reads (None where it is broadcast)."""
+    out: list[int | None] = [None] * len(dst)
+    for i, d in enumerate(dims):
+        if src[i] != 1 or dst[d] == 1:
+            out[d] = i
+    return out
+
+
+def emit_broadcast(em: KernelEmitter, x: Val, dims: list[int], result: SSAValue) -> None:
+    """Bind `result` to `x` broadcast (operand dim i -> result dim dims[i])."""
+    t = result.type
+    assert isinstance(t, TensorType)
+    shape = tuple(t.get_shape())
+    if x.kind == "uniform":
+        em.values[result] = Val("uniform", x.name, shape, x.elem)
+        return
+    source = broadcast_source(dims, x.shape, shape)
+    rows_only = all(s is not None for s in source[:-1]) and (not shape or source[-1] is None)
+    if x.kind == "rowred" and x.layout is not None and x.layout.shape == shape and rows_only:
+        em.values[result] = Val("chunk", x.name, shape, x.elem, x.layout)
+        return
+    lay = em.layout(shape)
+    cols = shape[-1] if shape else 1
+    only_last = all(s is None for s in source[:-1]) and shape and source[-1] is not None
+    if (
+        x.kind == "dist"
+        and only_last
+        and x.layout is not None
+        and x.layout.v == lay.v
+        and x.n == cols
+        and cols % (lay.nt * lay.v) == 0
+    ):
+        per_row = cols // (lay.nt * lay.v)
+        out = em.new_dist(shape, x.elem, "t", lay)
+        em.for_slots(lay, lambda k, j: f"{em.slot(out, k, j)} = {em.slot(x, k % per_row, j)};")
+        em.values[result] = out
+        return
+    lead = len(shape) - len(x.shape)
+    if list(dims) == list(range(lead, len(shape))) and x.shape == shape[lead:]:
+        from fuseopt.backends.cuda.memory import emit_broadcast_load
+
+        out = em.new_dist(shape, x.elem, "bc", lay)
+        if emit_broadcast_load(em, x, out):
+            em.values[result] = out
+            return
+        em.lines.pop()  # the unused declaration
+        em.names.taken.discard(out.name)
+    arr = em.as_array(x)
+    strides, acc = [0] * len(x.shape), 1
+    for i in reversed(range(len(x.shape))):
+        strides[i] = acc
+        acc *= x.shape[i]
+
+    def index(k: int, j: int) -> str:
+        flat = f"({lay.chunk_start(k)} + {j})"
+        terms, inner = [], 1
+        for d in reversed(range(len(shape))):
+            s = source[d]
+            if s is not None:
+                terms.append(f"({flat} / {inner} % {shape[d]}) * {strides[s]}")
+            inner *= shape[d]
+        return " + ".join(terms) or "0"
+
+    out = em.new_dist(shape, x.elem, "t", lay)
+    em.for_slots(
+        lay, lambda k, j: f"{em.slot(out, k, j)} = {em.read(arr, index(k, j))};", valid_only=True
+    )
+    em.values[result] = out
+
+
+def _emit_tile_broadcast(em: KernelEmitter, op: tile.BroadcastOp) -> None:
+    emit_broadcast(em, em.val(op.input), list(array_values(op.dims)), op.result)
+
+
+def _emit_nn_broadcast(em: KernelEmitter, op: nn.BroadcastOp) -> None:
+    x = em.val(op.operands[0])
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    lead = len(t.get_shape()) - len(x.shape)
+    emit_broadcast(em, x, [lead + i for i in range(len(x.shape))], op.results[0])
+
+
+def emit_transpose(em: KernelEmitter, x: Val, perm: list[int], result: SSAValue) -> None:
+    """Bind `result` to `x` with dims permuted (result dim i = operand dim perm[i])."""
+    t = result.type
+    assert isinstance(t, TensorType)
+    shape = tuple(t.get_shape())
+    if x.kind == "uniform":
+        em.values[result] = Val("uniform", x.name, shape, x.elem)
+        return
+    arr = em.as_array(x)
+    strides, acc = [0] * len(x.shape), 1
+    for i in reversed(range(len(x.shape))):
+        strides[i] = acc
+        acc *= x.shape[i]
+    lay = em.layout(shape)
+
+    def index(k: int, j: int) -> str:
+        flat = f"({lay.chunk_start(k)} + {j})"
+        terms, inner = [], 1
+        for d in reversed(range(len(shape))):
+            terms.append(f"({flat} / {inner} % {shape[d]}) * {strides[perm[d]]}")
+            inner *= shape[d]
+        return " + ".join(terms) or "0"
+
+    out = em.new_dist(shape, x.elem, "t", lay)
+    em.for_slots(
+        lay, lambda k, j: f"{em.slot(out, k, j)} = {em.read(arr, index(k, j))};", valid_only=True
+    )
+    em.values[result] = out
+
+
+def _emit_tile_transpose(em: KernelEmitter, op: tile.TransposeOp) -> None:
+    from fuseopt.backends.cuda.dot import only_feeds_dots
+
+    perm = list(array_values(op.permutation))
+    if only_feeds_dots(op.result) and perm == [1, 0]:
+        em.values[op.result] = Val(
+            "lazy",
+            "",
+            tuple(op.result.type.get_shape()),  # type: ignore[union-attr]
+            op.result.type.element_type,  # type: ignore[union-attr]
+            extra={"materialize": lambda: _transpose_now(em, op), "transpose_of": op.input},
+        )
+        return
+    emit_transpose(em, em.val(op.input), perm, op.result)
+
+
+def _transpose_now(em: KernelEmitter, op: tile.TransposeOp) -> Val:
+    emit_transpose(em, em.val(op.input), list(array_values(op.permutation)), op.result)
+    got = em.values[op.result]
+    assert isinstance(got, Val)
+    return got
+
+
+def _emit_nn_transpose(em: KernelEmitter, op: Operation) -> None:
+    perm = list(array_values(op.attributes["permutation"]))
+    emit_transpose(em, em.val(op.operands[0]), perm, op.results[0])
+
+
+def shape_handlers() -> dict[type[Operation], Callable]:
+    """The printer handlers of the shape ops, by op class."""
+    return {
+        nn.ReshapeOp: _emit_reshape,
+        nn.BroadcastOp: _emit_nn_broadcast,
+        nn.TransposeOp: _emit_nn_transpose,
+        tile.BroadcastOp: _emit_tile_broadcast,
+        tile.TransposeOp: _emit_tile_transpose,
+    }
