@@ -224,6 +224,43 @@ def _operand(em, v: SSAValue) -> tuple[str, str, int] | None:  # noqa: ANN001
     return name, "col_major" if transposed else "row_major", ld
 
 
+def emit_products(  # noqa: ANN001
+    em, acc: Val, ctype: str, a: tuple[str, str, int], b: tuple[str, str, int], k: int
+) -> None:
+    """`acc += A @ B` over K = `k` with WMMA, each warp on its blocks of `acc`.
+
+    `a` and `b` are (shared-memory base expression, "row_major" or "col_major", leading
+    dim) of the operands as staged.
+    """
+    info = acc.frag
+    assert info is not None
+    (an, al, lda), (bn, bl, ldb) = a, b
+    em.open(f"if (fo_warp < {info.wm * info.wn})")
+    em.line("#pragma unroll")
+    em.open(f"for (int fo_kk = 0; fo_kk < {k}; fo_kk += 16)")
+    for name, use, lay, count in (
+        ("fo_fa", "matrix_a", al, info.fm),
+        ("fo_fb", "matrix_b", bl, info.fn),
+    ):
+        em.line(
+            f"{WMMA}::fragment<{WMMA}::{use}, 16, 16, 16, {ctype}, {WMMA}::{lay}> {name}[{count}];"
+        )
+    for i in range(info.fm):
+        row = f"({info.row(i)})"
+        off = f"{row} * {lda} + fo_kk" if al == "row_major" else f"fo_kk * {lda} + {row}"
+        em.line(f"{WMMA}::load_matrix_sync(fo_fa[{i}], {an} + {off}, {lda});")
+    for j in range(info.fn):
+        col = f"({info.col(j)})"
+        off = f"fo_kk * {ldb} + {col}" if bl == "row_major" else f"{col} * {ldb} + fo_kk"
+        em.line(f"{WMMA}::load_matrix_sync(fo_fb[{j}], {bn} + {off}, {ldb});")
+    for i in range(info.fm):
+        for j in range(info.fn):
+            f = f"{acc.name}[{i * info.fn + j}]"
+            em.line(f"{WMMA}::mma_sync({f}, fo_fa[{i}], fo_fb[{j}], {f});")
+    em.close()
+    em.close()
+
+
 def _emit_dot(em, op: tile.DotOp) -> None:  # noqa: ANN001
     if not wmma_ok(op):
         _scalar_dot(em, op)
@@ -243,38 +280,7 @@ def _emit_dot(em, op: tile.DotOp) -> None:  # noqa: ANN001
     info = target.frag
     assert info is not None
     ctype = op_table.c_type(op.lhs.type.element_type)  # type: ignore[union-attr]
-    (an, al, lda), (bn, bl, ldb) = a, b
-    em.open(f"if (fo_warp < {info.wm * info.wn})")
-    em.line("#pragma unroll")
-    em.open(f"for (int fo_kk = 0; fo_kk < {k}; fo_kk += 16)")
-    em.line(
-        f"{WMMA}::fragment<{WMMA}::matrix_a, 16, 16, 16, {ctype}, {WMMA}::{al}> fo_fa[{info.fm}];"
-    )
-    em.line(
-        f"{WMMA}::fragment<{WMMA}::matrix_b, 16, 16, 16, {ctype}, {WMMA}::{bl}> fo_fb[{info.fn}];"
-    )
-    for i in range(info.fm):
-        row = f"({info.row(i)})"
-        ptr = (
-            f"{an} + {row} * {lda} + fo_kk"
-            if al == "row_major"
-            else f"{an} + fo_kk * {lda} + {row}"
-        )
-        em.line(f"{WMMA}::load_matrix_sync(fo_fa[{i}], {ptr}, {lda});")
-    for j in range(info.fn):
-        col = f"({info.col(j)})"
-        ptr = (
-            f"{bn} + fo_kk * {ldb} + {col}"
-            if bl == "row_major"
-            else f"{bn} + {col} * {ldb} + fo_kk"
-        )
-        em.line(f"{WMMA}::load_matrix_sync(fo_fb[{j}], {ptr}, {ldb});")
-    for i in range(info.fm):
-        for j in range(info.fn):
-            f = f"{target.name}[{i * info.fn + j}]"
-            em.line(f"{WMMA}::mma_sync({f}, fo_fa[{i}], fo_fb[{j}], {f});")
-    em.close()
-    em.close()
+    emit_products(em, target, ctype, a, b, k)
     em.values[op.result] = target
 
 

@@ -89,30 +89,37 @@ def _vec(ctype: str, v: int) -> str:
     return f"fo_vec_bytes<{ctype}, {v}>()"
 
 
+def _load_chunk(em, acc: ChunkAccess, out: Val, k: int, fill: str, lines: list[str]) -> None:  # noqa: ANN001
+    """Chunk `k` of dist tile `out` from the chunk `acc` locates with `lines`: one vector
+    load when whole and aligned, else element by element under the mask."""
+    lay = out.layout
+    assert lay is not None
+    buf = acc.buf
+    ctype = op_table.c_type(buf.elem)
+    em.open("")
+    for text in lines:
+        em.line(text)
+    if lay.v > 1:
+        em.open(f"if ({acc.whole()} && fo_aligned({buf.name} + fo_g, {_vec(ctype, lay.v)}))")
+        em.line(f"fo_copy_vec<{ctype}, {lay.v}>(&{out.name}[{k * lay.v}], {buf.name} + fo_g);")
+        em.close()
+        em.open("else")
+    for j in range(lay.v):
+        em.line(
+            f"{out.name}[{k * lay.v + j}] = ({acc.elem_ok(j)}) ? {buf.name}[fo_g + {j}] : {fill};"
+        )
+    if lay.v > 1:
+        em.close()
+    em.close()
+
+
 def emit_load_into(em, buf: Buffer, offsets: list[str], out: Val, fill: str) -> None:  # noqa: ANN001
     """Fill dist tile `out` from the box of `buf` at `offsets` (masked with `fill`)."""
     lay = out.layout
     assert lay is not None
     acc = ChunkAccess(buf, offsets, lay)
-    ctype = op_table.c_type(buf.elem)
     for k in range(lay.chunks):
-        em.open("")
-        for text in acc.lines(k):
-            em.line(text)
-        dst = f"&{out.name}[{k * lay.v}]"
-        if lay.v > 1:
-            em.open(f"if ({acc.whole()} && fo_aligned({buf.name} + fo_g, {_vec(ctype, lay.v)}))")
-            em.line(f"fo_copy_vec<{ctype}, {lay.v}>({dst}, {buf.name} + fo_g);")
-            em.close()
-            em.open("else")
-        for j in range(lay.v):
-            em.line(
-                f"{out.name}[{k * lay.v + j}] = "
-                f"({acc.elem_ok(j)}) ? {buf.name}[fo_g + {j}] : {fill};"
-            )
-        if lay.v > 1:
-            em.close()
-        em.close()
+        _load_chunk(em, acc, out, k, fill, acc.lines(k))
 
 
 def emit_broadcast_load(em, x: Val, out: Val) -> bool:  # noqa: ANN001
@@ -128,28 +135,12 @@ def emit_broadcast_load(em, x: Val, out: Val) -> bool:  # noqa: ANN001
         return False
     xlay = Layout(x.shape, lay.nt, lay.v)
     acc = ChunkAccess(buf, offsets, xlay)
-    ctype = op_table.c_type(buf.elem)
     for k in range(lay.chunks):
         guard = None
         if lay.guarded and (k + 1) * lay.nt * lay.v > lay.n:
             guard = f"{lay.chunk_start(k)} < {lay.n}"
-        em.open("")
-        for text in acc.lines(k, f"{lay.chunk_start(k)} % {xlay.n}", guard):
-            em.line(text)
-        dst = f"&{out.name}[{k * lay.v}]"
-        if lay.v > 1:
-            em.open(f"if ({acc.whole()} && fo_aligned({buf.name} + fo_g, {_vec(ctype, lay.v)}))")
-            em.line(f"fo_copy_vec<{ctype}, {lay.v}>({dst}, {buf.name} + fo_g);")
-            em.close()
-            em.open("else")
-        for j in range(lay.v):
-            em.line(
-                f"{out.name}[{k * lay.v + j}] = "
-                f"({acc.elem_ok(j)}) ? {buf.name}[fo_g + {j}] : {fill};"
-            )
-        if lay.v > 1:
-            em.close()
-        em.close()
+        lines = acc.lines(k, f"{lay.chunk_start(k)} % {xlay.n}", guard)
+        _load_chunk(em, acc, out, k, fill, lines)
     return True
 
 

@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, IntegerAttr, Tensor
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.backends.cuda import op_table
-from fuseopt.backends.cuda.dot import WMMA, new_frag, wmma_ok
+from fuseopt.backends.cuda.dot import emit_products, new_frag, wmma_ok
 from fuseopt.backends.cuda.memory import ChunkAccess
 from fuseopt.backends.cuda.values import Buffer, Layout
 from fuseopt.dialects import tile
@@ -201,36 +201,11 @@ def try_pipelined_matmul(em, loop: scf.ForOp) -> bool:  # noqa: ANN001
 
 def _products(em, dot: tile.DotOp, acc, staged: dict, stages: int) -> None:  # noqa: ANN001
     """The WMMA products of one iteration of `dot`, reading the current stage."""
-    info = acc.frag
-    assert info is not None
     k = tuple(dot.lhs.type.get_shape())[1]  # type: ignore[union-attr]
     (la, at), (lb_, bt) = _operand_load(dot.lhs), _operand_load(dot.rhs)  # type: ignore[misc]
     _, _, an, asz, alda, _, _ = staged[la]
     _, _, bn, bsz, bldb, _, _ = staged[lb_]
     ctype = op_table.c_type(staged[la][0].elem)
-    a_base = f"{an} + (fo_it % {stages}) * {asz}"
-    b_base = f"{bn} + (fo_it % {stages}) * {bsz}"
-    al, bl = ("col_major" if at else "row_major"), ("col_major" if bt else "row_major")
-    em.open(f"if (fo_warp < {info.wm * info.wn})")
-    em.line("#pragma unroll")
-    em.open(f"for (int fo_kk = 0; fo_kk < {k}; fo_kk += 16)")
-    em.line(
-        f"{WMMA}::fragment<{WMMA}::matrix_a, 16, 16, 16, {ctype}, {WMMA}::{al}> fo_fa[{info.fm}];"
-    )
-    em.line(
-        f"{WMMA}::fragment<{WMMA}::matrix_b, 16, 16, 16, {ctype}, {WMMA}::{bl}> fo_fb[{info.fn}];"
-    )
-    for i in range(info.fm):
-        row = f"({info.row(i)})"
-        ptr = f"{row} * {alda} + fo_kk" if al == "row_major" else f"fo_kk * {alda} + {row}"
-        em.line(f"{WMMA}::load_matrix_sync(fo_fa[{i}], {a_base} + {ptr}, {alda});")
-    for j in range(info.fn):
-        col = f"({info.col(j)})"
-        ptr = f"fo_kk * {bldb} + {col}" if bl == "row_major" else f"{col} * {bldb} + fo_kk"
-        em.line(f"{WMMA}::load_matrix_sync(fo_fb[{j}], {b_base} + {ptr}, {bldb});")
-    for i in range(info.fm):
-        for j in range(info.fn):
-            f = f"{acc.name}[{i * info.fn + j}]"
-            em.line(f"{WMMA}::mma_sync({f}, fo_fa[{i}], fo_fb[{j}], {f});")
-    em.close()
-    em.close()
+    a = (f"{an} + (fo_it % {stages}) * {asz}", "col_major" if at else "row_major", alda)
+    b = (f"{bn} + (fo_it % {stages}) * {bsz}", "col_major" if bt else "row_major", bldb)
+    emit_products(em, acc, ctype, a, b, k)

@@ -82,11 +82,20 @@ def emit_broadcast(em: KernelEmitter, x: Val, dims: list[int], result: SSAValue)
             return
         em.lines.pop()  # the unused declaration
         em.names.taken.discard(out.name)
+    em.values[result] = gather(em, x, shape, source)
+
+
+def gather(em: KernelEmitter, x: Val, shape: tuple[int, ...], source: list[int | None]) -> Val:
+    """A dist tile of `shape` whose element at coordinates c reads `x` (through shared
+    memory) at the coordinates where operand dim `source[d]` takes c[d] (dims mapped to
+    None are broadcast)."""
     arr = em.as_array(x)
-    strides, acc = [0] * len(x.shape), 1
+    strides = [0] * len(x.shape)
+    acc = 1
     for i in reversed(range(len(x.shape))):
         strides[i] = acc
         acc *= x.shape[i]
+    lay = em.layout(shape)
 
     def index(k: int, j: int) -> str:
         flat = f"({lay.chunk_start(k)} + {j})"
@@ -102,7 +111,7 @@ def emit_broadcast(em: KernelEmitter, x: Val, dims: list[int], result: SSAValue)
     em.for_slots(
         lay, lambda k, j: f"{em.slot(out, k, j)} = {em.read(arr, index(k, j))};", valid_only=True
     )
-    em.values[result] = out
+    return out
 
 
 def _emit_tile_broadcast(em: KernelEmitter, op: tile.BroadcastOp) -> None:
@@ -125,26 +134,7 @@ def emit_transpose(em: KernelEmitter, x: Val, perm: list[int], result: SSAValue)
     if x.kind == "uniform":
         em.values[result] = Val("uniform", x.name, shape, x.elem)
         return
-    arr = em.as_array(x)
-    strides, acc = [0] * len(x.shape), 1
-    for i in reversed(range(len(x.shape))):
-        strides[i] = acc
-        acc *= x.shape[i]
-    lay = em.layout(shape)
-
-    def index(k: int, j: int) -> str:
-        flat = f"({lay.chunk_start(k)} + {j})"
-        terms, inner = [], 1
-        for d in reversed(range(len(shape))):
-            terms.append(f"({flat} / {inner} % {shape[d]}) * {strides[perm[d]]}")
-            inner *= shape[d]
-        return " + ".join(terms) or "0"
-
-    out = em.new_dist(shape, x.elem, "t", lay)
-    em.for_slots(
-        lay, lambda k, j: f"{em.slot(out, k, j)} = {em.read(arr, index(k, j))};", valid_only=True
-    )
-    em.values[result] = out
+    em.values[result] = gather(em, x, shape, list(perm))
 
 
 def _emit_tile_transpose(em: KernelEmitter, op: tile.TransposeOp) -> None:
