@@ -17,6 +17,7 @@ in `dot.py` (and the pipelined K loop in `pipeline.py`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from xdsl.dialects.builtin import (
@@ -54,6 +55,15 @@ class KernelEmitter:
         warps = _int_attr(attrs.get("num_warps"), 4)
         if warps not in (1, 2, 4, 8, 16, 32):
             raise error_at(kernel, f"num_warps must be a power of two up to 32, got {warps}")
+        # WMMA accumulators live in registers: keep them near 64 per thread (the gated
+        # MLP's two 128x64 accumulators would spill at 4 warps)
+        acc = sum(
+            math.prod(d.acc.type.get_shape())  # type: ignore[union-attr]
+            for d in kernel.walk()
+            if isinstance(d, tile.DotOp)
+        )
+        while warps < 8 and acc > 64 * warps * 32:
+            warps *= 2
         self.warps = warps
         self.nt = warps * 32
         widest = max(
