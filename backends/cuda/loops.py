@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from fuseopt.backends.cuda import op_table
 from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
@@ -107,6 +107,7 @@ def _emit_for(em: KernelEmitter, op: scf.ForOp) -> None:
             carried.append(out)
     for arg, c in zip(body.args[1:], carried, strict=True):
         em.values[arg] = c
+    skipped = _prefetch_copies(em, op, lb, ub, step)
     iv = em.fresh("iv")
     em.values[body.args[0]] = iv
     em.open(f"for (long long {iv} = {lb}; {iv} < {ub}; {iv} += {step})")
@@ -115,12 +116,54 @@ def _emit_for(em: KernelEmitter, op: scf.ForOp) -> None:
     for inner in body.ops:
         if isinstance(inner, scf.YieldOp):
             _emit_yield(em, inner, carried)
-        elif inner not in em.skipped:
+        elif inner not in em.skipped and inner not in skipped:
             em.emit_op(inner)
     em.loop_depth -= 1
     em.close()
     for res, c in zip(op.results, carried, strict=True):
         em.values[res] = _finish_deferred(em, c) if c.kind == "deferred" else c
+
+
+def _prefetch_copies(em: KernelEmitter, loop: scf.ForOp, lb: str, ub: str, step: str) -> set:
+    """Issue every iteration's row-cache copy (`tile.copy` into a shared region indexed
+    by the induction variable, then `tile.barrier`) before the loop, asynchronously, so
+    the whole row is in flight at once; wait once. Returns the ops the loop then skips."""
+    from fuseopt.backends.cuda.memory import emit_copy
+
+    body = loop.body.block
+    iv = body.args[0]
+    ops = list(body.ops)
+    copies = []
+    for i, op in enumerate(ops[:-1]):
+        if not isinstance(op, tile.CopyOp) or not isinstance(ops[i + 1], tile.BarrierOp):
+            continue
+        if iv not in op.dst_offsets or not em.buffer(op.dest).shared:
+            continue
+        offsets = [*op.src_offsets, *op.dst_offsets]
+        if all(o is iv or not _defined_in(o, loop) for o in offsets):
+            copies.append((op, ops[i + 1]))
+    if not copies:
+        return set()
+    pre = em.fresh("pre_iv")
+    em.values[iv] = pre
+    em.open(f"for (long long {pre} = {lb}; {pre} < {ub}; {pre} += {step})")
+    for copy, _ in copies:
+        emit_copy(em, copy, use_async=True)
+    em.close()
+    if em.uses_cp_async:
+        em.line("fo_cp_async_commit();")
+        em.line("fo_cp_async_wait<0>();")
+    em.barrier()
+    return {o for pair in copies for o in pair}
+
+
+def _defined_in(v: SSAValue, loop: scf.ForOp) -> bool:
+    op = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
+    while op is not None:
+        if op is loop:
+            return True
+        op = op.parent_op()
+    return False
 
 
 def _finish_deferred(em: KernelEmitter, c: Val) -> Val:

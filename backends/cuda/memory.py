@@ -199,6 +199,12 @@ def _emit_store(em, op: tile.StoreOp) -> None:  # noqa: ANN001
 
 
 def _emit_copy(em, op: tile.CopyOp) -> None:  # noqa: ANN001
+    emit_copy(em, op)
+
+
+def emit_copy(em, op: tile.CopyOp, use_async: bool = False) -> None:  # noqa: ANN001
+    """A box copy chunk by chunk; with `use_async`, 16-byte chunks go by cp.async (the
+    caller commits and waits)."""
     src, dst = em.buffer(op.source), em.buffer(op.dest)
     box = tuple(array_values(op.shape))
     lay = em.layout(box)
@@ -217,7 +223,11 @@ def _emit_copy(em, op: tile.CopyOp) -> None:  # noqa: ANN001
                 f"if ({s.whole()} && {d.whole()} && fo_aligned({src.name} + fo_s_g, {vb}) "
                 f"&& fo_aligned({dst.name} + fo_d_g, {vb}))"
             )
-            em.line(f"fo_copy_vec<{ctype}, {lay.v}>({dst.name} + fo_d_g, {src.name} + fo_s_g);")
+            if use_async and lay.v * op_table.element_bytes(src.elem) == 16:
+                em.line(f"fo_cp_async16({dst.name} + fo_d_g, {src.name} + fo_s_g);")
+                em.uses_cp_async = True
+            else:
+                em.line(f"fo_copy_vec<{ctype}, {lay.v}>({dst.name} + fo_d_g, {src.name} + fo_s_g);")
             em.close()
             em.open("else")
         for j in range(lay.v):

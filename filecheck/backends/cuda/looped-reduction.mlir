@@ -1,6 +1,8 @@
 // RUN: fuse-opt %s --pipeline standard -t cuda | filecheck %s
-// Looped row reduction (softmax over 32768 columns): the first loop copies each chunk
-// of the row into shared memory (the row cache), later loops read it from there.
+// Looped row reduction (softmax over 32768 columns): the whole row is copied into
+// shared memory (the row cache) by cp.async before the first loop, every loop reads it
+// from there; each loop folds its reduction into per-thread partials, combined across
+// the block once after the loop.
 
 func.func @main(%x: tensor<8x32768xbf16>) -> tensor<8x32768xbf16> {
   %r = nn.softmax %x axis 1 : tensor<8x32768xbf16>
@@ -9,10 +11,17 @@ func.func @main(%x: tensor<8x32768xbf16>) -> tensor<8x32768xbf16> {
 
 // CHECK: // fuseopt CUDA kernel `{{.*}}` (schedule: row_reduction_looped)
 // CHECK: __nv_bfloat16* [[ROW:shared[_0-9]*]] = reinterpret_cast<__nv_bfloat16*>(fo_smem + 0);
-// CHECK: for (long long [[IV:iv]] = 0LL; [[IV]] < 32768LL; [[IV]] += {{[0-9]+}}LL) {
-// CHECK: fo_copy_vec<__nv_bfloat16, 8>([[ROW]] + fo_d_g, p0 + fo_s_g);
-// CHECK: __syncthreads();
-// CHECK: = fo_group_allreduce<32>({{.*}}, fo_max_op());
+// CHECK: for (long long [[PRE:pre_iv]] = 0LL; [[PRE]] < 32768LL; [[PRE]] += {{[0-9]+}}LL) {
+// CHECK: fo_cp_async16([[ROW]] + fo_d_g, p0 + fo_s_g);
+// CHECK: fo_cp_async_commit();
+// CHECK-NEXT: fo_cp_async_wait<0>();
+// CHECK-NEXT: __syncthreads();
+// CHECK-NEXT: for (long long [[IV:iv]] = 0LL; [[IV]] < 32768LL; [[IV]] += {{[0-9]+}}LL) {
+// CHECK-NOT: p0 +
+// CHECK-NOT: __syncthreads
+// CHECK: fo_copy_vec<__nv_bfloat16, 8>(&{{.*}}, [[ROW]] + fo_g);
+// CHECK: [[PART:part[_0-9]*]] = fo_max([[PART]],
+// CHECK: [[PART]] = fo_group_allreduce<32>([[PART]], fo_max_op());
 // CHECK: for (long long [[IV1:iv_1]] = 0LL;
 // CHECK-NOT: p0 +
 // CHECK: fo_copy_vec<__nv_bfloat16, 8>(&{{.*}}, [[ROW]] + fo_g);
