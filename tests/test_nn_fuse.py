@@ -183,7 +183,7 @@ def test_routes_case_at_small_sizes_keeps_results() -> None:
 
 
 @pytest.mark.parametrize("pipeline", ["nn-fuse", "nn-fuse{max_recompute=0}",
-                                      "nn-fuse{route=kernel}"])
+                                      "nn-fuse{route=kernel}", "nn-fuse{route=unfused}"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=nn_graphs(min_ops=1, max_ops=40))
 def test_random_graphs(pipeline: str, graph: RandomGraph) -> None:
