@@ -227,3 +227,20 @@ def test_attention_training_falls_back_for_the_kernel_only() -> None:
         "_scaled_dot_product_flash_attention_for_cpu_backward",
     }
     assert any(k.region.startswith("backward") for k in compiled.kernels)
+
+
+@pytest.mark.parametrize("make", [lambda: nn.LayerNorm(16), lambda: nn.RMSNorm(16, eps=1e-5)],
+                         ids=["layernorm", "rmsnorm"])
+def test_dynamic_norm_modules_never_fail(make: object, caplog: pytest.LogCaptureFixture) -> None:
+    """dynamic=True on nn.LayerNorm / nn.RMSNorm: Dynamo passes eps as a tensor read with
+    .item(), which cannot be re-traced per shape; the graph runs eagerly (one warning per
+    shape), never fails, never differs from eager."""
+    model = randomize(make())
+    compiled = torch.compile(model, backend="fuseopt", options={"backend": "interpret"},
+                             dynamic=True)
+    with caplog.at_level(logging.WARNING, logger="fuseopt"), torch.no_grad():
+        for rows in (3, 7):
+            x = randn(rows, 16, seed=rows)
+            assert_close(compiled(x), model(x))
+    assert all("could not be specialized" in r.getMessage()
+               for r in caplog.records if r.name == "fuseopt")

@@ -212,5 +212,20 @@ class ShapeSpecializedGraph:
                         "run eagerly in PyTorch", MAX_SPECIALIZATIONS
                     )
                 return self.gm(*args)
-            fn = self.compiled[key] = self.compile_static(list(args))
+            fn = self.compiled[key] = self._specialize(args)
         return fn(*args)
+
+    def _specialize(self, args: Sequence[Any]) -> Callable[..., Any]:
+        """The graph compiled for these arguments, or the graph itself (run eagerly,
+        logged) when it cannot be re-traced: a wrapped float read with `.item()`, say."""
+        try:
+            return self.compile_static(list(args))
+        except ConfigurationError:
+            raise
+        except Exception as e:  # PyTorch's tracing errors are many types
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            logger.warning(
+                "fuseopt: a dynamic-shape graph could not be specialized (%s: %s); "
+                "it runs eagerly in PyTorch for these input shapes", type(e).__name__, first
+            )
+            return self.gm
