@@ -17,6 +17,7 @@ The registration is the `torch_dynamo_backends` entry point `fuseopt` in pyproje
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +27,8 @@ import torch
 from functorch.compile import make_boxed_func
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
+from torch.fx.node import map_arg
 from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.frontends.fx.errors import ConfigurationError, RegionFallback
@@ -141,17 +143,17 @@ def fuseopt_backend(
 
         return compile_aten_graph
 
-    def compile_static(inputs: Sequence[Any]) -> Callable[..., Any]:
+    def compile_static(graph: GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
         return aot_autograd(
             fw_compiler=graph_compiler("forward"),
             bw_compiler=graph_compiler("backward"),
             inference_compiler=graph_compiler("inference"),
             decompositions=decompositions(),
-        )(gm, inputs)
+        )(graph, inputs)
 
     if has_symbolic_shapes(example_inputs):
         return ShapeSpecializedGraph(gm, compile_static)
-    return compile_static(example_inputs)
+    return compile_static(gm, example_inputs)
 
 
 MAX_SPECIALIZATIONS = 64
@@ -171,33 +173,69 @@ def has_symbolic_shapes(example_inputs: Sequence[Any]) -> bool:
     return False
 
 
+def inline_constant(node: Node, value: object) -> None:
+    """Replace every use of `node` by the Python constant `value`, then erase it."""
+
+    def swap(arg: Node) -> object:
+        return value if arg is node else arg
+
+    for consumer in list(node.users):
+        consumer.args = map_arg(consumer.args, swap)
+        consumer.kwargs = map_arg(consumer.kwargs, swap)
+    node.graph.erase_node(node)
+
+
 class ShapeSpecializedGraph:
     """A Dynamo graph with symbolic sizes, compiled once per concrete input signature.
 
     nn types are static, so each new signature (tensor shapes, strides, dtypes, devices,
     requires_grad; integer inputs by value) is traced again by AOTAutograd with the
-    real inputs as examples and compiled like a static graph. Dynamo's guards stay
+    real inputs as examples and compiled like a static graph. Scalars Dynamo passes as
+    0-d tensors read with `.item()` (a module's float `eps`) are part of the signature
+    by value and baked into the traced graph as constants. Dynamo's guards stay
     general; the specialization happens here, so `dynamic=True` compiles instead of
     running eagerly, and is never wrong. Past MAX_SPECIALIZATIONS signatures, new ones
     run the graph eagerly (logged once), so memory stays bounded.
     """
 
     def __init__(
-        self, gm: GraphModule, compile_static: Callable[[Sequence[Any]], Callable[..., Any]]
+        self,
+        gm: GraphModule,
+        compile_static: Callable[[GraphModule, Sequence[Any]], Callable[..., Any]],
     ):
         self.gm = gm
         self.compile_static = compile_static
         self.compiled: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.scalars = {
+            i: [u for u in p.users]
+            for i, p in enumerate(placeholders)
+            if p.users and all(u.op == "call_method" and u.target == "item" for u in p.users)
+        }
 
-    @staticmethod
-    def signature(args: Sequence[Any]) -> tuple[Any, ...]:
+    def signature(self, args: Sequence[Any]) -> tuple[Any, ...]:
         """The cache key of a call's arguments."""
         return tuple(
-            (tuple(a.shape), a.stride(), a.dtype, a.device, a.requires_grad)
+            ("scalar", a.item())
+            if i in self.scalars and isinstance(a, torch.Tensor) and a.dim() == 0
+            else (tuple(a.shape), a.stride(), a.dtype, a.device, a.requires_grad)
             if isinstance(a, torch.Tensor)
             else (type(a), a)
-            for a in args
+            for i, a in enumerate(args)
         )
+
+    def baked(self, args: Sequence[Any]) -> GraphModule:
+        """A copy of the graph with each `.item()` of a scalar input replaced by its
+        value in `args`."""
+        if not self.scalars:
+            return self.gm
+        graph = copy.deepcopy(self.gm.graph)
+        items = {n.name: n for n in graph.nodes if n.op == "call_method" and n.target == "item"}
+        for i, users in self.scalars.items():
+            value = args[i].item()
+            for user in users:
+                inline_constant(items[user.name], value)
+        return GraphModule(self.gm, graph)
 
     def __call__(self, *args: Any) -> Any:
         """Run the specialization for these arguments (compiling it on first use)."""
@@ -219,7 +257,7 @@ class ShapeSpecializedGraph:
         """The graph compiled for these arguments, or the graph itself (run eagerly,
         logged) when it cannot be re-traced: a wrapped float read with `.item()`, say."""
         try:
-            return self.compile_static(list(args))
+            return self.compile_static(self.baked(args), list(args))
         except ConfigurationError:
             raise
         except Exception as e:  # PyTorch's tracing errors are many types
