@@ -69,6 +69,11 @@ class BackendUnavailableError(ConfigurationError):
     """The named backend does not exist, or is not available in this build."""
 
 
+class DeviceUnavailableError(BackendUnavailableError):
+    """The backend compiled the model, but this machine lacks the device to run it (the
+    kernels exist: `kernels`, `save()`); raised when the compiled model is called."""
+
+
 @dataclass(frozen=True)
 class KernelRecord:
     """One kernel a compiled model launches.
@@ -382,7 +387,12 @@ def compile(
     resolve_backend(backend)
     compiled = CompiledModule(model, backend, mode, options)
     if example_inputs is not None:
-        compiled(*_as_args(example_inputs))
+        try:
+            compiled(*_as_args(example_inputs))
+        except DeviceUnavailableError:
+            if not compiled.kernels:
+                raise
+            # compiled for a device this machine lacks: kernels and save() work, a call raises
     return compiled
 
 

@@ -125,7 +125,9 @@ def test_fuse_opt_prints_one_translation_unit_per_kernel(tmp_path: Path) -> None
     path.write_text(gelu_bias(8, 256) + "\n")
     out = subprocess.run(
         [sys.executable, "-m", "fuseopt.cli", str(path), "--pipeline", "standard", "-t", "cuda"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if out.returncode != 0 and "No module named fuseopt.cli" in out.stderr:
         pytest.skip("fuseopt.cli is not runnable as a module")
@@ -147,9 +149,31 @@ def test_calling_without_a_gpu_is_a_clear_error() -> None:
     fn = compile_text(gelu_bias(8, 256))
     with pytest.raises(CudaUnavailableError, match="needs an NVIDIA GPU"):
         fn(torch.randn(8, 256).bfloat16(), torch.randn(256).bfloat16())
-    model = torch.nn.Linear(8, 4)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour without a GPU")
+def test_compiling_without_a_gpu_prints_and_saves_and_calls_raise(tmp_path: Path) -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU())
+    compiled = fuseopt.compile(model, torch.randn(2, 8), backend="cuda")
+    assert compiled.kernels and all(k.suffix == ".cu" for k in compiled.kernels)
+    assert all('extern "C" __global__' in (k.source or "") for k in compiled.kernels)
+    compiled.save(tmp_path)
+    assert list(tmp_path.glob("*.cu"))
     with pytest.raises(CompileError, match="needs an NVIDIA GPU"):
-        fuseopt.compile(model, torch.randn(2, 8), backend="cuda")
+        compiled(torch.randn(2, 8))
+
+
+def test_printing_nn_ir_asks_for_the_pipeline(tmp_path: Path) -> None:
+    path = tmp_path / "gelu.mlir"
+    path.write_text(gelu_bias(8, 256) + "\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "fuseopt.cli", str(path), "-t", "cuda"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "--pipeline standard" in out.stderr and "gelu.mlir:1:1" in out.stderr
 
 
 @pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")

@@ -17,7 +17,7 @@ from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.utils.target import Target
 
 from fuseopt.backends.cuda import op_table
@@ -139,8 +139,23 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
     )
 
 
+def _not_lowered(f: func.FuncOp) -> bool:
+    """Whether host function `f` still has tensors or nn ops (not lowered to tile IR)."""
+    types = [*f.function_type.inputs.data, *f.function_type.outputs.data]
+    if any(isinstance(t, TensorType) for t in types):
+        return True
+    return any(o.dialect_name() == "nn" and tile.enclosing_kernel(o) is None for o in f.walk())
+
+
 def print_cuda(module: ModuleOp) -> list[CudaKernel]:
     """Print every `tile.kernel` of `module` (a located CompileError when one cannot be)."""
+    for f in module.ops:
+        if isinstance(f, func.FuncOp) and _not_lowered(f):
+            raise error_at(
+                f,
+                "-t cuda prints tile IR, and this function is not lowered to it yet: run "
+                "the standard pipeline first (fuse-opt --pipeline standard -t cuda)",
+            )
     names = NameTable()
     grids = _launch_grids(module)
     out = []

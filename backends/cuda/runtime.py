@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from fuseopt.api import DeviceUnavailableError
 from fuseopt.diagnostics import CompileError
 
 CACHE_NAMESPACE = "cuda"
@@ -31,7 +32,7 @@ MAX_DYNAMIC_SMEM_ATTR = 8
 """CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES."""
 
 
-class CudaUnavailableError(CompileError):
+class CudaUnavailableError(DeviceUnavailableError):
     """No CUDA GPU (or driver) to run CUDA-compiled kernels on."""
 
 
