@@ -145,6 +145,15 @@ class KernelCache:
     def __init__(self, root: Path | str | None = None):
         self.root = Path(root) if root is not None else default_cache_dir()
 
+    def ensure_root(self) -> None:
+        """Create the root directory; an OSError says why it cannot be used (a file is in
+        the way, no permission, ...)."""
+        if self.root.exists() and not self.root.is_dir():
+            raise NotADirectoryError(f"{self.root} exists and is not a directory")
+        self.root.mkdir(parents=True, exist_ok=True)
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise PermissionError(f"{self.root} is not writable")
+
     def path(self, namespace: str, key: str, name: str) -> Path:
         """The file of entry `name` under `key` in `namespace`."""
         _check_part(namespace, "namespace")

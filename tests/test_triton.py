@@ -77,7 +77,7 @@ def _compile_rmsnorm(options: dict | None = None) -> fuseopt.api.CompiledModule:
     model = w.make_model(dims, torch.float32, torch.device("cpu"), 0)
     x = w.make_inputs(dims, torch.float32, torch.device("cpu"), 1)
     with torch.no_grad():
-        compiled = fuseopt.compile(model, x, backend="triton", **(options or {}))
+        compiled = fuseopt.compile(model, x, backend="triton", strict=True, **(options or {}))
         torch.testing.assert_close(compiled(*x), model(*x), rtol=1e-5, atol=1e-5)
     return compiled
 
@@ -151,6 +151,16 @@ def test_reduce_overhead_runs_plainly_on_cpu() -> None:
         calls=3,
     )  # fmt: skip
     assert checked.ok, checked.message
+
+
+def test_unusable_cache_dir_is_a_configuration_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("FUSEOPT_CACHE_DIR", str(blocker))
+    with pytest.raises(fuseopt.CompileError, match="kernel cache directory cannot be used"):
+        _compile_rmsnorm()
 
 
 def test_unknown_option_is_a_configuration_error() -> None:

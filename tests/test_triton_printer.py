@@ -102,6 +102,19 @@ def test_cli_prints_triton_for_the_example() -> None:
     assert out.count("@triton.jit") == 1 + len(re.findall(r"\ndef fuseopt_", out))
 
 
+def test_nn_ir_is_a_clear_error() -> None:
+    example = Path(fuseopt.__file__).parent / "examples" / "rmsnorm_silu_gate.mlir"
+    run = subprocess.run(
+        [sys.executable, "-m", "fuseopt.cli", str(example), "-t", "triton"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert re.search(
+        r"rmsnorm_silu_gate\.mlir:\d+:\d+: error: -t triton prints tile IR", run.stderr
+    )
+    assert "--pipeline standard" in run.stderr
+
+
 def test_unprintable_tile_is_a_located_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.mlir"
     bad.write_text(

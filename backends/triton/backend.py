@@ -212,6 +212,14 @@ def compile_module(
         if k.replace("_", "-") in TILE_OPTIONS
     }
     cache = cache or KernelCache(options.get("cache_dir"))
+    try:
+        cache.ensure_root()
+    except OSError as e:
+        from fuseopt.frontends.fx.errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"the kernel cache directory cannot be used (FUSEOPT_CACHE_DIR or cache_dir): {e}"
+        ) from None
     text = str(module)
     key = variant_key(text, func_name, tile_options)
     compiled = from_cache(key, cache)

@@ -245,6 +245,15 @@ def print_triton(module: ModuleOp) -> TritonModuleSource:
 
     Raises a located CompileError for an op or type the target cannot print.
     """
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and not all(
+            isinstance(t, MemRefType) for t in op.function_type.inputs.data
+        ):
+            raise error_at(
+                op,
+                "-t triton prints tile IR (host functions on memrefs); this function takes "
+                "tensors: lower it first (fuse-opt --pipeline standard -t triton)",
+            )
     names = NameTable({"launch", "INTERPRETED"})
     grids = _grids(module)
     helpers: set[str] = set()  # every helper used, per kernel in KernelInfo.helpers
