@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from fuseopt import registry
@@ -114,6 +114,9 @@ def main(args: Sequence[str] | None = None) -> int:
         name = e.filename if e.filename is not None else ""
         print(f"fuse-opt: error: cannot open '{name}': {e.strerror}", file=sys.stderr)
         code = 1
+    except ArgSpecParseError as e:  # a BaseException in xDSL, not an Exception
+        print(f"fuse-opt: error: {_pipeline_error(e)}", file=sys.stderr)
+        code = 1
     except (ValueError, KeyError, DiagnosticException) as e:
         # Raised while reading the command line: unknown pass, bad pass option, ...
         print(f"fuse-opt: error: {_one_line(e)}", file=sys.stderr)
@@ -130,6 +133,19 @@ def main(args: Sequence[str] | None = None) -> int:
     if __name__ == "__main__":
         sys.exit(code)
     return code
+
+
+def _pipeline_error(e: ArgSpecParseError) -> str:
+    """The pass-pipeline syntax error `e` as one message plus xDSL's caret lines."""
+    lines = [line for line in str(e).split("\n") if line.strip()]
+    # xDSL: "Error parsing ...", "pass-pipeline:L:C", the spec, the caret, the message.
+    if len(lines) >= 5 and lines[1].startswith("pass-pipeline:"):
+        where, spec, caret, message = lines[1], lines[2], lines[3], lines[4].strip()
+        hint = ""
+        if "space" in message:
+            hint = " (pass options are separated by spaces: -p 'pass{a=1 b=2}')"
+        return f"{where}: {message}{hint}\n  {spec}\n  {caret}"
+    return _one_line(e)
 
 
 def _one_line(e: BaseException) -> str:

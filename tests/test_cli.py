@@ -81,6 +81,9 @@ def test_verifier_error_points_at_the_op(tmp_path: Path) -> None:
         (["-p", "no-such-pass"], "Unrecognized passes: ['no-such-pass']"),
         (["-p", "canonicalize{nope=1}"], "nope"),
         (["-t", "nonsense"], "invalid choice: 'nonsense'"),
+        (["-p", "nn-fuse{report=true,dot=x}"], "pass options are separated by spaces"),
+        (["-p", "nn-fuse{"], "pass-pipeline:1:9: Expected argument name here"),
+        (["-p", ",,"], "Expected pass name here"),
     ],
 )
 def test_bad_command_line(args: list[str], message: str, tmp_path: Path) -> None:
