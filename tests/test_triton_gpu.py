@@ -138,10 +138,14 @@ def test_reduce_overhead_replays_cuda_graphs_in_place(
         for seed in range(2, 7):
             x.copy_(w.make_inputs(dims, torch.bfloat16, device, seed)[0])  # same buffer, new data
             held.append((compiled(x), model(x)))
+        for seed in range(7, 10):  # fresh input tensors: copied into static buffers
+            (fresh,) = w.make_inputs(dims, torch.bfloat16, device, seed)
+            held.append((compiled(fresh), model(fresh)))
         for got, want in held:  # earlier results were not overwritten by later replays
             torch.testing.assert_close(got, want, rtol=3e-2, atol=3e-2)
         fn = _graph_function(compiled)
         assert bool(getattr(fn, "graphs", None)) == graphs
+        assert (getattr(fn, "static", None) is not None) == graphs
         plain = fuseopt.compile(model, (x,), backend="triton", strict=True)
         graphed_us, plain_us = _bench(compiled, x), _bench(plain, x)
         eager_us = _bench(model, x)
