@@ -10,9 +10,10 @@ from __future__ import annotations
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
+from xdsl.utils.exceptions import ArgSpecParseError
 
 from fuseopt import registry
-from fuseopt.diagnostics import verify_module
+from fuseopt.diagnostics import CompileError, verify_module
 
 FUSE = "nn-decompose,canonicalize,cse,nn-fuse"
 """The nn-level pipeline: composites into primitives, cleanup, then fusion groups."""
@@ -29,7 +30,13 @@ def run_pipeline(module: ModuleOp, spec: str = STANDARD, ctx: Context | None = N
     in place, verifying after every pass, and return it."""
     spec = PIPELINES.get(spec, spec)
     ctx = ctx or registry.make_context()
-    pipeline = PassPipeline.parse_spec(registry.all_passes(), spec)
+    try:
+        pipeline = PassPipeline.parse_spec(registry.all_passes(), spec)
+    except ArgSpecParseError as e:  # a BaseException in xDSL: user code must be able to catch it
+        message = " ".join(line.strip() for line in str(e).split("\n")[1:] if line.strip())
+        raise CompileError(f"bad pass pipeline {spec!r}: {message}") from None
+    except (ValueError, KeyError) as e:  # unknown pass, bad option
+        raise CompileError(f"bad pass pipeline {spec!r}: {e}") from None
     for p in pipeline.passes:
         p.apply(ctx, module)
         verify_module(module)

@@ -128,3 +128,12 @@ def test_xdsl_opt_sees_fuseopt() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "nn.reduce_max" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "spec", ["nn-fuse{", "no-such-pass", "nn-fuse{nope=1}", "nn-fuse{a=1,b=2}"]
+)
+def test_run_pipeline_bad_spec_is_a_compile_error(spec: str) -> None:
+    module = fuseopt.parse(VALID)
+    with pytest.raises(fuseopt.CompileError, match="bad pass pipeline"):
+        fuseopt.run_pipeline(module, spec)
