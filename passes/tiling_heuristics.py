@@ -165,8 +165,10 @@ def launch_knobs(
     if kind == MATMUL:
         warps = 8 if tile_elements >= 128 * 128 else 4
         return LaunchKnobs(warps, 3, vec)
+    # about 16 elements per thread; 32 warps (1024 threads) only for tiles past 8192
+    # elements (a whole 32768-wide row kept in registers, max-row-block=32768)
     per_thread = max(1, tile_elements // 32)
     warps = 1
-    while warps < 16 and per_thread // warps > 16:
+    while warps < 32 and per_thread // warps > 16:
         warps *= 2
     return LaunchKnobs(warps, 1, vec)

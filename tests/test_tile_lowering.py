@@ -295,3 +295,15 @@ def test_standard_pipeline_stage_by_stage(name: str, tiny: str) -> None:
     generic = io.StringIO()
     Printer(stream=generic, print_generic_format=True).print_op(direct)
     assert str(fuseopt.parse(generic.getvalue())) == str(direct)
+
+
+def test_whole_32768_wide_rows_in_registers_when_asked() -> None:
+    # the default loops over chunks past 8192 (row-cached); max-row-block=32768 keeps a
+    # whole 32768-wide row in one program (one HBM pass without a shared-memory cache)
+    spec = "convert-nn-to-tile{max-row-block=32768},tile-promote"
+    tiled = lower_and_compare(softmax(2, 32768), spec)
+    (k,) = kernels(tiled)
+    assert k.attributes["schedule"].data == "row_reduction"  # type: ignore[union-attr]
+    assert k.attributes["num_warps"].value.data == 32  # type: ignore[union-attr]
+    default = lower_and_compare(softmax(2, 32768))
+    assert schedules(default) == ["row_reduction_looped"]
