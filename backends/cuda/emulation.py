@@ -40,7 +40,7 @@ COMMON = r"""#pragma once
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __align__(n)
 #define __shared__
