@@ -286,3 +286,28 @@ def test_autotune_knob_variant_rewrites_the_launcher() -> None:
     tuned = with_knobs(k, 4, 4)
     assert tuned["num_warps"] == 4 and tuned["num_stages"] == 4
     assert "num_warps=4, num_stages=4)" in tuned["source"] and k["num_warps"] == 8
+
+
+GEMMS_NN = """func.func @main(%x: tensor<2x5x32xf32>, %w: tensor<48x32xf32>, %v: tensor<2x32x5xf32>)
+    -> (tensor<2x5x48xf32>, tensor<2x5x5xf32>) {
+  %y = nn.matmul %x, %w transpose_b : tensor<2x5x32xf32>, tensor<48x32xf32> -> tensor<2x5x48xf32>
+  %z = nn.matmul %x, %v : tensor<2x5x32xf32>, tensor<2x32x5xf32> -> tensor<2x5x5xf32>
+  func.return %y, %z : tensor<2x5x48xf32>, tensor<2x5x5xf32>
+}"""
+
+
+def test_library_gemm_route_calls_torch_mm_on_views(_private_cache: Path) -> None:
+    from fuseopt.kernel_cache import KernelCache
+    from fuseopt.pipelines import FUSE, run_pipeline
+
+    spec = (
+        FUSE.replace("nn-fuse", "nn-fuse{route=library_gemm}") + ",convert-nn-to-tile,tile-promote"
+    )
+    tiled = run_pipeline(fuseopt.parse(GEMMS_NN), spec)
+    fn = triton_backend.compile_module(tiled, "main", {}, KernelCache(_private_cache))
+    assert "torch.mm(in0.view(10, 32), in1.mT, out=out0.view(10, 48))" in fn.source
+    assert [k.schedule for k in fn.kernels] == ["library_gemm", "library_gemm"]
+    x, w, v = torch.randn(2, 5, 32), torch.randn(48, 32), torch.randn(2, 32, 5)
+    y, z = fn(x, w, v)
+    torch.testing.assert_close(y, x @ w.T)
+    torch.testing.assert_close(z, x @ v)

@@ -173,9 +173,11 @@ def test_max_autotune_times_candidates_and_caches_the_choice(
     )
     cold = time.perf_counter() - start
     assert checked.ok, checked.message
+    from fuseopt.autotune import AutotunedFunction
+
     fn = _graph_function(checked.compiled)
-    tuned = getattr(fn, "fn", fn)
-    assert getattr(tuned, "choices", None), "max-autotune recorded no choice"
+    tuned = fn if isinstance(fn, AutotunedFunction) else fn.fn  # under CudaGraphFunction
+    assert isinstance(tuned, AutotunedFunction) and tuned.choices, "no autotuning choice"
     start = time.perf_counter()
     again = check_workload(name, dims, torch.bfloat16, device, mode="max-autotune", strict=True)
     warm = time.perf_counter() - start

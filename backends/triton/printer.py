@@ -12,6 +12,7 @@ allocates outputs and temporaries with torch, launches kernels, calls library GE
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -222,10 +223,7 @@ def _print_host(
             body.append(f"{k.launcher}({args}{grid})")
             info.launches.append(k.ir_name)
         elif isinstance(op, tile.GemmOp):
-            a, b = expr[op.lhs], expr[op.rhs]
-            a = f"{a}.mT" if op.transpose_a is not None else a
-            b = f"{b}.mT" if op.transpose_b is not None else b
-            body.append(f"torch.matmul({a}, {b}, out={expr[op.out]})")
+            body.append(_gemm_call(op, expr))
             info.launches.append("library_gemm")
         elif isinstance(op, func.ReturnOp):
             if op.arguments:
@@ -238,6 +236,23 @@ def _print_host(
         f'    """Run the host code: {len(info.launches)} launch(es); returns the outputs."""',
     ]
     return "\n".join(head + ["    " + line for line in body]) + "\n", info
+
+
+def _gemm_call(op: tile.GemmOp, expr: dict[SSAValue, str]) -> str:
+    """The library GEMM as the most direct torch call: `torch.mm` (rows of a batched
+    left operand folded into M, views only), else `torch.matmul`; transposes are `.mT`
+    views that cuBLAS reads as they are (no copy)."""
+    a, b, c = expr[op.lhs], expr[op.rhs], expr[op.out]
+    ta, tb = op.transpose_a is not None, op.transpose_b is not None
+    sa, sb, sc = (buffer_spec(v.type)[0] for v in (op.lhs, op.rhs, op.out))
+    b_expr = f"{b}.mT" if tb else b
+    if len(sb) == 2 and not ta:
+        if len(sa) == 2:
+            return f"torch.mm({a}, {b_expr}, out={c})"
+        rows = math.prod(sa[:-1])
+        return f"torch.mm({a}.view({rows}, {sa[-1]}), {b_expr}, out={c}.view({rows}, {sc[-1]}))"
+    a_expr = f"{a}.mT" if ta else a
+    return f"torch.matmul({a_expr}, {b_expr}, out={c})"
 
 
 def print_triton(module: ModuleOp) -> TritonModuleSource:

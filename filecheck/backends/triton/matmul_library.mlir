@@ -1,6 +1,6 @@
 // RUN: fuse-opt %s -p "nn-decompose,canonicalize,cse,nn-fuse{route=library_gemm},convert-nn-to-tile,tile-promote" -t triton | filecheck %s
 
-// The library route: the host calls cuBLAS through torch.matmul (the weight [out, in]
+// The library route: the host calls cuBLAS through torch.mm (the weight [out, in]
 // read transposed, no copy) into a temporary, then one pointwise kernel applies the bias
 // and GELU epilogue.
 // CHECK:       def [[K:fused_0_matmul_add_gelu]](in0_ptr, in1_ptr, out0_ptr):
@@ -10,7 +10,7 @@
 // CHECK-NEXT:      """Run the host code: 2 launch(es); returns the outputs."""
 // CHECK-NEXT:      out0 = torch.empty((2048, 4096), dtype=torch.bfloat16, device=device)
 // CHECK-NEXT:      [[T:tmp[_0-9]*]] = torch.empty((2048, 4096), dtype=torch.bfloat16, device=device)
-// CHECK-NEXT:      torch.matmul(in0, in1.mT, out=[[T]])
+// CHECK-NEXT:      torch.mm(in0, in1.mT, out=[[T]])
 // CHECK-NEXT:      launch_[[K]](in2, [[T]], out0)
 // CHECK-NEXT:      return (out0, )
 func.func @linear_gelu(%x: tensor<2048x1024xbf16>, %w: tensor<4096x1024xbf16>, %b: tensor<4096xbf16>) -> tensor<2048x4096xbf16> {
