@@ -146,6 +146,7 @@ def test_reduce_overhead_replays_cuda_graphs_in_place(
         fn = _graph_function(compiled)
         assert bool(getattr(fn, "graphs", None)) == graphs
         assert (getattr(fn, "static", None) is not None) == graphs
+        del held, got, want  # results still referenced would block the graphs' replays
         plain = fuseopt.compile(model, (x,), backend="triton", strict=True)
         graphed_us, plain_us = _bench(compiled, x), _bench(plain, x)
         eager_us = _bench(model, x)
