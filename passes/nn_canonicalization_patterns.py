@@ -105,6 +105,31 @@ class FoldTransposes(RewritePattern):
             )
 
 
+class FoldTransposeIntoMatmul(RewritePattern):
+    """matmul(transpose(a), b) -> matmul(a, b, transpose_a) when the transpose swaps only the
+    last two dimensions (likewise for b): the GEMM reads the operand transposed instead of a
+    copy being made (PyTorch's `linear` arrives as `mm(x, t(w))`)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.MatmulOp, rewriter: PatternRewriter) -> None:
+        operands = [op.lhs, op.rhs]
+        flags = [op.transpose_a is not None, op.transpose_b is not None]
+        changed = False
+        for i, v in enumerate(operands):
+            inner = v.owner
+            if isinstance(inner, nn.TransposeOp) and _swaps_last_two(list(inner.perm)):
+                operands[i] = inner.input
+                flags[i] = not flags[i]
+                changed = True
+        if changed:
+            rewriter.replace(op, nn.MatmulOp(operands[0], operands[1], flags[0], flags[1]))
+
+
+def _swaps_last_two(perm: list[int]) -> bool:
+    k = len(perm)
+    return k >= 2 and perm == [*range(k - 2), k - 1, k - 2]
+
+
 class FoldConversionChain(RewritePattern):
     """reshape(reshape(x)) -> reshape(x); broadcast(broadcast(x)) -> broadcast(x);
     cast(cast(x: A -> B) -> A) -> x when A -> B is exact (widening float)."""
@@ -204,4 +229,6 @@ def patterns_for(op_type: type[Operation]) -> tuple[RewritePattern, ...]:
         found += [FoldNoOpConversion(), FoldConversionChain()]
     if op_type is nn.TransposeOp:
         found.append(FoldTransposes())
+    if op_type is nn.MatmulOp:
+        found.append(FoldTransposeIntoMatmul())
     return tuple(found)

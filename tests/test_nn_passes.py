@@ -53,6 +53,17 @@ func.func @f(%x: tensor<4x6xf32>, %h: tensor<4x6xbf16>) -> (tensor<6x4xf32>, ten
   func.return %t3, %t1, %r2, %c2, %m : tensor<6x4xf32>, tensor<6x4xf32>, tensor<24xf32>, tensor<4x6xbf16>, tensor<4x6xf32>
 }
 """,
+    "matmul_transposes": """
+func.func @f(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %a: tensor<2x8x4xf32>) -> (tensor<4x16xf32>, tensor<2x4x16xf32>, tensor<8x2x8xf32>) {
+  %t = nn.transpose %w [1, 0] : tensor<16x8xf32> -> tensor<8x16xf32>
+  %r = nn.matmul %x, %t : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %at = nn.transpose %a [0, 2, 1] : tensor<2x8x4xf32> -> tensor<2x4x8xf32>
+  %r2 = nn.matmul %at, %w transpose_b : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+  %p = nn.transpose %a [1, 0, 2] : tensor<2x8x4xf32> -> tensor<8x2x4xf32>
+  %r3 = nn.matmul %p, %x : tensor<8x2x4xf32>, tensor<4x8xf32> -> tensor<8x2x8xf32>
+  func.return %r, %r2, %r3 : tensor<4x16xf32>, tensor<2x4x16xf32>, tensor<8x2x8xf32>
+}
+""",
     "folding": """
 func.func @f(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>, tensor<3xi1>) {
   %a = nn.constant dense<[0.5, 1.5, -2.0]> : tensor<3xf32>

@@ -104,3 +104,25 @@ func.func @constant_folding() -> (tensor<4096x4096xf32>, tensor<2xf32>, tensor<f
   %ex = nn.exp %ibr : tensor<2048xf32>
   func.return %sq, %e, %sum, %ex : tensor<4096x4096xf32>, tensor<2xf32>, tensor<f32>, tensor<2048xf32>
 }
+
+// -----
+
+// A transpose of the last two dimensions feeding a matmul becomes the matmul's transpose
+// flag (toggled: a transposed operand transposed again is read plainly); the transpose
+// stays where it has another use, and a batch-dimension permutation is not folded.
+// CHECK-LABEL: func.func @transpose_into_matmul
+// CHECK-SAME:  (%[[X:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<16x8xf32>, %[[A:.*]]: tensor<2x8x4xf32>)
+// CHECK-NEXT:  %[[R:.*]] = nn.matmul %[[X]], %[[W]] transpose_b : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+// CHECK-NEXT:  %[[R2:.*]] = nn.matmul %[[A]], %[[W]] transpose_a transpose_b : tensor<2x8x4xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+// CHECK-NEXT:  %[[P:.*]] = nn.transpose %[[A]] [1, 0, 2] : tensor<2x8x4xf32> -> tensor<8x2x4xf32>
+// CHECK-NEXT:  %[[R3:.*]] = nn.matmul %[[P]], %[[X]] : tensor<8x2x4xf32>, tensor<4x8xf32> -> tensor<8x2x8xf32>
+// CHECK-NEXT:  func.return %[[R]], %[[R2]], %[[R3]]
+func.func @transpose_into_matmul(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %a: tensor<2x8x4xf32>) -> (tensor<4x16xf32>, tensor<2x4x16xf32>, tensor<8x2x8xf32>) {
+  %t = nn.transpose %w [1, 0] : tensor<16x8xf32> -> tensor<8x16xf32>
+  %r = nn.matmul %x, %t : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %at = nn.transpose %a [0, 2, 1] : tensor<2x8x4xf32> -> tensor<2x4x8xf32>
+  %r2 = nn.matmul %at, %w transpose_b : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+  %p = nn.transpose %a [1, 0, 2] : tensor<2x8x4xf32> -> tensor<8x2x4xf32>
+  %r3 = nn.matmul %p, %x : tensor<8x2x4xf32>, tensor<4x8xf32> -> tensor<8x2x8xf32>
+  func.return %r, %r2, %r3 : tensor<4x16xf32>, tensor<2x4x16xf32>, tensor<8x2x8xf32>
+}
