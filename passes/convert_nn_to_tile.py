@@ -18,7 +18,10 @@ Host calling convention (what the backends' launchers implement):
 
 Lowering of groups:
 - each `nn.fusion` is one group; each nn op left outside a fusion is a group of its
-  own, except shape-only `nn.reshape`, which is a host-side `tile.view` (no copy);
+  own, except shape-only `nn.reshape`, which is a host-side `tile.view` (no copy), and
+  `nn.matmul`, which calls `tile.gemm` (nn-fuse bypassed it: the library GEMM, as eager),
+  and an `nn.broadcast` read only by unfused elementwise ops, which joins each of their
+  kernels as indexing (no buffer, no kernel of its own);
 - `route = "library_gemm"` fusions call `tile.gemm` and tile the epilogue alone;
 - a group that does not fit one iteration space (see `tiling_analysis`) is split into
   runs of consecutive ops that do (`tileable_subgroups`), one kernel each; a single
@@ -128,6 +131,22 @@ def _whole_tensor_ok(op: Operation) -> bool:
     )
 
 
+def _view_broadcasts(block: Block, returned: set[SSAValue]) -> set[Operation]:
+    """The unfused `nn.broadcast` ops that need no buffer: every user is an unfused
+    elementwise op, which reads the broadcast as indexing in its own kernel (eager PyTorch
+    broadcasts by strides; materializing it would be a kernel and a tensor more)."""
+    elementwise = (*nn.UNARY_OPS, *nn.BINARY_OPS, nn.CompareOp, nn.SelectOp, nn.CastOp)
+    found: set[Operation] = set()
+    for op in block.ops:
+        if not isinstance(op, nn.BroadcastOp) or op.result in returned:
+            continue
+        if op.input.owner in found or not op.result.uses:
+            continue
+        if all(isinstance(u.operation, elementwise) for u in op.result.uses):
+            found.add(op)
+    return found
+
+
 def _needs_lowering(f: func.FuncOp) -> bool:
     types = [*f.function_type.inputs.data, *f.function_type.outputs.data]
     if any(isinstance(t, TensorType) for t in types):
@@ -142,6 +161,7 @@ class HostLowering:
         self.module, self.f, self.opts, self.names = module, f, opts, names
         self.buffers: dict[SSAValue, SSAValue] = {}
         self.block = Block()
+        self.view_broadcasts: set[Operation] = set()
 
     # ------------------------------------------------------------------ driver
 
@@ -162,6 +182,7 @@ class HostLowering:
         self.out_param: dict[SSAValue, SSAValue] = {}
         for v, p in zip(ret.arguments, args[len(ins) :], strict=True):
             self.out_param.setdefault(v, p)
+        self.view_broadcasts = _view_broadcasts(old, set(self.out_param))
         for op in list(old.ops):
             self._lower_top(op)
         for v, p in zip(ret.arguments, args[len(ins) :], strict=True):
@@ -229,11 +250,28 @@ class HostLowering:
             self.block.add_op(view)
             self.buffers[r] = view.result
             return
-        ins = {x: self.buffers[x] for x in op.operands}
+        if op in self.view_broadcasts:
+            return  # read as indexing by each elementwise user (see `_view_broadcasts`)
+        if isinstance(op, nn.MatmulOp):
+            # nn-fuse left it unfused (bypassed): what eager runs, the library's GEMM.
+            self.buffers[r] = self._result_buffer(r)
+            self._gemm(op, {x: self.buffers[x] for x in op.operands}, self.buffers[r])
+            return
+        ops: list[Operation] = []
+        inputs: list[SSAValue] = []
+        for x in op.operands:
+            producer = x.owner
+            if isinstance(producer, nn.BroadcastOp) and producer in self.view_broadcasts:
+                if producer not in ops:
+                    ops.append(producer)
+                inputs.append(producer.input)
+            else:
+                inputs.append(x)
+        inputs = list(dict.fromkeys(inputs))
         self.buffers[r] = self._result_buffer(r)
         self._group(
-            Group([op], list(dict.fromkeys(op.operands)), [r]),
-            ins,
+            Group([*ops, op], inputs, [r]),
+            {x: self.buffers[x] for x in inputs},
             {r: self.buffers[r]},
             self._hint(op),
         )
@@ -292,15 +330,7 @@ class HostLowering:
     ) -> None:
         if len(group.ops) == 1 and isinstance(group.ops[0], nn.MatmulOp):
             mm = group.ops[0]
-            self.block.add_op(
-                tile.GemmOp(
-                    ins[mm.lhs],
-                    ins[mm.rhs],
-                    outs[mm.result],
-                    mm.transpose_a is not None,
-                    mm.transpose_b is not None,
-                )
-            )
+            self._gemm(mm, ins, outs[mm.result])
             return
         if len(group.ops) == 1 and _whole_tensor_ok(group.ops[0]):
             op = group.ops[0]
@@ -328,6 +358,11 @@ class HostLowering:
         self.block.add_op(alloc)
         return alloc.result
 
+    def _gemm(self, mm: nn.MatmulOp, ins: dict[SSAValue, SSAValue], c: SSAValue) -> None:
+        """`tile.gemm` (the library's GEMM) computing `mm` into the buffer `c`."""
+        transpose_a, transpose_b = mm.transpose_a is not None, mm.transpose_b is not None
+        self.block.add_op(tile.GemmOp(ins[mm.lhs], ins[mm.rhs], c, transpose_a, transpose_b))
+
     def _library_gemm(
         self, group: Group, ins: dict[SSAValue, SSAValue], outs: dict[SSAValue, SSAValue], hint: str
     ) -> None:
@@ -338,11 +373,7 @@ class HostLowering:
             return
         mm = mms[0]
         c = outs[mm.result] if mm.result in outs else self._temp(mm.result)
-        self.block.add_op(
-            tile.GemmOp(
-                ins[mm.lhs], ins[mm.rhs], c, mm.transpose_a is not None, mm.transpose_b is not None
-            )
-        )
+        self._gemm(mm, ins, c)
         rest = [o for o in group.ops if o is not mm]
         outputs = [v for v in group.outputs if v is not mm.result]
         if not outputs:

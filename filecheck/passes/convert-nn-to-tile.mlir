@@ -317,3 +317,25 @@ func.func @split_group(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8x4xf32
   }
   func.return %0 : tensor<8x4xf32>
 }
+
+// -----
+
+// What nn-fuse leaves unfused costs what eager costs: a bypassed matmul is the library's
+// GEMM (tile.gemm, reading the weight transposed, no copy), and a broadcast read only by
+// unfused elementwise ops has no buffer or kernel of its own: the add reads it as
+// indexing. One kernel (the add) besides the GEMM.
+// CHECK-LABEL: tile.kernel @bypassed_add grid 1
+// CHECK:       nn.add
+// CHECK-NOT:   tile.kernel
+// CHECK-LABEL: func.func @bypassed
+// CHECK-SAME:  (%[[X:.*]]: memref<8x32xbf16>, %[[W:.*]]: memref<16x32xbf16>, %[[B:.*]]: memref<16xbf16>, %[[O:.*]]: memref<8x16xbf16> {tile.output})
+// CHECK-NEXT:  %[[T:.*]] = tile.alloc : memref<8x16xbf16>
+// CHECK-NEXT:  tile.gemm %[[X]], %[[W]] into %[[T]] transpose_b
+// CHECK-NEXT:  tile.launch @bypassed_add grid [1] (%[[T]], %[[B]], %[[O]])
+// CHECK-NEXT:  func.return
+func.func @bypassed(%x: tensor<8x32xbf16>, %w: tensor<16x32xbf16>, %b: tensor<16xbf16>) -> tensor<8x16xbf16> {
+  %m = nn.matmul %x, %w transpose_b : tensor<8x32xbf16>, tensor<16x32xbf16> -> tensor<8x16xbf16>
+  %bb = nn.broadcast %b : tensor<16xbf16> -> tensor<8x16xbf16>
+  %r = nn.add %m, %bb : tensor<8x16xbf16>
+  func.return %r : tensor<8x16xbf16>
+}
