@@ -155,3 +155,29 @@ def test_warm_compile_comes_from_the_cache() -> None:
     warm = time.perf_counter() - start
     print(f"warm compile {warm:.3f}s for {len(again.kernels)} kernel(s)")
     assert warm < 10.0
+
+
+def test_nvrtc_compiles_and_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With cuda-python installed, kernels compile through NVRTC (nvcc is never asked)
+    and run correctly; skipped where cuda-python is absent (then nvcc compiles)."""
+    from fuseopt.backends.cuda import runtime
+
+    if runtime._nvrtc() is None:
+        pytest.skip("cuda-python (NVRTC) is not installed")
+    assert runtime.compiler_identity().startswith("nvrtc-"), runtime.compiler_identity()
+    monkeypatch.setenv("FUSEOPT_CACHE_DIR", str(tmp_path))  # a cold cache: everything compiles
+    nvcc_calls: list[str] = []
+    real_nvcc = runtime._nvcc_cubin
+
+    def counting_nvcc(source: str, name: str, arch: str) -> bytes:
+        nvcc_calls.append(name)
+        return real_nvcc(source, name, arch)
+
+    monkeypatch.setattr(runtime, "_nvcc_cubin", counting_nvcc)
+    torch.manual_seed(7)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(264, 520), torch.nn.GELU(), torch.nn.LayerNorm(520)
+    ).to("cuda", torch.bfloat16)
+    x = torch.randn(72, 264, device="cuda", dtype=torch.bfloat16)
+    _check("nvrtc linear+gelu+layernorm", model, (x,))
+    assert not nvcc_calls, f"NVRTC refused {nvcc_calls}; nvcc compiled them"
