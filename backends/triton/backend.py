@@ -49,6 +49,11 @@ TILE_OPTIONS = (
 )
 """convert-nn-to-tile options a user may force through backend options."""
 
+MAX_ROW_BLOCK = 32768
+"""Rows up to this many elements stay whole in one program's registers (up to 32 warps).
+Triton has no shared-memory row cache, so the looped schedule (the tiler's default past
+8192) reads a row from HBM once per pass (three for softmax); one pass reads it once."""
+
 
 def _tile_stage(tile_options: Mapping[str, int]) -> str:
     """The passes after FUSE that end in tile IR (STANDARD's tail), with forced sizes."""
@@ -206,7 +211,7 @@ def compile_module(
     check_mode(mode)
     known = {"cache_dir", *TILE_OPTIONS, *(o.replace("-", "_") for o in TILE_OPTIONS)}
     check_options(NAMESPACE, options, known)
-    tile_options = {
+    tile_options = {"max-row-block": MAX_ROW_BLOCK} | {
         k.replace("_", "-"): int(v)
         for k, v in options.items()
         if k.replace("_", "-") in TILE_OPTIONS
