@@ -36,7 +36,7 @@ Lowering of groups:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -55,6 +55,7 @@ from xdsl.passes import ModulePass
 
 from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import nn, tile
+from fuseopt.identifiers import unique_name
 from fuseopt.passes.tiling_analysis import (
     Group,
     Untileable,
@@ -63,7 +64,7 @@ from fuseopt.passes.tiling_analysis import (
     tileable_subgroups,
 )
 from fuseopt.passes.tiling_emitter import KernelEmitter, whole_tensor_kernel
-from fuseopt.passes.tiling_heuristics import TileOptions, choose_blocks
+from fuseopt.passes.tiling_heuristics import MAX_ROW_BLOCK, TileOptions, choose_blocks
 
 MAX_GRID = 2**31 - 1
 """Most programs in one launch (CUDA's grid.x limit)."""
@@ -89,20 +90,11 @@ class ConvertNNToTilePass(ModulePass):
     block_n: int | None = None
     block_k: int | None = None
     group_m: int | None = None
-    max_row_block: int = 8192
+    max_row_block: int = MAX_ROW_BLOCK
 
     def options(self) -> TileOptions:
         """The forced sizes as TileOptions (a CompileError when one is invalid)."""
-        opts = TileOptions(
-            self.block,
-            self.block_rows,
-            self.block_cols,
-            self.block_m,
-            self.block_n,
-            self.block_k,
-            self.group_m,
-            self.max_row_block,
-        )
+        opts = TileOptions(**{f.name: getattr(self, f.name) for f in fields(TileOptions)})
         try:
             opts.check()
         except ValueError as e:
@@ -290,13 +282,7 @@ class HostLowering:
         return alloc.result
 
     def _kernel_name(self, hint: str) -> str:
-        base = hint if IDENTIFIER.fullmatch(hint) else "kernel"
-        name, i = base, 0
-        while name in self.names:
-            i += 1
-            name = f"{base}_{i}"
-        self.names.add(name)
-        return name
+        return unique_name(hint if IDENTIFIER.fullmatch(hint) else "kernel", self.names)
 
     # ------------------------------------------------------------------ groups
 

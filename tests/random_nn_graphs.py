@@ -32,8 +32,23 @@ from dataclasses import dataclass, field
 import numpy as np
 from hypothesis import strategies as st
 
-UNARY = ("neg", "abs", "exp", "tanh", "sigmoid", "relu", "gelu", "silu", "sin", "cos", "sqrt",
-         "log", "rsqrt", "reciprocal", "erf")
+UNARY = (
+    "neg",
+    "abs",
+    "exp",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "gelu",
+    "silu",
+    "sin",
+    "cos",
+    "sqrt",
+    "log",
+    "rsqrt",
+    "reciprocal",
+    "erf",
+)
 BINARY = ("add", "sub", "mul", "div", "max", "min")
 REDUCTIONS = ("sum", "reduce_max", "reduce_min", "mean")
 COMPARES = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -93,15 +108,35 @@ class _Builder:
             return self.draw(st.sampled_from(pool))
         if dtype == "f32":
             return self.arg(shape)
-        return self.emit(f"nn.cast {self.arg(shape)} : {type_str(shape)} -> "
-                         f"{type_str(shape, dtype)}", shape, dtype)
+        return self.emit(
+            f"nn.cast {self.arg(shape)} : {type_str(shape)} -> {type_str(shape, dtype)}",
+            shape,
+            dtype,
+        )
 
 
 def _add_op(b: _Builder) -> None:
     draw = b.draw
-    kind = draw(st.sampled_from(
-        ["unary", "unary", "binary", "binary", "broadcast", "reduce", "matmul", "reshape",
-         "transpose", "slice", "concat", "select", "cast", "constant"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "unary",
+                "unary",
+                "binary",
+                "binary",
+                "broadcast",
+                "reduce",
+                "matmul",
+                "reshape",
+                "transpose",
+                "slice",
+                "concat",
+                "select",
+                "cast",
+                "constant",
+            ]
+        )
+    )
     x, shape, dtype = b.pick(None if kind in ("unary", "binary", "cast") else "f32")
     t = type_str(shape, dtype)
     rank = len(shape)
@@ -124,8 +159,9 @@ def _add_op(b: _Builder) -> None:
         keep = draw(st.booleans())
         out = tuple((1 if i in axes else d) for i, d in enumerate(shape) if keep or i not in axes)
         kw = " keepdim" if keep else ""
-        b.emit(f"nn.{draw(st.sampled_from(REDUCTIONS))} {x} {axes}{kw} : {t} -> "
-               f"{type_str(out)}", out)
+        b.emit(
+            f"nn.{draw(st.sampled_from(REDUCTIONS))} {x} {axes}{kw} : {t} -> {type_str(out)}", out
+        )
     elif kind == "matmul" and rank >= 2:
         k, n = shape[-1], draw(st.integers(1, 4))
         tb = draw(st.booleans())
@@ -188,7 +224,23 @@ def nn_graphs(draw: st.DrawFn, min_ops: int = 1, max_ops: int = 40) -> RandomGra
     args = ", ".join(f"{n}: {type_str(s)}" for n, s in b.args)
     rtypes = ", ".join(type_str(s, d) for _, s, d in results)
     text = "\n".join(
-        [f"func.func @main({args}) -> ({rtypes}) {{", *b.lines,
-         f"    func.return {', '.join(r[0] for r in results)} : {rtypes}", "}"]
+        [
+            f"func.func @main({args}) -> ({rtypes}) {{",
+            *b.lines,
+            f"    func.return {', '.join(r[0] for r in results)} : {rtypes}",
+            "}",
+        ]
     )
     return RandomGraph(text, [s for _, s in b.args], len(b.lines))
+
+
+def assert_same_results(
+    expected: tuple[np.ndarray, ...], actual: tuple[np.ndarray, ...], rtol: float, atol: float
+) -> None:
+    """Equal shapes and dtypes; booleans exactly equal, numbers within `rtol`/`atol`."""
+    for e, a in zip(expected, actual, strict=True):
+        assert e.shape == a.shape and e.dtype == a.dtype
+        if e.dtype == np.bool_:
+            assert np.array_equal(e, a)
+        else:
+            np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)

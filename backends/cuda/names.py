@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from fuseopt import identifiers
+
 MAX_IDENTIFIER = 48
 """Longest identifier taken from an input name (longer ones are cut)."""
 
@@ -40,18 +42,7 @@ def sanitize(text: str, fallback: str = "v") -> str:
     return name
 
 
-class NameTable:
-    """Unique identifiers within one translation unit, from sanitized hints."""
+class NameTable(identifiers.NameTable):
+    """Unique C identifiers within one translation unit, from sanitized hints."""
 
-    def __init__(self) -> None:
-        self.taken: set[str] = set()
-
-    def fresh(self, hint: str, fallback: str = "v") -> str:
-        """A new unique identifier based on `hint` (sanitized)."""
-        base = sanitize(hint, fallback)
-        name, n = base, 0
-        while name in self.taken:
-            n += 1
-            name = f"{base}_{n}"
-        self.taken.add(name)
-        return name
+    sanitize = staticmethod(sanitize)

@@ -12,6 +12,8 @@ import builtins
 import keyword
 import re
 
+from fuseopt import identifiers
+
 MAX_IDENTIFIER = 48
 """Longest identifier taken from an input name (longer ones are cut)."""
 
@@ -39,22 +41,8 @@ def sanitize(text: str, fallback: str = "v") -> str:
     return name
 
 
-class NameTable:
-    """Unique identifiers within one scope, from sanitized hints.
+class NameTable(identifiers.NameTable):
+    """Unique Python identifiers within one scope, from sanitized hints (`taken`: names
+    of an enclosing scope, which a local never shadows)."""
 
-    `taken` seeds names already used by an enclosing scope (module-level names seen
-    from a kernel body), so a local never shadows them.
-    """
-
-    def __init__(self, taken: set[str] | None = None):
-        self.taken: set[str] = set(taken or ())
-
-    def fresh(self, hint: str, fallback: str = "v") -> str:
-        """A new unique identifier based on `hint` (sanitized)."""
-        base = sanitize(hint, fallback)
-        name, n = base, 0
-        while name in self.taken:
-            n += 1
-            name = f"{base}_{n}"
-        self.taken.add(name)
-        return name
+    sanitize = staticmethod(sanitize)
