@@ -15,6 +15,16 @@ convert-nn-to-tile tiles a group over one *iteration space*. This module finds i
    one iteration dim, so contiguous data becomes one long dim (reduced classes merge
    into the one reduction dim; matmul keeps batch, M and N apart).
 
+Slices and concats (the rotate-half of rotary embeddings) tie axes of *different*
+sizes: a unit-step `nn.slice` ties the sliced axis of its operand to its result's, an
+`nn.concat` ties each operand's axis to the result's. Such a class is *split*: its
+part size `g` is the gcd of its axes' sizes and of the slice starts and concat
+boundaries on it, the iteration dim has size `g`, and a value spanning the class with
+an axis of size `P * g` holds `P` parts (`IterationSpace.parts`). The emitter unrolls
+the parts: part `p` of a buffer is the box at offset `p * g` along that dim, a slice
+picks parts, a concat lists them. One split class per group, at most MAX_PARTS parts
+per value, and never in a matmul; the split dim is never merged with a neighbour.
+
 A pure pointwise group whose values all have the same element count is *flat*: one
 dim, every value spans it, reshapes are free. Anything else that does not fit raises
 `Untileable`, and the pass falls back to smaller groups (`tileable_subgroups`).
@@ -36,6 +46,9 @@ ELEMENTWISE = (nn.UnaryElementwiseOp, nn.BinaryElementwiseOp, nn.CompareOp, nn.S
 
 POINTWISE, REDUCTION, MATMUL = "pointwise", "reduction", "matmul"
 """Schedule kinds."""
+
+MAX_PARTS = 8
+"""Most parts a value may hold along a split dim (each part is unrolled in the kernel)."""
 
 
 class Untileable(Exception):
@@ -64,18 +77,28 @@ class IterationSpace:
     sizes: list[int]
     spans: dict[SSAValue, tuple[int, ...]] = field(default_factory=dict)
     reduce_dim: int | None = None
-    reduce_count: int = 1
-    """Elements reduced per row (the divisor of a mean)."""
     matmul: nn.MatmulOp | None = None
     matmuls: list[nn.MatmulOp] = field(default_factory=list)
     """Every matmul of the group (several share A: a dual GEMM); `matmul` is the first."""
     m_dim: int | None = None
     n_dim: int | None = None
     k_size: int = 0
+    split_dim: int | None = None
+    """The iteration dim cut by slices/concats (its size is the part size), if any."""
+    parts: dict[SSAValue, int] = field(default_factory=dict)
+    """Parts each value spanning `split_dim` holds (1 for the others)."""
 
     def span(self, v: SSAValue) -> tuple[int, ...]:
         """The iteration dims `v` spans, in order."""
         return self.spans[v]
+
+    def parts_of(self, v: SSAValue) -> int:
+        """How many parts of the split dim `v` holds (1 when it holds one or none)."""
+        return self.parts.get(v, 1)
+
+    def extent(self, v: SSAValue, d: int) -> int:
+        """The size of `v`'s buffer along iteration dim `d` (all its parts)."""
+        return self.sizes[d] * (self.parts_of(v) if d == self.split_dim else 1)
 
 
 def shape(v: SSAValue) -> tuple[int, ...]:
@@ -90,6 +113,8 @@ class _Axes:
 
     def __init__(self) -> None:
         self.parent: dict[tuple[SSAValue, int], tuple[SSAValue, int]] = {}
+        self.cuts: dict[tuple[SSAValue, int], set[int]] = {}
+        """Slice starts and concat boundaries, per node of the axis they cut."""
 
     def add(self, v: SSAValue) -> None:
         for i, n in enumerate(shape(v)):
@@ -102,11 +127,20 @@ class _Axes:
             node = self.parent[node]
         return node
 
-    def tie(self, a: SSAValue, i: int, b: SSAValue, j: int, op: Operation) -> None:
-        if shape(a)[i] != shape(b)[j]:
+    def tie(
+        self, a: SSAValue, i: int, b: SSAValue, j: int, op: Operation, cut: int | None = None
+    ) -> None:
+        """Put axis i of `a` and axis j of `b` in one class. Sizes must match, unless
+        `cut` (a slice start or concat boundary on `b`'s axis) says `a`'s axis is a
+        piece of `b`'s."""
+        if shape(a)[i] != shape(b)[j] and cut is None:
             raise Untileable(op, f"axes of sizes {shape(a)[i]} and {shape(b)[j]} meet")
-        if shape(a)[i] == 1:
+        if shape(a)[i] == 1 and shape(b)[j] == 1:
             return
+        if shape(a)[i] == 1 or shape(b)[j] == 1:
+            raise Untileable(op, "a slice or concat piece of one element")
+        if cut is not None:
+            self.cuts.setdefault((b, j), set()).add(cut)
         self.parent[self.find((a, i))] = self.find((b, j))
 
 
@@ -146,6 +180,9 @@ def analyze(group: Group) -> IterationSpace:
         raise Untileable(matmuls[0], "a matmul and a reduction in one kernel")
     values = [*group.inputs, *(r for op in group.ops for r in op.results)]
     root = {node: axes.find(node) for node in axes.parent}
+    split, part = _split_class(axes, root)
+    if split is not None and matmuls:
+        raise Untileable(matmuls[0], "slices or concats in a matmul kernel")
     red_classes = {root[n] for n in reduced}
     k_classes = {root[n] for n in contraction}
     classes_of = {v: [root[(v, i)] for i, n in enumerate(shape(v)) if n != 1] for v in values}
@@ -173,6 +210,7 @@ def analyze(group: Group) -> IterationSpace:
         merge = (
             i > 0
             and members[i] == members[i - 1]
+            and split not in (c, domain_classes[i - 1])
             and (c in red_classes) == (domain_classes[i - 1] in red_classes)
             and (mm is None or i < len(domain_classes) - 2)
         )
@@ -188,16 +226,21 @@ def analyze(group: Group) -> IterationSpace:
     ):
         raise Untileable(None, "reductions over axes that are not one contiguous block")
     sizes = [
-        math.prod(shape(domain)[_axis_of(domain, domain_classes[i], root)] for i in g)
+        part
+        if domain_classes[g[0]] == split
+        else math.prod(shape(domain)[_axis_of(domain, domain_classes[i], root)] for i in g)
         for g in groups
     ]
     dim_of = {domain_classes[i]: d for d, g in enumerate(groups) for i in g}
     space = IterationSpace(MATMUL if mm else REDUCTION if red_groups else POINTWISE, sizes)
     for v in values:
         space.spans[v] = tuple(sorted({dim_of[c] for c in classes_of[v] if c in dim_of}))
+        if split is not None and split in classes_of[v]:
+            space.parts[v] = shape(v)[_axis_of(v, split, root)] // part
+    if split is not None:
+        space.split_dim = dim_of[split]
     if red_groups:
         space.reduce_dim = dim_of[domain_classes[red_groups[0][0]]]
-        space.reduce_count = sizes[space.reduce_dim]
     if mm is not None:
         space.matmul = mm
         space.matmuls = matmuls
@@ -210,6 +253,25 @@ def analyze(group: Group) -> IterationSpace:
             if m.lhs not in group.inputs or m.rhs not in group.inputs:
                 raise Untileable(m, "matmul operands must come from outside the kernel")
     return space
+
+
+def _split_class(axes: _Axes, root: dict) -> tuple[tuple[SSAValue, int] | None, int]:
+    """The class that slices/concats cut into parts and its part size (None, 0 when
+    every cut falls on whole axes)."""
+    cut = {root[n] for n in axes.cuts}
+    if not cut:
+        return None, 0
+    if len(cut) > 1:
+        raise Untileable(None, "slices or concats cut more than one iteration axis")
+    (c,) = cut
+    nodes = [n for n, r in root.items() if r == c]
+    sizes = [shape(v)[i] for v, i in nodes]
+    part = math.gcd(*sizes, *(x for n in nodes for x in axes.cuts.get(n, ())))
+    if part == max(sizes):
+        return None, 0
+    if max(sizes) // part > MAX_PARTS:
+        raise Untileable(None, f"slices or concats cut an axis into {max(sizes) // part} parts")
+    return c, part
 
 
 def _shares_lhs(a: nn.MatmulOp, b: nn.MatmulOp) -> bool:
@@ -266,6 +328,23 @@ def _tie(
     elif isinstance(op, nn.MatmulOp):
         _tie_matmul(op, axes, contraction)
         matmuls.append(op)
+    elif isinstance(op, nn.SliceOp):
+        x, r = op.operands[0], op.results[0]
+        for i, (lo, hi, step) in enumerate(op.bounds):
+            if (lo, hi, step) == (0, shape(x)[i], 1):
+                axes.tie(x, i, r, i, op)
+            elif step != 1:
+                raise Untileable(op, "a strided slice is not tiled in a fused kernel")
+            else:
+                axes.tie(r, i, x, i, op, cut=lo)
+    elif isinstance(op, nn.ConcatOp):
+        r = op.results[0]
+        axis = nn.normalized_axis(op.axis.value.data, len(shape(r)))
+        start = 0
+        for x in op.operands:
+            for i in range(len(shape(r))):
+                axes.tie(x, i, r, i, op, cut=start if i == axis else None)
+            start += shape(x)[axis]
     else:
         raise Untileable(op, f"{op.name} is not tiled in a fused kernel")
 

@@ -10,12 +10,18 @@ Algorithm:
    ops keep their nn name; `nn.broadcast` becomes `tile.broadcast`; squeeze-only
    reshapes are free; reductions become `tile.reduce` with out-of-bounds elements
    replaced by the identity); a value's tile has one dim per tiled iteration dim it spans;
+   a value holding several parts of a split dim (slices/concats, `tiling_analysis`)
+   is emitted part by part: part p of an input is the box at `p * part size` along
+   that dim, a slice or concat picks parts, a reduction over the dim combines them;
 4. schedules: pointwise and single-pass row reduction emit straight-line code; a
    looped row reduction runs one `scf.for` over column chunks per level of dependent
    reductions (accumulators as iter_args), then a last loop that stores full rows;
+   a softmax's max and sum, or a mean and variance, share the first loop (online
+   statistics, `tiling_online`), so such a kernel reads the row twice, not three times;
    matmul runs the K loop of `tile.dot` into an f32 accumulator (one per matmul of a
    dual GEMM, sharing the A tile), then the epilogue on it;
-5. every group output is stored at its offsets (stores mask the ragged edges).
+5. every group output is stored at its offsets, part by part (stores mask the ragged
+   edges; blocks along a split dim divide the part size, so parts never overlap).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuseopt.dialects import nn, tile
 from fuseopt.dialects.syntax import int_array, is_float
+from fuseopt.passes import tiling_online as online
 from fuseopt.passes.tiling_analysis import (
     ELEMENTWISE,
     MATMUL,
@@ -61,7 +68,8 @@ class Context:
 
     block: Block
     offsets: dict[int, SSAValue]
-    cache: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    cache: dict[tuple[SSAValue, int], SSAValue] = field(default_factory=dict)
+    """Emitted tiles per (nn value, part)."""
     outer: Context | None = None
     masks: dict[tuple[int, ...], SSAValue] = field(default_factory=dict)
 
@@ -75,6 +83,23 @@ class KernelEmitter:
         self.constants: dict[int, SSAValue] = {}
         self.constant_ops: list[Operation] = []
         self.operands = {v for m in space.matmuls for v in (m.lhs, m.rhs)}
+        self.varies = self._part_dependent()
+        self.part_offsets: dict[tuple[SSAValue, int, int], SSAValue] = {}
+
+    def _part_dependent(self) -> set[SSAValue]:
+        """Values whose tiles differ between parts of the split dim (a broadcast along
+        the split dim, or a splat, is the same tile for every part)."""
+        sp, varies = self.space, set()
+        for v in self.group.inputs:
+            if sp.parts_of(v) > 1:
+                varies.add(v)
+        for op in self.group.ops:
+            for r in op.results:
+                if sp.parts_of(r) > 1 and (
+                    isinstance(op, nn.ConcatOp) or any(x in varies for x in op.operands)
+                ):
+                    varies.add(r)
+        return varies
 
     # ------------------------------------------------------------------ types
 
@@ -95,7 +120,7 @@ class KernelEmitter:
         mm = self.space.matmul
         if mm is not None and v in self.operands:
             return MemRefType(t.element_type, self._operand_view(v)[0])
-        dims = [self.space.sizes[d] for d in self.space.span(v)] or [1]
+        dims = [self.space.extent(v, d) for d in self.space.span(v)] or [1]
         return MemRefType(t.element_type, dims)
 
     def _operand_view(self, v: SSAValue) -> tuple[list[int], list[int]]:
@@ -215,25 +240,66 @@ class KernelEmitter:
 
     # ------------------------------------------------------------------ values
 
-    def emit(self, v: SSAValue, ctx: Context) -> SSAValue:
-        """The tile of nn value `v` in `ctx` (emitting what it needs)."""
-        if v in ctx.cache:
-            return ctx.cache[v]
+    def emit(self, v: SSAValue, ctx: Context, part: int = 0) -> SSAValue:
+        """The tile of nn value `v` (its part `part` along the split dim) in `ctx`,
+        emitting what it needs."""
+        if v not in self.varies:
+            part = 0
+        key = (v, part)
+        if key in ctx.cache:
+            return ctx.cache[key]
         sp = self.space
         if ctx.outer is not None and sp.reduce_dim not in sp.span(v):
-            ctx.cache[v] = self.emit(v, ctx.outer)
-            return ctx.cache[v]
+            ctx.cache[key] = self.emit(v, ctx.outer, part)
+            return ctx.cache[key]
         if v in self.params:
-            offsets = [ctx.offsets[d] for d in sp.span(v)] or [self.index(0)]
+            offsets = self.offsets(ctx, v, part)
             result = self.add(ctx, tile.LoadOp(self.params[v], offsets, self.tile_shape(v)))
         else:
             op = v.owner
             assert isinstance(op, Operation)
-            result = self._lower(op, ctx)
-        ctx.cache[v] = result
+            result = self._lower(op, ctx, part)
+        ctx.cache[key] = result
         return result
 
-    def _lower(self, op: Operation, ctx: Context) -> SSAValue:
+    def offsets(self, ctx: Context, v: SSAValue, part: int) -> list[SSAValue]:
+        """Where the tile of group input/output `v` (part `part`) sits in its buffer."""
+        sp = self.space
+        offsets = []
+        for d in sp.span(v):
+            off = ctx.offsets[d]
+            if d == sp.split_dim and part:
+                key = (off, part, id(ctx.block))
+                if key not in self.part_offsets:
+                    shift = arith.AddiOp(off, self.index(part * sp.sizes[d]))
+                    self.part_offsets[key] = self.add(ctx, shift)
+                off = self.part_offsets[key]
+            offsets.append(off)
+        return offsets or [self.index(0)]
+
+    def _operand_part(self, op: Operation, part: int) -> list[tuple[SSAValue, int]]:
+        """(operand, part) pairs that part `part` of `op`'s result reads: a slice along
+        the split dim reads the operand's part at its start, a concat the operand
+        holding that part; other ops read the same part of every operand."""
+        sp = self.space
+        if isinstance(op, nn.SliceOp):
+            x = op.operands[0]
+            cut = [
+                lo
+                for i, (lo, hi, st) in enumerate(op.bounds)
+                if (lo, hi, st) != (0, shape(x)[i], 1)
+            ]
+            if cut and sp.split_dim is not None:
+                return [(x, cut[0] // sp.sizes[sp.split_dim] + part)]
+        if isinstance(op, nn.ConcatOp) and sp.parts_of(op.results[0]) > 1:
+            for x in op.operands:
+                if part < sp.parts_of(x):
+                    return [(x, part)]
+                part -= sp.parts_of(x)
+            raise AssertionError("concat part out of range")
+        return [(x, part) for x in op.operands]
+
+    def _lower(self, op: Operation, ctx: Context, part: int) -> SSAValue:
         r = op.results[0]
         t = r.type
         assert isinstance(t, TensorType)
@@ -241,7 +307,14 @@ class KernelEmitter:
             value = op.splat_value
             assert value is not None
             return self.splat(ctx, value, self.tile_type(r))
-        xs = [self.emit(x, ctx) for x in op.operands]
+        if isinstance(op, nn.ReductionOp) and self.space.reduce_dim in self.space.span(
+            op.operands[0]
+        ):
+            partial = self._reduce_parts(op, ctx, part)
+            return self._finish_reduce(op, partial, ctx)
+        xs = [self.emit(x, ctx, p) for x, p in self._operand_part(op, part)]
+        if isinstance(op, nn.SliceOp | nn.ConcatOp):
+            return xs[0]
         if isinstance(op, ELEMENTWISE):
             new = type(op).build(
                 operands=xs, result_types=[self.tile_type(r)], attributes=dict(op.attributes)
@@ -251,11 +324,8 @@ class KernelEmitter:
             return xs[0]
         if isinstance(op, nn.BroadcastOp):
             return self._broadcast(ctx, xs[0], op.operands[0], r)
-        if isinstance(op, nn.ReductionOp):
-            if self.space.reduce_dim not in self.space.span(op.operands[0]):
-                return xs[0]
-            partial = self._partial_reduce(op, xs[0], ctx)
-            return self._finish_reduce(op, partial, ctx)
+        if isinstance(op, nn.ReductionOp):  # over unit or untiled axes only
+            return xs[0]
         raise Untileable(op, f"{op.name} cannot be lowered here")
 
     def _broadcast(self, ctx: Context, x: SSAValue, src: SSAValue, dst: SSAValue) -> SSAValue:
@@ -276,6 +346,19 @@ class KernelEmitter:
             return 0
         big: float | int = math.inf if is_float(element) else 2**63 - 1
         return -big if kind == "max" else big
+
+    def _reduce_parts(self, op: nn.ReductionOp, ctx: Context, part: int) -> SSAValue:
+        """This context's partial reduction for part `part` of `op`'s result: over every
+        part of the input when the reduce dim is the split dim, else over the same part."""
+        sp, x = self.space, op.operands[0]
+        if sp.reduce_dim != sp.split_dim or sp.parts_of(x) == 1:
+            return self._partial_reduce(op, self.emit(x, ctx, part), ctx)
+        combine = COMBINE[REDUCE_KIND[type(op)]]
+        total = self._partial_reduce(op, self.emit(x, ctx, 0), ctx)
+        for q in range(1, sp.parts_of(x)):
+            partial = self._partial_reduce(op, self.emit(x, ctx, q), ctx)
+            total = self.add(ctx, combine(total, partial))
+        return total
 
     def _partial_reduce(self, op: nn.ReductionOp, x: SSAValue, ctx: Context) -> SSAValue:
         """Reduce this context's tile of `op`'s input along the reduce dim (masked)."""
@@ -309,7 +392,9 @@ class KernelEmitter:
         t = total.type
         assert isinstance(t, TensorType)
         if isinstance(op, nn.MeanOp):
-            count = self.splat(ctx, float(self.space.reduce_count), t)
+            src = shape(op.operands[0])
+            n = math.prod(src[a] for a in op.axis_list)
+            count = self.splat(ctx, float(n), t)
             total = self.add(ctx, nn.DivOp(total, count))
         rt = op.results[0].type
         assert isinstance(rt, TensorType)
@@ -329,10 +414,22 @@ class KernelEmitter:
             if isinstance(op, nn.ReductionOp) and k in sp.span(op.operands[0]):
                 phases.setdefault(lv, []).append(op)
                 level[op.results[0]] = lv + 1
-        for p in sorted(phases):
-            reds = phases[p]
+        pairs = []
+        if sp.split_dim is None and 0 in phases and 1 in phases:
+            # statistics in one pass: a softmax's sum or a variance joins the first loop
+            pairs = online.online_pairs(phases[0], phases[1])
+            merged = {id(p.second) for p in pairs}
+            phases[1] = [r for r in phases[1] if id(r) not in merged]
+            if not phases[1]:
+                del phases[1]
+        for lv in sorted(phases):
+            # one accumulator per reduction and part of its result
+            accs = [(r, q) for r in phases[lv] for q in range(sp.parts_of(r.results[0]))]
+            lv_pairs = pairs if lv == 0 else []
+            paired = {id(p.first) for p in lv_pairs}
+            accs = [(r, q) for r, q in accs if id(r) not in paired]
             inits = []
-            for r in reds:
+            for r, _ in accs:
                 rt = self.tile_type(r.results[0])
                 acc_t = TensorType(self._acc_element(rt.element_type), rt.get_shape())
                 inits.append(
@@ -340,16 +437,29 @@ class KernelEmitter:
                         outer, self._identity(REDUCE_KIND[type(r)], acc_t.element_type), acc_t
                     )
                 )
+            widths = []
+            for pair in lv_pairs:
+                pair_inits = online.initial(self, outer, pair)
+                widths.append(len(pair_inits))
+                inits.extend(pair_inits)
             body = Block(arg_types=[IndexType(), *(i.type for i in inits)])
             inner = Context(body, {**outer.offsets, k: body.args[0]}, outer=outer)
             new_accs = []
-            for r, acc in zip(reds, body.args[1:], strict=True):
-                part = self._partial_reduce(r, self.emit(r.operands[0], inner), inner)
+            for (r, q), acc in zip(accs, body.args[1:], strict=False):
+                part = self._reduce_parts(r, inner, q)
                 new_accs.append(self.add(inner, COMBINE[REDUCE_KIND[type(r)]](acc, part)))
+            at = 1 + len(accs)
+            for pair, n in zip(lv_pairs, widths, strict=True):
+                new_accs.extend(online.update(self, inner, pair, list(body.args[at : at + n])))
+                at += n
             body.add_op(scf.YieldOp(*new_accs))
             loop = self._loop(outer, body, inits)
-            for r, total in zip(reds, loop.results, strict=True):
-                outer.cache[r.results[0]] = self._finish_reduce(r, total, outer)
+            for (r, q), total in zip(accs, loop.results, strict=False):
+                outer.cache[(r.results[0], q)] = self._finish_reduce(r, total, outer)
+            at = len(accs)
+            for pair, n in zip(lv_pairs, widths, strict=True):
+                online.finish(self, outer, pair, list(loop.results[at : at + n]))
+                at += n
         full = [i for i, v in enumerate(self.group.outputs) if k in sp.span(v)]
         rows = [i for i, v in enumerate(self.group.outputs) if k not in sp.span(v)]
         if full:
@@ -373,9 +483,10 @@ class KernelEmitter:
     def _store(self, ctx: Context, outputs: list[int]) -> None:
         for i in outputs:
             v = self.group.outputs[i]
-            value = self.emit(v, ctx)
-            offsets = [ctx.offsets[d] for d in self.space.span(v)] or [self.index(0)]
-            ctx.block.add_op(tile.StoreOp(value, self.out_params[i], offsets))
+            for part in range(self.space.parts_of(v)):
+                value = self.emit(v, ctx, part)
+                offsets = self.offsets(ctx, v, part)
+                ctx.block.add_op(tile.StoreOp(value, self.out_params[i], offsets))
 
     # ------------------------------------------------------------------ matmul
 
@@ -433,7 +544,7 @@ class KernelEmitter:
             result = total
             if not isinstance(rt.element_type, Float32Type):
                 result = self.cast(ctx, result, rt.element_type)
-            ctx.cache[one.result] = result
+            ctx.cache[(one.result, 0)] = result
         self._store(ctx, list(range(len(self.group.outputs))))
         return math.prod(sp.sizes[d] for d in batch) * per_batch
 
@@ -462,8 +573,9 @@ class KernelEmitter:
 
 
 def whole_tensor_kernel(name: str, op: Operation) -> tuple[tile.KernelOp, list[SSAValue]]:
-    """The fallback kernel for an op the tiler cannot index (transpose, slice, concat,
-    regrouping reshape, reductions over scattered axes): one program loads every
+    """The fallback kernel for an op the tiler cannot index (transpose, strided slice,
+    a concat of pieces with no common part size, regrouping reshape, reductions over
+    scattered axes): one program loads every
     operand whole, applies the nn op to the whole tiles and stores the result.
 
     Returns the kernel and its inputs (the op's distinct operands, then its result).

@@ -84,7 +84,27 @@ def tiled_dims(space: IterationSpace) -> list[int]:
 
 
 def choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
-    """Block sizes for `space` (heuristic, overridden by `opts`)."""
+    """Block sizes for `space` (heuristic, overridden by `opts`); along a split dim
+    (slices/concats) the block divides the part size, so parts never overlap."""
+    blocks = _choose_blocks(space, opts)
+    s = space.split_dim
+    if s is None or s not in blocks.dims or space.sizes[s] % blocks.dims[s] == 0:
+        return blocks
+    dims = dict(blocks.dims)
+    dims[s] = largest_pow2_divisor(space.sizes[s], dims[s])
+    looped = blocks.looped or (s == space.reduce_dim and dims[s] < space.sizes[s])
+    return Blocks(dims, blocks.group_m, blocks.block_k, looped)
+
+
+def largest_pow2_divisor(n: int, cap: int) -> int:
+    """The largest power of two that divides `n` and is at most `cap`."""
+    b = 1
+    while b * 2 <= cap and n % (b * 2) == 0:
+        b *= 2
+    return b
+
+
+def _choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
     sizes, tiled = space.sizes, tiled_dims(space)
     dims = {d: 1 for d in tiled}
     if space.kind == POINTWISE:
@@ -108,7 +128,8 @@ def choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
         others = [d for d in tiled if d != k]
         if others:
             rows = others[-1]
-            budget = max(1, 2048 // dims[k]) if not looped else 1
+            row_elements = dims[k] * max(space.parts.values(), default=1)
+            budget = max(1, 2048 // row_elements) if not looped else 1
             dims[rows] = opts.block_rows or min(next_pow2(sizes[rows]), budget)
         return Blocks(dims, looped=looped)
     m, n = tiled

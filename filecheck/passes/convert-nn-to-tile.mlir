@@ -81,9 +81,10 @@ func.func @pointwise_broadcast(%x: tensor<5x37xf32>, %b: tensor<37xf32>) -> tens
 
 // Row reduction, whole rows in registers (the 100-wide row is one 128 block): the
 // ragged columns are replaced by the reduction's identity before tile.reduce.
-// With max-row-block=32, rows longer than 32 loop over column chunks, one loop per
-// level of dependent reductions (max, then sum) with accumulators as iter_args, then a
-// last loop that stores the row; one row per program.
+// With max-row-block=32, rows longer than 32 loop over column chunks: the max and the
+// sum of exponentials share one loop (online softmax: the running sum is rescaled by
+// exp(m - m') when the running max grows; a max of -inf is read as 0), accumulators
+// as iter_args, then a last loop that stores the row: two passes; one row per program.
 // CHECK-LABEL: tile.kernel @softmax grid 1
 // CHECK-SAME:  schedule = "row_reduction", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 8, 128>, reduce_dim = 1 : i64
 // CHECK:       %[[X:.*]] = tile.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<6x100xf32> -> tensor<8x128xf32>
@@ -98,18 +99,27 @@ func.func @pointwise_broadcast(%x: tensor<5x37xf32>, %b: tensor<37xf32>) -> tens
 // LOOPED-LABEL: tile.kernel @softmax grid 1
 // LOOPED-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 1, 128>
 // LOOPED:       %[[ROW:.*]] = tile.program_id 0
-// LOOPED:       %[[MAX:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<1xf32>) {
-// LOOPED-NEXT:    tile.load %{{.*}}[%[[ROW]], %[[K]]] : memref<6x100xf32> -> tensor<1x128xf32>
+// LOOPED:       %[[MAX:.*]], %[[SUM:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[M:.*]] = %{{.*}}, %[[S:.*]] = %{{.*}}) -> (tensor<1xf32>, tensor<1xf32>) {
+// LOOPED-NEXT:    %[[X:.*]] = tile.load %{{.*}}[%[[ROW]], %[[K]]] : memref<6x100xf32> -> tensor<1x128xf32>
 // LOOPED-NEXT:    tile.mask [%[[ROW]], %[[K]]] bounds [6, 100] : tensor<1x128xi1>
-// LOOPED:         %[[PART:.*]] = tile.reduce max %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
-// LOOPED-NEXT:    %[[NEW:.*]] = nn.max %[[ACC]], %[[PART]] : tensor<1xf32>
-// LOOPED-NEXT:    scf.yield %[[NEW]] : tensor<1xf32>
-// LOOPED:       %[[SUM:.*]] = scf.for
-// LOOPED:         tile.broadcast %[[MAX]] dims [0]
-// LOOPED:         tile.reduce sum
+// LOOPED:         %[[CMAX:.*]] = tile.reduce max %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
+// LOOPED-NEXT:    %[[MNEW:.*]] = nn.max %[[M]], %[[CMAX]] : tensor<1xf32>
+// LOOPED:         %[[NINF:.*]] = nn.compare eq, %[[MNEW]], %{{.*}} : tensor<1xf32>
+// LOOPED:         %[[SAFE:.*]] = nn.select %[[NINF]], %{{.*}}, %[[MNEW]] : tensor<1xf32>
+// LOOPED-NEXT:    %[[MB:.*]] = tile.broadcast %[[SAFE]] dims [0] : tensor<1xf32> -> tensor<1x128xf32>
+// LOOPED-NEXT:    %[[D:.*]] = nn.sub %[[X]], %[[MB]] : tensor<1x128xf32>
+// LOOPED-NEXT:    nn.exp %[[D]] : tensor<1x128xf32>
+// LOOPED:         %[[CSUM:.*]] = tile.reduce sum %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
+// LOOPED-NEXT:    %[[SHIFT:.*]] = nn.sub %[[M]], %[[SAFE]] : tensor<1xf32>
+// LOOPED-NEXT:    %[[ALPHA:.*]] = nn.exp %[[SHIFT]] : tensor<1xf32>
+// LOOPED-NEXT:    %[[SCALED:.*]] = nn.mul %[[S]], %[[ALPHA]] : tensor<1xf32>
+// LOOPED-NEXT:    %[[SNEW:.*]] = nn.add %[[SCALED]], %[[CSUM]] : tensor<1xf32>
+// LOOPED-NEXT:    scf.yield %[[MNEW]], %[[SNEW]] : tensor<1xf32>, tensor<1xf32>
 // LOOPED:       scf.for %[[K2:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// LOOPED:         tile.broadcast %[[MAX]] dims [0]
 // LOOPED:         tile.broadcast %[[SUM]] dims [0]
 // LOOPED:         tile.store %{{.*}}, %{{.*}}[%[[ROW]], %[[K2]]] : tensor<1x128xf32>, memref<6x100xf32>
+// LOOPED-NOT:   scf.for
 // LOOPED:       tile.launch @softmax grid [6]
 func.func @row_reduction(%x: tensor<6x100xf32>) -> tensor<6x100xf32> {
   %0 = nn.fusion ins(%x : tensor<6x100xf32>) -> tensor<6x100xf32> attributes {kernel_name = "softmax", kind = "reduction", route = "kernel"} {
@@ -278,6 +288,52 @@ func.func @dual_gemm(%x: tensor<40x24xbf16>, %wg: tensor<96x24xbf16>, %wu: tenso
     nn.yield %p : tensor<40x96xbf16>
   }
   func.return %0 : tensor<40x96xbf16>
+}
+
+// -----
+
+// Slices and a concat (RMS normalization, then rotate-half): the cut axis is split
+// into parts of 8 columns, the iteration dim has size 8 and the parts are unrolled:
+// part 1 of a buffer is the box at column offset 8. The row's sum of squares combines
+// both parts; the concat is two stores. One kernel, the input read once. With forced
+// block-cols=16 the column block shrinks to 8 so parts never overlap.
+// CHECK-LABEL: tile.kernel @norm_rotary grid 1
+// CHECK-SAME:  (%[[X:.*]]: memref<4x16xf32>, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>, %[[O:.*]]: memref<4x16xf32>)
+// CHECK-SAME:  schedule = "row_reduction", iteration_sizes = array<i64: 4, 8>, block_sizes = array<i64: 4, 8>
+// CHECK:       %[[A:.*]] = tile.load %[[X]][%[[Z:.*]], %[[Z]]] : memref<4x16xf32> -> tensor<4x8xf32>
+// CHECK:       %[[S0:.*]] = tile.reduce sum %{{.*}} axis 1 : tensor<4x8xf32> -> tensor<4xf32>
+// CHECK-NEXT:  %[[H:.*]] = arith.addi %[[Z]], %{{.*}} : index
+// CHECK-NEXT:  %[[B:.*]] = tile.load %[[X]][%[[Z]], %[[H]]] : memref<4x16xf32> -> tensor<4x8xf32>
+// CHECK:       %[[S1:.*]] = tile.reduce sum %{{.*}} axis 1 : tensor<4x8xf32> -> tensor<4xf32>
+// CHECK-NEXT:  nn.add %[[S0]], %[[S1]] : tensor<4xf32>
+// CHECK:       tile.store %{{.*}}, %[[O]][%[[Z]], %[[Z]]] : tensor<4x8xf32>, memref<4x16xf32>
+// CHECK:       tile.store %{{.*}}, %[[O]][%[[Z]], %[[H]]] : tensor<4x8xf32>, memref<4x16xf32>
+// CHECK-NOT:   tile.kernel
+// CHECK-LABEL: func.func @rotary
+// FORCED-LABEL: tile.kernel @norm_rotary
+// FORCED-SAME:  schedule = "row_reduction", iteration_sizes = array<i64: 4, 8>, block_sizes = array<i64: 2, 8>
+func.func @rotary(%x: tensor<4x16xf32>, %c: tensor<8xf32>, %s: tensor<8xf32>) -> tensor<4x16xf32> {
+  %0 = nn.fusion ins(%x, %c, %s : tensor<4x16xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x16xf32> attributes {kernel_name = "norm_rotary", kind = "reduction", route = "kernel"} {
+  ^bb0(%a: tensor<4x16xf32>, %cos: tensor<8xf32>, %sin: tensor<8xf32>):
+    %sq = nn.mul %a, %a : tensor<4x16xf32>
+    %ss = nn.sum %sq [1] keepdim : tensor<4x16xf32> -> tensor<4x1xf32>
+    %r = nn.rsqrt %ss : tensor<4x1xf32>
+    %rb = nn.broadcast %r : tensor<4x1xf32> -> tensor<4x16xf32>
+    %y = nn.mul %a, %rb : tensor<4x16xf32>
+    %y1 = nn.slice %y [0:4, 0:8] : tensor<4x16xf32> -> tensor<4x8xf32>
+    %y2 = nn.slice %y [0:4, 8:16] : tensor<4x16xf32> -> tensor<4x8xf32>
+    %cb = nn.broadcast %cos : tensor<8xf32> -> tensor<4x8xf32>
+    %sb = nn.broadcast %sin : tensor<8xf32> -> tensor<4x8xf32>
+    %p = nn.mul %y1, %cb : tensor<4x8xf32>
+    %q = nn.mul %y2, %sb : tensor<4x8xf32>
+    %o1 = nn.sub %p, %q : tensor<4x8xf32>
+    %u = nn.mul %y2, %cb : tensor<4x8xf32>
+    %v = nn.mul %y1, %sb : tensor<4x8xf32>
+    %o2 = nn.add %u, %v : tensor<4x8xf32>
+    %o = nn.concat %o1, %o2 axis 1 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x16xf32>
+    nn.yield %o : tensor<4x16xf32>
+  }
+  func.return %0 : tensor<4x16xf32>
 }
 
 // -----

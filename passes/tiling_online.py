@@ -1,0 +1,179 @@
+"""Online statistics for looped row reductions: one pass over the row for the max and
+sum of a softmax, or the mean and variance of a normalization.
+
+A looped row reduction (a row longer than one block) runs one `scf.for` over column
+chunks per level of dependent reductions, then a loop that stores the outputs. Two
+patterns of a level-1 reduction that reads a level-0 result are merged into the
+level-0 loop, so the statistics take one pass and the kernel two (statistics, then
+outputs) instead of three:
+
+- softmax, `sum(exp(a - broadcast(reduce_max(a))))`: a running max `m` and sum `s`;
+  per chunk `m' = max(m, max(chunk))`, `s' = s * exp(m - m') + sum(exp(chunk - m'))`,
+  with `m' = -inf` read as 0 so that rows starting with -inf (masked scores) stay exact;
+- variance, `mean|sum((a - broadcast(mean(a)))^2)` with f32 statistics: Chan et al.'s
+  parallel update of count `n`, mean and sum of squared deviations `M2`; per chunk of
+  `c` valid elements with mean `mc` and `M2c`: `delta = mc - mean`, `n' = n + c`,
+  `mean' = mean + delta * c / n'`, `M2' = M2 + M2c + delta^2 * n * c / n'`.
+
+The chunk terms are the group's own ops, emitted with the level-0 result replaced by
+the chunk's statistic (`m'`, or the chunk mean), so casts and masks are the usual ones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from fuseopt.dialects import nn
+
+if TYPE_CHECKING:
+    from fuseopt.passes.tiling_emitter import Context, KernelEmitter
+
+SOFTMAX, VARIANCE = "softmax", "variance"
+"""Kinds of merged reduction pairs."""
+
+
+@dataclass(frozen=True)
+class OnlinePair:
+    """A level-0 reduction and the level-1 reduction merged into its loop."""
+
+    kind: str
+    first: nn.ReductionOp
+    """reduce_max (softmax) or mean (variance) of `a`."""
+    second: nn.ReductionOp
+    """The sum of exponentials, or the mean/sum of squared deviations."""
+
+    @property
+    def source(self) -> SSAValue:
+        """`a`: the value both reductions read, directly or through the first's result."""
+        return self.first.operands[0]
+
+
+def _owner(v: SSAValue, kind: type) -> Operation | None:
+    op = v.owner
+    return op if isinstance(op, kind) else None
+
+
+def _deviation(v: SSAValue) -> tuple[SSAValue, nn.ReductionOp] | None:
+    """(a, R) when `v` is `a - broadcast(R)` with R a reduction of `a`."""
+    sub = _owner(v, nn.SubOp)
+    if sub is None:
+        return None
+    a, b = sub.operands
+    bcast = _owner(b, nn.BroadcastOp)
+    red = _owner(bcast.operands[0], nn.ReductionOp) if bcast is not None else None
+    if red is None or red.operands[0] is not a:
+        return None
+    return a, red  # type: ignore[return-value]
+
+
+def _match(second: nn.ReductionOp) -> OnlinePair | None:
+    x = second.operands[0]
+    exp = _owner(x, nn.ExpOp)
+    if isinstance(second, nn.SumOp) and exp is not None:
+        dev = _deviation(exp.operands[0])
+        if dev is not None and isinstance(dev[1], nn.ReduceMaxOp):
+            return OnlinePair(SOFTMAX, dev[1], second)
+    mul = _owner(x, nn.MulOp)
+    if isinstance(second, nn.SumOp | nn.MeanOp) and mul is not None:
+        d, e = mul.operands
+        dev = _deviation(d) if d is e else None
+        if dev is not None and isinstance(dev[1], nn.MeanOp):
+            rt = dev[1].results[0].type
+            if isinstance(rt, TensorType) and isinstance(rt.element_type, Float32Type):
+                return OnlinePair(VARIANCE, dev[1], second)
+    return None
+
+
+def online_pairs(level0: list[nn.ReductionOp], level1: list[nn.ReductionOp]) -> list[OnlinePair]:
+    """The level-1 reductions that can run in the level-0 loop, each with its partner
+    (each level-0 reduction pairs at most once)."""
+    pairs, taken = [], set()
+    for second in level1:
+        pair = _match(second)
+        if pair is not None and pair.first in level0 and pair.first not in taken:
+            taken.add(pair.first)
+            pairs.append(pair)
+    return pairs
+
+
+def _row_type(em: KernelEmitter, pair: OnlinePair) -> TensorType:
+    """The f32 tile type of the per-row statistics."""
+    return TensorType(em._acc_element(_element(pair.first)), em.tile_shape(pair.first.results[0]))
+
+
+def _element(op: nn.ReductionOp):  # noqa: ANN202
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def initial(em: KernelEmitter, ctx: Context, pair: OnlinePair) -> list[SSAValue]:
+    """The accumulators' initial tiles: (m, s) for softmax, (n, mean, M2) for variance."""
+    t = _row_type(em, pair)
+    if pair.kind == SOFTMAX:
+        return [em.splat(ctx, -math.inf, t), em.splat(ctx, 0.0, t)]
+    return [em.splat(ctx, 0.0, t) for _ in range(3)]
+
+
+def update(
+    em: KernelEmitter, ctx: Context, pair: OnlinePair, accs: list[SSAValue]
+) -> list[SSAValue]:
+    """The accumulators after this chunk (emitted into the loop body `ctx`)."""
+    t = _row_type(em, pair)
+    first = pair.first
+    chunk = em._partial_reduce(first, em.emit(pair.source, ctx), ctx)
+    if pair.kind == SOFTMAX:
+        m, s = accs
+        m_new = em.add(ctx, nn.MaxOp(m, chunk))
+        ninf = em.splat(ctx, -math.inf, t)
+        is_ninf = em.add(ctx, nn.CompareOp("eq", m_new, ninf))
+        m_safe = em.add(ctx, nn.SelectOp(is_ninf, em.splat(ctx, 0.0, t), m_new))
+        ctx.cache[(first.results[0], 0)] = em._finish_reduce(first, m_safe, ctx)
+        terms = em._partial_reduce(pair.second, em.emit(pair.second.operands[0], ctx), ctx)
+        alpha = em.add(ctx, nn.ExpOp(em.add(ctx, nn.SubOp(m, m_safe))))
+        s_new = em.add(ctx, nn.AddOp(em.add(ctx, nn.MulOp(s, alpha)), terms))
+        return [m_new, s_new]
+    n, mean, m2 = accs
+    count = _chunk_count(em, ctx, pair, t)
+    chunk_mean = em.add(ctx, nn.DivOp(chunk, count))
+    ctx.cache[(first.results[0], 0)] = em.cast(ctx, chunk_mean, _element(first))
+    chunk_m2 = em._partial_reduce(pair.second, em.emit(pair.second.operands[0], ctx), ctx)
+    n_new = em.add(ctx, nn.AddOp(n, count))
+    delta = em.add(ctx, nn.SubOp(chunk_mean, mean))
+    ratio = em.add(ctx, nn.DivOp(count, n_new))
+    mean_new = em.add(ctx, nn.AddOp(mean, em.add(ctx, nn.MulOp(delta, ratio))))
+    spread = em.add(ctx, nn.MulOp(em.add(ctx, nn.MulOp(delta, delta)), n))
+    m2_new = em.add(
+        ctx,
+        nn.AddOp(em.add(ctx, nn.AddOp(m2, chunk_m2)), em.add(ctx, nn.MulOp(spread, ratio))),
+    )
+    return [n_new, mean_new, m2_new]
+
+
+def _chunk_count(em: KernelEmitter, ctx: Context, pair: OnlinePair, t: TensorType) -> SSAValue:
+    """Valid elements per row in this chunk: the block, or (ragged) a masked count."""
+    k = em.space.reduce_dim
+    assert k is not None
+    block = em.blocks.dims[k]
+    if em.space.sizes[k] % block == 0:
+        return em.splat(ctx, float(block), t)
+    ones = em.splat(ctx, 1.0, em.tile_type(pair.source, t.element_type))
+    return em._partial_reduce(pair.first, ones, ctx)
+
+
+def finish(em: KernelEmitter, ctx: Context, pair: OnlinePair, results: list[SSAValue]) -> None:
+    """Record both reductions' values (after the loop) in `ctx`."""
+    first, second = pair.first.results[0], pair.second.results[0]
+    if pair.kind == SOFTMAX:
+        m, s = results
+        ctx.cache[(first, 0)] = em._finish_reduce(pair.first, m, ctx)
+        ctx.cache[(second, 0)] = em._finish_reduce(pair.second, s, ctx)
+        return
+    _, mean, m2 = results
+    ctx.cache[(first, 0)] = em.cast(ctx, mean, _element(pair.first))
+    ctx.cache[(second, 0)] = em._finish_reduce(pair.second, m2, ctx)

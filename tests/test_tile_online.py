@@ -1,0 +1,115 @@
+"""Online statistics in looped row reductions (`tiling_online`).
+
+A softmax's max and sum, and a normalization's mean and variance, share one loop over
+the row's chunks, so a looped kernel makes two passes (statistics, outputs). Checked
+against the nn reference: the loop structure, rows that start with -inf (masked
+attention scores) or are all -inf, data with a large mean (the variance update must not
+cancel), ragged last chunks, and a pattern that must not be merged. The Triton kernels
+(CPU interpreter) and CUDA kernels (g++ emulation) are checked too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_nn_fuse_workloads import layernorm, rmsnorm, softmax, t
+from test_tile_lowering import PRE_FUSE, lower_and_compare
+from xdsl.dialects import scf
+
+import fuseopt
+from fuseopt.dialects import tile
+from fuseopt.pipelines import STANDARD
+
+LOOPED = "nn-fuse,convert-nn-to-tile{max-row-block=16 block-cols=16},tile-promote"
+
+
+def loops(module) -> int:  # noqa: ANN001
+    """scf.for loops directly in kernel bodies."""
+    return len(
+        [
+            op
+            for k in module.walk()
+            if isinstance(k, tile.KernelOp)
+            for op in k.body.block.ops
+            if isinstance(op, scf.ForOp)
+        ]
+    )
+
+
+def run(text: str, args: list[np.ndarray], spec: str = LOOPED) -> tuple[list, list, object]:
+    """(reference results, tiled results, tiled module) for fixed inputs."""
+    reference = fuseopt.run_pipeline(fuseopt.parse(text), PRE_FUSE)
+    expected = fuseopt.interpret(reference, "main", *args)
+    tiled = fuseopt.run_pipeline(reference.clone(), spec)
+    return expected, fuseopt.interpret(tiled, "main", *args), tiled
+
+
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        (softmax(3, 100), 2),
+        (layernorm(3, 100), 2),
+        (rmsnorm(1, 3, 100), 2),
+    ],
+    ids=["softmax", "layernorm", "rmsnorm"],
+)
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_looped_statistics_take_one_pass(text: str, want: int, dtype: str) -> None:
+    tiled = lower_and_compare(text.replace("bf16", dtype), LOOPED.removeprefix("nn-fuse,"))
+    assert loops(tiled) == want
+
+
+def test_softmax_rows_starting_with_minus_infinity() -> None:
+    x = np.random.default_rng(0).standard_normal((4, 100)).astype(np.float32)
+    x[0, :40] = -np.inf  # the first chunks hold no finite score
+    x[1, :] = -np.inf  # no finite score at all: NaN, as eager
+    x[2, 17:] = -np.inf
+    expected, actual, _ = run(softmax(4, 100).replace("bf16", "f32"), [x])
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-6, atol=1e-7)
+    assert np.isnan(actual[0][1]).all() and np.isfinite(actual[0][[0, 2, 3]]).all()
+
+
+def test_variance_of_data_with_a_large_mean() -> None:
+    rng = np.random.default_rng(1)
+    x = (1000.0 + rng.standard_normal((3, 100))).astype(np.float32)
+    w = rng.standard_normal(100).astype(np.float32)
+    b = rng.standard_normal(100).astype(np.float32)
+    expected, actual, tiled = run(layernorm(3, 100).replace("bf16", "f32"), [x, w, b])
+    assert loops(tiled) == 2
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-3, atol=1e-3)
+
+
+def test_a_sum_of_exp_around_a_mean_is_not_merged() -> None:
+    x = t((3, 100), "f32")
+    r = t((3, 1), "f32")
+    text = f"""func.func @main(%x: {x}) -> {r} {{
+  %m = nn.mean %x [1] keepdim : {x} -> {r}
+  %mb = nn.broadcast %m : {r} -> {x}
+  %d = nn.sub %x, %mb : {x}
+  %e = nn.exp %d : {x}
+  %s = nn.sum %e [1] keepdim : {x} -> {r}
+  func.return %s : {r}
+}}"""
+    tiled = lower_and_compare(text, LOOPED.removeprefix("nn-fuse,"))
+    assert loops(tiled) == 2  # mean, then sum: no online form, and no store loop
+
+
+@pytest.mark.parametrize("text", [softmax(3, 100), layernorm(2, 70)], ids=["softmax", "layernorm"])
+def test_triton_online_loops_match_the_tile_interpreter(text: str, tmp_path: Path) -> None:
+    from test_triton_kernels import check_each_kernel
+
+    spec = STANDARD.replace("convert-nn-to-tile", "convert-nn-to-tile{max-row-block=16}")
+    check_each_kernel(fuseopt.run_pipeline(fuseopt.parse(text), spec), tmp_path)
+
+
+@pytest.mark.parametrize(
+    "text", [softmax(2, 9000), layernorm(2, 9000)], ids=["softmax", "layernorm"]
+)
+def test_cuda_online_loops_match_the_reference(text: str, tmp_path: Path) -> None:
+    from test_cuda_emulated import emulator_available, run_emulated
+
+    if not emulator_available():
+        pytest.skip("g++ is not installed")
+    run_emulated(text, tmp_path, "bf16")

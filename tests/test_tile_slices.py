@@ -1,0 +1,205 @@
+"""Slices and concats inside fused kernels (split iteration dims, `tiling_analysis`).
+
+A unit-step slice or a concat cuts an axis into parts; convert-nn-to-tile unrolls the
+parts (part p of a buffer is the box at `p * part size`), so a group such as RMSNorm +
+rotary embedding is one kernel. Every case runs through the tile interpreter against
+the nn reference under the heuristic sizes and under forced sizes that loop, cover
+several rows, or do not divide the part size; the kernel count is checked, and cases
+the tiler cannot index (strided slices, cuts on two axes, too many parts) must still
+be correct through smaller kernels. The Triton kernels (CPU interpreter) and the CUDA
+kernels (g++ emulation) of the main cases are checked against the tile interpreter.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_nn_fuse_workloads import rmsnorm_rope, t
+from test_tile_lowering import TILE, lower_and_compare, schedules
+
+import fuseopt
+from fuseopt.dialects import nn
+from fuseopt.passes.tiling_analysis import Group, Untileable, analyze
+from fuseopt.pipelines import STANDARD
+
+
+def qkv_mix(m: int, d: int) -> str:
+    """Split a [m, 3d] row into q, k, v; write (2k, v + q, q) back in one row."""
+    x, h = t((m, 3 * d)), t((m, d))
+    return f"""func.func @main(%x: {x}) -> {x} {{
+  %q = nn.slice %x [0:{m}, 0:{d}] : {x} -> {h}
+  %k = nn.slice %x [0:{m}, {d}:{2 * d}] : {x} -> {h}
+  %v = nn.slice %x [0:{m}, {2 * d}:{3 * d}] : {x} -> {h}
+  %two = nn.constant 2.0 : {h}
+  %k2 = nn.mul %k, %two : {h}
+  %vq = nn.add %v, %q : {h}
+  %o = nn.concat %k2, %vq, %q axis 1 : {h}, {h}, {h} -> {x}
+  func.return %o : {x}
+}}"""
+
+
+def concat_rows_softmax(a: int, b: int, c: int) -> str:
+    """Rows of two inputs stacked, then softmax along the columns (split rows)."""
+    x, y, o = t((a, c)), t((b, c)), t((a + b, c))
+    return f"""func.func @main(%x: {x}, %y: {y}) -> {o} {{
+  %e = nn.exp %y : {y}
+  %s = nn.concat %x, %e axis 0 : {x}, {y} -> {o}
+  %r = nn.softmax %s axis 1 : {o}
+  func.return %r : {o}
+}}"""
+
+
+def uneven_concat(m: int, a: int, b: int) -> str:
+    """Concat pieces of different sizes (1 and 2 parts), then an add and a silu."""
+    x, y, o = t((m, a)), t((m, b)), t((m, a + b))
+    return f"""func.func @main(%x: {x}, %y: {y}, %z: {o}) -> {o} {{
+  %c = nn.concat %x, %y axis 1 : {x}, {y} -> {o}
+  %s = nn.add %c, %z : {o}
+  %r = nn.silu %s : {o}
+  func.return %r : {o}
+}}"""
+
+
+def sliced_sum(m: int, n: int) -> str:
+    """A reduction over the middle half of each row, and a scaled first quarter."""
+    x, q, h, r = t((m, n)), t((m, n // 4)), t((m, n // 2)), t((m,))
+    return f"""func.func @main(%x: {x}) -> ({r}, {q}) {{
+  %mid = nn.slice %x [0:{m}, {n // 4}:{3 * n // 4}] : {x} -> {h}
+  %sq = nn.mul %mid, %mid : {h}
+  %s = nn.sum %sq [1] : {h} -> {r}
+  %a = nn.slice %x [0:{m}, 0:{n // 4}] : {x} -> {q}
+  %k = nn.constant 3.0 : {q}
+  %b = nn.mul %a, %k : {q}
+  func.return %s, %b : {r}, {q}
+}}"""
+
+
+def strided(m: int, n: int) -> str:
+    """Even columns only: a strided slice (not indexed; its own kernel)."""
+    x, h = t((m, n)), t((m, n // 2))
+    return f"""func.func @main(%x: {x}) -> {h} {{
+  %e = nn.exp %x : {x}
+  %s = nn.slice %e [0:{m}, 0:{n}:2] : {x} -> {h}
+  %r = nn.neg %s : {h}
+  func.return %r : {h}
+}}"""
+
+
+def two_axes(m: int, n: int) -> str:
+    """A slice cutting rows and columns (two split axes: not indexed)."""
+    x, h = t((m, n)), t((m // 2, n // 2))
+    return f"""func.func @main(%x: {x}) -> {h} {{
+  %e = nn.exp %x : {x}
+  %s = nn.slice %e [0:{m // 2}, {n // 2}:{n}] : {x} -> {h}
+  %r = nn.neg %s : {h}
+  func.return %r : {h}
+}}"""
+
+
+def many_parts(m: int) -> str:
+    """Pieces of 3 and 61 columns: 64 parts of one column, past MAX_PARTS."""
+    x, y, o = t((m, 3)), t((m, 61)), t((m, 64))
+    return f"""func.func @main(%x: {x}, %y: {y}) -> {o} {{
+  %c = nn.concat %x, %y axis 1 : {x}, {y} -> {o}
+  %r = nn.exp %c : {o}
+  func.return %r : {o}
+}}"""
+
+
+ONE_KERNEL = {
+    "rope_head128": (rmsnorm_rope(1, 2, 4, 128), "row_reduction"),
+    "rope_head10": (rmsnorm_rope(2, 3, 3, 10), "row_reduction_looped"),
+    "rope_head48": (rmsnorm_rope(1, 3, 5, 48), "row_reduction_looped"),
+    "qkv_mix": (qkv_mix(5, 8), "pointwise"),
+    "qkv_mix_ragged": (qkv_mix(7, 6), "pointwise"),
+    "concat_rows_softmax": (concat_rows_softmax(2, 6, 40), "row_reduction"),
+    "uneven_concat": (uneven_concat(3, 4, 8), "pointwise"),
+    "sliced_sum": (sliced_sum(5, 32), "row_reduction"),
+}
+"""Cases that must become one kernel, with its schedule."""
+
+FORCED = [
+    "convert-nn-to-tile{block-cols=4},tile-promote",
+    "convert-nn-to-tile{block-rows=2 block-cols=2},tile-promote",
+    "convert-nn-to-tile{block=4 max-row-block=8},tile-promote",
+    "convert-nn-to-tile{block-cols=32 block-rows=1},tile-promote",
+]
+"""Forced sizes: looped reductions over parts, several rows per program, blocks that
+do not divide the part size (shrunk to a divisor), wide blocks."""
+
+FALLBACK = {
+    "strided": strided(4, 16),
+    "two_axes": two_axes(4, 16),
+    "many_parts": many_parts(5),
+}
+"""Cases split into several kernels (each correct)."""
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+@pytest.mark.parametrize("name", list(ONE_KERNEL))
+def test_sliced_groups_are_one_kernel(name: str, dtype: str) -> None:
+    text, schedule = ONE_KERNEL[name]
+    tiled = lower_and_compare(text.replace("bf16", dtype))
+    assert schedules(tiled) == [schedule]
+
+
+@pytest.mark.parametrize("spec", FORCED)
+@pytest.mark.parametrize("name", list(ONE_KERNEL))
+def test_forced_sizes_keep_parts_apart(name: str, spec: str) -> None:
+    lower_and_compare(ONE_KERNEL[name][0].replace("bf16", "f32"), spec, seed=3)
+
+
+@pytest.mark.parametrize("name", list(FALLBACK))
+def test_cuts_that_are_not_indexed_still_lower_correctly(name: str) -> None:
+    tiled = lower_and_compare(FALLBACK[name].replace("bf16", "f32"), TILE)
+    assert len(schedules(tiled)) > 1 or "whole_tensor" in schedules(tiled)
+
+
+def _group(text: str) -> Group:
+    func_op = next(iter(fuseopt.parse(text).ops))
+    ops = [op for op in func_op.body.block.ops if op.dialect_name() == "nn"]
+    made = {r for op in ops for r in op.results}
+    inputs = list(dict.fromkeys(x for op in ops for x in op.operands if x not in made))
+    return Group(ops, inputs, [ops[-1].results[0]])
+
+
+def test_analysis_reports_the_split_dim_and_parts() -> None:
+    group = _group(qkv_mix(5, 8))
+    space = analyze(group)
+    assert space.sizes == [5, 8] and space.split_dim == 1
+    x = group.inputs[0]
+    concat = next(op for op in group.ops if isinstance(op, nn.ConcatOp))
+    assert space.parts_of(x) == 3 and space.parts_of(concat.results[0]) == 3
+    q = group.ops[0].results[0]
+    assert space.parts_of(q) == 1 and space.extent(x, 1) == 24
+
+
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        (strided(4, 16), "strided"),
+        (two_axes(4, 16), "more than one"),
+        (many_parts(5), "64 parts"),
+    ],
+)
+def test_analysis_refuses_cuts_it_cannot_index(text: str, reason: str) -> None:
+    with pytest.raises(Untileable, match=reason):
+        analyze(_group(text))
+
+
+@pytest.mark.parametrize("name", ["rope_head128", "rope_head10", "qkv_mix_ragged", "sliced_sum"])
+def test_triton_kernels_match_the_tile_interpreter(name: str, tmp_path: Path) -> None:
+    from test_triton_kernels import check_each_kernel
+
+    tiled = fuseopt.run_pipeline(fuseopt.parse(ONE_KERNEL[name][0]), STANDARD)
+    check_each_kernel(tiled, tmp_path)
+
+
+@pytest.mark.parametrize("name", ["rope_head128", "rope_head10", "concat_rows_softmax"])
+def test_cuda_kernels_match_the_reference(name: str, tmp_path: Path) -> None:
+    from test_cuda_emulated import emulator_available, run_emulated
+
+    if not emulator_available():
+        pytest.skip("g++ is not installed")
+    run_emulated(ONE_KERNEL[name][0], tmp_path, "bf16")
