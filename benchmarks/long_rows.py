@@ -1,0 +1,101 @@
+"""Rows longer than one program keeps in registers: softmax and LayerNorm at 131072 columns.
+
+These rows take the looped schedule on both backends (Triton keeps rows up to 32768
+whole; the CUDA backend up to 8192), where the statistics are computed online in one
+pass (`passes/tiling_online.py`) and the outputs in a second. Not a PERFORMANCE.md
+workload: a check that the looped schedule is correct and near the memory roofline.
+
+    python -m benchmarks.long_rows [--rows 1024] [--cols 131072] [--out FILE.md]
+
+Every system is checked against float64 first (a wrong result is reported, not timed);
+times are do_bench medians and profiler kernel time; the roofline is one read of the
+input (and weights) and one write at the copy bandwidth measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from benchmarks.timing import median_us, profile_kernels
+from benchmarks.workloads.activations import Softmax
+from benchmarks.workloads.norms import LayerNorm
+
+
+def copy_gbps(device: torch.device) -> float:
+    """Device copy bandwidth (GB/s, read + write) on a 1 GiB buffer."""
+    a = torch.empty(2**29, dtype=torch.float16, device=device)
+    b = torch.empty_like(a)
+    us = median_us(lambda: b.copy_(a), device)
+    return 2 * a.numel() * a.element_size() / us / 1e3
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check, time and print one Markdown table; return 1 if any system was wrong."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1024)
+    parser.add_argument("--cols", type=int, default=131072)
+    parser.add_argument("--out", default=None, help="also write the table to this file")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("long_rows: needs a CUDA GPU")
+        return 0
+    import fuseopt
+
+    device, dtype = torch.device("cuda"), torch.bfloat16
+    gen = torch.Generator(device=device).manual_seed(0)
+    x = (3 + torch.randn(args.rows, args.cols, generator=gen, device=device)).to(dtype)
+    bw = copy_gbps(device)
+    lines = [
+        f"# Long rows ({args.rows}x{args.cols} bf16) on {torch.cuda.get_device_name()}",
+        f"copy bandwidth {bw:.0f} GB/s; torch {torch.__version__}",
+        "",
+        "| workload | system | correct | median us | kernel us | kernels | % roofline (kernel) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    failed = False
+    for name, model in [
+        ("softmax", Softmax()),
+        ("layernorm", LayerNorm(args.cols, dtype, device, 1)),
+    ]:
+        model = model.to(device)
+        weights = sum(p.numel() * p.element_size() for p in model.parameters())
+        bytes_ = 2 * x.numel() * x.element_size() + weights
+        roof_us = bytes_ / bw / 1e3
+        with torch.no_grad():
+            ref = model.double()(x.double()).float()  # the same weights, in float64
+            model = model.to(dtype)
+            eager_err = (model(x).float() - ref).abs().max().item()
+            systems = {
+                "eager": model,
+                "torch.compile": torch.compile(model),
+                "fuseopt-triton": fuseopt.compile(model, (x,), backend="triton"),
+                "fuseopt-cuda": fuseopt.compile(model, (x,), backend="cuda"),
+            }
+            for label, fn in systems.items():
+                err = (fn(x).float() - ref).abs().max().item()
+                ok = err <= 2 * eager_err + 1e-6
+                if not ok:
+                    failed = True
+                    lines.append(f"| {name} | {label} | NO (max error {err:.3g}) | | | | |")
+                    continue
+                us = median_us(lambda fn=fn: fn(x), device)
+                prof = profile_kernels(lambda fn=fn: fn(x), device)
+                k_us = prof.kernel_us if prof else float("nan")
+                n = prof.kernels if prof else 0
+                lines.append(
+                    f"| {name} | {label} | yes | {us:.1f} | {k_us:.1f} | {n} "
+                    f"| {100 * roof_us / k_us:.1f} |"
+                )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
