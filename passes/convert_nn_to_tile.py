@@ -79,7 +79,9 @@ class ConvertNNToTilePass(ModulePass):
     Options force tile sizes (powers of two): `block` (flat pointwise), `block-rows` /
     `block-cols` (2-D pointwise, row reductions: rows per program, row block or chunk),
     `block-m` / `block-n` / `block-k` / `group-m` (matmul), `max-row-block` (longest
-    row kept whole before a reduction loops over chunks).
+    row kept whole before a reduction loops over chunks), `online-stats` (false: a
+    looped softmax or variance keeps one loop per reduction level instead of computing
+    its statistics in one pass; see `tiling_online`).
     """
 
     name = "convert-nn-to-tile"
@@ -92,6 +94,7 @@ class ConvertNNToTilePass(ModulePass):
     block_k: int | None = None
     group_m: int | None = None
     max_row_block: int = MAX_ROW_BLOCK
+    online_stats: bool = True
 
     def options(self) -> TileOptions:
         """The forced sizes as TileOptions (a CompileError when one is invalid)."""
@@ -296,7 +299,9 @@ class HostLowering:
         try:
             space = analyze(group)
             blocks = choose_blocks(space, self.opts)
-            kernel, grid = KernelEmitter(self._kernel_name(hint), group, space, blocks).build()
+            kernel, grid = KernelEmitter(
+                self._kernel_name(hint), group, space, blocks, self.opts.online_stats
+            ).build()
         except Untileable as e:
             self._fallback(group, ins, outs, hint, e)
             return

@@ -77,8 +77,16 @@ class Context:
 class KernelEmitter:
     """Emits the kernel of one group; `build()` returns it with its launch grid."""
 
-    def __init__(self, name: str, group: Group, space: IterationSpace, blocks: Blocks):
+    def __init__(
+        self,
+        name: str,
+        group: Group,
+        space: IterationSpace,
+        blocks: Blocks,
+        online_stats: bool = True,
+    ):
         self.name, self.group, self.space, self.blocks = name, group, space, blocks
+        self.online_stats = online_stats
         self.tiled = set(tiled_dims(space))
         self.constants: dict[int, SSAValue] = {}
         self.constant_ops: list[Operation] = []
@@ -415,7 +423,7 @@ class KernelEmitter:
                 phases.setdefault(lv, []).append(op)
                 level[op.results[0]] = lv + 1
         pairs = []
-        if sp.split_dim is None and 0 in phases and 1 in phases:
+        if self.online_stats and sp.split_dim is None and 0 in phases and 1 in phases:
             # statistics in one pass: a softmax's sum or a variance joins the first loop
             pairs = online.online_pairs(phases[0], phases[1])
             merged = {id(p.second) for p in pairs}

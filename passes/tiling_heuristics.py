@@ -45,11 +45,15 @@ class TileOptions:
     block_k: int | None = None
     group_m: int | None = None
     max_row_block: int = MAX_ROW_BLOCK
+    online_stats: bool = True
+    """Looped softmax/variance statistics in one pass (`tiling_online`)."""
 
     def check(self) -> None:
         """Raise ValueError for a forced size that is not a positive power of two."""
         for f in fields(self):
             v = getattr(self, f.name)
+            if isinstance(v, bool):
+                continue
             if v is not None and (v < 1 or v & (v - 1)):
                 raise ValueError(f"{f.name.replace('_', '-')}={v} must be a positive power of two")
 
