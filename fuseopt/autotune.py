@@ -77,8 +77,8 @@ def random_buffers(args: Sequence[Sequence[Any]], device: torch.device) -> list[
     out = []
     for shape, dtype_text in args:
         dtype = getattr(torch, str(dtype_text).removeprefix("torch."))
-        if dtype.is_floating_point:
-            out.append(torch.randn(tuple(shape), device=device).to(dtype))
+        if dtype.is_floating_point:  # drawn in the buffer's dtype: no float32 copy
+            out.append(torch.randn(tuple(shape), device=device, dtype=dtype))
         else:
             out.append(torch.zeros(tuple(shape), dtype=dtype, device=device))
     return out
@@ -256,8 +256,9 @@ class AutotunedFunction:
             launcher = FastLauncher(kernel, tuple(k["grid"]), k["num_warps"], k["num_stages"])
         else:
             launcher = getattr(module, k["launcher"])
-        buffers = random_buffers(k["args"], device)
-        try:
+        buffers: list[torch.Tensor] = []
+        try:  # buffers too big for the memory left (outputs are live): not timed
+            buffers = random_buffers(k["args"], device)
             launcher(*buffers)  # compile outside the timing
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
@@ -265,6 +266,8 @@ class AutotunedFunction:
         except Exception as e:  # noqa: BLE001 - out of resources etc.: not a candidate
             log.info("autotune: %s failed: %s", k["name"], e)
             return math.inf
+        finally:
+            del buffers
 
 
 MATMUL_KNOBS = ((4, 3), (8, 3), (4, 4), (8, 4))
