@@ -64,8 +64,9 @@ from fuseopt.passes.tiling_analysis import (
     single_op_groups,
     tileable_subgroups,
 )
-from fuseopt.passes.tiling_emitter import KernelEmitter, whole_tensor_kernel
+from fuseopt.passes.tiling_emitter import KernelEmitter
 from fuseopt.passes.tiling_heuristics import MAX_ROW_BLOCK, TileOptions, choose_blocks
+from fuseopt.passes.tiling_whole_tensor import whole_tensor_kernel
 
 MAX_GRID = 2**31 - 1
 """Most programs in one launch (CUDA's grid.x limit)."""
