@@ -23,13 +23,15 @@ Lowering of groups:
   and an `nn.broadcast` read only by unfused elementwise ops, which joins each of their
   kernels as indexing (no buffer, no kernel of its own);
 - `route = "library_gemm"` fusions call `tile.gemm` and tile the epilogue alone;
-- a group that does not fit one iteration space (see `tiling_analysis`) is split into
-  runs of consecutive ops that do (`tileable_subgroups`), one kernel each; a single
-  matmul that does not tile (matrix-vector) calls `tile.gemm`; a single op that does
-  not tile (transpose, strided slice, a concat of pieces with no common part size, a
-  regrouping reshape) is a one-program `whole_tensor` kernel (both backends print
-  these specially); anything else is a located error; unit-step slices and concats
-  inside a group are indexed (split dims, see `tiling_analysis`), not split off;
+- nn-fuse only forms groups that fit one iteration space (`fusion_legality`), so each
+  of its fusions is one kernel; a hand-written fusion that does not fit (see
+  `tiling_analysis`) is split into runs of consecutive ops that do
+  (`tileable_subgroups`), one kernel each; a single matmul that does not tile
+  (matrix-vector) calls `tile.gemm`; a single op that does not tile (transpose,
+  strided slice, a concat of pieces with no common part size, a regrouping reshape)
+  is a one-program `whole_tensor` kernel (both backends print these specially);
+  anything else is a located error; unit-step slices and concats inside a group are
+  indexed (split dims, see `tiling_analysis`), not split off;
 - schedules, tile sizes and autotuning candidates: `tiling_emitter` and
   `tiling_heuristics`; sizes can be forced with the options below (powers of two).
 """

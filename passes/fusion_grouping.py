@@ -17,13 +17,23 @@ Algorithm (greedy union of groups, in program order; every merge is checked):
 4. Siblings: pointwise or reduction groups that compute and read the same value are
    merged when legal, so the value is read once (e.g. two reductions of one tensor).
 A merge happens only if the union passes `check_group` (one kernel shape, bounded
-recompute, no duplicated reduction or matmul) and the quotient graph of groups stays
-acyclic (no path from the union back into itself through another group).
+recompute, no duplicated reduction or matmul, one iteration space for the tiler) and the
+quotient graph of groups stays acyclic (no path from the union back into itself through
+another group).
+
+Growth may pass through a group whose axes do not meet in one domain yet (RMSNorm's
+`broadcast(rsqrt(mean))` before the multiply that ties it to the row), so merges check
+with `partial=True`. Every final group is then checked in full; the ops of a group that
+fails are marked *strict* and the block is grouped again, with full checks on every
+merge that involves a strict op. Each round marks at least one new op (a group of
+strict ops only was checked in full), so this ends, and every group nn-fuse returns is
+one kernel for convert-nn-to-tile.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from xdsl.ir import Block, Operation, SSAValue
@@ -55,9 +65,16 @@ class FusionGroup:
 class _Partition:
     """Union of groups over the top-level ops of one block, with the cycle check."""
 
-    def __init__(self, block: Block, max_recompute: int, excluded: Collection[Operation]):
+    def __init__(
+        self,
+        block: Block,
+        max_recompute: int,
+        excluded: Collection[Operation],
+        strict: AbstractSet[Operation],
+    ):
         self.block = block
         self.max_recompute = max_recompute
+        self.strict = strict
         self.ops = list(block.ops)
         self.order = {op: i for i, op in enumerate(self.ops)}
         self.group_of: dict[Operation, int] = {op: i for i, op in enumerate(self.ops)}
@@ -66,7 +83,7 @@ class _Partition:
         for op in self.ops:
             if op in excluded or classify(op) in (OpClass.OPAQUE, OpClass.CONSTANT):
                 continue
-            result = check_group({op}, max_recompute, self.order)
+            result = check_group({op}, max_recompute, self.order, op not in strict)
             if isinstance(result, GroupInfo):
                 self.info[self.group_of[op]] = result
 
@@ -108,7 +125,8 @@ class _Partition:
         if a == b or a not in self.info or b not in self.info:
             return False
         union = self.members[a] | self.members[b]
-        result = check_group(union, self.max_recompute, self.order)
+        partial = self.strict.isdisjoint(union)
+        result = check_group(union, self.max_recompute, self.order, partial)
         if not isinstance(result, GroupInfo) or self.creates_cycle(a, b):
             return False
         keep, drop = min(a, b), max(a, b)
@@ -179,7 +197,27 @@ def find_groups(
     (matmuls left to the library) are treated as opaque. See the module docstring for
     the algorithm. The block is not modified.
     """
-    part = _Partition(block, max_recompute, excluded)
+    order = {op: i for i, op in enumerate(block.ops)}
+    strict: set[Operation] = set()
+    while True:
+        groups = _grow(block, max_recompute, excluded, strict)
+        incomplete = [
+            g for g in groups if not isinstance(check_group(g.ops, max_recompute, order), GroupInfo)
+        ]
+        if not incomplete:
+            return groups
+        strict.update(op for g in incomplete for op in g.ops)
+
+
+def _grow(
+    block: Block,
+    max_recompute: int,
+    excluded: Collection[Operation],
+    strict: AbstractSet[Operation],
+) -> list[FusionGroup]:
+    """Steps 1-4 of the module docstring; merges involving an op of `strict` are checked
+    in full, the others with `partial=True` (see `check_group`)."""
+    part = _Partition(block, max_recompute, excluded, strict)
     fusible = [op for op in part.ops if part.group_of[op] in part.info]
     # 2. reductions claim their cheap prologues
     for op in fusible:

@@ -23,6 +23,13 @@ Side ops must depend only on group inputs and other side ops, must have no users
 the group, and the number of non-view side ops is bounded by `max_recompute`.
 Reductions and matmuls are never side ops, so no group duplicates one.
 
+Finally, a group must be one *iteration space* for the tiler (`tiling_analysis.analyze`),
+so that convert-nn-to-tile makes exactly one `tile.kernel` of every fusion nn-fuse forms:
+a view the tiler cannot index inside the group (a transpose, a strided slice, cuts on two
+axes, a reshape that regroups dims next to a broadcast, ...) makes the group illegal, and
+the op stays outside (eager, or a copy kernel of its own). The tiler sees the group as
+outlining will build it: splat constants cloned in, dense constants read as inputs.
+
 Cycles between groups are the grouping algorithm's business (`fusion_grouping`).
 """
 
@@ -37,6 +44,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.passes.tiling_analysis import Group, Incomplete, Untileable, analyze
 
 ELEMENTWISE_TYPES: tuple[type[Operation], ...] = (
     nn.UnaryElementwiseOp,
@@ -70,6 +78,12 @@ class OpClass(Enum):
     CONSTANT = "constant"
     OPAQUE = "opaque"
     """Never fused: composites, nn.fusion, other dialects, dynamic shapes."""
+
+
+def cloned_into_fusion(op: Operation) -> bool:
+    """Whether outlining copies `op` into every fusion that reads it (a splat constant)
+    instead of passing its value in (a dense constant is data: a buffer read by index)."""
+    return isinstance(op, nn.ConstantOp) and op.splat_value is not None
 
 
 def _static_tensor(t: object) -> bool:
@@ -124,9 +138,7 @@ class GroupInfo:
 
 def group_outputs(ops: Collection[Operation]) -> list[SSAValue]:
     """Results of `ops` used by some op outside `ops`, in op order."""
-    return [
-        r for op in ops for r in op.results if any(u.operation not in ops for u in r.uses)
-    ]
+    return [r for op in ops for r in op.results if any(u.operation not in ops for u in r.uses)]
 
 
 def _squeezed(shape: Iterable[int]) -> tuple[int, ...]:
@@ -134,12 +146,17 @@ def _squeezed(shape: Iterable[int]) -> tuple[int, ...]:
 
 
 def check_group(
-    ops: Collection[Operation], max_recompute: int, order: dict[Operation, int]
+    ops: Collection[Operation],
+    max_recompute: int,
+    order: dict[Operation, int],
+    partial: bool = False,
 ) -> GroupInfo | str:
     """Whether `ops` (top-level ops of one block) can be one kernel.
 
     Returns the group's GroupInfo, or a one-line reason why not. `order` gives each op's
-    position in its block (used to pick a deterministic first output).
+    position in its block (used to pick a deterministic first output). With `partial`,
+    a group the tiler finds `Incomplete` (axes not yet tied into one domain, a state
+    greedy growth passes through) is accepted; a final group must pass without it.
     """
     classes = {op: classify(op) for op in ops}
     if any(c in (OpClass.OPAQUE, OpClass.CONSTANT) for c in classes.values()):
@@ -149,10 +166,55 @@ def check_group(
     outputs = group_outputs(ops)
 
     if matmuls:
-        return _check_matmul_group(ops, matmuls, reductions, outputs, max_recompute)
-    if reductions:
-        return _check_reduction_group(ops, reductions, outputs, max_recompute)
-    return _check_pointwise_group(ops, outputs, max_recompute, order)
+        info = _check_matmul_group(ops, matmuls, reductions, outputs, max_recompute)
+    elif reductions:
+        info = _check_reduction_group(ops, reductions, outputs, max_recompute)
+    else:
+        info = _check_pointwise_group(ops, outputs, max_recompute, order)
+    if isinstance(info, str):
+        return info
+    untileable = _tiling_obstacle(ops, outputs, order, partial)
+    return info if untileable is None else untileable
+
+
+def kernel_group(
+    ops: Collection[Operation], outputs: list[SSAValue], order: dict[Operation, int]
+) -> Group:
+    """The tiler's view of a group, as `fusion_outlining` will build the fusion: splat
+    constants read by the group first, then its ops in program order; every other
+    value from outside is an input."""
+    members = sorted(ops, key=lambda op: order.get(op, 0))
+    constants: list[Operation] = []
+    inputs: list[SSAValue] = []
+    for op in members:
+        for v in op.operands:
+            owner = v.owner
+            if isinstance(owner, Operation) and owner in ops:
+                continue
+            if isinstance(owner, Operation) and cloned_into_fusion(owner):
+                if owner not in constants:
+                    constants.append(owner)
+            elif v not in inputs:
+                inputs.append(v)
+    return Group([*constants, *members], inputs, outputs)
+
+
+def _tiling_obstacle(
+    ops: Collection[Operation],
+    outputs: list[SSAValue],
+    order: dict[Operation, int],
+    partial: bool,
+) -> str | None:
+    """Why the tiler cannot make the group one kernel, or None when it can (or, with
+    `partial`, when only ops still to join are missing)."""
+    try:
+        analyze(kernel_group(ops, outputs, order))
+    except Incomplete as e:
+        return None if partial else f"not one iteration space for the tiler ({e.reason})"
+    except Untileable as e:
+        where = f"{e.op.name}: " if e.op is not None else ""
+        return f"not one iteration space for the tiler ({where}{e.reason})"
+    return None
 
 
 def _finish(
@@ -211,7 +273,7 @@ def _check_reduction_group(
     }
     if len(signatures) > 1:
         return f"reductions over different rows or axes: {sorted(signatures)}"
-    (source, axes), = signatures
+    ((source, axes),) = signatures
     kept = [i for i in range(len(source)) if i not in axes]
     flat_row = tuple(source[i] for i in kept)
 

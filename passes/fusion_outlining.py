@@ -2,9 +2,10 @@
 
 `outline_group` clones the group's ops, in program order, into the isolated region of a
 new `nn.fusion`: values defined outside become `ins` operands and block arguments (in
-order of first use), constants are cloned in instead, and every value used outside the
-group is yielded once (multi-output). Outside uses are redirected to the fusion results
-and the original ops are erased.
+order of first use), splat constants are cloned in instead (a dense constant is data and
+comes in as an operand), and every value used outside the group is yielded once
+(multi-output). Outside uses are redirected to the fusion results and the original ops
+are erased.
 
 Outlining may leave the block out of dominance order (a group's first op is not always
 after all its inputs), so the pass calls `sort_block_topologically` once at the end; the
@@ -20,6 +21,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.passes.fusion_legality import cloned_into_fusion
 
 
 def outline_group(
@@ -35,7 +37,7 @@ def outline_group(
             owner = v.owner
             if isinstance(owner, Operation) and owner in members:
                 continue
-            if isinstance(owner, nn.ConstantOp):
+            if isinstance(owner, nn.ConstantOp) and cloned_into_fusion(owner):
                 if owner not in constants:
                     constants.append(owner)
             elif v not in inputs:

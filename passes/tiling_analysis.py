@@ -27,7 +27,9 @@ per value, and never in a matmul; the split dim is never merged with a neighbour
 
 A pure pointwise group whose values all have the same element count is *flat*: one
 dim, every value spans it, reshapes are free. Anything else that does not fit raises
-`Untileable`, and the pass falls back to smaller groups (`tileable_subgroups`).
+`Untileable`. nn-fuse asks `analyze` before every merge (`fusion_legality`), so its
+fusions always fit; for a hand-written fusion that does not, convert-nn-to-tile falls
+back to smaller groups (`tileable_subgroups`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,13 @@ class Untileable(Exception):
         super().__init__(reason)
         self.op = op
         self.reason = reason
+
+
+class Incomplete(Untileable):
+    """The group's axes do not meet in one domain: no value spans every iteration axis
+    (`rsqrt(mean(x))` broadcast to a row before the multiply that ties the broadcast
+    axis to the row's). Ops joining the group later may complete it; nn-fuse's greedy
+    growth passes through such states."""
 
 
 @dataclass
@@ -190,7 +199,7 @@ def analyze(group: Group) -> IterationSpace:
     candidates = [matmuls[0].result] if matmuls else values
     domain = next((v for v in candidates if set(classes_of[v]) >= wanted), None)
     if domain is None:
-        raise Untileable(None, "no value spans the whole iteration space")
+        raise Incomplete(None, "no value spans the whole iteration space")
     order = {c: i for i, c in enumerate(classes_of[domain])}
     if len(order) != len(classes_of[domain]):
         raise Untileable(

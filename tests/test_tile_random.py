@@ -1,14 +1,18 @@
-"""Property test: random nn graphs (1-40 ops, tests/random_nn_graphs.py) lowered to tile
+"""Property tests: random nn graphs (1-40 ops, tests/random_nn_graphs.py) lowered to tile
 IR, with and without fusion and with tiny forced tiles (every edge ragged, every row
-looped, every K looped), compute what the nn reference computes."""
+looped, every K looped), compute what the nn reference computes; and every fusion
+nn-fuse makes of them becomes exactly one tile.kernel."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from random_nn_graphs import RandomGraph, assert_same_results, nn_graphs
 
 import fuseopt
+from fuseopt.dialects import nn, tile
 
 TINY = (
     "convert-nn-to-tile{block=2 block-rows=2 block-cols=2 block-m=2 block-n=2 block-k=2 "
@@ -33,3 +37,34 @@ def test_tiled_graph_matches_reference(pipeline: str, graph: RandomGraph) -> Non
     # tiles sum in a different order than the reference (and through bf16
     # casts a last-bit difference can grow): compare to a few f32/bf16 ulps
     assert_same_results(expected, actual, rtol=1e-4, atol=1e-5)
+
+
+def kernels_per_fusion(module_text: str, pipeline: str) -> dict[str, list[str]]:
+    """For every `nn.fusion` that nn-fuse makes of `module_text` (by kernel_name): the
+    tile.kernels convert-nn-to-tile then emits for it (a fallback split would add
+    `<name>_1`, `<name>_2`, ...). Fusions without results (dead code) are left out."""
+    fused = fuseopt.run_pipeline(fuseopt.parse(module_text), pipeline)
+    names = [
+        op.attributes["kernel_name"].data
+        for op in fused.walk()
+        if isinstance(op, nn.FusionOp) and op.results
+    ]
+    lowered = fuseopt.run_pipeline(fused, "convert-nn-to-tile")
+    kernels = [op.sym_name.data for op in lowered.walk() if isinstance(op, tile.KernelOp)]
+    return {
+        n: [k for k in kernels if k == n or re.fullmatch(re.escape(n) + r"_\d+", k)] for n in names
+    }
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=nn_graphs())
+def test_every_fusion_is_one_kernel(graph: RandomGraph) -> None:
+    """nn-fuse forms only groups the tiler maps onto one iteration space, so each fusion
+    becomes exactly one tile.kernel (matmuls on the kernel route, so none is a library
+    call)."""
+    split = {
+        name: ks
+        for name, ks in kernels_per_fusion(graph.text, "nn-fuse{route=kernel}").items()
+        if len(ks) != 1
+    }
+    assert not split, f"fusions not lowered to exactly one kernel: {split}"

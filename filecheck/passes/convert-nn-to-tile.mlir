@@ -338,9 +338,9 @@ func.func @rotary(%x: tensor<4x16xf32>, %c: tensor<8xf32>, %s: tensor<8xf32>) ->
 
 // -----
 
-// A group that does not tile whole (a transpose inside) is split into runs of
-// consecutive ops that do: pointwise, the transpose alone (whole_tensor), pointwise;
-// values crossing runs go through tile.alloc temporaries.
+// A hand-written fusion that does not tile whole (a transpose inside; nn-fuse never
+// forms one) is split into runs of consecutive ops that do: pointwise, the transpose
+// alone (whole_tensor), pointwise; values crossing runs go through tile.alloc temporaries.
 // CHECK-LABEL: tile.kernel @chain grid 1
 // CHECK-SAME:  schedule = "pointwise"
 // CHECK:       nn.exp

@@ -8,38 +8,58 @@
 // BADROUTE: error: nn-fuse: unknown route 'bogus'
 // REPORT-NOT: Traceback
 
-// Rule: an elementwise chain with a broadcast, a cast and views (reshape, transpose,
-// slice, concat) becomes one pointwise group; the views are indexing inside it.
+// Rule: an elementwise chain with a broadcast, a cast and views the tiler indexes
+// (slice and concat of whole parts, squeeze reshapes) becomes one pointwise group.
 // CHECK-LABEL: func.func @pointwise_chain
-// CHECK-NEXT:  %[[F:.*]] = nn.fusion ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<8x8xbf16> attributes {kernel_name = "fused_0_exp_add_neg_cast", kind = "pointwise", route = "kernel"} {
+// CHECK-NEXT:  %[[F:.*]] = nn.fusion ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x16xbf16> attributes {kernel_name = "fused_0_exp_add_neg_cast", kind = "pointwise", route = "kernel"} {
 // CHECK:         nn.broadcast
-// CHECK:         nn.transpose
 // CHECK:         nn.slice
 // CHECK:         nn.concat
 // CHECK:         nn.reshape
 // CHECK:         nn.cast
-// CHECK:         nn.yield %{{.*}} : tensor<8x8xbf16>
+// CHECK:         nn.reshape
+// CHECK:         nn.concat
+// CHECK:         nn.yield %{{.*}} : tensor<4x16xbf16>
 // CHECK-NEXT:  }
 // CHECK-NEXT:  func.return %[[F]]
 // REPORT-LABEL: nn-fuse report for @pointwise_chain
 // REPORT-NEXT:  group kind route ops read before written before read after written after kernels est. us
-// REPORT-NEXT:  fused_0_exp_add_neg_cast pointwise kernel 11 736 640 160 128 6 -> 1 24.0 -> 6.0
-// REPORT-NEXT:  total 11 736 640 160 128 6 -> 1 24.0 -> 6.0
+// REPORT-NEXT:  fused_0_exp_add_neg_cast pointwise kernel 10 736 640 160 128 6 -> 1 24.0 -> 6.0
+// REPORT-NEXT:  total 10 736 640 160 128 6 -> 1 24.0 -> 6.0
 // REPORT-NEXT:  HBM traffic saved: 79.1% (1376 -> 288 bytes); kernels: 6 -> 1
-// REPORT-NEXT:  fused_0_exp_add_neg_cast: nn.exp, nn.broadcast, nn.add, nn.transpose, nn.slice, nn.neg, nn.concat, nn.reshape, nn.cast, nn.reshape, nn.concat
-func.func @pointwise_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8x8xbf16> {
+// REPORT-NEXT:  fused_0_exp_add_neg_cast: nn.exp, nn.broadcast, nn.add, nn.slice, nn.neg, nn.concat, nn.reshape, nn.cast, nn.reshape, nn.concat
+func.func @pointwise_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x16xbf16> {
+  %e = nn.exp %x : tensor<4x8xf32>
+  %bb = nn.broadcast %b : tensor<8xf32> -> tensor<4x8xf32>
+  %s = nn.add %e, %bb : tensor<4x8xf32>
+  %h = nn.slice %s [0:4, 0:4] : tensor<4x8xf32> -> tensor<4x4xf32>
+  %n = nn.neg %h : tensor<4x4xf32>
+  %c = nn.concat %n, %h axis 1 : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x8xf32>
+  %r = nn.reshape %c : tensor<4x8xf32> -> tensor<1x4x8xf32>
+  %o = nn.cast %r : tensor<1x4x8xf32> -> tensor<1x4x8xbf16>
+  %o2 = nn.reshape %o : tensor<1x4x8xbf16> -> tensor<4x8xbf16>
+  %o3 = nn.concat %o2, %o2 axis 1 : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x16xbf16>
+  func.return %o3 : tensor<4x16xbf16>
+}
+
+// -----
+
+// Negative: a group must be one iteration space for the tiler, so that each fusion is
+// one kernel. A transpose is not indexed there: it stays outside, between two groups
+// (a strided slice, cuts on two axes or a regrouping reshape next to a broadcast too).
+// CHECK-LABEL: func.func @transpose_splits_chain
+// CHECK-NEXT:  %[[A:.*]] = nn.fusion ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> attributes {kernel_name = "fused_0_exp_add", kind = "pointwise"
+// CHECK:         nn.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  %[[T:.*]] = nn.transpose %[[A]] [1, 0]
+// CHECK-NEXT:  nn.fusion ins(%[[T]] : tensor<8x4xf32>) -> tensor<8x4xf32> attributes {kernel_name = "fused_1_neg", kind = "pointwise"
+func.func @transpose_splits_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8x4xf32> {
   %e = nn.exp %x : tensor<4x8xf32>
   %bb = nn.broadcast %b : tensor<8xf32> -> tensor<4x8xf32>
   %s = nn.add %e, %bb : tensor<4x8xf32>
   %t = nn.transpose %s [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
-  %h = nn.slice %t [0:8, 0:2] : tensor<8x4xf32> -> tensor<8x2xf32>
-  %n = nn.neg %h : tensor<8x2xf32>
-  %c = nn.concat %n, %h axis 1 : tensor<8x2xf32>, tensor<8x2xf32> -> tensor<8x4xf32>
-  %r = nn.reshape %c : tensor<8x4xf32> -> tensor<4x8xf32>
-  %o = nn.cast %r : tensor<4x8xf32> -> tensor<4x8xbf16>
-  %o2 = nn.reshape %o : tensor<4x8xbf16> -> tensor<8x4xbf16>
-  %o3 = nn.concat %o2, %o2 axis 1 : tensor<8x4xbf16>, tensor<8x4xbf16> -> tensor<8x8xbf16>
-  func.return %o3 : tensor<8x8xbf16>
+  %n = nn.neg %t : tensor<8x4xf32>
+  func.return %n : tensor<8x4xf32>
 }
 
 // -----
@@ -249,11 +269,11 @@ func.func @different_axes(%x: tensor<4x8xf32>) -> tensor<1x4xf32> {
 // -----
 
 // Negative: a transpose of a reduction's rows is not row-local, so it does not join the
-// reduction group (it joins the pointwise consumer after it).
+// reduction group (nor the pointwise consumer after it: the tiler does not index it).
 // CHECK-LABEL: func.func @transpose_after_reduction
 // CHECK-NEXT:  %[[R:.*]] = nn.fusion ins(%x : tensor<4x8xf32>) -> tensor<4x8xf32> attributes {kernel_name = "fused_0_reduce_max_sub", kind = "reduction"
-// CHECK:       nn.fusion ins(%[[R]] : tensor<4x8xf32>) -> tensor<8x4xf32> attributes {kernel_name = "fused_1_exp", kind = "pointwise"
-// CHECK:         nn.transpose
+// CHECK:       %[[T:.*]] = nn.transpose %[[R]] [1, 0]
+// CHECK-NEXT:  nn.fusion ins(%[[T]] : tensor<8x4xf32>) -> tensor<8x4xf32> attributes {kernel_name = "fused_1_exp", kind = "pointwise"
 func.func @transpose_after_reduction(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
   %m = nn.reduce_max %x [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
   %mb = nn.broadcast %m : tensor<4x1xf32> -> tensor<4x8xf32>
@@ -321,6 +341,43 @@ func.func @routes(%x: tensor<128x1024xbf16>, %w: tensor<1024x256xbf16>, %r: tens
   %la = nn.add %l, %z : tensor<8192x8192xbf16>
   %lr = nn.relu %la : tensor<8192x8192xbf16>
   func.return %o, %mr, %lr : tensor<128x256xbf16>, tensor<16384x1024xbf16>, tensor<8192x8192xbf16>
+}
+
+// -----
+
+// Negative: growth may pass through a group whose axes do not meet yet (the broadcast
+// of RMSNorm's statistic before the multiply), but a final group must be complete:
+// here the broadcast to a new axis of 3 never meets the 4x8 reduced rows, so the ops
+// of that group are grouped again with full checks (mean alone; broadcast + cos).
+// CHECK-LABEL: func.func @incomplete_group
+// CHECK:       %[[M:.*]] = nn.fusion ins(%x : tensor<4x8xf32>) -> tensor<1x1xf32> attributes {kernel_name = "fused_1_mean", kind = "reduction"
+// CHECK:       nn.fusion ins(%[[M]] : tensor<1x1xf32>) -> tensor<3x1xf32> attributes {kernel_name = "fused_2_cos", kind = "pointwise"
+// CHECK-NEXT:  ^{{.*}}(%{{.*}}: tensor<1x1xf32>):
+// CHECK-NEXT:    nn.broadcast
+// CHECK-NEXT:    nn.cos
+func.func @incomplete_group(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<3x1xf32>) {
+  %e = nn.exp %y : tensor<4x8xf32>
+  %m = nn.mean %x [0, 1] keepdim : tensor<4x8xf32> -> tensor<1x1xf32>
+  %b = nn.broadcast %m : tensor<1x1xf32> -> tensor<3x1xf32>
+  %c = nn.cos %b : tensor<3x1xf32>
+  func.return %e, %c : tensor<4x8xf32>, tensor<3x1xf32>
+}
+
+// -----
+
+// A dense constant is data: it is not cloned into the group but read as an operand
+// (convert-nn-to-tile stores it into a buffer once); a splat is cloned in.
+// CHECK-LABEL: func.func @dense_constant
+// CHECK-NEXT:  %[[C:.*]] = nn.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>
+// CHECK-NEXT:  nn.fusion ins(%x, %[[C]] : tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> attributes {kernel_name = "fused_0_add_mul", kind = "pointwise"
+// CHECK-NEXT:  ^{{.*}}(%{{.*}}: tensor<4xf32>, %{{.*}}: tensor<4xf32>):
+// CHECK-NEXT:    nn.constant 3.000000e+00 : tensor<4xf32>
+func.func @dense_constant(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = nn.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %three = nn.constant 3.0 : tensor<4xf32>
+  %y = nn.add %x, %c : tensor<4xf32>
+  %z = nn.mul %y, %three : tensor<4xf32>
+  func.return %z : tensor<4xf32>
 }
 
 // -----
