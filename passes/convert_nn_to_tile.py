@@ -84,7 +84,9 @@ class ConvertNNToTilePass(ModulePass):
     `block-m` / `block-n` / `block-k` / `group-m` (matmul), `max-row-block` (longest
     row kept whole before a reduction loops over chunks), `online-stats` (false: a
     looped softmax or variance keeps one loop per reduction level instead of computing
-    its statistics in one pass; see `tiling_online`).
+    its statistics in one pass; see `tiling_online`), `row-cache-bytes` (the shared
+    memory a backend's row cache will hold per program, 0 for none: a looped reduction
+    whose rows fit keeps one loop per level, since the cache makes re-reads cheap).
     """
 
     name = "convert-nn-to-tile"
@@ -98,6 +100,7 @@ class ConvertNNToTilePass(ModulePass):
     group_m: int | None = None
     max_row_block: int = MAX_ROW_BLOCK
     online_stats: bool = True
+    row_cache_bytes: int = 0
 
     def options(self) -> TileOptions:
         """The forced sizes as TileOptions (a CompileError when one is invalid)."""
@@ -303,7 +306,12 @@ class HostLowering:
             space = analyze(group)
             blocks = choose_blocks(space, self.opts)
             kernel, grid = KernelEmitter(
-                self._kernel_name(hint), group, space, blocks, self.opts.online_stats
+                self._kernel_name(hint),
+                group,
+                space,
+                blocks,
+                self.opts.online_stats,
+                self.opts.row_cache_bytes,
             ).build()
         except Untileable as e:
             self._fallback(group, ins, outs, hint, e)

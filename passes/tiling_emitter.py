@@ -84,9 +84,11 @@ class KernelEmitter:
         space: IterationSpace,
         blocks: Blocks,
         online_stats: bool = True,
+        row_cache_bytes: int = 0,
     ):
         self.name, self.group, self.space, self.blocks = name, group, space, blocks
         self.online_stats = online_stats
+        self.row_cache_bytes = row_cache_bytes
         self.tiled = set(tiled_dims(space))
         self.constants: dict[int, SSAValue] = {}
         self.constant_ops: list[Operation] = []
@@ -423,7 +425,8 @@ class KernelEmitter:
                 phases.setdefault(lv, []).append(op)
                 level[op.results[0]] = lv + 1
         pairs = []
-        if self.online_stats and sp.split_dim is None and 0 in phases and 1 in phases:
+        online_ok = self.online_stats and not online.rows_fit_cache(self)
+        if online_ok and sp.split_dim is None and 0 in phases and 1 in phases:
             # statistics in one pass: a softmax's sum or a variance joins the first loop
             pairs = online.online_pairs(phases[0], phases[1])
             merged = {id(p.second) for p in pairs}

@@ -47,12 +47,19 @@ class TileOptions:
     max_row_block: int = MAX_ROW_BLOCK
     online_stats: bool = True
     """Looped softmax/variance statistics in one pass (`tiling_online`)."""
+    row_cache_bytes: int = 0
+    """Shared memory per program of the backend's row cache (tile-promote's budget; 0:
+    no row cache). A looped reduction whose input rows fit keeps one loop per level
+    (the cache makes re-reads cheap) instead of online statistics."""
 
     def check(self) -> None:
-        """Raise ValueError for a forced size that is not a positive power of two."""
+        """Raise ValueError for a forced size that is not a positive power of two (or a
+        negative row-cache-bytes)."""
+        if self.row_cache_bytes < 0:
+            raise ValueError(f"row-cache-bytes={self.row_cache_bytes} must be >= 0")
         for f in fields(self):
             v = getattr(self, f.name)
-            if isinstance(v, bool):
+            if isinstance(v, bool) or f.name == "row_cache_bytes":
                 continue
             if v is not None and (v < 1 or v & (v - 1)):
                 raise ValueError(f"{f.name.replace('_', '-')}={v} must be a positive power of two")

@@ -17,6 +17,11 @@ outputs) instead of three:
 
 The chunk terms are the group's own ops, emitted with the level-0 result replaced by
 the chunk's statistic (`m'`, or the chunk mean), so casts and masks are the usual ones.
+
+On a backend whose row cache holds the rows (`row-cache-bytes`), re-reading costs no
+HBM traffic and one loop per level is cheaper than the online form's per-chunk
+rescaling and block-wide combines, so the emitter merges only when `rows_fit_cache`
+says no.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.passes.tile_promote import element_bytes
 
 if TYPE_CHECKING:
     from fuseopt.passes.tiling_emitter import Context, KernelEmitter
@@ -51,6 +57,24 @@ class OnlinePair:
     def source(self) -> SSAValue:
         """`a`: the value both reductions read, directly or through the first's result."""
         return self.first.operands[0]
+
+
+def rows_fit_cache(em: KernelEmitter) -> bool:
+    """Whether the row cache (`em.row_cache_bytes`, tile-promote's budget on a backend
+    that caches rows; 0 for none) holds one program's rows of every group input the
+    reduction loops read."""
+    k = em.space.reduce_dim
+    if em.row_cache_bytes <= 0 or k is None:
+        return False
+    total = 0
+    for v in em.group.inputs:
+        if k not in em.space.span(v):
+            continue
+        t = v.type
+        assert isinstance(t, TensorType)
+        rows = math.prod(em.tile_shape(v)) // em.blocks.dims[k]
+        total += rows * em.space.extent(v, k) * element_bytes(t.element_type)
+    return total <= em.row_cache_bytes
 
 
 def _owner(v: SSAValue, kind: type) -> Operation | None:

@@ -58,8 +58,8 @@ def test_row_reduction_uses_warp_shuffles_and_shared_memory() -> None:
 def test_looped_reduction_caches_the_row_in_shared_memory() -> None:
     src = sources(softmax(8, 32768))["row_reduction_looped"]
     assert "shared" in src and "fo_max_op()" in src
-    # row prefetch, then max, sum and store loops (the backend runs online-stats=false:
-    # with the row cached, one loop per level reads shared memory, not HBM)
+    # row prefetch, then max, sum and store loops (the row fits the backend's row cache,
+    # `row-cache-bytes`: one loop per level then reads shared memory, not HBM)
     assert src.count("for (long long") == 4
     # the row is read from HBM once: only the prefetch loop reads the input buffer p0
     body = src.split("#ifndef __CUDACC_RTC__")[-2]

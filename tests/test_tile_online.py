@@ -5,9 +5,9 @@ the row's chunks, so a looped kernel makes two passes (statistics, outputs). Che
 against the nn reference: the loop structure, rows that start with -inf (masked
 attention scores) or are all -inf, data with a large mean (the variance update must not
 cancel), ragged last chunks, and a pattern that must not be merged. The Triton kernels
-(CPU interpreter) are checked too; the CUDA backend compiles with `online-stats=false`
-(its row cache already reads HBM once), so its emulated kernels on the same rows check
-that option.
+(CPU interpreter) are checked too. The CUDA backend passes `row-cache-bytes`: rows its
+shared-memory cache holds keep one loop per level (the cache already reads HBM once),
+longer rows go online; its emulated kernels check both forms.
 """
 
 from __future__ import annotations
@@ -106,10 +106,29 @@ def test_triton_online_loops_match_the_tile_interpreter(text: str, tmp_path: Pat
     check_each_kernel(fuseopt.run_pipeline(fuseopt.parse(text), spec), tmp_path)
 
 
+def cuda_kernel_loops(text: str) -> int:
+    """Loops directly in the looped kernel's body under the CUDA backend's pipeline
+    (before tile-promote adds the row-prefetch loop)."""
+    from fuseopt.backends.cuda.backend import tile_pipeline
+
+    spec = tile_pipeline().removesuffix(",tile-promote")
+    return loops(fuseopt.run_pipeline(fuseopt.parse(text), spec))
+
+
+def test_cuda_keeps_per_level_loops_only_for_rows_its_cache_holds() -> None:
+    # bf16 rows: 9000 * 2 bytes fit tile-promote's 96 KB row cache; 50000 * 2 do not
+    assert cuda_kernel_loops(softmax(2, 9000)) == 3  # max, sum, store
+    assert cuda_kernel_loops(layernorm(2, 9000)) == 3  # mean, variance, store
+    assert cuda_kernel_loops(softmax(2, 50000)) == 2  # online max and sum, store
+    assert cuda_kernel_loops(layernorm(2, 50000)) == 2
+
+
 @pytest.mark.parametrize(
-    "text", [softmax(2, 9000), layernorm(2, 9000)], ids=["softmax", "layernorm"]
+    "text",
+    [softmax(2, 9000), layernorm(2, 9000), softmax(2, 50000), layernorm(1, 50000)],
+    ids=["softmax-cached", "layernorm-cached", "softmax-online", "layernorm-online"],
 )
-def test_cuda_per_level_loops_match_the_reference(text: str, tmp_path: Path) -> None:
+def test_cuda_looped_kernels_match_the_reference(text: str, tmp_path: Path) -> None:
     from test_cuda_emulated import emulator_available, run_emulated
 
     if not emulator_available():

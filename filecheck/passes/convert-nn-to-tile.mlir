@@ -4,6 +4,9 @@
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-m=48}' 2>&1 | filecheck %s --check-prefix=BADSIZE
 // BADSIZE: error: convert-nn-to-tile: block-m=48 must be a positive power of two
 // BADSIZE-NOT: Traceback
+// RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{row-cache-bytes=-8}' 2>&1 | filecheck %s --check-prefix=BADCACHE
+// BADCACHE: error: convert-nn-to-tile: row-cache-bytes=-8 must be >= 0
+// BADCACHE-NOT: Traceback
 
 // Pointwise: the group's values all have 100 elements, so the kernel iterates over one
 // flat dim (reshapes are free); 100 is ragged against a block of 32 (with forced sizes), so the last

@@ -1,14 +1,17 @@
 // RUN: fuse-opt %s --pipeline standard -t cuda | filecheck %s
+// RUN: fuse-opt %s -p "nn-decompose,canonicalize,cse,nn-fuse,convert-nn-to-tile{row-cache-bytes=65535},tile-promote" -t cuda | filecheck %s
+// RUN: fuse-opt %s -p "nn-decompose,canonicalize,cse,nn-fuse,convert-nn-to-tile{row-cache-bytes=65536},tile-promote" -t cuda | filecheck %s --check-prefix=PERLEVEL
 // RUN: fuse-opt %s -p "nn-decompose,canonicalize,cse,nn-fuse,convert-nn-to-tile{online-stats=false},tile-promote" -t cuda | filecheck %s --check-prefix=PERLEVEL
 // Looped row reduction (softmax over 32768 columns): the whole row is copied into
 // shared memory (the row cache) by cp.async before the first loop, every loop reads it
 // from there. The max and the sum of exponentials share one loop (online softmax: each
 // chunk's max and sum are combined across the block in the loop, the running sum is
-// rescaled by exp(m - m')); a second loop stores the row.
-// With online-stats=false (what fuseopt.compile's CUDA backend runs: the row is read
-// from shared memory, so one loop per reduction level costs no HBM traffic) each loop
-// folds its reduction into per-thread partials, combined across the block once after
-// the loop: max, sum and store loops.
+// rescaled by exp(m - m')); a second loop stores the row. So under the standard
+// pipeline, and when the row (65536 bytes) does not fit `row-cache-bytes`.
+// When it fits (fuseopt.compile's CUDA backend passes tile-promote's 96 KB budget:
+// the row is read from shared memory, so one loop per reduction level costs no HBM
+// traffic), or with online-stats=false, each loop folds its reduction into per-thread
+// partials, combined across the block once after the loop: max, sum and store loops.
 
 func.func @main(%x: tensor<8x32768xbf16>) -> tensor<8x32768xbf16> {
   %r = nn.softmax %x axis 1 : tensor<8x32768xbf16>
