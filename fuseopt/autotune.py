@@ -267,7 +267,7 @@ class AutotunedFunction:
             log.info("autotune: %s failed: %s", k["name"], e)
             return math.inf
         finally:
-            del buffers
+            buffers.clear()  # free the candidate's memory before the next one
 
 
 MATMUL_KNOBS = ((4, 3), (8, 3), (4, 4), (8, 4))

@@ -25,7 +25,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from fuseopt import registry
 from fuseopt.diagnostics import CompileError, parse_module
-from fuseopt.pipelines import PIPELINES
+from fuseopt.pipelines import PIPELINES, describe_bad_option
 
 
 class FuseOptMain(xDSLOptMain):
@@ -47,7 +47,13 @@ class FuseOptMain(xDSLOptMain):
         if self.args.pipeline:
             named = PIPELINES[self.args.pipeline]
             self.args.passes = f"{named},{self.args.passes}" if self.args.passes else named
-        super().setup_pipeline()
+        try:
+            super().setup_pipeline()
+        except ValueError as e:  # a bad option value: say which pass and option
+            why = describe_bad_option(self.args.passes or "")
+            if why is None:
+                raise
+            raise ValueError(why) from e
 
     def register_all_dialects(self) -> None:
         for name, factory in registry.all_dialects().items():

@@ -7,9 +7,12 @@ appended here as it lands.
 
 from __future__ import annotations
 
+from typing import get_type_hints
+
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
+from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from fuseopt import registry
@@ -36,8 +39,40 @@ def run_pipeline(module: ModuleOp, spec: str = STANDARD, ctx: Context | None = N
         message = " ".join(line.strip() for line in str(e).split("\n")[1:] if line.strip())
         raise CompileError(f"bad pass pipeline {spec!r}: {message}") from None
     except (ValueError, KeyError) as e:  # unknown pass, bad option
-        raise CompileError(f"bad pass pipeline {spec!r}: {e}") from None
+        why = describe_bad_option(spec) or str(e)
+        raise CompileError(f"bad pass pipeline {spec!r}: {why}") from None
     for p in pipeline.passes:
         p.apply(ctx, module)
         verify_module(module)
     return module
+
+
+def describe_bad_option(spec: str) -> str | None:
+    """The first option in pipeline `spec` whose value its pass cannot take, said as
+    `pass: option=value must be a T` (xDSL's own message names neither); None when
+    every option converts (or the spec does not parse)."""
+    passes = registry.all_passes()
+    try:
+        specs = list(parse_pipeline(PIPELINES.get(spec, spec)))
+    except ArgSpecParseError:
+        return None
+    for pass_spec in specs:
+        if pass_spec.name not in passes:
+            continue
+        cls = passes[pass_spec.name]()
+        hints = get_type_hints(cls)
+        for key, value in pass_spec.parameters.items():
+            one = ArgSpec(pass_spec.name, {key: value}).normalize_parameter_names()
+            if key.replace("-", "_") not in hints:
+                known = ", ".join(sorted(k.replace("_", "-") for k in hints if k != "name"))
+                return f"{pass_spec.name}: unknown option {key} (options: {known or 'none'})"
+            try:
+                cls.from_pass_spec(one)
+            except (ValueError, TypeError):
+                want = hints.get(key.replace("-", "_"))
+                name = getattr(want, "__name__", None) or str(want).replace("NoneType", "None")
+                given = " ".join(str(v) for v in value)
+                return f"{pass_spec.name}: option {key}={given} must be {name}"
+            except ArgSpecParseError:  # pragma: no cover - xDSL's BaseException
+                return None
+    return None

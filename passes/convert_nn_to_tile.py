@@ -38,6 +38,7 @@ Lowering of groups:
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, fields
 
@@ -61,13 +62,22 @@ from fuseopt.dialects import nn, tile
 from fuseopt.identifiers import unique_name
 from fuseopt.passes.tiling_analysis import (
     Group,
+    IterationSpace,
     Untileable,
     analyze,
+    shape,
     single_op_groups,
     tileable_subgroups,
 )
 from fuseopt.passes.tiling_emitter import KernelEmitter
-from fuseopt.passes.tiling_heuristics import MAX_ROW_BLOCK, TileOptions, choose_blocks
+from fuseopt.passes.tiling_heuristics import (
+    MAX_ROW_BLOCK,
+    MAX_TILE_ELEMENTS,
+    Blocks,
+    TileOptions,
+    choose_blocks,
+    largest_tile,
+)
 from fuseopt.passes.tiling_whole_tensor import whole_tensor_kernel
 
 MAX_GRID = 2**31 - 1
@@ -302,9 +312,19 @@ class HostLowering:
         """Lower one group into a kernel and its launch (or its fallbacks)."""
         if not group.outputs:  # dead code (nothing leaves the group)
             return
+        if all(math.prod(shape(v)) == 0 for v in group.outputs):
+            return  # every output is empty: nothing to compute or store
+        empty = [v for v in [*group.inputs, *group.outputs] if math.prod(shape(v)) == 0]
+        if empty:
+            raise error_at(
+                self._where(group),
+                f"convert-nn-to-tile: a kernel reads an empty tensor ({empty[0].type}) to "
+                "make a non-empty one (a reduction over a zero-size axis); not supported",
+            )
         try:
             space = analyze(group)
             blocks = choose_blocks(space, self.opts)
+            self._check_tile_size(group, space, blocks)
             kernel, grid = KernelEmitter(
                 self._kernel_name(hint),
                 group,
@@ -322,6 +342,21 @@ class HostLowering:
         self.module.body.block.insert_op_before(kernel, self.f)
         args = [ins[v] for v in group.inputs] + [outs[v] for v in group.outputs]
         self.block.add_op(tile.LaunchOp(kernel.sym_name.data, grid, args))
+
+    def _where(self, group: Group) -> Operation:
+        """Where to report a problem with `group`: its first op that is not a constant
+        cloned in, else the function."""
+        return next((op for op in group.ops if not isinstance(op, nn.ConstantOp)), self.f)
+
+    def _check_tile_size(self, group: Group, space: IterationSpace, blocks: Blocks) -> None:
+        """A located error when (forced) sizes make a tile too large for any backend."""
+        elements = largest_tile(space, blocks)
+        if elements > MAX_TILE_ELEMENTS:
+            raise error_at(
+                self._where(group),
+                f"convert-nn-to-tile: these tile sizes make a tile of {elements} elements "
+                f"(at most {MAX_TILE_ELEMENTS}); force smaller block sizes",
+            )
 
     def _fallback(
         self,

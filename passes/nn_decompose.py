@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -106,6 +106,7 @@ class LinearLowering(RewritePattern):
             y = b.binary(nn.AddOp, y, op.bias)
         if vector:
             y = b.add(nn.ReshapeOp(y, op.result.type))
+        _take_location(op, b)
         rewriter.replace(op, b.ops, [y])
 
 
@@ -137,7 +138,15 @@ def _replace(
 ) -> None:
     """Narrow `y` back to the op's element type and replace the op with `b.ops`."""
     y = b.cast(y, _element_type(op.input))
+    _take_location(op, b)
     rewriter.replace(op, b.ops, [y])
+
+
+def _take_location(op: Operation, b: NNBuilder) -> None:
+    """Give the primitives the composite's source location (as MLIR's rewriter does),
+    so later diagnostics about them point at the line the user wrote."""
+    for new in b.ops:
+        new.location = op.location
 
 
 @dataclass(frozen=True)

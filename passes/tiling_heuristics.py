@@ -16,17 +16,32 @@ The rules (element counts are per program; H100: 4 warps x 32 threads x 8 elemen
   rows loop over chunks of 2048 (one row per program);
 - matmul: BM = BN = 128 (64 when the dim is <= 64, down to 16), BK = 64 (down to 16
   for short K), GROUP_M = 8 for grouped (L2-friendly) program order; a dual GEMM
-  (two accumulators) caps BN at 64.
+  (two accumulators) caps BN at 64;
+- no tile may exceed MAX_TILE_ELEMENTS (2^20) elements: forced sizes past it are a
+  located error.
+
+Backends set two of these knobs through the same options, not rules of their own:
+- the Triton backend passes `max-row-block=32768` (backends/triton/backend.py
+  MAX_ROW_BLOCK): Triton has no shared-memory row cache, so keeping rows up to 32768
+  whole in one program reads them from HBM once, where looping would read them twice;
+- the CUDA backend passes `row-cache-bytes` = tile-promote's shared-memory budget: a
+  looped reduction whose rows its row cache holds keeps one loop per reduction level
+  (re-reads hit shared memory), longer rows compute their statistics online
+  (`tiling_online`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from fuseopt.passes.tiling_analysis import MATMUL, POINTWISE, REDUCTION, IterationSpace
 
 MAX_ROW_BLOCK = 8192
 """Longest row (elements, a power of two) kept whole in one program's registers."""
+MAX_TILE_ELEMENTS = 1 << 20
+"""Most elements one tile may hold (Triton's limit on a tensor; far past what fits a
+program's registers). The heuristic stays well under it; forced sizes may not."""
 ROW_CHUNK = 2048
 """Column chunk of a looped (long-row) reduction."""
 POINTWISE_BLOCK = 1024
@@ -105,6 +120,16 @@ def choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
     dims[s] = largest_pow2_divisor(space.sizes[s], dims[s])
     looped = blocks.looped or (s == space.reduce_dim and dims[s] < space.sizes[s])
     return Blocks(dims, blocks.group_m, blocks.block_k, looped)
+
+
+def largest_tile(space: IterationSpace, blocks: Blocks) -> int:
+    """Elements of the largest tile a kernel with `blocks` holds (a matmul's operand and
+    accumulator tiles; else the block over the tiled dims)."""
+    tiled = tiled_dims(space)
+    if space.kind == MATMUL:
+        m, n = blocks.dims[tiled[-2]], blocks.dims[tiled[-1]]
+        return max(m * n, m * blocks.block_k, blocks.block_k * n)
+    return math.prod(blocks.dims.get(d, 1) for d in tiled)
 
 
 def largest_pow2_divisor(n: int, cap: int) -> int:
