@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from hypothesis import strategies as st
 
+import fuseopt
+from fuseopt.interpreter.tile_semantics import unwritten_value
+
 UNARY = (
     "neg",
     "abs",
@@ -244,3 +247,14 @@ def assert_same_results(
             assert np.array_equal(e, a)
         else:
             np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def interpret_both_ways(module, name: str, *args: np.ndarray) -> list[tuple[np.ndarray, ...]]:  # noqa: ANN001
+    """`module`'s function `name` run by the interpreter twice: with fresh buffers
+    holding NaN / 0, then 1e30 / 1 (`unwritten_value`). Both runs must match the
+    reference: an output element no kernel writes fails one of them even where the
+    expected value is NaN."""
+    first = fuseopt.interpret(module, name, *args)
+    with unwritten_value(1.0e30, 1):
+        second = fuseopt.interpret(module, name, *args)
+    return [first, second]

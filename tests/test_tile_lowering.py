@@ -11,9 +11,12 @@ by stage, and located errors for bad options and unsupported input.
 from __future__ import annotations
 
 import io
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
+from random_nn_graphs import interpret_both_ways
 from test_nn_fuse_workloads import (
     WORKLOADS,
     gated_mlp,
@@ -26,6 +29,7 @@ from test_nn_fuse_workloads import (
     rmsnorm_silu_gate,
     softmax,
 )
+from xdsl.dialects import func
 from xdsl.printer import Printer
 
 import fuseopt
@@ -61,12 +65,12 @@ def lower_and_compare(text: str, tile_spec: str = TILE, fuse: bool = True, seed:
     assert not [
         op for op in tiled.walk() if op.dialect_name() == "nn" and tile.enclosing_kernel(op) is None
     ], "nn ops left on the host"
-    actual = fuseopt.interpret(tiled, "main", *args)
     bf16 = "bf16" in text
-    for e, a in zip(expected, actual, strict=True):
-        assert e.shape == a.shape and e.dtype == a.dtype
-        tol = 2e-2 if bf16 else 2e-5
-        np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
+    for actual in interpret_both_ways(tiled, "main", *args):
+        for e, a in zip(expected, actual, strict=True):
+            assert e.shape == a.shape and e.dtype == a.dtype
+            tol = 2e-2 if bf16 else 2e-5
+            np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
     return tiled
 
 
@@ -170,9 +174,10 @@ TINY_TILES = (
 )
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
 @pytest.mark.parametrize("name", list(SINGLE))
-def test_single_element_tensors(name: str) -> None:
-    lower_and_compare(SINGLE[name].replace("bf16", "f32"))
+def test_single_element_tensors(name: str, dtype: str) -> None:
+    lower_and_compare(SINGLE[name].replace("bf16", dtype))
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "f32"])
@@ -237,6 +242,39 @@ def test_bad_options_are_reported(spec: str) -> None:
     module = fuseopt.parse(gelu_bias(4, 8))
     with pytest.raises(fuseopt.CompileError, match="power of two"):
         fuseopt.run_pipeline(module, spec)
+
+
+def test_empty_tensors_need_no_kernel() -> None:
+    text = """func.func @main(%x: tensor<0x4xf32>, %b: tensor<4xf32>) -> tensor<0x4xf32> {
+  %bb = nn.broadcast %b : tensor<4xf32> -> tensor<0x4xf32>
+  %s = nn.add %x, %bb : tensor<0x4xf32>
+  %e = nn.exp %s : tensor<0x4xf32>
+  func.return %e : tensor<0x4xf32>
+}"""
+    tiled = lower_and_compare(text)
+    assert kernels(tiled) == []
+
+
+def test_reduction_over_an_empty_axis_is_a_located_error() -> None:
+    text = """func.func @main(%x: tensor<0x4xf32>) -> tensor<4xf32> {
+  %s = nn.sum %x [0] : tensor<0x4xf32> -> tensor<4xf32>
+  func.return %s : tensor<4xf32>
+}"""
+    with pytest.raises(fuseopt.CompileError, match=r"e\.mlir:2:3: .*zero-size axis"):
+        fuseopt.run_pipeline(fuseopt.parse(text, "e.mlir"), STANDARD)
+
+
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("convert-nn-to-tile{block-rows=4096 block-cols=4096}", "tile of 16777216 elements"),
+        ("convert-nn-to-tile{max-row-block=4194304}", "tile of 4194304 elements"),
+    ],
+)
+def test_forced_tiles_past_the_limit_are_located_errors(spec: str, message: str) -> None:
+    module = fuseopt.parse(softmax(2, 4194304), "big.mlir")
+    with pytest.raises(fuseopt.CompileError, match=rf"big\.mlir:2:.*{message}"):
+        fuseopt.run_pipeline(module, f"{PRE_FUSE},nn-fuse,{spec}")
 
 
 def test_composites_must_be_decomposed_first() -> None:
@@ -322,3 +360,49 @@ func.func @main(%x: tensor<8x32xbf16>, %w: tensor<16x32xbf16>, %b: tensor<16xbf1
     assert len([op for op in tiled.walk() if isinstance(op, tile.GemmOp)]) == 1
     kernels = [op.sym_name.data for op in tiled.walk() if isinstance(op, tile.KernelOp)]
     assert kernels == ["main_add", "main_mul"]
+
+
+FILECHECK_CASES = (
+    Path(__file__).resolve().parent.parent / "filecheck/passes/convert-nn-to-tile.mlir"
+)
+CASE_SPECS = {
+    "heuristic": "convert-nn-to-tile",
+    "forced": "convert-nn-to-tile{block=32 block-rows=2 block-cols=16 block-m=16 block-n=32 "
+    "block-k=16 group-m=2}",
+    "looped": "convert-nn-to-tile{max-row-block=32}",
+    "per-level": "convert-nn-to-tile{max-row-block=32 online-stats=false}",
+    "cols": "convert-nn-to-tile{block-cols=32}",
+}
+"""The RUN lines of the FileCheck file that produce IR (the others are errors)."""
+
+
+def filecheck_chunks() -> dict[str, str]:
+    """The cases of filecheck/passes/convert-nn-to-tile.mlir by function name."""
+    out = {}
+    for chunk in FILECHECK_CASES.read_text().split("// -----"):
+        names = re.findall(r"^func\.func @(\w+)", chunk, re.MULTILINE)
+        if names:
+            out[names[0]] = chunk
+    return out
+
+
+@pytest.mark.parametrize("spec", list(CASE_SPECS.values()), ids=list(CASE_SPECS))
+@pytest.mark.parametrize("case", sorted(filecheck_chunks()))
+def test_filecheck_cases_compute_what_the_reference_computes(case: str, spec: str) -> None:
+    """Each case of the FileCheck file, under each of its RUN lines, interpreted before
+    (nn reference, fusions included) and after tiling on random inputs."""
+    text = filecheck_chunks()[case]
+    before = fuseopt.parse(text)
+    for fn in [op for op in before.ops if isinstance(op, func.FuncOp)]:
+        name = fn.sym_name.data
+        args = [
+            np.random.default_rng(7).uniform(-1.5, 1.5, tuple(t.get_shape())).astype(np.float32)
+            for t in fn.function_type.inputs.data
+        ]
+        expected = fuseopt.interpret(before, name, *args)
+        after = fuseopt.run_pipeline(fuseopt.parse(text), spec)
+        bf16 = "bf16" in text
+        for actual in interpret_both_ways(after, name, *args):
+            for e, a in zip(expected, actual, strict=True):
+                tol = 2e-2 if bf16 else 2e-5
+                np.testing.assert_allclose(a, e, rtol=tol, atol=tol)

@@ -1,12 +1,21 @@
 // RUN: fuse-opt %s --split-input-file -p convert-nn-to-tile | filecheck %s
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block=32 block-rows=2 block-cols=16 block-m=16 block-n=32 block-k=16 group-m=2}' | filecheck %s --check-prefix=FORCED
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{max-row-block=32}' | filecheck %s --check-prefix=LOOPED
+// RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{max-row-block=32 online-stats=false}' | filecheck %s --check-prefix=PERLEVEL
+// RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-cols=32}' | filecheck %s --check-prefix=COLS
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-m=48}' 2>&1 | filecheck %s --check-prefix=BADSIZE
 // BADSIZE: error: convert-nn-to-tile: block-m=48 must be a positive power of two
 // BADSIZE-NOT: Traceback
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{row-cache-bytes=-8}' 2>&1 | filecheck %s --check-prefix=BADCACHE
 // BADCACHE: error: convert-nn-to-tile: row-cache-bytes=-8 must be >= 0
 // BADCACHE-NOT: Traceback
+// RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{online-stats=maybe}' 2>&1 | filecheck %s --check-prefix=BADBOOL
+// BADBOOL: error: convert-nn-to-tile: option online-stats=maybe must be bool
+// RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{blok=64}' 2>&1 | filecheck %s --check-prefix=BADNAME
+// BADNAME: error: convert-nn-to-tile: unknown option blok (options: block, block-cols, block-k, block-m, block-n, block-rows, group-m, max-row-block, online-stats, row-cache-bytes)
+// RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block=2097152}' 2>&1 | filecheck %s --check-prefix=HUGE
+// HUGE: :{{[0-9]+}}:{{[0-9]+}}: error: convert-nn-to-tile: these tile sizes make a tile of 2097152 elements (at most 1048576); force smaller block sizes
+// HUGE-NOT: Traceback
 
 // Pointwise: the group's values all have 100 elements, so the kernel iterates over one
 // flat dim (reshapes are free); 100 is ragged against a block of 32 (with forced sizes), so the last
@@ -83,13 +92,15 @@ func.func @pointwise_broadcast(%x: tensor<5x37xf32>, %b: tensor<37xf32>) -> tens
 // -----
 
 // Row reduction, whole rows in registers (the 100-wide row is one 128 block): the
-// ragged columns are replaced by the reduction's identity before tile.reduce.
+// ragged columns are replaced by the reduction's identity before tile.reduce. The
+// autotuner's candidates: rows per program for whole rows, the chunk when looped.
 // With max-row-block=32, rows longer than 32 loop over column chunks: the max and the
 // sum of exponentials share one loop (online softmax: the running sum is rescaled by
 // exp(m - m') when the running max grows; a max of -inf is read as 0), accumulators
 // as iter_args, then a last loop that stores the row: two passes; one row per program.
 // CHECK-LABEL: tile.kernel @softmax grid 1
 // CHECK-SAME:  schedule = "row_reduction", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 8, 128>, reduce_dim = 1 : i64
+// CHECK-SAME:  candidates = [{"block-rows" = 1 : i64}, {"block-rows" = 2 : i64}, {"block-rows" = 4 : i64}, {"block-rows" = 8 : i64}]
 // CHECK:       %[[X:.*]] = tile.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<6x100xf32> -> tensor<8x128xf32>
 // CHECK-NEXT:  %[[M:.*]] = tile.mask [%{{.*}}, %{{.*}}] bounds [6, 100] : tensor<8x128xi1>
 // CHECK-NEXT:  %[[NINF:.*]] = nn.constant 0xfff0000000000000 : tensor<8x128xf32>
@@ -101,6 +112,7 @@ func.func @pointwise_broadcast(%x: tensor<5x37xf32>, %b: tensor<37xf32>) -> tens
 // CHECK-NEXT:  tile.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : tensor<8x128xf32>, memref<6x100xf32>
 // LOOPED-LABEL: tile.kernel @softmax grid 1
 // LOOPED-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 1, 128>
+// LOOPED-SAME:  candidates = [{"block-cols" = 1024 : i64}, {"block-cols" = 2048 : i64}, {"block-cols" = 4096 : i64}]
 // LOOPED:       %[[ROW:.*]] = tile.program_id 0
 // LOOPED:       %[[MAX:.*]], %[[SUM:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[M:.*]] = %{{.*}}, %[[S:.*]] = %{{.*}}) -> (tensor<1xf32>, tensor<1xf32>) {
 // LOOPED-NEXT:    %[[X:.*]] = tile.load %{{.*}}[%[[ROW]], %[[K]]] : memref<6x100xf32> -> tensor<1x128xf32>
@@ -124,6 +136,28 @@ func.func @pointwise_broadcast(%x: tensor<5x37xf32>, %b: tensor<37xf32>) -> tens
 // LOOPED:         tile.store %{{.*}}, %{{.*}}[%[[ROW]], %[[K2]]] : tensor<1x128xf32>, memref<6x100xf32>
 // LOOPED-NOT:   scf.for
 // LOOPED:       tile.launch @softmax grid [6]
+// With online-stats=false, one loop per reduction level (max, then sum), then the
+// store loop: three passes over the row.
+// PERLEVEL-LABEL: tile.kernel @softmax grid 1
+// PERLEVEL-SAME:  schedule = "row_reduction_looped"
+// PERLEVEL:       %[[MAX:.*]] = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<1xf32>) {
+// PERLEVEL:         tile.reduce max %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
+// PERLEVEL-NOT:     tile.reduce sum
+// PERLEVEL:       scf.yield
+// PERLEVEL:       %[[SUM:.*]] = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<1xf32>) {
+// PERLEVEL:         tile.broadcast %[[MAX]] dims [0]
+// PERLEVEL:         tile.reduce sum %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
+// PERLEVEL:       scf.for
+// PERLEVEL:         tile.store
+// PERLEVEL-NOT:   scf.for
+// PERLEVEL:       tile.launch @softmax grid [6]
+// A forced column block shorter than the row loops over chunks of it (100 = 3 x 32 +
+// a masked tail): block_sizes [1, 32].
+// COLS-LABEL: tile.kernel @softmax grid 1
+// COLS-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 1, 32>
+// COLS:       scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<1xf32>, tensor<1xf32>) {
+// COLS:         tile.load %{{.*}} : memref<6x100xf32> -> tensor<1x32xf32>
+// COLS:       tile.launch @softmax grid [6]
 func.func @row_reduction(%x: tensor<6x100xf32>) -> tensor<6x100xf32> {
   %0 = nn.fusion ins(%x : tensor<6x100xf32>) -> tensor<6x100xf32> attributes {kernel_name = "softmax", kind = "reduction", route = "kernel"} {
   ^bb0(%a: tensor<6x100xf32>):
@@ -397,4 +431,68 @@ func.func @bypassed(%x: tensor<8x32xbf16>, %w: tensor<16x32xbf16>, %b: tensor<16
   %bb = nn.broadcast %b : tensor<16xbf16> -> tensor<8x16xbf16>
   %r = nn.add %m, %bb : tensor<8x16xbf16>
   func.return %r : tensor<8x16xbf16>
+}
+
+// -----
+
+// A looped LayerNorm: the mean and the variance share the first loop (Chan et al.'s
+// parallel update of count, mean and sum of squared deviations M2 from each chunk's
+// masked count, mean and M2), the second loop normalizes and stores.
+// LOOPED-LABEL: tile.kernel @layernorm grid 1
+// LOOPED-SAME:  schedule = "row_reduction_looped"
+// LOOPED:       %{{.*}}, %[[MEAN:.*]], %[[M2:.*]] = scf.for %{{.*}} iter_args(%[[N:.*]] = %{{.*}}, %[[MU:.*]] = %{{.*}}, %[[Q:.*]] = %{{.*}}) -> (tensor<1xf32>, tensor<1xf32>, tensor<1xf32>) {
+// LOOPED:         %[[CSUM:.*]] = tile.reduce sum %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
+// LOOPED:         %[[CNT:.*]] = tile.reduce sum %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
+// LOOPED-NEXT:    %[[CMEAN:.*]] = nn.div %[[CSUM]], %[[CNT]] : tensor<1xf32>
+// LOOPED:         %[[CM2:.*]] = tile.reduce sum %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
+// LOOPED-NEXT:    %[[N2:.*]] = nn.add %[[N]], %[[CNT]] : tensor<1xf32>
+// LOOPED-NEXT:    %[[DELTA:.*]] = nn.sub %[[CMEAN]], %[[MU]] : tensor<1xf32>
+// LOOPED-NEXT:    %[[FRAC:.*]] = nn.div %[[CNT]], %[[N2]] : tensor<1xf32>
+// LOOPED:         scf.yield %[[N2]], %{{.*}}, %{{.*}} : tensor<1xf32>, tensor<1xf32>, tensor<1xf32>
+// LOOPED:       nn.div %[[M2]], %{{.*}} : tensor<1xf32>
+// LOOPED:       scf.for
+// LOOPED:         tile.broadcast %[[MEAN]] dims [0]
+// LOOPED:         tile.store
+func.func @layer_norm_looped(%x: tensor<4x100xf32>) -> tensor<4x100xf32> {
+  %0 = nn.fusion ins(%x : tensor<4x100xf32>) -> tensor<4x100xf32> attributes {kernel_name = "layernorm", kind = "reduction", route = "kernel"} {
+  ^bb0(%a: tensor<4x100xf32>):
+    %m = nn.mean %a [1] keepdim : tensor<4x100xf32> -> tensor<4x1xf32>
+    %mb = nn.broadcast %m : tensor<4x1xf32> -> tensor<4x100xf32>
+    %d = nn.sub %a, %mb : tensor<4x100xf32>
+    %q = nn.mul %d, %d : tensor<4x100xf32>
+    %v = nn.mean %q [1] keepdim : tensor<4x100xf32> -> tensor<4x1xf32>
+    %eps = nn.constant 1.0e-05 : tensor<4x1xf32>
+    %ve = nn.add %v, %eps : tensor<4x1xf32>
+    %r = nn.rsqrt %ve : tensor<4x1xf32>
+    %rb = nn.broadcast %r : tensor<4x1xf32> -> tensor<4x100xf32>
+    %y = nn.mul %d, %rb : tensor<4x100xf32>
+    nn.yield %y : tensor<4x100xf32>
+  }
+  func.return %0 : tensor<4x100xf32>
+}
+
+// -----
+
+// Batched matmul + epilogue: the batch is an iteration dim of its own (one block of 1),
+// programs cover batch x M tiles x N tiles (3 x 1 x 1 here); operand tiles are loaded
+// at the batch index, and the matmul's candidate configurations are recorded.
+// CHECK-LABEL: tile.kernel @bmm_relu grid 1
+// CHECK-SAME:  schedule = "matmul", iteration_sizes = array<i64: 3, 40, 50>, block_sizes = array<i64: 1, 64, 64>, block_k = 32 : i64, group_m = 8 : i64
+// CHECK-SAME:  candidates = [{"block-m" = 128 : i64, "block-n" = 128 : i64, "block-k" = 64 : i64}, {"block-m" = 128 : i64, "block-n" = 64 : i64, "block-k" = 64 : i64}, {"block-m" = 64 : i64, "block-n" = 128 : i64, "block-k" = 64 : i64}, {"block-m" = 64 : i64, "block-n" = 64 : i64, "block-k" = 32 : i64}, {"block-m" = 128 : i64, "block-n" = 256 : i64, "block-k" = 64 : i64}]
+// CHECK:       tile.program_id 0
+// CHECK:       scf.for %[[K:.*]] = %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<64x64xf32>) {
+// CHECK-NEXT:    tile.load %{{.*}}[%[[BATCH:[0-9]+]], %{{.*}}, %[[K]]] : memref<3x40x24xbf16> -> tensor<64x32xbf16>
+// CHECK-NEXT:    tile.load %{{.*}}[%[[BATCH]], %[[K]], %{{.*}}] : memref<3x24x50xbf16> -> tensor<32x64xbf16>
+// CHECK-NEXT:    tile.dot
+// CHECK:       nn.relu
+// CHECK-NEXT:  tile.store %{{.*}}, %{{.*}}[%[[BATCH]], %{{.*}}, %{{.*}}] : tensor<64x64xbf16>, memref<3x40x50xbf16>
+// CHECK:       tile.launch @bmm_relu grid [3]
+func.func @batched(%x: tensor<3x40x24xbf16>, %w: tensor<3x24x50xbf16>) -> tensor<3x40x50xbf16> {
+  %0 = nn.fusion ins(%x, %w : tensor<3x40x24xbf16>, tensor<3x24x50xbf16>) -> tensor<3x40x50xbf16> attributes {kernel_name = "bmm_relu", kind = "matmul", route = "kernel"} {
+  ^bb0(%a: tensor<3x40x24xbf16>, %b: tensor<3x24x50xbf16>):
+    %p = nn.matmul %a, %b : tensor<3x40x24xbf16>, tensor<3x24x50xbf16> -> tensor<3x40x50xbf16>
+    %r = nn.relu %p : tensor<3x40x50xbf16>
+    nn.yield %r : tensor<3x40x50xbf16>
+  }
+  func.return %0 : tensor<3x40x50xbf16>
 }

@@ -11,7 +11,9 @@ bug (a missing mask, a wrong offset) shows up as a wrong result, never as a sile
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -78,11 +80,31 @@ def reinterpret(buffer: np.ndarray, t: MemRefType) -> np.ndarray:
     return view
 
 
+_UNWRITTEN: list[tuple[float, int]] = [(math.nan, 0)]
+"""What fresh buffers hold (float, integer), innermost `unwritten_value` first."""
+
+
+@contextmanager
+def unwritten_value(float_value: float, int_value: int) -> Iterator[None]:
+    """Fresh buffers (out-params, temporaries) start as `float_value` / `int_value`
+    instead of NaN / 0 inside this block. A test that runs a program under two
+    different values catches an output element no kernel writes, even where the
+    expected value is NaN (which NaN poison alone cannot tell apart)."""
+    _UNWRITTEN.append((float_value, int_value))
+    try:
+        yield
+    finally:
+        _UNWRITTEN.pop()
+
+
 def new_buffer(t: MemRefType) -> np.ndarray:
-    """A fresh buffer of type `t`; float contents start as NaN so unwritten reads show."""
+    """A fresh buffer of type `t`; float contents start as NaN (integers as 0), so
+    unwritten reads show (see `unwritten_value`)."""
     dtype = storage_dtype(t.element_type)
-    fill = np.nan if dtype.kind == "f" else 0
-    return np.full(_shape(t), fill, dtype=dtype)
+    float_value, int_value = _UNWRITTEN[-1]
+    if dtype.kind == "f":
+        return np.full(_shape(t), float_value, dtype=dtype)
+    return np.full(_shape(t), bool(int_value) if dtype.kind == "b" else int_value, dtype=dtype)
 
 
 @register_impls
