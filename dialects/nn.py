@@ -1551,3 +1551,13 @@ REDUCTION_OPS: tuple[type[ReductionOp], ...] = tuple(
 )
 COMPOSITE_OPS = (SoftmaxOp, LogSoftmaxOp, RmsNormOp, LayerNormOp, LinearOp)
 """Ops that `nn-decompose` expands into primitives."""
+
+ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (
+    UnaryElementwiseOp,
+    BinaryElementwiseOp,
+    CompareOp,
+    SelectOp,
+    CastOp,
+)
+"""Ops applied element by element (operands and result of one shape): what fusion
+groups chain, and the nn ops a tiled kernel applies to tiles of any shape."""

@@ -50,9 +50,22 @@ def array_values(attr: Attribute) -> tuple[int, ...]:
     return tuple(int(v) for v in attr.get_values())
 
 
+I64_RANGE = (-(2**63), 2**63 - 1)
+"""The smallest and largest i64 values."""
+
+
+def parse_i64(parser: Parser) -> int:
+    """Parse an integer literal that fits i64 (a located parse error otherwise)."""
+    start = parser.pos
+    value = parser.parse_integer()
+    if not I64_RANGE[0] <= value <= I64_RANGE[1]:
+        parser.raise_error(f"integer {value} does not fit i64", start, parser.pos)
+    return value
+
+
 def parse_int_list(parser: Parser) -> list[int]:
-    """Parse `[i, j, ...]` (possibly empty) into a list of Python ints."""
-    return parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_integer)
+    """Parse `[i, j, ...]` (possibly empty) of i64 literals into a list of Python ints."""
+    return parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, lambda: parse_i64(parser))
 
 
 def print_int_list(printer: Printer, values: Sequence[int]) -> None:
@@ -69,9 +82,15 @@ def parse_operands(parser: Parser) -> list[UnresolvedOperand]:
 def resolve_operands(
     parser: Parser, operands: Sequence[UnresolvedOperand], types: Sequence[Attribute]
 ) -> list[SSAValue]:
-    """Give each parsed operand its type (a located error if counts or types differ)."""
+    """Give each parsed operand its type (a located error if counts or types differ).
+
+    A count mismatch is reported at the operands, so the error points at the op and
+    not at whatever follows its types."""
     if len(operands) != len(types):
-        parser.raise_error(f"{len(operands)} operands but {len(types)} types")
+        message = f"{len(operands)} operands but {len(types)} types"
+        if operands:
+            parser.raise_error(message, operands[0].span.start, operands[-1].span.end)
+        parser.raise_error(message)
     return [parser.resolve_operand(o, t) for o, t in zip(operands, types, strict=True)]
 
 

@@ -6,7 +6,8 @@ directly onto CUDA (one program = one thread block):
 - **host side** (inside a `func.func`): global buffers are `memref`s (no memory space,
   or `#tile.memory_space<global>`); `tile.alloc` makes a temporary, `tile.view`
   reinterprets one under another shape, `tile.launch` runs a kernel over a grid, and
-  `tile.gemm` calls a library GEMM (the `library_gemm` route).
+  `tile.gemm` calls a library GEMM (the `library_gemm` route). `tile.launch` and
+  `tile.gemm` are host-only.
 - **kernels**: `tile.kernel @name grid R (%buf: memref<...>, ...)` is a symbol whose body
   runs once per program instance of an R-dimensional grid. Inside, tiles are builtin
   ranked `tensor`s held in registers; `tile.program_id` says which program runs,
@@ -15,19 +16,29 @@ directly onto CUDA (one program = one thread block):
   `tile.mask` makes an explicit in-bounds mask, `tile.dot` (f32 accumulation),
   `tile.reduce`, `tile.broadcast` and `tile.transpose` work on tiles, and shared memory
   is `tile.alloc` of a `#tile.memory_space<shared>` memref filled by `tile.copy` and
-  ordered by `tile.barrier`.
+  ordered by `tile.barrier`. These ops are kernel-only (the verifiers say so).
 - **elementwise math on tiles reuses the nn ops** (`nn.add`, `nn.exp`, `nn.cast`,
   `nn.compare`, `nn.select`, splat `nn.constant`, ...) on tile tensors: one op table per
-  printer serves both levels, and their semantics are the nn reference's. Index
-  arithmetic is `arith` on `index`; loops are `scf.for` with `iter_args`.
+  printer serves both levels, and their semantics are the nn reference's. Only those
+  elementwise ops and splat constants may appear in a kernel, except in a
+  `whole_tensor` kernel (below), which applies one arbitrary nn op. Index arithmetic is
+  `arith` on `index`; loops are `scf.for` with `iter_args`.
+
+Memory spaces: buffers (memrefs) live in global memory (no space, or
+`#tile.memory_space<global>`) or, inside a kernel, in shared memory
+(`#tile.memory_space<shared>`). Registers hold tiles (tensors), never buffers: a memref
+in `#tile.memory_space<registers>` is rejected. `registers` is a `MemorySpace` value so
+that a kernel can record where its matmul operands are staged: `operand_staging` is
+"shared" or "registers" (tile-promote).
 
 Buffers are contiguous and row-major (a memref with a layout is rejected), so a tile's
 innermost dim is unit-stride and a kernel parameter's strides follow from its shape.
 Masks are implicit in `tile.load`/`tile.store` (in bounds: `0 <= offset + i < dim` in
 every dim the tile covers); `tile.mask` is only emitted where a value must be replaced
-(reduction identities). Tile dims produced by convert-nn-to-tile are powers of two,
-except in `whole_tensor` kernels (one program, whole-tensor tiles, one nn op: both
-backends print those specially).
+(reduction identities). A load's `fill` is an f64 float for float tiles (inf and NaN
+allowed) and an integer of the element type for integer tiles (0 or 1 for i1). Tile
+dims produced by convert-nn-to-tile are powers of two, except in `whole_tensor` kernels
+(one program, whole-tensor tiles, one nn op: both backends print those specially).
 
 Kernel attributes a printer reads (set by convert-nn-to-tile, then tile-promote):
 `schedule` ("pointwise", "row_reduction", "row_reduction_looped", "matmul",
@@ -35,7 +46,8 @@ Kernel attributes a printer reads (set by convert-nn-to-tile, then tile-promote)
 `block_k` and `group_m` (matmul), `candidates` (autotuning configs as pass options),
 `num_warps`, `num_stages`, `vector_width` (elements per 16-byte access), `shared_bytes`,
 `row_cache` (parameters staged in shared memory) and `operand_staging`
-("shared" | "registers", matmul). Loops are `scf.for` with any number of `iter_args`
+("shared" | "registers", matmul). Every integer attribute of a tile op is i64
+(`N : i64` or `array<i64: ...>`). Loops are `scf.for` with any number of `iter_args`
 (a dual GEMM carries one accumulator per matmul; dependent reductions one per
 reduction).
 
@@ -99,6 +111,7 @@ from fuseopt.dialects.syntax import (
     int_array,
     is_bool,
     is_float,
+    parse_i64,
     parse_int_list,
     parse_operands,
     parse_types,
@@ -109,12 +122,23 @@ from fuseopt.dialects.syntax import (
     shape_str,
     tensor_type,
 )
+from fuseopt.dialects.tile_verification import (
+    check_fill,
+    check_i64,
+    check_index_operands,
+    check_kernel_nn_ops,
+    check_tile_box,
+    fill_attr,
+    fill_value,
+)
 
 # --------------------------------------------------------------------------- memory spaces
 
 
 class MemorySpace(StrEnum):
-    """Where a buffer lives: HBM, the program's shared memory, or registers."""
+    """Where data lives. Buffers (memrefs) live in global memory (HBM) or the program's
+    shared memory; registers hold tiles (tensors) and are never a memref's space: the
+    value names a staging choice (a kernel's `operand_staging`)."""
 
     GLOBAL = "global"
     SHARED = "shared"
@@ -123,7 +147,8 @@ class MemorySpace(StrEnum):
 
 @irdl_attr_definition
 class MemorySpaceAttr(EnumAttribute[MemorySpace]):
-    """A memref memory space: `#tile.memory_space<shared>`. No space means global."""
+    """A memref memory space: `#tile.memory_space<shared>`. No space means global;
+    `registers` parses but no op accepts a buffer there."""
 
     name = "tile.memory_space"
 
@@ -140,6 +165,9 @@ class MemorySpaceAttr(EnumAttribute[MemorySpace]):
 
 SHARED = MemorySpaceAttr(MemorySpace.SHARED)
 """The shared-memory space attribute."""
+
+OPERAND_STAGING = (MemorySpace.SHARED, MemorySpace.REGISTERS)
+"""Where a matmul kernel may stage its operand tiles (its `operand_staging`)."""
 
 
 def memory_space(t: MemRefType) -> MemorySpace:
@@ -169,6 +197,10 @@ def memref_type(value: SSAValue | Attribute, what: str) -> MemRefType:
         raise VerifyException(f"{what} must have a static shape, got {t}")
     if not isinstance(t.layout, NoneAttr):
         raise VerifyException(f"{what} must be a contiguous row-major buffer (no layout), got {t}")
+    if memory_space(t) == MemorySpace.REGISTERS:
+        raise VerifyException(
+            f"{what} cannot live in registers: registers hold tiles (tensors), not buffers; got {t}"
+        )
     return t
 
 
@@ -180,20 +212,12 @@ def enclosing_kernel(op: Operation) -> KernelOp | None:
     return node
 
 
-def _check_index_operands(values: Sequence[SSAValue], what: str) -> None:
-    for v in values:
-        if not isinstance(v.type, IndexType):
-            raise VerifyException(f"{what} must be of type index, got {v.type}")
-
-
-def _check_tile_box(tile: tuple[int, ...], buf: MemRefType, n_offsets: int, what: str) -> None:
-    rank = len(buf.get_shape())
-    if n_offsets != rank:
-        raise VerifyException(f"{what} takes {rank} offsets for {buf}, got {n_offsets}")
-    if len(tile) > rank:
-        raise VerifyException(f"a tile of rank {len(tile)} does not fit {buf}")
-    if any(d < 1 for d in tile):
-        raise VerifyException(f"tile dims must be positive, got {shape_str(tile)}")
+def require_kernel(op: Operation) -> KernelOp:
+    """The `tile.kernel` that contains kernel-only op `op` (VerifyException if none)."""
+    kernel = enclosing_kernel(op)
+    if kernel is None:
+        raise VerifyException(f"{op.name} must be inside a tile.kernel")
+    return kernel
 
 
 def _parse_offsets(parser: Parser) -> list[SSAValue]:
@@ -226,8 +250,10 @@ class KernelOp(IRDLOperation):
 
     The entry block's arguments are the kernel's buffers (global memrefs). Attributes
     record the schedule and tuning decisions (`schedule`, block sizes, `num_warps`,
-    `num_stages`, `vector_width`, `candidates`, ...); see convert-nn-to-tile and
-    tile-promote.
+    `num_stages`, `vector_width`, `candidates`, `operand_staging` = "shared" |
+    "registers", ...); see convert-nn-to-tile and tile-promote. Unless `schedule` is
+    "whole_tensor", the only nn ops in the body are elementwise ones and splat
+    `nn.constant`s.
 
     Example:
         tile.kernel @add grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) {
@@ -273,6 +299,7 @@ class KernelOp(IRDLOperation):
         return [a.type for a in self.body.block.args]  # type: ignore[misc]
 
     def verify_(self) -> None:
+        check_i64(self.grid, "grid")
         if not 1 <= self.grid_rank <= 3:
             raise VerifyException(f"grid rank must be 1, 2 or 3, got {self.grid_rank}")
         for i, a in enumerate(self.body.block.args):
@@ -283,12 +310,19 @@ class KernelOp(IRDLOperation):
             raise VerifyException("tile.kernel body must end in tile.return")
         if enclosing_kernel(self) is not None:
             raise VerifyException("tile.kernel cannot be nested in another kernel")
+        staging = self.attributes.get("operand_staging")
+        if staging is not None and (
+            not isinstance(staging, StringAttr) or staging.data not in OPERAND_STAGING
+        ):
+            raise VerifyException(f'operand_staging must be "shared" or "registers", got {staging}')
+        schedule = self.attributes.get("schedule")
+        check_kernel_nn_ops(self, schedule.data if isinstance(schedule, StringAttr) else None)
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
         name = parser.parse_symbol_name().data
         parser.parse_keyword("grid")
-        rank = parser.parse_integer()
+        rank = parse_i64(parser)
         args = parser.parse_comma_separated_list(
             Parser.Delimiter.PAREN, lambda: parser.parse_argument()
         )
@@ -353,6 +387,7 @@ class LaunchOp(IRDLOperation):
     def verify_(self) -> None:
         if enclosing_kernel(self) is not None:
             raise VerifyException("tile.launch is a host op; it cannot appear in a kernel")
+        check_i64(self.grid, "grid")
         sizes = self.grid_sizes
         if any(s < 1 for s in sizes):
             raise VerifyException(f"grid sizes must be positive, got {list(sizes)}")
@@ -422,9 +457,8 @@ class ProgramIdOp(IRDLOperation):
         super().__init__(attributes={"axis": IntegerAttr(axis, i64)}, result_types=[IndexType()])
 
     def verify_(self) -> None:
-        k = enclosing_kernel(self)
-        if k is None:
-            raise VerifyException("tile.program_id must be inside a tile.kernel")
+        k = require_kernel(self)
+        check_i64(self.axis, "axis")
         if not 0 <= self.axis.value.data < k.grid_rank:
             raise VerifyException(
                 f"axis {self.axis.value.data} is out of range for a grid of rank {k.grid_rank}"
@@ -432,7 +466,7 @@ class ProgramIdOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> ProgramIdOp:
-        op = cls(parser.parse_integer())
+        op = cls(parse_i64(parser))
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
 
@@ -450,24 +484,33 @@ class LoadOp(IRDLOperation):
 
     The tile covers the trailing dims of the buffer; a leading dim the tile does not
     cover contributes only its offset. Elements outside the buffer read as `fill`
-    (default 0). The element type is the buffer's.
+    (default 0): for float tiles an f64 float (`inf`, `-inf` and `nan` allowed), for
+    integer tiles an integer of the element type (0 or 1 for i1). The element type is
+    the buffer's. Kernel-only.
 
     Example:
         %t = tile.load %x[%r, %c] : memref<6x100xf32> -> tensor<2x128xf32>
         %u = tile.load %x[%r, %c] fill -inf : memref<6x100xf32> -> tensor<128xf32>
+        %v = tile.load %i[%r] fill -1 : memref<6xi64> -> tensor<8xi64>
     """
 
     name = "tile.load"
     buffer = operand_def(MemRefType)
-    offsets = var_operand_def(IndexType)
+    offsets = var_operand_def()  # index: verify_ says so more clearly than IRDL would
     result = result_def(TensorType)
     fill = opt_attr_def(FloatAttr | IntegerAttr)
 
     def __init__(
-        self, buffer: SSAValue, offsets: Sequence[SSAValue], tile: Sequence[int], fill: float = 0.0
+        self,
+        buffer: SSAValue,
+        offsets: Sequence[SSAValue],
+        tile: Sequence[int],
+        fill: float | int = 0,
     ):
         t = memref_type(buffer, "buffer")
-        attrs: dict[str, Attribute] = {} if fill == 0 else {"fill": FloatAttr(fill, f64)}
+        attrs: dict[str, Attribute] = {}
+        if fill != 0:
+            attrs["fill"] = fill_attr(fill, t.element_type)
         super().__init__(
             operands=[buffer, offsets],
             result_types=[TensorType(t.element_type, list(tile))],
@@ -475,30 +518,41 @@ class LoadOp(IRDLOperation):
         )
 
     @property
-    def fill_value(self) -> float:
-        """The value read for out-of-bounds elements."""
-        return 0.0 if self.fill is None else float(self.fill.value.data)
+    def fill_value(self) -> float | int:
+        """The value read for out-of-bounds elements (an int for integer tiles)."""
+        return fill_value(self.fill)
 
     def verify_(self) -> None:
+        require_kernel(self)
         buf = memref_type(self.buffer, "buffer")
         tile = tensor_type(self.result, "result")
-        _check_index_operands(self.offsets, "offsets")
-        _check_tile_box(tile.get_shape(), buf, len(self.offsets), "tile.load")
+        check_index_operands(self.offsets, "offsets")
+        check_tile_box(tile.get_shape(), buf, len(self.offsets), "tile.load")
         if tile.element_type != buf.element_type:
             raise VerifyException(f"the tile's element type must be the buffer's: {tile}, {buf}")
+        if self.fill is not None:
+            check_fill(self.fill, tile.element_type)
 
     @classmethod
     def parse(cls, parser: Parser) -> LoadOp:
         buf_ref = parser.parse_unresolved_operand()
         offsets = _parse_offsets(parser)
-        attrs: dict[str, Attribute] = {}
+        fill: tuple[float | int, int, int] | None = None
         if parser.parse_optional_keyword("fill") is not None:
-            attrs["fill"] = FloatAttr(_parse_signed_float(parser), f64)
-        attrs.update(parser.parse_optional_attr_dict())
+            start = parser.pos
+            fill = (_parse_fill_literal(parser), start, parser.pos)
+        attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         buf = parser.resolve_operand(buf_ref, parser.parse_type())
         parser.parse_punctuation("->")
         t = parser.parse_type()
+        if fill is not None:
+            value, start, end = fill
+            element = t.element_type if isinstance(t, TensorType) else f64  # IRDL rejects t
+            try:
+                attrs["fill"] = fill_attr(value, element)
+            except ValueError as e:
+                parser.raise_error(str(e), start, end)
         return cls.build(operands=[buf, offsets], result_types=[t], attributes=attrs)
 
     def print(self, printer: Printer) -> None:
@@ -507,7 +561,7 @@ class LoadOp(IRDLOperation):
         _print_offsets(printer, self.offsets)
         if self.fill is not None:
             printer.print_string(" fill ")
-            _print_float(printer, self.fill_value)
+            _print_fill(printer, self.fill_value)
         printer.print_op_attributes(self.attributes, reserved_attr_names=("fill",))
         printer.print_string(" : ")
         printer.print_attribute(self.buffer.type)
@@ -515,19 +569,23 @@ class LoadOp(IRDLOperation):
         printer.print_attribute(self.result.type)
 
 
-def _parse_signed_float(parser: Parser) -> float:
+def _parse_fill_literal(parser: Parser) -> float | int:
+    """An optionally negated number, `inf` or `nan` (integers stay ints)."""
     neg = parser.parse_optional_punctuation("-") is not None
+    value: float | int
     if parser.parse_optional_keyword("inf") is not None:
         value = math.inf
     elif parser.parse_optional_keyword("nan") is not None:
         value = math.nan
     else:
-        value = float(parser.parse_number())
+        value = parser.parse_number()
     return -value if neg else value
 
 
-def _print_float(printer: Printer, value: float) -> None:
-    if math.isinf(value):
+def _print_fill(printer: Printer, value: float | int) -> None:
+    if isinstance(value, int):
+        printer.print_string(str(value))
+    elif math.isinf(value):
         printer.print_string("-inf" if value < 0 else "inf")
     elif math.isnan(value):
         printer.print_string("nan")
@@ -539,6 +597,8 @@ def _print_float(printer: Printer, value: float) -> None:
 class StoreOp(IRDLOperation):
     """Store a tile into a buffer at per-dim offsets; out-of-bounds elements are skipped.
 
+    Kernel-only.
+
     Example:
         tile.store %t, %y[%r, %c] : tensor<2x128xf32>, memref<6x100xf32>
     """
@@ -546,16 +606,17 @@ class StoreOp(IRDLOperation):
     name = "tile.store"
     value = operand_def(TensorType)
     buffer = operand_def(MemRefType)
-    offsets = var_operand_def(IndexType)
+    offsets = var_operand_def()  # index: verify_ says so more clearly than IRDL would
 
     def __init__(self, value: SSAValue, buffer: SSAValue, offsets: Sequence[SSAValue]):
         super().__init__(operands=[value, buffer, offsets])
 
     def verify_(self) -> None:
+        require_kernel(self)
         buf = memref_type(self.buffer, "buffer")
         tile = tensor_type(self.value, "value")
-        _check_index_operands(self.offsets, "offsets")
-        _check_tile_box(tile.get_shape(), buf, len(self.offsets), "tile.store")
+        check_index_operands(self.offsets, "offsets")
+        check_tile_box(tile.get_shape(), buf, len(self.offsets), "tile.store")
         if tile.element_type != buf.element_type:
             raise VerifyException(f"the tile's element type must be the buffer's: {tile}, {buf}")
 
@@ -585,14 +646,14 @@ class StoreOp(IRDLOperation):
 
 @irdl_op_definition
 class MaskOp(IRDLOperation):
-    """An i1 tile, true where `offset[d] + i_d < bound[d]` in every dim d.
+    """An i1 tile, true where `offset[d] + i_d < bound[d]` in every dim d. Kernel-only.
 
     Example:
         %m = tile.mask [%r, %c] bounds [6, 100] : tensor<2x128xi1>
     """
 
     name = "tile.mask"
-    offsets = var_operand_def(IndexType)
+    offsets = var_operand_def()  # index: verify_ says so more clearly than IRDL would
     bounds = attr_def(DenseArrayBase)
     result = result_def(TensorType)
     traits = traits_def(Pure())
@@ -605,8 +666,10 @@ class MaskOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        require_kernel(self)
+        check_i64(self.bounds, "bounds")
         t = tensor_type(self.result, "result")
-        _check_index_operands(self.offsets, "offsets")
+        check_index_operands(self.offsets, "offsets")
         rank = len(t.get_shape())
         if len(self.offsets) != rank or len(array_values(self.bounds)) != rank:
             raise VerifyException(f"tile.mask needs {rank} offsets and bounds for {t}")
@@ -656,7 +719,7 @@ class AllocOp(IRDLOperation):
         super().__init__(result_types=[t])
 
     def verify_(self) -> None:
-        t = memref_type(self.result, "result")
+        t = memref_type(self.result, "the allocated buffer")
         want = MemorySpace.SHARED if enclosing_kernel(self) else MemorySpace.GLOBAL
         if memory_space(t) != want:
             raise VerifyException(
@@ -667,7 +730,7 @@ class AllocOp(IRDLOperation):
 
 @irdl_op_definition
 class CopyOp(IRDLOperation):
-    """Copy a box of `shape` from one buffer to another (in a kernel: global to shared).
+    """Copy a box of `shape` from a global buffer into a shared one. Kernel-only.
 
     The box covers the trailing dims of each buffer, like a tile. Elements outside the
     source are not read and outside the destination are not written. On CUDA it is an
@@ -681,8 +744,8 @@ class CopyOp(IRDLOperation):
     name = "tile.copy"
     source = operand_def(MemRefType)
     dest = operand_def(MemRefType)
-    src_offsets = var_operand_def(IndexType)
-    dst_offsets = var_operand_def(IndexType)
+    src_offsets = var_operand_def()  # index: verify_ says so more clearly than IRDL would
+    dst_offsets = var_operand_def()
     shape = attr_def(DenseArrayBase)
     irdl_options = (AttrSizedOperandSegments(as_property=False),)
 
@@ -700,11 +763,17 @@ class CopyOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        require_kernel(self)
+        check_i64(self.shape, "shape")
         src, dst = memref_type(self.source, "source"), memref_type(self.dest, "dest")
+        if memory_space(src) != MemorySpace.GLOBAL:
+            raise VerifyException(f"tile.copy reads a global buffer, got {src}")
+        if memory_space(dst) != MemorySpace.SHARED:
+            raise VerifyException(f"tile.copy writes a shared buffer, got {dst}")
         box = array_values(self.shape)
-        _check_index_operands([*self.src_offsets, *self.dst_offsets], "offsets")
-        _check_tile_box(box, src, len(self.src_offsets), "tile.copy source")
-        _check_tile_box(box, dst, len(self.dst_offsets), "tile.copy dest")
+        check_index_operands([*self.src_offsets, *self.dst_offsets], "offsets")
+        check_tile_box(box, src, len(self.src_offsets), "tile.copy source")
+        check_tile_box(box, dst, len(self.dst_offsets), "tile.copy dest")
         if src.element_type != dst.element_type:
             raise VerifyException(f"tile.copy keeps the element type: {src}, {dst}")
 
@@ -843,10 +912,10 @@ class GemmOp(IRDLOperation):
         flags = []
         while (f := parser.parse_optional_keyword_in(cls.FLAGS)) is not None:
             flags.append(f)
+        if len(refs) != 3:
+            parser.raise_error("tile.gemm takes `%a, %b into %c`", refs[0].span.start)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        if len(refs) != 3:
-            parser.raise_error("tile.gemm takes `%a, %b into %c`")
         a, b, c = resolve_operands(parser, refs, parse_types(parser))
         op = cls(a, b, c, "transpose_a" in flags, "transpose_b" in flags)
         op.attributes.update(attrs)
@@ -873,7 +942,7 @@ class DotOp(IRDLOperation):
     """`acc + a @ b` on tiles, accumulated and returned in f32.
 
     `a` is [..., M, K], `b` [..., K, N] of one floating-point type; `acc` and the
-    result are [..., M, N] f32.
+    result are [..., M, N] f32. Kernel-only.
 
     Example:
         %d = tile.dot %a, %b, %acc : tensor<64x32xbf16>, tensor<32x64xbf16>, tensor<64x64xf32>
@@ -892,6 +961,7 @@ class DotOp(IRDLOperation):
     def verify_(self) -> None:
         from xdsl.dialects.builtin import Float32Type
 
+        require_kernel(self)
         a, b = tensor_type(self.lhs, "lhs"), tensor_type(self.rhs, "rhs")
         c = tensor_type(self.acc, "acc")
         if not is_float(a.element_type) or a.element_type != b.element_type:
@@ -915,7 +985,11 @@ class DotOp(IRDLOperation):
         parser.parse_punctuation(":")
         types = parse_types(parser)
         if len(refs) != 3 or len(types) != 3:
-            parser.raise_error("tile.dot takes three operands and their three types")
+            parser.raise_error(
+                "tile.dot takes three operands and their three types",
+                refs[0].span.start,
+                refs[-1].span.end,
+            )
         operands = resolve_operands(parser, refs, types)
         op = cls.build(operands=operands, result_types=[types[2]])
         op.attributes.update(attrs)
@@ -985,7 +1059,7 @@ class TileShapeOp(IRDLOperation, ABC):
 class ReduceOp(TileShapeOp):
     """Reduce a tile along one axis with sum, max or min (the axis is dropped).
 
-    Sums of f16/bf16 tiles accumulate in f32 and round once.
+    Sums of f16/bf16 tiles accumulate in f32 and round once. Kernel-only.
 
     Example:
         %s = tile.reduce sum %x axis 1 : tensor<2x128xf32> -> tensor<2xf32>
@@ -1018,7 +1092,7 @@ class ReduceOp(TileShapeOp):
     @classmethod
     def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
         parser.parse_keyword("axis")
-        return {"axis": IntegerAttr(parser.parse_integer(), i64)}
+        return {"axis": IntegerAttr(parse_i64(parser), i64)}
 
     def print_prefix(self, printer: Printer) -> None:
         printer.print_string(f" {self.kind.data}")
@@ -1027,6 +1101,8 @@ class ReduceOp(TileShapeOp):
         printer.print_string(f" axis {self.axis_index}")
 
     def verify_(self) -> None:
+        require_kernel(self)
+        check_i64(self.axis, "axis")
         x, r = tensor_type(self.input, "input"), tensor_type(self.result, "result")
         if self.kind.data not in REDUCE_KINDS:
             raise VerifyException(f"kind must be one of {REDUCE_KINDS}, got '{self.kind.data}'")
@@ -1043,6 +1119,8 @@ class ReduceOp(TileShapeOp):
 @irdl_op_definition
 class BroadcastOp(TileShapeOp):
     """Broadcast a tile: operand dim i becomes result dim `dims[i]` (size 1 or equal).
+
+    Kernel-only.
 
     Example:
         %b = tile.broadcast %r dims [0] : tensor<2xf32> -> tensor<2x128xf32>
@@ -1067,6 +1145,8 @@ class BroadcastOp(TileShapeOp):
         print_int_list(printer, array_values(self.dims))
 
     def verify_(self) -> None:
+        require_kernel(self)
+        check_i64(self.dims, "dims")
         x, r = tensor_type(self.input, "input"), tensor_type(self.result, "result")
         dims = array_values(self.dims)
         xs, rs = x.get_shape(), r.get_shape()
@@ -1088,6 +1168,8 @@ class BroadcastOp(TileShapeOp):
 @irdl_op_definition
 class TransposeOp(TileShapeOp):
     """Permute the dims of a tile: result dim i is operand dim `permutation[i]`.
+
+    Kernel-only.
 
     Example:
         %t = tile.transpose %x [1, 0] : tensor<32x64xf32> -> tensor<64x32xf32>
@@ -1115,6 +1197,8 @@ class TransposeOp(TileShapeOp):
         print_int_list(printer, array_values(self.permutation))
 
     def verify_(self) -> None:
+        require_kernel(self)
+        check_i64(self.permutation, "permutation")
         x, r = tensor_type(self.input, "input"), tensor_type(self.result, "result")
         perm = array_values(self.permutation)
         if sorted(perm) != list(range(len(x.get_shape()))):

@@ -8,6 +8,7 @@ FX node), and the CLI prints it in the compiler-standard form.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -119,9 +120,27 @@ def verify_module(module: Operation) -> None:
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as e:
-            raise error_at(op, f"'{op.name}' op {_first_line(e)}") from None
+            message = _first_line(e)
+            where = _redefinition(op, message) or op
+            raise error_at(where, f"'{op.name}' op {message}") from None
         except (ValueError, TypeError, AssertionError) as e:
             raise error_at(op, f"'{op.name}' op is malformed: {e}") from None
+
+
+def _redefinition(scope: Operation, message: str) -> Operation | None:
+    """For a symbol table's "Redefinition of symbol" error: the second op of `scope`
+    that defines the name (the module itself has no source location)."""
+    match = re.match(r'Redefinition of symbol "(.*)"', message)
+    if match is None or not scope.regions:
+        return None
+    seen = 0
+    for op in scope.regions[0].ops:
+        name = op.properties.get("sym_name") or op.attributes.get("sym_name")
+        if getattr(name, "data", None) == match.group(1):
+            seen += 1
+            if seen == 2:
+                return op
+    return None
 
 
 def _first_line(error: Exception) -> str:

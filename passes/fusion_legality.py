@@ -46,13 +46,7 @@ from xdsl.ir import Operation, SSAValue
 from fuseopt.dialects import nn
 from fuseopt.passes.tiling_analysis import Group, Incomplete, Untileable, analyze
 
-ELEMENTWISE_TYPES: tuple[type[Operation], ...] = (
-    nn.UnaryElementwiseOp,
-    nn.BinaryElementwiseOp,
-    nn.CompareOp,
-    nn.SelectOp,
-    nn.CastOp,
-)
+ELEMENTWISE_TYPES = nn.ELEMENTWISE_OPS
 """Ops computed element by element (same shape in and out)."""
 
 VIEW_TYPES: tuple[type[Operation], ...] = (

@@ -43,7 +43,7 @@ from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
 
-ELEMENTWISE = (nn.UnaryElementwiseOp, nn.BinaryElementwiseOp, nn.CompareOp, nn.SelectOp, nn.CastOp)
+ELEMENTWISE = nn.ELEMENTWISE_OPS
 """nn ops applied element by element (operands and result of one shape)."""
 
 POINTWISE, REDUCTION, MATMUL = "pointwise", "reduction", "matmul"

@@ -318,3 +318,353 @@ tile.kernel @k grid 1 (%x: memref<4x8xf32, strided<[1, 4]>>) {
   tile.return
 }
 // CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op kernel parameter 0 must be a contiguous row-major buffer (no layout), got memref<4x8xf32, strided<[1, 4]>>
+
+// -----
+
+// A load's fill must be a value of the tile's element type: integers for integer tiles.
+
+tile.kernel @k grid 1 (%x: memref<3xi64>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] fill -inf : memref<3xi64> -> tensor<4xi64>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:31: error: fill for i64 tiles must be an integer, got -inf
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xi32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] fill 1.5 : memref<8xi32> -> tensor<8xi32>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:31: error: fill for i32 tiles must be an integer, got 1.5
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xi1>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] fill 2 : memref<8xi1> -> tensor<8xi1>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:31: error: fill 2 is out of range for i1 ([0, 1])
+
+// -----
+
+"tile.kernel"() ({
+^bb0(%x: memref<8xf32>):
+  %c0 = "arith.constant"() {value = 0 : index} : () -> index
+  %t = "tile.load"(%x, %c0) {fill = 1 : i32} : (memref<8xf32>, index) -> tensor<8xf32>
+  "tile.return"() : () -> ()
+}) {sym_name = "k", grid = 1 : i64} : () -> ()
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.load' op fill for f32 tiles must be an f64 float, got 1 : i32
+
+// -----
+
+"tile.kernel"() ({
+^bb0(%x: memref<8xi64>):
+  %c0 = "arith.constant"() {value = 0 : index} : () -> index
+  %t = "tile.load"(%x, %c0) {fill = 1.0 : f64} : (memref<8xi64>, index) -> tensor<8xi64>
+  "tile.return"() : () -> ()
+}) {sym_name = "k", grid = 1 : i64} : () -> ()
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.load' op fill for i64 tiles must be an i64 integer, got 1.000000e+00 : f64
+
+// -----
+
+// Kernel-only ops on the host.
+
+func.func @f(%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<8xf32> -> tensor<8xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.load' op tile.load must be inside a tile.kernel
+
+// -----
+
+func.func @f(%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = nn.constant 1.0 : tensor<8xf32>
+  tile.store %t, %x[%c0] : tensor<8xf32>, memref<8xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.store' op tile.store must be inside a tile.kernel
+
+// -----
+
+func.func @f() {
+  %c0 = arith.constant 0 : index
+  %m = tile.mask [%c0] bounds [8] : tensor<8xi1>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.mask' op tile.mask must be inside a tile.kernel
+
+// -----
+
+func.func @f(%x: memref<8xf32>, %y: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  tile.copy %x[%c0] to %y[%c0] [8] : memref<8xf32> to memref<8xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.copy' op tile.copy must be inside a tile.kernel
+
+// -----
+
+func.func @f() {
+  %a = nn.constant 1.0 : tensor<4x8xf32>
+  %b = nn.constant 1.0 : tensor<8x4xf32>
+  %c = nn.constant 0.0 : tensor<4x4xf32>
+  %d = tile.dot %a, %b, %c : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x4xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.dot' op tile.dot must be inside a tile.kernel
+
+// -----
+
+func.func @f() {
+  %a = nn.constant 1.0 : tensor<4x8xf32>
+  %r = tile.reduce sum %a axis 1 : tensor<4x8xf32> -> tensor<4xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.reduce' op tile.reduce must be inside a tile.kernel
+
+// -----
+
+func.func @f() {
+  %a = nn.constant 1.0 : tensor<4xf32>
+  %r = tile.broadcast %a dims [1] : tensor<4xf32> -> tensor<2x4xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.broadcast' op tile.broadcast must be inside a tile.kernel
+
+// -----
+
+func.func @f() {
+  %a = nn.constant 1.0 : tensor<4x8xf32>
+  %r = tile.transpose %a [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.transpose' op tile.transpose must be inside a tile.kernel
+
+// -----
+
+// tile.copy moves a box from global to shared memory.
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %s = tile.alloc : memref<8xf32, #tile.memory_space<shared>>
+  tile.copy %s[%c0] to %x[%c0] [8] : memref<8xf32, #tile.memory_space<shared>> to memref<8xf32>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.copy' op tile.copy reads a global buffer, got memref<8xf32, #tile.memory_space<shared>>
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>, %y: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  tile.copy %x[%c0] to %y[%c0] [8] : memref<8xf32> to memref<8xf32>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.copy' op tile.copy writes a shared buffer, got memref<8xf32>
+
+// -----
+
+// Only elementwise nn ops and splat constants work on tiles, except in whole_tensor kernels.
+
+tile.kernel @k grid 1 (%x: memref<8x8xf32>) attributes {schedule = "pointwise"} {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<8x8xf32> -> tensor<8x8xf32>
+  %m = nn.matmul %t, %t : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+  tile.store %m, %x[%c0, %c0] : tensor<8x8xf32>, memref<8x8xf32>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 7]]:1: error: 'tile.kernel' op nn.matmul (at [[# @LINE - 4]]:3) cannot be in a kernel with schedule "pointwise": tiles take only elementwise nn ops and splat nn.constant (other nn ops need schedule "whole_tensor")
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<8x8xf32> -> tensor<8x8xf32>
+  scf.for %i = %c0 to %c0 step %c0 {
+    %s = nn.softmax %t axis 1 : tensor<8x8xf32>
+  }
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 8]]:1: error: 'tile.kernel' op nn.softmax (at [[# @LINE - 4]]:5) cannot be in a kernel with no schedule
+
+// -----
+
+// Integer attributes of tile ops are i64.
+
+"tile.kernel"() ({
+^bb0(%x: memref<8xf32>):
+  "tile.return"() : () -> ()
+}) {sym_name = "k", grid = 1 : i64} : () -> ()
+func.func @f(%x: memref<8xf32>) {
+  "tile.launch"(%x) {kernel = @k, grid = array<f32: 1.5>} : (memref<8xf32>) -> ()
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.launch' op grid must be an array<i64: ...>, got array<f32: 1.500000e+00>
+
+// -----
+
+"tile.kernel"() ({
+^bb0(%x: memref<8xf32>):
+  %a = "nn.constant"() {value = 1.0 : f64} : () -> tensor<4x8xf32>
+  %r = "tile.reduce"(%a) {kind = "sum", axis = 1 : i32} : (tensor<4x8xf32>) -> tensor<4xf32>
+  "tile.return"() : () -> ()
+}) {sym_name = "k", grid = 1 : i64} : () -> ()
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.reduce' op axis must be an i64 integer, got 1 : i32
+
+// -----
+
+"tile.kernel"() ({
+^bb0(%x: memref<8xf32>):
+  %a = "nn.constant"() {value = 1.0 : f64} : () -> tensor<4xf32>
+  %b = "tile.broadcast"(%a) {dims = array<i32: 1>} : (tensor<4xf32>) -> tensor<2x4xf32>
+  "tile.return"() : () -> ()
+}) {sym_name = "k", grid = 1 : i64} : () -> ()
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.broadcast' op dims must be an array<i64: ...>, got array<i32: 1>
+
+// -----
+
+"tile.kernel"() ({
+^bb0(%x: memref<8xf32>):
+  "tile.return"() : () -> ()
+}) {sym_name = "k", grid = 1 : i32} : () -> ()
+// CHECK: invalid.mlir:[[# @LINE - 4]]:1: error: 'tile.kernel' op grid must be an i64 integer, got 1 : i32
+
+// -----
+
+// Registers hold tiles, not buffers; `operand_staging` names a MemorySpace.
+
+tile.kernel @k grid 1 (%x: memref<8xf32, #tile.memory_space<registers>>) {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op kernel parameter 0 cannot live in registers: registers hold tiles (tensors), not buffers; got memref<8xf32, #tile.memory_space<registers>>
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %s = tile.alloc : memref<8xf32, #tile.memory_space<registers>>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.alloc' op the allocated buffer cannot live in registers: registers hold tiles (tensors), not buffers; got memref<8xf32, #tile.memory_space<registers>>
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {operand_staging = "global"} {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op operand_staging must be "shared" or "registers", got "global"
+
+// -----
+
+// Custom-syntax errors point at the op, not at the next line.
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %a = nn.constant 1.0 : tensor<4x8xf32>
+  %d = tile.dot %a, %a : tensor<4x8xf32>, tensor<4x8xf32>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:17: error: tile.dot takes three operands and their three types
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = nn.constant 1.0 : tensor<8xf32>
+  tile.store %a, %x[%c0] : tensor<8xf32>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:14: error: 2 operands but 1 types
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %p = tile.program_id 99999999999999999999999
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:24: error: integer 99999999999999999999999 does not fit i64
+
+// -----
+
+// Verifier errors with no other test.
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op tile.kernel body must end in tile.return
+
+// -----
+
+func.func @f(%x: memref<8xf32>) {
+  %v = tile.view %x : memref<8xf32> -> memref<8xf32, #tile.memory_space<shared>>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.view' op tile.view keeps the memory space: memref<8xf32> -> memref<8xf32, #tile.memory_space<shared>>
+
+// -----
+
+tile.kernel @k grid 1 (%a: memref<4x8xf32>, %b: memref<8x4xf32>, %c: memref<4x4xf32>) {
+  tile.gemm %a, %b into %c : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.gemm' op tile.gemm is a host op; it cannot appear in a kernel
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %a = nn.constant 1 : tensor<4x8xi64>
+  %b = nn.constant 1 : tensor<8x4xi64>
+  %c = nn.constant 0.0 : tensor<4x4xf32>
+  %d = tile.dot %a, %b, %c : tensor<4x8xi64>, tensor<8x4xi64>, tensor<4x4xf32>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.dot' op tile.dot needs floating-point tiles of one type: tensor<4x8xi64>, tensor<8x4xi64>
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %a = nn.constant 1.0 : tensor<8xf32>
+  %d = tile.dot %a, %a, %a : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.dot' op tile.dot operands need one rank >= 2 and batch dims: tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %a = nn.constant 1.0 : tensor<4xf32>
+  %r = tile.broadcast %a dims [1] : tensor<4xf32> -> tensor<2x4xbf16>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.broadcast' op tile.broadcast keeps the element type: tensor<4xf32> -> tensor<2x4xbf16>
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %i = arith.constant 0 : i64
+  %t = "tile.load"(%x, %i) : (memref<8xf32>, i64) -> tensor<8xf32>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.load' op offsets must be of type index, got i64
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %s = tile.alloc : memref<8xf32, #tile.memory_space<shared>>
+  tile.copy %x[%c0] to %s[%c0, %c0] [8] : memref<8xf32> to memref<8xf32, #tile.memory_space<shared>>
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: 'tile.copy' op tile.copy dest takes 1 offsets for memref<8xf32, #tile.memory_space<shared>>, got 2
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  tile.return
+}
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'builtin.module' op Redefinition of symbol "k"

@@ -116,6 +116,25 @@ tile.kernel @matmul grid 1 (%a: memref<64x32xbf16>, %b: memref<16x32xbf16>, %c: 
   tile.return
 }
 
+// A kernel parameter may spell out the global space; integer tiles take integer fills
+// (i1: 0 or 1); a matmul kernel may record where it stages operands.
+// CHECK-LABEL: tile.kernel @spaces_and_fills grid 1
+// CHECK-SAME:  (%{{.*}}: memref<8xf32, #tile.memory_space<global>>, %{{.*}}: memref<8xi64>, %{{.*}}: memref<8xi1>)
+// CHECK-SAME:  attributes {schedule = "matmul", operand_staging = "registers"}
+// GENERIC:     ^{{.*}}(%{{.*}}: memref<8xf32, #tile.memory_space<global>>, %{{.*}}: memref<8xi64>, %{{.*}}: memref<8xi1>):
+tile.kernel @spaces_and_fills grid 1 (%x: memref<8xf32, #tile.memory_space<global>>, %i: memref<8xi64>, %b: memref<8xi1>) attributes {schedule = "matmul", operand_staging = "registers"} {
+  %c0 = arith.constant 0 : index
+  // CHECK: tile.load %{{.*}}[%{{.*}}] fill nan : memref<8xf32, #tile.memory_space<global>> -> tensor<8xf32>
+  %t = tile.load %x[%c0] fill nan : memref<8xf32, #tile.memory_space<global>> -> tensor<8xf32>
+  // CHECK-NEXT: tile.load %{{.*}}[%{{.*}}] fill -9223372036854775808 : memref<8xi64> -> tensor<16xi64>
+  // GENERIC: "tile.load"(%{{.*}}, %{{.*}}) {fill = -9223372036854775808 : i64} : (memref<8xi64>, index) -> tensor<16xi64>
+  %u = tile.load %i[%c0] fill -9223372036854775808 : memref<8xi64> -> tensor<16xi64>
+  // CHECK-NEXT: tile.load %{{.*}}[%{{.*}}] fill 1 : memref<8xi1> -> tensor<16xi1>
+  // GENERIC: "tile.load"(%{{.*}}, %{{.*}}) {fill = true} : (memref<8xi1>, index) -> tensor<16xi1>
+  %v = tile.load %b[%c0] fill 1 : memref<8xi1> -> tensor<16xi1>
+  tile.return
+}
+
 // The host: inputs, out-params marked {tile.output}, temporaries, views, launches and
 // library GEMMs.
 // CHECK-LABEL: func.func @host

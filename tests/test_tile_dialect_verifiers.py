@@ -1,0 +1,81 @@
+"""The tile dialect's `fill` contract end to end: an integer tile's fill is an integer of
+its element type, which the interpreter and both printers read exactly (the located
+errors for bad fills are in filecheck/dialects/tile/invalid.mlir)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    f32,
+    f64,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Block
+
+import fuseopt
+from fuseopt.backends.cuda.printer import print_cuda
+from fuseopt.backends.triton.printer import print_triton
+from fuseopt.dialects import tile
+
+I64_MIN = -(2**63)
+
+ROW_MAX = f"""tile.kernel @k grid 1 (%x: memref<3xi64>, %y: memref<1xi64>) {{
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] fill {I64_MIN} : memref<3xi64> -> tensor<4xi64>
+  %r = tile.reduce max %t axis 0 : tensor<4xi64> -> tensor<i64>
+  %b = tile.broadcast %r dims [] : tensor<i64> -> tensor<1xi64>
+  tile.store %b, %y[%c0] : tensor<1xi64>, memref<1xi64>
+  tile.return
+}}
+func.func @main(%x: memref<3xi64>, %y: memref<1xi64> {{tile.output}}) {{
+  tile.launch @k grid [1] (%x, %y) : memref<3xi64>, memref<1xi64>
+  func.return
+}}
+"""
+
+
+def test_an_integer_fill_is_read_exactly() -> None:
+    module = fuseopt.parse(ROW_MAX)
+    x = np.array([-(2**62), -5, -(2**61)], dtype=np.int64)
+    assert int(np.asarray(fuseopt.interpret(module, "main", x)).reshape(-1)[0]) == -5
+    assert f"other={I64_MIN}" in print_triton(module).source
+    assert any(f"{I64_MIN}LL" in k.source for k in print_cuda(module))
+
+
+def _load(element: Attribute, fill: float | int) -> tile.LoadOp:
+    """A load of an 8-element tile of `element` type with `fill`."""
+    block = Block(arg_types=[MemRefType(element, [8]), IndexType()])
+    return tile.LoadOp(block.args[0], [block.args[1]], [8], fill)
+
+
+@pytest.mark.parametrize(
+    ("element", "fill", "attr", "value"),
+    [
+        (i64, I64_MIN, IntegerAttr(I64_MIN, i64), I64_MIN),
+        (i64, 2**64 - 1, IntegerAttr(-1, i64), -1),  # unsigned spelling, stored signed
+        (i1, 1, IntegerAttr(1, i1), 1),
+        (f32, -math.inf, FloatAttr(-math.inf, f64), -math.inf),
+    ],
+)
+def test_load_builds_the_fill_of_its_element_type(
+    element: Attribute, fill: float | int, attr: Attribute, value: float | int
+) -> None:
+    load = _load(element, fill)
+    assert load.fill == attr and load.fill_value == value
+
+
+@pytest.mark.parametrize(("element", "fill"), [(i64, -math.inf), (i64, 1.5), (i1, 2)])
+def test_load_rejects_a_fill_its_element_type_cannot_hold(
+    element: IntegerType, fill: float | int
+) -> None:
+    with pytest.raises(ValueError, match="fill"):
+        _load(element, fill)
