@@ -339,6 +339,7 @@ class HostLowering:
         if grid[0] > MAX_GRID:
             where = group.ops[0] if group.ops else self.f
             raise error_at(where, f"convert-nn-to-tile: {grid[0]} programs exceed one launch")
+        kernel.location = self._where(group).location  # where its diagnostics point
         self.module.body.block.insert_op_before(kernel, self.f)
         args = [ins[v] for v in group.inputs] + [outs[v] for v in group.outputs]
         self.block.add_op(tile.LaunchOp(kernel.sym_name.data, grid, args))

@@ -1,8 +1,8 @@
 """Every generated `.cu` compiles with `nvcc -arch=sm_90 -c` (skipped without nvcc).
 
 Sources come from every PERFORMANCE.md workload at its PERFORMANCE.md shape (and a few
-at a tiny shape: other tile sizes and masks), and from random nn graphs
-(tests/random_nn_graphs.py). Identical translation units are compiled once; the rest
+at a tiny shape: other tile sizes and masks), from matmuls in each operand staging
+tile-promote can choose, and from random nn graphs (tests/random_nn_graphs.py). Identical translation units are compiled once; the rest
 go to nvcc in a few batched invocations running in parallel, so the file stays
 within a couple of minutes on two cores.
 """
@@ -18,12 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import fuseopt
-from fuseopt.backends.cuda.backend import CudaBackend
+from fuseopt.backends.cuda.backend import CudaBackend, tile_pipeline
+from fuseopt.backends.cuda.printer import print_cuda
 from fuseopt.backends.cuda.runtime import find_nvcc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from random_nn_graphs import RandomGraph, nn_graphs  # noqa: E402
-from test_nn_fuse_workloads import WORKLOADS  # noqa: E402
+from test_nn_fuse_workloads import WORKLOADS, gated_mlp, mlp  # noqa: E402
 
 NVCC = find_nvcc()
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
@@ -75,6 +76,29 @@ def test_every_workload_kernel_compiles_for_sm90(tmp_path: Path) -> None:
         if name in TINY_TOO:
             sources += kernel_sources(tiny).values()
     assert len(sources) >= len(WORKLOADS)
+    failures = nvcc_failures(sources, tmp_path)
+    assert not failures, "\n\n".join(failures)
+
+
+STAGINGS = (
+    "tile-promote{num-stages=4}",
+    "tile-promote{num-stages=2}",
+    "tile-promote{num-stages=1}",
+    "tile-promote{shared-bytes=0}",
+)
+"""tile-promote options giving the operand stagings the default pipeline does not
+(4- and 2-stage cp.async pipelines, one synchronous stage, operands in registers)."""
+
+
+def test_every_operand_staging_compiles_for_sm90(tmp_path: Path) -> None:
+    sources: list[str] = []
+    texts = [mlp(50, 72, 100), gated_mlp(32, 64, 48), mlp(50, 72, 100).replace("bf16", "f32")]
+    for promote in STAGINGS:
+        spec = tile_pipeline().removesuffix(",tile-promote") + "," + promote
+        for text in texts:
+            module = fuseopt.run_pipeline(fuseopt.parse(text), spec)
+            sources += [k.source for k in print_cuda(module) if k.schedule == "matmul"]
+    assert len(sources) >= len(STAGINGS) * len(texts)
     failures = nvcc_failures(sources, tmp_path)
     assert not failures, "\n\n".join(failures)
 

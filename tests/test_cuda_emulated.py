@@ -4,8 +4,9 @@ The printed kernels are compiled with g++ against stand-in CUDA headers and run 
 one CPU thread per CUDA thread (barriers, shuffles and WMMA emulated), then compared
 with the reference interpreter on random inputs with non-trivial weights. Shapes are
 small but chosen to hit the tile configurations of the PERFORMANCE.md sizes (rows of
-5120, 8192 and 32768 elements; 128x128 matmul tiles) and ragged edges. Skipped
-without g++.
+5120, 8192 and 32768 elements; 128x128 matmul tiles) and ragged edges, and each form
+of matmul operand staging tile-promote can choose (cp.async pipelines of 3 and 2
+stages, one synchronous stage, operands in registers). Skipped without g++.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import torch
 from xdsl.dialects import func
 
 import fuseopt
-from fuseopt.backends.cuda.backend import CudaBackend
+from fuseopt.backends.cuda.backend import CudaBackend, CudaFunction, tile_pipeline
 from fuseopt.backends.cuda.emulation import EmulatedFunction, emulator_available
+from fuseopt.backends.cuda.printer import print_cuda
+from fuseopt.dialects import tile
 from fuseopt.frontends.fx.types import torch_dtype
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -59,14 +62,20 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cuda-emu")
 
 
-def run_emulated(text: str, workdir: Path, dtype: str) -> None:
-    """Compile `text` (with `bf16` replaced by `dtype`), run it emulated, and compare
-    with the reference interpreter."""
+def run_emulated(text: str, workdir: Path, dtype: str, promote: str | None = None) -> CudaFunction:
+    """Compile `text` (with `bf16` replaced by `dtype`; with `promote`, the backend's
+    pipeline runs that tile-promote instead), run it emulated, and compare with the
+    reference interpreter. Returns the compiled function."""
     text = text.replace("bf16", dtype)
     module = fuseopt.parse(text)
     args = random_args(module)
     ref = fuseopt.interpret(module, "main", *args)
-    fn = CudaBackend().compile(fuseopt.parse(text), "main", {})
+    if promote is None:
+        fn = CudaBackend().compile(fuseopt.parse(text), "main", {})
+    else:
+        spec = tile_pipeline().removesuffix(",tile-promote") + "," + promote
+        lowered = fuseopt.run_pipeline(fuseopt.parse(text), spec)
+        fn = CudaFunction(lowered, "main", print_cuda(lowered))
     f = next(o for o in module.ops if isinstance(o, func.FuncOp))
     inputs = [
         torch.from_numpy(a).to(torch_dtype(t.element_type))
@@ -79,6 +88,7 @@ def run_emulated(text: str, workdir: Path, dtype: str) -> None:
         got = o.float().numpy().reshape(r.shape)
         scale = max(float(np.abs(r).max()), 1e-6)
         assert float(np.abs(got - r).max()) / scale < tol
+    return fn
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -89,3 +99,64 @@ def test_workload_matches_reference_bf16(name: str, workdir: Path) -> None:
 @pytest.mark.parametrize("name", ["softmax_ragged", "mlp_ragged", "layernorm_4096"])
 def test_workload_matches_reference_f32(name: str, workdir: Path) -> None:
     run_emulated(CASES[name], workdir, "f32")
+
+
+STAGING = {
+    "pipeline_3_stages": "tile-promote",
+    "pipeline_2_stages": "tile-promote{num-stages=2}",
+    "synchronous": "tile-promote{num-stages=1}",
+    "registers": "tile-promote{shared-bytes=0}",
+}
+"""tile-promote options giving each form of matmul operand staging (pipeline.py)."""
+
+
+def staging_form(source: str) -> str:
+    """The STAGING form a printed matmul kernel uses."""
+    if "fo_smem +" not in source and "wmma" not in source:
+        return "registers"
+    if "fo_cp_async_wait<1>();" in source:
+        return "pipeline_3_stages"
+    if "% 2) * " in source and "fo_cp_async_wait<0>();" in source:
+        return "pipeline_2_stages"
+    if "fo_cp_async" not in source and "fo_copy_vec<__nv_bfloat16, 8>(pipe" in source:
+        return "synchronous"
+    return "other"
+
+
+@pytest.mark.parametrize("staging", list(STAGING))
+@pytest.mark.parametrize("name", ["mlp_ragged", "gated_mlp"])
+def test_operand_staging_matches_reference(name: str, staging: str, workdir: Path) -> None:
+    # mlp_ragged: M, N and K ragged (50x72 @ 72x100, then K = 100: rows of 200 bytes,
+    # chunks not 16-byte aligned); gated_mlp: two dots sharing their A operand
+    fn = run_emulated(CASES[name], workdir, "bf16", STAGING[staging])
+    matmuls = [k for k in fn.cuda_kernels if k.schedule == "matmul"]
+    assert matmuls and all(staging_form(k.source) == staging for k in matmuls)
+    # the printer takes exactly the shared memory tile-promote recorded
+    recorded = {
+        k.sym_name.data: k.attributes["shared_bytes"].value.data  # type: ignore[union-attr]
+        for k in fn.module.walk()
+        if isinstance(k, tile.KernelOp)
+    }
+    assert all(k.smem_bytes == recorded[k.ir_name] for k in matmuls)
+
+
+def test_accumulator_over_the_stages_matches_reference(workdir: Path) -> None:
+    # 64x128 tiles, 2 stages of 27 KiB: the 32 KiB accumulator does not fit beside
+    # them in 60000 bytes, so the epilogue reuses the stages after the K loop
+    fn = run_emulated(CASES["mlp_ragged"], workdir, "bf16", "tile-promote{shared-bytes=60000}")
+    matmuls = [k for k in fn.cuda_kernels if k.schedule == "matmul"]
+    assert matmuls and all(staging_form(k.source) == "pipeline_2_stages" for k in matmuls)
+    assert all("float* accsm = reinterpret_cast<float*>(fo_smem + 0);" in k.source for k in matmuls)
+    assert all(k.smem_bytes == 55296 for k in matmuls)
+
+
+def test_operands_in_registers_match_reference_f32(workdir: Path) -> None:
+    fn = run_emulated(CASES["mlp_ragged"], workdir, "f32", STAGING["registers"])
+    matmuls = [k for k in fn.cuda_kernels if k.schedule == "matmul"]
+    assert matmuls and all(k.smem_bytes == 0 for k in matmuls)
+
+
+def test_one_synchronous_stage_of_128_tiles_matches_reference(workdir: Path) -> None:
+    fn = run_emulated(CASES["mlp_128_tiles"], workdir, "bf16", STAGING["synchronous"])
+    matmuls = [k for k in fn.cuda_kernels if k.schedule == "matmul"]
+    assert matmuls and all(staging_form(k.source) == "synchronous" for k in matmuls)

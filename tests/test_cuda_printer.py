@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
 
 import fuseopt
 from fuseopt.backends.cuda.backend import CudaBackend, CudaFunction
@@ -23,6 +24,7 @@ from fuseopt.backends.cuda.names import NameTable, sanitize
 from fuseopt.backends.cuda.printer import print_cuda
 from fuseopt.backends.cuda.runtime import CudaUnavailableError, compile_cubin, find_nvcc
 from fuseopt.diagnostics import CompileError
+from fuseopt.dialects import tile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_nn_fuse_workloads import gelu_bias, layernorm, mlp, rmsnorm_rope, softmax  # noqa: E402
@@ -76,6 +78,45 @@ def test_matmul_uses_tensor_cores_with_staged_operands_and_fused_epilogue() -> N
     assert "fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>" in src
     assert "store_matrix_sync" in src and "fo_gelu(" in src  # epilogue on the accumulator
     assert "cudaFuncSetAttribute" in src  # more than 48 KB of shared memory
+
+
+BIG_TILES = """func.func @main(%x: tensor<512x512xbf16>, %w: tensor<512x512xbf16>) -> tensor<512x512xbf16> {
+  %m = nn.matmul %x, %w transpose_b : tensor<512x512xbf16>, tensor<512x512xbf16> -> tensor<512x512xbf16>
+  %g = nn.gelu %m : tensor<512x512xbf16>
+  func.return %g : tensor<512x512xbf16>
+}
+"""
+BIG_TILING = (
+    "nn-decompose,canonicalize,cse,nn-fuse{route=kernel},"
+    "convert-nn-to-tile{block-m=128 block-n=128 block-k=256},"
+)
+
+
+def test_matmul_follows_tile_promote_staging_of_big_tiles() -> None:
+    # 128x256 operand tiles: one padded stage is 2 x 128 x 264 x 2 = 132 KiB, two do
+    # not fit 227 KiB: tile-promote records one stage (and the 64 KiB accumulator after
+    # it), which the printer obeys (synchronous copies, no cp.async), taking exactly the
+    # recorded shared memory
+    module = fuseopt.run_pipeline(fuseopt.parse(BIG_TILES, "big.mlir"), BIG_TILING + "tile-promote")
+    kernel = next(k for k in module.walk() if isinstance(k, tile.KernelOp))
+    assert kernel.attributes["operand_staging"] == StringAttr("shared")
+    assert kernel.attributes["num_stages"] == IntegerAttr(1, i64)
+    (k,) = print_cuda(module)
+    assert k.smem_bytes == kernel.attributes["shared_bytes"].value.data == 200704  # type: ignore[union-attr]
+    assert "fo_cp_async" not in k.source and "fo_copy_vec<__nv_bfloat16, 8>(pipe" in k.source
+
+
+def test_shared_memory_past_the_device_limit_is_a_located_error() -> None:
+    # two stages of the big tiles (264 KiB) as tile-promote was told to allow: the
+    # error points at the op the kernel was tiled from and names the knobs to turn
+    module = fuseopt.parse(BIG_TILES, "big.mlir")
+    spec = BIG_TILING + "tile-promote{shared-bytes=300000 num-stages=2}"
+    fuseopt.run_pipeline(module, spec)
+    with pytest.raises(CompileError) as info:
+        print_cuda(module)
+    text = str(info.value)
+    assert text.startswith("big.mlir:2:3: error: kernel needs 270336 bytes of shared memory")
+    assert "block-k" in text and "tile-promote{shared-bytes" in text
 
 
 def test_library_gemm_route_calls_cublas_and_generates_the_epilogue() -> None:

@@ -14,7 +14,11 @@ A dot on bf16/f16 tiles whose M, N and K are multiples of 16 runs on tensor core
    the fused elementwise ops run on the usual register layout.
 
 Other dots (f32 operands, odd sizes, batched tiles) multiply element by element from
-shared memory, accumulating in f32.
+shared memory, accumulating in f32; a transposed operand is read from its source's
+array with the indices swapped, never transposed either.
+
+The matmul K loop itself is printed as tile-promote staged its operands
+(`pipeline.py`); what is here is the generic form of a dot.
 """
 
 from __future__ import annotations
@@ -49,11 +53,9 @@ def wmma_ok(op: tile.DotOp) -> bool:
 
 
 def only_feeds_dots(v: SSAValue) -> bool:
-    """Whether every use of `v` is an operand (not the accumulator) of a WMMA dot."""
+    """Whether every use of `v` is an operand (not the accumulator) of a dot."""
     uses = list(v.uses)
-    return bool(uses) and all(
-        isinstance(u.operation, tile.DotOp) and u.index < 2 and wmma_ok(u.operation) for u in uses
-    )
+    return bool(uses) and all(isinstance(u.operation, tile.DotOp) and u.index < 2 for u in uses)
 
 
 def warp_grid(mb: int, nb: int, warps: int) -> tuple[int, int]:
@@ -284,9 +286,24 @@ def _emit_dot(em, op: tile.DotOp) -> None:  # noqa: ANN001
     em.values[op.result] = target
 
 
+def _scalar_operand(em, v: SSAValue) -> tuple[Val, bool]:  # noqa: ANN001
+    """Dot operand `v` as a shared array, and whether that array holds it transposed.
+
+    A loaded tile is staged once, however many dots read it (a loaded tile is never
+    written again, so its array stays valid)."""
+    raw = em.values[v]
+    transposed = isinstance(raw, Val) and raw.kind == "lazy" and "transpose_of" in raw.extra
+    x = em.val(raw.extra["transpose_of"]) if transposed else em.val(v)  # type: ignore[union-attr]
+    if "load" not in x.extra:
+        return em.as_array(x), transposed
+    if "array" not in x.extra:
+        x.extra["array"] = em.as_array(x)
+    return x.extra["array"], transposed
+
+
 def _scalar_dot(em, op: tile.DotOp) -> None:  # noqa: ANN001
     """acc + a @ b element by element from shared memory (f32 accumulation)."""
-    a, b = em.as_array(em.val(op.lhs)), em.as_array(em.val(op.rhs))
+    (a, at), (b, bt) = _scalar_operand(em, op.lhs), _scalar_operand(em, op.rhs)
     sa, sb, sc = _shape(op.lhs), _shape(op.rhs), _shape(op.acc)
     acc = em.as_dist(em.val(op.acc), em.layout(sc))
     out = em.new_dist(sc, f32, "dot", em.layout(sc))
@@ -301,12 +318,10 @@ def _scalar_dot(em, op: tile.DotOp) -> None:  # noqa: ANN001
             em.line(f"float fo_s = {op_table.to_compute(em.slot(acc, kc, j), f32, 'float')};")
             em.open(f"if (fo_e < {lay.n})")
             em.open(f"for (int fo_q = 0; fo_q < {k}; ++fo_q)")
-            x = op_table.to_compute(
-                em.read(a, f"fo_b * {m * k} + fo_m * {k} + fo_q"), a.elem, "float"
-            )
-            y = op_table.to_compute(
-                em.read(b, f"fo_b * {k * n} + fo_q * {n} + fo_n"), b.elem, "float"
-            )
+            ai = f"fo_q * {m} + fo_m" if at else f"fo_m * {k} + fo_q"
+            bi = f"fo_n * {k} + fo_q" if bt else f"fo_q * {n} + fo_n"
+            x = op_table.to_compute(em.read(a, f"fo_b * {m * k} + {ai}"), a.elem, "float")
+            y = op_table.to_compute(em.read(b, f"fo_b * {k * n} + {bi}"), b.elem, "float")
             em.line(f"fo_s += {x} * {y};")
             em.close()
             em.close()

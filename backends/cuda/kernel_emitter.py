@@ -8,7 +8,11 @@ Steps of `KernelEmitter.emit()`:
    chosen by its producer and converted on demand (`as_dist`, `as_array`), so
    layout changes cost a shared-memory round trip only where one is needed;
 3. shared memory (promoted buffers, conversion scratch, matmul staging) is carved
-   out of one dynamic `extern __shared__` block; its size is `smem_bytes`.
+   out of one dynamic `extern __shared__` block, one buffer after another; a region
+   whose last reader is behind a barrier may be released (`smem_release`: the matmul
+   K loop's operand stages, which the epilogue then reuses); `smem_bytes` is the peak.
+   A kernel that needs more than the device has is a located error (at the kernel, or
+   where it is launched when the kernel itself has no location).
 
 Elementwise nn ops are printed here; shape ops live in `shape_ops.py`, scalars and
 loops in `loops.py`, memory ops in `memory.py`, reductions in `reduce.py`, `tile.dot`
@@ -32,13 +36,15 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from fuseopt.backends.cuda import op_table
 from fuseopt.backends.cuda.names import NameTable
 from fuseopt.backends.cuda.values import Buffer, Layout, Val, default_layout
-from fuseopt.diagnostics import CompileError, error_at
+from fuseopt.diagnostics import CompileError, error_at, op_location
 from fuseopt.dialects import nn, tile
+from fuseopt.passes.tile_promote import SHARED_ALIGN
 
 SMEM_LIMIT = 227 * 1024
 """Most dynamic shared memory one H100 thread block may use."""
-SMEM_ALIGN = 128
-"""Alignment of every shared-memory buffer (WMMA needs 32 bytes; 128 keeps banks tidy)."""
+SMEM_ALIGN = SHARED_ALIGN
+"""Alignment of every shared-memory buffer (WMMA needs 32 bytes; 128 keeps banks tidy),
+as tile-promote's budget model assumes."""
 
 Handler = Callable[["KernelEmitter", Operation], None]
 
@@ -54,7 +60,7 @@ class KernelEmitter:
         attrs = kernel.attributes
         warps = _int_attr(attrs.get("num_warps"), 4)
         if warps not in (1, 2, 4, 8, 16, 32):
-            raise error_at(kernel, f"num_warps must be a power of two up to 32, got {warps}")
+            raise self.error(f"num_warps must be a power of two up to 32, got {warps}")
         # WMMA accumulators live in registers: keep them near 64 per thread (the gated
         # MLP's two 128x64 accumulators would spill at 4 warps)
         acc = sum(
@@ -78,6 +84,7 @@ class KernelEmitter:
         self.indent = 1
         self.loop_depth = 0
         self.smem_bytes = 0
+        self.smem_top = 0
         self.uses_wmma = False
         self.uses_cp_async = False
         self.deferred: dict[Operation, str] = {}
@@ -110,20 +117,41 @@ class KernelEmitter:
             return  # two barriers in a row order nothing more than one
         self.line("__syncthreads();")
 
+    def error(self, message: str) -> CompileError:
+        """A CompileError about the kernel, located at the kernel op, or where it is
+        launched when the kernel has no location (a kernel convert-nn-to-tile built)."""
+        if op_location(self.kernel) is None:
+            module = self.kernel.parent_op()
+            name = self.kernel.sym_name.data
+            for op in module.walk() if module is not None else ():
+                if isinstance(op, tile.LaunchOp) and op.kernel.root_reference.data == name:
+                    return error_at(op, message)
+        return error_at(self.kernel, message)
+
     def smem_alloc(self, ctype: str, count: int, hint: str) -> str:
         """A new shared-memory array of `count` elements of `ctype`; returns its name."""
         name = self.fresh(hint)
         size = {"float": 4, "__half": 2, "__nv_bfloat16": 2, "bool": 1, "long long": 8}[ctype]
-        offset = -(-self.smem_bytes // SMEM_ALIGN) * SMEM_ALIGN
-        self.smem_bytes = offset + max(1, count) * size
+        offset = -(-self.smem_top // SMEM_ALIGN) * SMEM_ALIGN
+        self.smem_top = offset + max(1, count) * size
+        self.smem_bytes = max(self.smem_bytes, self.smem_top)
         if self.smem_bytes > SMEM_LIMIT:
-            raise error_at(
-                self.kernel,
+            raise self.error(
                 f"kernel needs {self.smem_bytes} bytes of shared memory; the limit is "
-                f"{SMEM_LIMIT} (use smaller tile sizes)",
+                f"{SMEM_LIMIT}: use smaller tile sizes (convert-nn-to-tile{{block-m=.. "
+                "block-n=.. block-k=..}) or a lower tile-promote{shared-bytes=..}"
             )
         self.decls.append(f"{ctype}* {name} = reinterpret_cast<{ctype}*>(fo_smem + {offset});")
         return name
+
+    def smem_mark(self) -> int:
+        """The current end of the allocated shared memory (for `smem_release`)."""
+        return self.smem_top
+
+    def smem_release(self, mark: int) -> None:
+        """Free every buffer allocated since `smem_mark()` returned `mark`: later buffers
+        may overlap them. The caller has printed a barrier after their last use."""
+        self.smem_top = mark
 
     # ----------------------------------------------------------------- driver
 

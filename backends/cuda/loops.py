@@ -5,7 +5,7 @@ become variables declared before the C `for`: accumulator fragments for dots
 (`dot.carried_frag`), per-thread partials for looped row reductions
 (`reduce.deferred_reductions`, combined across the block once after the loop), and
 otherwise register tiles assigned at the yield. A K loop of dots over operand loads
-is printed as a cp.async pipeline instead (`pipeline.py`).
+is printed as tile-promote staged its operands instead (`pipeline.py`).
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ def _emit_index_cast(em: KernelEmitter, op: Operation) -> None:
 
 def _emit_for(em: KernelEmitter, op: scf.ForOp) -> None:
     from fuseopt.backends.cuda.dot import carried_frag
-    from fuseopt.backends.cuda.pipeline import try_pipelined_matmul
+    from fuseopt.backends.cuda.pipeline import try_staged_matmul
 
-    if try_pipelined_matmul(em, op):
+    if try_staged_matmul(em, op):
         return
 
     from fuseopt.backends.cuda.reduce import IDENTITY, deferred_reductions

@@ -2,8 +2,10 @@
 // RUN: fuse-opt %s --split-input-file -p 'tile-promote{shared-bytes=64 num-stages=2}' | filecheck %s --check-prefix=SMALL
 // RUN: fuse-opt %s --split-input-file -p 'tile-promote{num-stages=2}' | filecheck %s --check-prefix=STAGES
 // RUN: fuse-opt %s --split-input-file -p tile-promote,tile-promote | filecheck %s
+// RUN: fuse-opt %s --split-input-file -p 'tile-promote{shared-bytes=70000}' | filecheck %s --check-prefix=ONE
+// RUN: fuse-opt %s --split-input-file -p 'tile-promote{row-cache-bytes=399}' | filecheck %s --check-prefix=NOCACHE
 // RUN: not fuse-opt %s --split-input-file -p 'tile-promote{num-stages=0}' 2>&1 | filecheck %s --check-prefix=BAD
-// BAD: error: tile-promote: shared-bytes must be >= 0 and num-stages >= 1
+// BAD: error: tile-promote: shared-bytes and row-cache-bytes must be >= 0 and num-stages >= 1
 // BAD-NOT: Traceback
 // (The second run of tile-promote changes nothing: the pass is idempotent.)
 
@@ -53,7 +55,8 @@ func.func @pointwise_ragged(%0: memref<5x37xf32>, %1: memref<37xf32>, %2: memref
 // A looped row reduction reads its input in three column loops (max, sum, store): the
 // row (100 f32 = 400 bytes) is cached in shared memory. The first loop copies each chunk
 // global -> shared and waits at a barrier; every loop then loads the chunk from shared
-// memory, so HBM is read once. With a 64-byte budget the row does not fit: no cache.
+// memory, so HBM is read once. With a 64-byte budget, or a 399-byte row cache, the row
+// does not fit: no cache.
 // CHECK-LABEL: tile.kernel @softmax
 // CHECK-SAME:  row_cache = [0 : i64], num_warps = 1 : i64, num_stages = 1 : i64, vector_width = 4 : i64, shared_bytes = 400 : i64
 // CHECK:       %[[SH:.*]] = tile.alloc : memref<1x100xf32, #tile.memory_space<shared>>
@@ -72,6 +75,9 @@ func.func @pointwise_ragged(%0: memref<5x37xf32>, %1: memref<37xf32>, %2: memref
 // SMALL-NOT:   row_cache
 // SMALL-SAME:  shared_bytes = 0 : i64
 // SMALL-NOT:   tile.alloc
+// NOCACHE-LABEL: tile.kernel @softmax
+// NOCACHE-NOT:   row_cache
+// NOCACHE-SAME:  shared_bytes = 0 : i64
 tile.kernel @softmax grid 1 (%0: memref<6x100xf32>, %1: memref<6x100xf32>) attributes {schedule = "row_reduction_looped", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 1, 32>, reduce_dim = 1 : i64} {
   %2 = arith.constant 0 : index
   %3 = arith.constant 100 : index
@@ -118,13 +124,19 @@ func.func @softmax_long(%0: memref<6x100xf32>, %1: memref<6x100xf32> {tile.outpu
 
 // -----
 
-// Matmul: operand tiles (128x64 + 128x64 bf16 = 32 KiB a stage) are staged in shared
-// memory, 3 stages deep (96 KiB); 2 stages when asked; with a 64-byte budget they stay
-// in registers with one stage.
+// Matmul: operand tiles are staged in shared memory as the CUDA printer lays them out,
+// rows padded by 16 bytes (128x64 bf16 -> 128 x 72 x 2 = 18 KiB; A and B: 36 KiB a
+// stage), 3 stages deep (108 KiB), then the f32 accumulator for the epilogue (64 KiB):
+// 172 KiB. 2 stages when asked (136 KiB). Under a 70000-byte budget one stage and the
+// accumulator do not fit side by side, so the accumulator reuses the stage after the
+// K loop (64 KiB). With a 64-byte budget not even that fits: the operands stay in
+// registers, no shared memory.
 // CHECK-LABEL: tile.kernel @mm
-// CHECK-SAME:  operand_staging = "shared", num_warps = 8 : i64, num_stages = 3 : i64, vector_width = 8 : i64, shared_bytes = 98304 : i64
+// CHECK-SAME:  operand_staging = "shared", num_warps = 8 : i64, num_stages = 3 : i64, vector_width = 8 : i64, shared_bytes = 176128 : i64
 // STAGES-LABEL: tile.kernel @mm
-// STAGES-SAME:  operand_staging = "shared", num_warps = 8 : i64, num_stages = 2 : i64, vector_width = 8 : i64, shared_bytes = 65536 : i64
+// STAGES-SAME:  operand_staging = "shared", num_warps = 8 : i64, num_stages = 2 : i64, vector_width = 8 : i64, shared_bytes = 139264 : i64
+// ONE-LABEL: tile.kernel @mm
+// ONE-SAME:  operand_staging = "shared", num_warps = 8 : i64, num_stages = 1 : i64, vector_width = 8 : i64, shared_bytes = 65536 : i64
 // SMALL-LABEL: tile.kernel @mm
 // SMALL-SAME:  operand_staging = "registers", num_warps = 8 : i64, num_stages = 1 : i64, vector_width = 8 : i64, shared_bytes = 0 : i64
 tile.kernel @mm grid 1 (%0: memref<256x128xbf16>, %1: memref<256x128xbf16>, %2: memref<256x256xbf16>) attributes {schedule = "matmul", iteration_sizes = array<i64: 256, 256>, block_sizes = array<i64: 128, 128>, block_k = 64 : i64, group_m = 8 : i64} {

@@ -8,7 +8,7 @@
 // chunk's max and sum are combined across the block in the loop, the running sum is
 // rescaled by exp(m - m')); a second loop stores the row. So under the standard
 // pipeline, and when the row (65536 bytes) does not fit `row-cache-bytes`.
-// When it fits (fuseopt.compile's CUDA backend passes tile-promote's 96 KB budget:
+// When it fits (fuseopt.compile's CUDA backend passes tile-promote's 96 KB row-cache budget:
 // the row is read from shared memory, so one loop per reduction level costs no HBM
 // traffic), or with online-stats=false, each loop folds its reduction into per-thread
 // partials, combined across the block once after the loop: max, sum and store loops.
