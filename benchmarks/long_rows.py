@@ -15,7 +15,9 @@ input (and weights) and one write at the copy bandwidth measured here.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 
 import torch
 
@@ -42,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("long_rows: needs a CUDA GPU")
         return 0
+    import triton
+
     import fuseopt
 
     device, dtype = torch.device("cuda"), torch.bfloat16
@@ -50,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     bw = copy_gbps(device)
     lines = [
         f"# Long rows ({args.rows}x{args.cols} bf16) on {torch.cuda.get_device_name()}",
-        f"copy bandwidth {bw:.0f} GB/s; torch {torch.__version__}",
+        f"copy bandwidth {bw:.0f} GB/s; torch {torch.__version__}, triton {triton.__version__}; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, fuseopt commit "
+        f"{os.environ.get('FUSEOPT_GIT_COMMIT', 'unknown (set FUSEOPT_GIT_COMMIT)')}",
         "",
         "| workload | system | correct | median us | kernel us | kernels | % roofline (kernel) |",
         "|---|---|---|---|---|---|---|",
