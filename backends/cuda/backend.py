@@ -123,10 +123,20 @@ class HostPlan:
             a, bb, c = self._slot(op.lhs), self._slot(op.rhs), self._slot(op.out)
             ta, tb = op.transpose_a is not None, op.transpose_b is not None
             self.launches.append("library_gemm")
+            # torch.mm / torch.bmm when the ranks allow: torch.matmul's broadcasting
+            # dispatch costs several microseconds of host time per call
+            shapes = [tuple(v.type.get_shape()) for v in (op.lhs, op.rhs, op.out)]  # type: ignore[attr-defined]
+            product = torch.matmul
+            if all(len(sh) == 2 for sh in shapes):
+                product = torch.mm
+            elif all(len(sh) == 3 for sh in shapes) and len({sh[0] for sh in shapes}) == 1:
+                product = torch.bmm
 
-            def gemm(b: list, dev: torch.device, a=a, bb=bb, c=c, ta=ta, tb=tb) -> None:
+            def gemm(
+                b: list, dev: torch.device, a=a, bb=bb, c=c, ta=ta, tb=tb, product=product
+            ) -> None:
                 x, y = b[a], b[bb]
-                torch.matmul(x.mT if ta else x, y.mT if tb else y, out=b[c])
+                product(x.mT if ta else x, y.mT if tb else y, out=b[c])
 
             self.steps.append(gemm)
         elif isinstance(op, func.ReturnOp):

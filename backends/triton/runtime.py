@@ -92,30 +92,39 @@ def _triton_cache(directory: str | None) -> Iterator[None]:
         os.environ.pop("TRITON_CACHE_DIR", None)
 
 
+def _hooks_active(hook: Any) -> bool:
+    """Whether a Triton launch hook would do anything: None or an empty `HookChain`
+    (Triton 3.6 and later always install one) does nothing."""
+    if hook is None:
+        return False
+    calls = getattr(hook, "calls", None)
+    return bool(calls) if isinstance(calls, list) else True
+
+
 def direct_runner(compiled: Any, grid: tuple[int, ...]) -> Callable[..., None]:
     """A launch function `run(device_index, *buffers)` for a Triton CompiledKernel.
 
-    It calls the kernel's C launcher directly with the stream current on the device,
+    It calls the kernel's launcher directly with the stream current on the device,
     skipping the per-call device lookup and launch-metadata work of
-    `CompiledKernel.__getitem__`'s runner; with launch hooks installed (profilers), or
-    on a Triton without these attributes, it uses that runner instead.
+    `CompiledKernel.__getitem__`'s runner. While launch hooks are installed (profilers
+    such as proton; checked per call, since they can be installed at any time), or on a
+    Triton without these attributes, it uses that runner instead.
     """
     g0, g1, g2 = (*grid, 1, 1, 1)[:3]
     standard = compiled[(g0, g1, g2)]
     try:
         from triton import knobs
 
-        hooked = knobs.runtime.launch_enter_hook is not None or (
-            knobs.runtime.launch_exit_hook is not None
-        )
+        runtime = knobs.runtime
         run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
         stream_of = torch._C._cuda_getCurrentRawStream
     except (ImportError, AttributeError):
-        hooked = True
-    if hooked:
         return lambda device, *args: standard(*args)
 
     def launch(device: int, *args: torch.Tensor) -> None:
+        if _hooks_active(runtime.launch_enter_hook) or _hooks_active(runtime.launch_exit_hook):
+            standard(*args)
+            return
         run(g0, g1, g2, stream_of(device), function, packed, None, None, None, *args)
 
     return launch
