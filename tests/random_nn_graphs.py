@@ -33,7 +33,6 @@ import numpy as np
 from hypothesis import strategies as st
 
 import fuseopt
-from fuseopt.interpreter.tile_semantics import unwritten_value
 
 UNARY = (
     "neg",
@@ -251,10 +250,9 @@ def assert_same_results(
 
 def interpret_both_ways(module, name: str, *args: np.ndarray) -> list[tuple[np.ndarray, ...]]:  # noqa: ANN001
     """`module`'s function `name` run by the interpreter twice: with fresh buffers
-    holding NaN / 0, then 1e30 / 1 (`unwritten_value`). Both runs must match the
-    reference: an output element no kernel writes fails one of them even where the
-    expected value is NaN."""
+    holding NaN / 0, then 1e30 / 1 (`unwritten`). Both runs must match the reference:
+    an output element no kernel writes fails one of them even where the expected value
+    is NaN."""
     first = fuseopt.interpret(module, name, *args)
-    with unwritten_value(1.0e30, 1):
-        second = fuseopt.interpret(module, name, *args)
+    second = fuseopt.interpret(module, name, *args, unwritten=(1.0e30, 1))
     return [first, second]

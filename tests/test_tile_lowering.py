@@ -406,3 +406,14 @@ def test_filecheck_cases_compute_what_the_reference_computes(case: str, spec: st
             for e, a in zip(expected, actual, strict=True):
                 tol = 2e-2 if bf16 else 2e-5
                 np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
+
+
+def test_unwritten_outputs_hold_the_chosen_value() -> None:
+    text = """func.func @f(%x: memref<4xf32>, %o: memref<4xf32> {tile.output}, %i: memref<2xi32> {tile.output}) {
+  func.return
+}"""
+    module = fuseopt.parse(text)
+    out, ints = fuseopt.interpret(module, "f", np.zeros(4, np.float32))
+    assert np.isnan(out).all() and (ints == 0).all()
+    out, ints = fuseopt.interpret(module, "f", np.zeros(4, np.float32), unwritten=(5.0, 3))
+    assert (out == 5.0).all() and (ints == 3).all()

@@ -8,6 +8,7 @@ pass and backend is checked against. Storage conventions per element type are in
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -23,13 +24,21 @@ class InterpretError(ValueError):
     """Bad arguments to `interpret`: unknown function, wrong count, shape or type."""
 
 
-def interpret(module: ModuleOp, func_name: str, *arrays: Any) -> tuple[np.ndarray, ...]:
+def interpret(
+    module: ModuleOp,
+    func_name: str,
+    *arrays: Any,
+    unwritten: tuple[float, int] = (math.nan, 0),
+) -> tuple[np.ndarray, ...]:
     """Run `func_name` in `module` on `arrays` and return its results as a tuple.
 
     Inputs may be NumPy arrays, Python scalars or torch tensors; each is converted to
     the function's argument type (bf16 inputs are rounded to bf16). A host function of
     tile IR (memref arguments, launching kernels) takes the same inputs as the nn
     function it came from: its `{tile.output}` buffers are allocated here and returned.
+    Fresh buffers of tile IR hold `unwritten` (float value, integer value): NaN by
+    default, so a read of an element no kernel wrote shows; a test that runs a program
+    under two values catches an unwritten output even where the expected value is NaN.
     """
     target = next(
         (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == func_name),
@@ -43,7 +52,7 @@ def interpret(module: ModuleOp, func_name: str, *arrays: Any) -> tuple[np.ndarra
         from fuseopt.interpreter.tile_semantics import run_host_function
 
         try:
-            return run_host_function(module, target, arrays)
+            return run_host_function(module, target, arrays, unwritten)
         except ValueError as e:
             raise InterpretError(str(e)) from None
     if len(arrays) != len(arg_types):

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -80,28 +79,14 @@ def reinterpret(buffer: np.ndarray, t: MemRefType) -> np.ndarray:
     return view
 
 
-_UNWRITTEN: list[tuple[float, int]] = [(math.nan, 0)]
-"""What fresh buffers hold (float, integer), innermost `unwritten_value` first."""
+UNWRITTEN = (math.nan, 0)
+"""What fresh buffers hold by default (float, integer): NaN shows an unwritten read."""
 
 
-@contextmanager
-def unwritten_value(float_value: float, int_value: int) -> Iterator[None]:
-    """Fresh buffers (out-params, temporaries) start as `float_value` / `int_value`
-    instead of NaN / 0 inside this block. A test that runs a program under two
-    different values catches an output element no kernel writes, even where the
-    expected value is NaN (which NaN poison alone cannot tell apart)."""
-    _UNWRITTEN.append((float_value, int_value))
-    try:
-        yield
-    finally:
-        _UNWRITTEN.pop()
-
-
-def new_buffer(t: MemRefType) -> np.ndarray:
-    """A fresh buffer of type `t`; float contents start as NaN (integers as 0), so
-    unwritten reads show (see `unwritten_value`)."""
+def new_buffer(t: MemRefType, unwritten: tuple[float, int] = UNWRITTEN) -> np.ndarray:
+    """A fresh buffer of type `t`, holding `unwritten` (float value, integer value)."""
     dtype = storage_dtype(t.element_type)
-    float_value, int_value = _UNWRITTEN[-1]
+    float_value, int_value = unwritten
     if dtype.kind == "f":
         return np.full(_shape(t), float_value, dtype=dtype)
     return np.full(_shape(t), bool(int_value) if dtype.kind == "b" else int_value, dtype=dtype)
@@ -112,9 +97,11 @@ class TileFunctions(InterpreterFunctions):
     """Interpreter implementations of every tile op (and arith.minsi, which the
     kernels' index arithmetic uses and xDSL's arith interpreter lacks)."""
 
-    def __init__(self) -> None:
+    def __init__(self, unwritten: tuple[float, int] = UNWRITTEN) -> None:
         super().__init__()
         self._program_ids: list[tuple[int, ...]] = []
+        self.unwritten = unwritten
+        """What fresh temporaries hold (see `new_buffer`)."""
 
     # ----------------------------------------------------------------- host
 
@@ -135,7 +122,7 @@ class TileFunctions(InterpreterFunctions):
     @impl(tile.AllocOp)
     def run_alloc(self, interpreter: Interpreter, op: tile.AllocOp, args: PythonValues):
         assert isinstance(op.result.type, MemRefType)
-        return (new_buffer(op.result.type),)
+        return (new_buffer(op.result.type, self.unwritten),)
 
     @impl(tile.ViewOp)
     def run_view(self, interpreter: Interpreter, op: tile.ViewOp, args: PythonValues):
@@ -265,12 +252,16 @@ class TileFunctions(InterpreterFunctions):
 
 
 def run_host_function(
-    module: ModuleOp, target: func.FuncOp, arrays: Sequence[Any]
+    module: ModuleOp,
+    target: func.FuncOp,
+    arrays: Sequence[Any],
+    unwritten: tuple[float, int] = UNWRITTEN,
 ) -> tuple[np.ndarray, ...]:
     """Run a host function of tile IR and return its output buffers.
 
     `arrays` are the inputs (the arguments not marked `{tile.output}`), converted to
-    their buffer types; fresh output buffers are allocated and returned in order.
+    their buffer types; fresh output buffers are allocated (holding `unwritten`, see
+    `new_buffer`) and returned in order.
     """
     types = list(target.function_type.inputs.data)
     outputs = tile.output_params(target)
@@ -285,7 +276,7 @@ def run_host_function(
         if not isinstance(t, MemRefType):
             raise TileRuntimeError(f"argument {i} of @{target.sym_name.data} is not a memref: {t}")
         if is_out:
-            buffers.append(new_buffer(t))
+            buffers.append(new_buffer(t, unwritten))
             continue
         try:
             as_tensor = TensorType(t.element_type, t.get_shape())
@@ -293,7 +284,13 @@ def run_host_function(
         except ValueError as e:
             raise TileRuntimeError(f"argument {i} of @{target.sym_name.data}: {e}") from None
     interpreter = Interpreter(module)
-    impls = (FuncFunctions(), ArithFunctions(), ScfFunctions(), NNFunctions(), TileFunctions())
+    impls = (
+        FuncFunctions(),
+        ArithFunctions(),
+        ScfFunctions(),
+        NNFunctions(),
+        TileFunctions(unwritten),
+    )
     for functions in impls:
         interpreter.register_implementations(functions)
     interpreter.call_op(target, tuple(buffers))
