@@ -281,12 +281,15 @@ class HostLowering:
                 inputs.append(x)
         inputs = list(dict.fromkeys(inputs))
         self.buffers[r] = self._result_buffer(r)
-        self._group(
-            Group([*ops, op], inputs, [r]),
-            {x: self.buffers[x] for x in inputs},
-            {r: self.buffers[r]},
-            self._hint(op),
-        )
+        group = Group([*ops, op], inputs, [r])
+        ins, outs = {x: self.buffers[x] for x in inputs}, {r: self.buffers[r]}
+        if isinstance(op, nn.TransposeOp):
+            # a lone transpose is a copy: the whole-tensor kernel each backend prints as
+            # its own tuned copy (PyTorch's on Triton, element-parallel on CUDA); the
+            # tiler indexes transposes inside fused groups
+            self._whole_tensor(op, ins, outs, self._hint(op))
+            return
+        self._group(group, ins, outs, self._hint(op))
 
     def _hint(self, op: Operation) -> str:
         return f"{self.f.sym_name.data}_{op.name.split('.')[-1]}"
@@ -372,11 +375,7 @@ class HostLowering:
             self._gemm(mm, ins, outs[mm.result])
             return
         if len(group.ops) == 1 and _whole_tensor_ok(group.ops[0]):
-            op = group.ops[0]
-            kernel, values = whole_tensor_kernel(self._kernel_name(hint), op)
-            self.module.body.block.insert_op_before(kernel, self.f)
-            both = {**ins, **outs}
-            self.block.add_op(tile.LaunchOp(kernel.sym_name.data, [1], [both[v] for v in values]))
+            self._whole_tensor(group.ops[0], ins, outs, hint)
             return
         if len(group.ops) <= 1:
             where = why.op or (group.ops[0] if group.ops else self.f)
@@ -389,6 +388,21 @@ class HostLowering:
             part_outs = {r: outs[r] if r in outs else self._temp(r) for r in part.outputs}
             known.update(part_outs)
             self._group(part, {v: known[v] for v in part.inputs}, part_outs, hint)
+
+    def _whole_tensor(
+        self,
+        op: Operation,
+        ins: dict[SSAValue, SSAValue],
+        outs: dict[SSAValue, SSAValue],
+        hint: str,
+    ) -> None:
+        """A one-program `whole_tensor` kernel for `op` and its launch."""
+        if all(math.prod(shape(r)) == 0 for r in op.results):
+            return  # an empty result: nothing to compute
+        kernel, values = whole_tensor_kernel(self._kernel_name(hint), op)
+        self.module.body.block.insert_op_before(kernel, self.f)
+        both = {**ins, **outs}
+        self.block.add_op(tile.LaunchOp(kernel.sym_name.data, [1], [both[v] for v in values]))
 
     def _temp(self, v: SSAValue) -> SSAValue:
         t = v.type

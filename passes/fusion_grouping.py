@@ -11,9 +11,10 @@ Algorithm (greedy union of groups, in program order; every merge is checked):
    (`h = x + o @ W`, then rms_norm(h)), which then writes h, f32(h) and h * h for the
    reduction to read back, instead of h alone.
 3. Producer-consumer: for each fusible op in program order and each of its operands, try
-   to merge the op's group with the operand's producer group. This grows elementwise
-   chains, reduction prologues and epilogues, matmul epilogues, and joins two matmuls
-   that share A when their results meet in an elementwise op (gated MLP).
+   to merge the op's group with the operand's producer group (a transpose producer in a
+   second pass, once the other ops have grouped). This grows elementwise chains,
+   reduction prologues and epilogues, matmul epilogues, and joins two matmuls that
+   share A when their results meet in an elementwise op (gated MLP).
 4. Siblings: pointwise or reduction groups that compute and read the same value are
    merged when legal, so the value is read once (e.g. two reductions of one tensor).
 A merge happens only if the union passes `check_group` (one kernel shape, bounded
@@ -223,11 +224,17 @@ def _grow(
     for op in fusible:
         if classify(op) is OpClass.REDUCTION:
             part.claim_prologue(op)
-    # 3. producer-consumer merges
-    for op in fusible:
-        for v in op.operands:
-            producer = v.owner
-            if isinstance(producer, Operation) and producer in part.group_of:
+    # 3. producer-consumer merges; transposes join only after the other ops have
+    # grouped (a transpose merged early can leave a consumer outside: RoPE's slices of
+    # a transposed q need q as a group input)
+    for late in (False, True):
+        for op in fusible:
+            for v in op.operands:
+                producer = v.owner
+                if not isinstance(producer, Operation) or producer not in part.group_of:
+                    continue
+                if isinstance(producer, nn.TransposeOp) != late:
+                    continue
                 part.try_merge(part.group_of[op], part.group_of[producer])
     # 4. sibling merges: groups reading the same value
     readers: dict[SSAValue, list[Operation]] = {}

@@ -96,10 +96,21 @@ class IterationSpace:
     """The iteration dim cut by slices/concats (its size is the part size), if any."""
     parts: dict[SSAValue, int] = field(default_factory=dict)
     """Parts each value spanning `split_dim` holds (1 for the others)."""
+    layouts: dict[SSAValue, tuple[int, ...]] = field(default_factory=dict)
+    """The dims a transposed value spans in its own (memory) axis order, for values
+    whose order differs from the iteration order (pointwise kernels only)."""
+    tiled: tuple[int, ...] | None = None
+    """The dims tiles cover when transposes decide it (see `_tiling_for_transposes`);
+    None: the schedule's default (`tiling_heuristics.tiled_dims`)."""
 
     def span(self, v: SSAValue) -> tuple[int, ...]:
         """The iteration dims `v` spans, in order."""
         return self.spans[v]
+
+    def layout(self, v: SSAValue) -> tuple[int, ...]:
+        """The dims `v` spans in the order of its buffer's axes (its span, unless the
+        value is transposed against the iteration order)."""
+        return self.layouts.get(v, self.spans[v])
 
     def parts_of(self, v: SSAValue) -> int:
         """How many parts of the split dim `v` holds (1 when it holds one or none)."""
@@ -196,7 +207,9 @@ def analyze(group: Group) -> IterationSpace:
     k_classes = {root[n] for n in contraction}
     classes_of = {v: [root[(v, i)] for i, n in enumerate(shape(v)) if n != 1] for v in values}
     wanted = {c for c in root.values() if c not in k_classes}
-    candidates = [matmuls[0].result] if matmuls else values
+    # the outputs first: with a transpose inside, the iteration order is the order the
+    # results are written in (coalesced stores); without one, every value agrees
+    candidates = [matmuls[0].result] if matmuls else [*group.outputs, *values]
     domain = next((v for v in candidates if set(classes_of[v]) >= wanted), None)
     if domain is None:
         raise Incomplete(None, "no value spans the whole iteration space")
@@ -205,12 +218,17 @@ def analyze(group: Group) -> IterationSpace:
         raise Untileable(
             domain.owner if isinstance(domain.owner, Operation) else None, "repeated axis"
         )
+    transposed = []
     for v in values:
         cs = [c for c in classes_of[v] if c not in k_classes]
         pos = [order[c] for c in cs]
-        if pos != sorted(pos) or len(set(pos)) != len(pos):
-            op = v.owner if isinstance(v.owner, Operation) else None
-            raise Untileable(op, "a value spans the iteration axes out of order (transposed)")
+        op = v.owner if isinstance(v.owner, Operation) else None
+        if len(set(pos)) != len(pos):
+            raise Untileable(op, "a value spans one iteration axis twice")
+        if pos != sorted(pos):
+            if matmuls or reduced:
+                raise Untileable(op, "a transposed value in a reduction or matmul kernel")
+            transposed.append(v)
     domain_classes = classes_of[domain]
     members = [{v for v in values if c in classes_of[v]} for c in domain_classes]
     mm = matmuls[0] if matmuls else None
@@ -219,6 +237,7 @@ def analyze(group: Group) -> IterationSpace:
         merge = (
             i > 0
             and members[i] == members[i - 1]
+            and all(_follows(classes_of[v], domain_classes[i - 1], c) for v in transposed)
             and split not in (c, domain_classes[i - 1])
             and (c in red_classes) == (domain_classes[i - 1] in red_classes)
             and (mm is None or i < len(domain_classes) - 2)
@@ -246,6 +265,12 @@ def analyze(group: Group) -> IterationSpace:
         space.spans[v] = tuple(sorted({dim_of[c] for c in classes_of[v] if c in dim_of}))
         if split is not None and split in classes_of[v]:
             space.parts[v] = shape(v)[_axis_of(v, split, root)] // part
+    for v in transposed:
+        layout = list(dict.fromkeys(dim_of[c] for c in classes_of[v] if c in dim_of))
+        if layout != sorted(layout):
+            space.layouts[v] = tuple(layout)
+    if space.layouts:
+        space.tiled = _tiling_for_transposes(space)
     if split is not None:
         space.split_dim = dim_of[split]
     if red_groups:
@@ -262,6 +287,35 @@ def analyze(group: Group) -> IterationSpace:
             if m.lhs not in group.inputs or m.rhs not in group.inputs:
                 raise Untileable(m, "matmul operands must come from outside the kernel")
     return space
+
+
+def _tiling_for_transposes(space: IterationSpace) -> tuple[int, ...]:
+    """The dims tiles cover in a pointwise kernel with transposed values. A load or
+    store covers a buffer's trailing axes, so every tiled dim a value spans must sit
+    at the end of its layout: when every transposed value keeps the innermost dim
+    innermost (the head transposes of attention), tiles cover that dim alone; else
+    the last two dims, which each transposed value must hold as its last axes (a 2-D
+    transpose: square tiles then read both buffers in long rows)."""
+    n = len(space.sizes)
+    last = n - 1
+    if all(layout[-1] == last for layout in space.layouts.values() if last in layout):
+        return (last,)
+    pair = {n - 2, n - 1} if n >= 2 else {last}
+    for v, layout in space.layouts.items():
+        spanned = pair & set(layout)
+        if set(layout[len(layout) - len(spanned) :]) != spanned:
+            op = v.owner if isinstance(v.owner, Operation) else None
+            raise Untileable(op, "a transpose moves a tiled axis away from the innermost axes")
+    return tuple(sorted(pair))
+
+
+def _follows(classes: list, first: object, second: object) -> bool:
+    """Whether `second` comes right after `first` in a value's axis classes, or the
+    value spans neither (it spans both or neither: members agree)."""
+    if first not in classes:
+        return True
+    i = classes.index(first)
+    return i + 1 < len(classes) and classes[i + 1] == second
 
 
 def _split_class(axes: _Axes, root: dict) -> tuple[tuple[SSAValue, int] | None, int]:
@@ -337,6 +391,10 @@ def _tie(
     elif isinstance(op, nn.MatmulOp):
         _tie_matmul(op, axes, contraction)
         matmuls.append(op)
+    elif isinstance(op, nn.TransposeOp):
+        x, r = op.operands[0], op.results[0]
+        for i, p in enumerate(op.perm):
+            axes.tie(x, p, r, i, op)
     elif isinstance(op, nn.SliceOp):
         x, r = op.operands[0], op.results[0]
         for i, (lo, hi, step) in enumerate(op.bounds):

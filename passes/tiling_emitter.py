@@ -130,7 +130,7 @@ class KernelEmitter:
         mm = self.space.matmul
         if mm is not None and v in self.operands:
             return MemRefType(t.element_type, self._operand_view(v)[0])
-        dims = [self.space.extent(v, d) for d in self.space.span(v)] or [1]
+        dims = [self.space.extent(v, d) for d in self.space.layout(v)] or [1]
         return MemRefType(t.element_type, dims)
 
     def _operand_view(self, v: SSAValue) -> tuple[list[int], list[int]]:
@@ -140,6 +140,15 @@ class KernelEmitter:
         return [*(sp.sizes[d] for d in batch), *shape(v)[-2:]], batch
 
     # ------------------------------------------------------------------ helpers
+
+    def _memory_order(self, v: SSAValue) -> tuple[list[int], list[int] | None]:
+        """The tiled dims of `v` in its buffer's axis order, and the permutation that
+        takes a tile loaded in that order to the iteration order (None: the same)."""
+        canonical = [d for d in self.space.span(v) if d in self.tiled]
+        stored = [d for d in self.space.layout(v) if d in self.tiled]
+        if stored == canonical:
+            return stored, None
+        return stored, [stored.index(d) for d in canonical]
 
     def index(self, n: int) -> SSAValue:
         """An index constant (hoisted to the kernel entry)."""
@@ -264,7 +273,11 @@ class KernelEmitter:
             return ctx.cache[key]
         if v in self.params:
             offsets = self.offsets(ctx, v, part)
-            result = self.add(ctx, tile.LoadOp(self.params[v], offsets, self.tile_shape(v)))
+            stored, perm = self._memory_order(v)
+            box = [self.blocks.dims[d] for d in stored]
+            result = self.add(ctx, tile.LoadOp(self.params[v], offsets, box))
+            if perm is not None:  # a transposed input: into the iteration order
+                result = self.add(ctx, tile.TransposeOp(result, perm))
         else:
             op = v.owner
             assert isinstance(op, Operation)
@@ -276,7 +289,7 @@ class KernelEmitter:
         """Where the tile of group input/output `v` (part `part`) sits in its buffer."""
         sp = self.space
         offsets = []
-        for d in sp.span(v):
+        for d in sp.layout(v):
             off = ctx.offsets[d]
             if d == sp.split_dim and part:
                 key = (off, part, id(ctx.block))
@@ -323,8 +336,8 @@ class KernelEmitter:
             partial = self._reduce_parts(op, ctx, part)
             return self._finish_reduce(op, partial, ctx)
         xs = [self.emit(x, ctx, p) for x, p in self._operand_part(op, part)]
-        if isinstance(op, nn.SliceOp | nn.ConcatOp):
-            return xs[0]
+        if isinstance(op, nn.SliceOp | nn.ConcatOp | nn.TransposeOp):
+            return xs[0]  # tiles are in iteration order: a transpose only moves loads
         if isinstance(op, ELEMENTWISE):
             new = type(op).build(
                 operands=xs, result_types=[self.tile_type(r)], attributes=dict(op.attributes)
@@ -497,6 +510,11 @@ class KernelEmitter:
             for part in range(self.space.parts_of(v)):
                 value = self.emit(v, ctx, part)
                 offsets = self.offsets(ctx, v, part)
+                stored, perm = self._memory_order(v)
+                if perm is not None:  # a transposed output: into its buffer's order
+                    canonical = [stored[p] for p in perm]
+                    back = [canonical.index(d) for d in stored]
+                    value = self.add(ctx, tile.TransposeOp(value, back))
                 ctx.block.add_op(tile.StoreOp(value, self.out_params[i], offsets))
 
     # ------------------------------------------------------------------ matmul

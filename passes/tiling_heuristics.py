@@ -10,7 +10,9 @@ The rules (element counts are per program; H100: 4 warps x 32 threads x 8 elemen
 
 - pointwise, flat: BLOCK = min(next_pow2(n), 1024);
 - pointwise, 2-D (broadcasts): BLOCK_COLS = min(next_pow2(cols), 256), rows to fill
-  about 1024 elements;
+  about 1024 elements; with a value transposed across the last two dims, 64 x 64
+  tiles (TRANSPOSE_BLOCK); with transposes of outer dims only, 1-D tiles over the
+  innermost dim (`tiling_analysis._tiling_for_transposes`);
 - row reduction: the whole row in one program when next_pow2(row) <= max_row_block
   (8192), with several rows per program for short rows (about 2048 elements); longer
   rows loop over chunks of 2048 (one row per program);
@@ -39,6 +41,9 @@ from fuseopt.passes.tiling_analysis import MATMUL, POINTWISE, REDUCTION, Iterati
 
 MAX_ROW_BLOCK = 8192
 """Longest row (elements, a power of two) kept whole in one program's registers."""
+TRANSPOSE_BLOCK = 64
+"""Rows and columns of a pointwise tile when a value is transposed across its last two
+dims: 64 x 2 bytes = 128-byte runs in both the transposed and the straight buffers."""
 MAX_TILE_ELEMENTS = 1 << 20
 """Most elements one tile may hold (Triton's limit on a tensor; far past what fits a
 program's registers). The heuristic stays well under it; forced sizes may not."""
@@ -101,6 +106,8 @@ def tiled_dims(space: IterationSpace) -> list[int]:
     n = len(space.sizes)
     if n == 0:
         return []
+    if space.tiled is not None:  # transposes decided (tiling_analysis)
+        return list(space.tiled)
     if space.kind == MATMUL:
         return [n - 2, n - 1]
     if space.kind == REDUCTION:
@@ -146,6 +153,10 @@ def _choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
     if space.kind == POINTWISE:
         if len(tiled) == 1:
             dims[tiled[0]] = opts.block or min(next_pow2(sizes[tiled[0]]), POINTWISE_BLOCK)
+        elif tiled and space.layouts:  # a 2-D transpose: square tiles, long rows both ways
+            r, c = tiled
+            dims[c] = opts.block_cols or min(next_pow2(sizes[c]), TRANSPOSE_BLOCK)
+            dims[r] = opts.block_rows or min(next_pow2(sizes[r]), TRANSPOSE_BLOCK)
         elif tiled:
             r, c = tiled
             dims[c] = opts.block_cols or min(next_pow2(sizes[c]), 256)

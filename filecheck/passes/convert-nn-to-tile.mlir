@@ -268,8 +268,9 @@ func.func @library_gemm(%x: tensor<40x24xbf16>, %w: tensor<50x24xbf16>) -> tenso
 
 // -----
 
-// Ops outside fusions: one kernel each (a transpose, which the tiler cannot index, is a
-// one-program whole_tensor kernel); a result used later is written into its out-param and
+// Ops outside fusions: one kernel each (a lone transpose is a copy: a one-program
+// whole_tensor kernel, which each backend prints as its own tuned copy; transposes inside
+// fused groups are indexed); a result used later is written into its out-param and
 // read from there; intermediates are tile.alloc temporaries; a returned input is copied.
 // CHECK-LABEL: tile.kernel @host_exp
 // CHECK-LABEL: tile.kernel @host_transpose grid 1
@@ -375,9 +376,9 @@ func.func @rotary(%x: tensor<4x16xf32>, %c: tensor<8xf32>, %s: tensor<8xf32>) ->
 
 // -----
 
-// A hand-written fusion that does not tile whole (a transpose inside; nn-fuse never
-// forms one) is split into runs of consecutive ops that do: pointwise, the transpose
-// alone (whole_tensor), pointwise; values crossing runs go through tile.alloc temporaries.
+// A hand-written fusion that does not tile whole (a strided slice inside; nn-fuse never
+// forms one) is split into runs of consecutive ops that do: pointwise, the slice alone
+// (whole_tensor), pointwise; values crossing runs go through tile.alloc temporaries.
 // CHECK-LABEL: tile.kernel @chain grid 1
 // CHECK-SAME:  schedule = "pointwise"
 // CHECK:       nn.exp
@@ -385,7 +386,7 @@ func.func @rotary(%x: tensor<4x16xf32>, %c: tensor<8xf32>, %s: tensor<8xf32>) ->
 // CHECK:       nn.add
 // CHECK-LABEL: tile.kernel @chain_1 grid 1
 // CHECK-SAME:  schedule = "whole_tensor"
-// CHECK:       nn.transpose
+// CHECK:       nn.slice
 // CHECK-LABEL: tile.kernel @chain_2 grid 1
 // CHECK-SAME:  schedule = "pointwise"
 // CHECK:       nn.neg
@@ -393,22 +394,22 @@ func.func @rotary(%x: tensor<4x16xf32>, %c: tensor<8xf32>, %s: tensor<8xf32>) ->
 // CHECK-LABEL: func.func @split_group
 // CHECK-NEXT:  %[[T1:.*]] = tile.alloc : memref<4x8xf32>
 // CHECK-NEXT:  tile.launch @chain grid [1] (%{{.*}}, %{{.*}}, %[[T1]])
-// CHECK-NEXT:  %[[T2:.*]] = tile.alloc : memref<8x4xf32>
+// CHECK-NEXT:  %[[T2:.*]] = tile.alloc : memref<4x4xf32>
 // CHECK-NEXT:  tile.launch @chain_1 grid [1] (%[[T1]], %[[T2]])
 // CHECK-NEXT:  tile.launch @chain_2 grid [1] (%[[T2]], %{{.*}})
-func.func @split_group(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8x4xf32> {
-  %0 = nn.fusion ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<8x4xf32> attributes {kernel_name = "chain", kind = "pointwise", route = "kernel"} {
+func.func @split_group(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x4xf32> {
+  %0 = nn.fusion ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x4xf32> attributes {kernel_name = "chain", kind = "pointwise", route = "kernel"} {
   ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
     %e = nn.exp %a : tensor<4x8xf32>
     %cb = nn.broadcast %c : tensor<8xf32> -> tensor<4x8xf32>
     %s = nn.add %e, %cb : tensor<4x8xf32>
-    %t = nn.transpose %s [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
-    %n = nn.neg %t : tensor<8x4xf32>
-    %h = nn.constant 0.5 : tensor<8x4xf32>
-    %m = nn.mul %n, %h : tensor<8x4xf32>
-    nn.yield %m : tensor<8x4xf32>
+    %t = nn.slice %s [0:4, 0:8:2] : tensor<4x8xf32> -> tensor<4x4xf32>
+    %n = nn.neg %t : tensor<4x4xf32>
+    %h = nn.constant 0.5 : tensor<4x4xf32>
+    %m = nn.mul %n, %h : tensor<4x4xf32>
+    nn.yield %m : tensor<4x4xf32>
   }
-  func.return %0 : tensor<8x4xf32>
+  func.return %0 : tensor<4x4xf32>
 }
 
 // -----
@@ -495,4 +496,28 @@ func.func @batched(%x: tensor<3x40x24xbf16>, %w: tensor<3x24x50xbf16>) -> tensor
     nn.yield %r : tensor<3x40x50xbf16>
   }
   func.return %0 : tensor<3x40x50xbf16>
+}
+
+// -----
+
+// A transpose of outer dims inside a pointwise group (attention's [b, s, h, d] ->
+// [b, h, s, d]): tiles stay in the iteration (output) order and cover the innermost dim
+// alone, so each buffer is read along d in its own axis order (permuted offsets, no
+// tile transpose); the transpose itself emits nothing.
+// CHECK-LABEL: tile.kernel @rope_heads grid 1
+// CHECK-SAME:  (%[[A:.*]]: memref<2x5x3x16xbf16>, %[[B:.*]]: memref<2x3x5x16xbf16>, %[[O:.*]]: memref<2x3x5x16xbf16>)
+// CHECK-SAME:  schedule = "pointwise", iteration_sizes = array<i64: 2, 3, 5, 16>, block_sizes = array<i64: 1, 1, 1, 16>
+// CHECK:       tile.load %[[A]][%[[N:[0-9]+]], %[[S:[0-9]+]], %[[H:[0-9]+]], %{{.*}}] : memref<2x5x3x16xbf16> -> tensor<16xbf16>
+// CHECK-NEXT:  tile.load %[[B]][%[[N]], %[[H]], %[[S]], %{{.*}}] : memref<2x3x5x16xbf16> -> tensor<16xbf16>
+// CHECK-NEXT:  nn.mul
+// CHECK-NEXT:  tile.store %{{.*}}, %[[O]][%[[N]], %[[H]], %[[S]], %{{.*}}]
+// CHECK:       tile.launch @rope_heads grid [30]
+func.func @head_transpose(%x: tensor<2x5x3x16xbf16>, %z: tensor<2x3x5x16xbf16>) -> tensor<2x3x5x16xbf16> {
+  %0 = nn.fusion ins(%x, %z : tensor<2x5x3x16xbf16>, tensor<2x3x5x16xbf16>) -> tensor<2x3x5x16xbf16> attributes {kernel_name = "rope_heads", kind = "pointwise", route = "kernel"} {
+  ^bb0(%a: tensor<2x5x3x16xbf16>, %b: tensor<2x3x5x16xbf16>):
+    %t = nn.transpose %a [0, 2, 1, 3] : tensor<2x5x3x16xbf16> -> tensor<2x3x5x16xbf16>
+    %m = nn.mul %t, %b : tensor<2x3x5x16xbf16>
+    nn.yield %m : tensor<2x3x5x16xbf16>
+  }
+  func.return %0 : tensor<2x3x5x16xbf16>
 }

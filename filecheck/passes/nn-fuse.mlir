@@ -44,22 +44,64 @@ func.func @pointwise_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x1
 
 // -----
 
-// Negative: a group must be one iteration space for the tiler, so that each fusion is
-// one kernel. A transpose is not indexed there: it stays outside, between two groups
-// (a strided slice, cuts on two axes or a regrouping reshape next to a broadcast too).
-// CHECK-LABEL: func.func @transpose_splits_chain
-// CHECK-NEXT:  %[[A:.*]] = nn.fusion ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> attributes {kernel_name = "fused_0_exp_add", kind = "pointwise"
+// Rule: a transpose inside a pointwise group is indexed by the tiler (a permuted load,
+// tiles in the iteration order), so the chain stays one group.
+// CHECK-LABEL: func.func @transpose_in_chain
+// CHECK-NEXT:  nn.fusion ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<8x4xf32> attributes {kernel_name = "fused_0_exp_add_neg", kind = "pointwise"
+// CHECK:         nn.transpose
 // CHECK:         nn.yield
-// CHECK-NEXT:  }
-// CHECK-NEXT:  %[[T:.*]] = nn.transpose %[[A]] [1, 0]
-// CHECK-NEXT:  nn.fusion ins(%[[T]] : tensor<8x4xf32>) -> tensor<8x4xf32> attributes {kernel_name = "fused_1_neg", kind = "pointwise"
-func.func @transpose_splits_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8x4xf32> {
+func.func @transpose_in_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8x4xf32> {
   %e = nn.exp %x : tensor<4x8xf32>
   %bb = nn.broadcast %b : tensor<8xf32> -> tensor<4x8xf32>
   %s = nn.add %e, %bb : tensor<4x8xf32>
   %t = nn.transpose %s [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
   %n = nn.neg %t : tensor<8x4xf32>
   func.return %n : tensor<8x4xf32>
+}
+
+// -----
+
+// Transposes join groups last: RoPE on a transposed q keeps the whole rotation in one
+// group (slices of a group input are indexed; merging the transpose first would have
+// split the rotate-half slices off). Here the transpose then stays outside, as the
+// slices of an in-group value would be side ops.
+// CHECK-LABEL: func.func @rope_after_transpose
+// CHECK-NEXT:  %[[T:.*]] = nn.transpose %q [0, 2, 1, 3]
+// CHECK-NEXT:  nn.fusion ins(%cos, %[[T]], %sin : {{.*}}) -> tensor<1x4x6x8xf32> attributes {kernel_name = "fused_0_mul_neg_add", kind = "pointwise"
+// CHECK-NOT:     nn.transpose
+// CHECK:         nn.yield
+func.func @rope_after_transpose(%q: tensor<1x6x4x8xf32>, %cos: tensor<1x1x6x8xf32>, %sin: tensor<1x1x6x8xf32>) -> tensor<1x4x6x8xf32> {
+  %t = nn.transpose %q [0, 2, 1, 3] : tensor<1x6x4x8xf32> -> tensor<1x4x6x8xf32>
+  %c = nn.broadcast %cos : tensor<1x1x6x8xf32> -> tensor<1x4x6x8xf32>
+  %a = nn.mul %t, %c : tensor<1x4x6x8xf32>
+  %x1 = nn.slice %t [0:1, 0:4, 0:6, 0:4] : tensor<1x4x6x8xf32> -> tensor<1x4x6x4xf32>
+  %x2 = nn.slice %t [0:1, 0:4, 0:6, 4:8] : tensor<1x4x6x8xf32> -> tensor<1x4x6x4xf32>
+  %n = nn.neg %x2 : tensor<1x4x6x4xf32>
+  %r = nn.concat %n, %x1 axis 3 : tensor<1x4x6x4xf32>, tensor<1x4x6x4xf32> -> tensor<1x4x6x8xf32>
+  %s = nn.broadcast %sin : tensor<1x1x6x8xf32> -> tensor<1x4x6x8xf32>
+  %b = nn.mul %r, %s : tensor<1x4x6x8xf32>
+  %o = nn.add %a, %b : tensor<1x4x6x8xf32>
+  func.return %o : tensor<1x4x6x8xf32>
+}
+
+// -----
+
+// Negative: a group must be one iteration space for the tiler, so that each fusion is
+// one kernel. A strided slice is not indexed there: it stays outside, between two groups
+// (cuts on two axes, or a regrouping reshape next to a broadcast, too).
+// CHECK-LABEL: func.func @strided_slice_splits_chain
+// CHECK-NEXT:  %[[A:.*]] = nn.fusion ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> attributes {kernel_name = "fused_0_exp_add", kind = "pointwise"
+// CHECK:         nn.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  %[[T:.*]] = nn.slice %[[A]] [0:4, 0:8:2]
+// CHECK-NEXT:  nn.fusion ins(%[[T]] : tensor<4x4xf32>) -> tensor<4x4xf32> attributes {kernel_name = "fused_1_neg", kind = "pointwise"
+func.func @strided_slice_splits_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x4xf32> {
+  %e = nn.exp %x : tensor<4x8xf32>
+  %bb = nn.broadcast %b : tensor<8xf32> -> tensor<4x8xf32>
+  %s = nn.add %e, %bb : tensor<4x8xf32>
+  %t = nn.slice %s [0:4, 0:8:2] : tensor<4x8xf32> -> tensor<4x4xf32>
+  %n = nn.neg %t : tensor<4x4xf32>
+  func.return %n : tensor<4x4xf32>
 }
 
 // -----
@@ -269,11 +311,11 @@ func.func @different_axes(%x: tensor<4x8xf32>) -> tensor<1x4xf32> {
 // -----
 
 // Negative: a transpose of a reduction's rows is not row-local, so it does not join the
-// reduction group (nor the pointwise consumer after it: the tiler does not index it).
+// reduction group; it joins the pointwise consumer after it.
 // CHECK-LABEL: func.func @transpose_after_reduction
 // CHECK-NEXT:  %[[R:.*]] = nn.fusion ins(%x : tensor<4x8xf32>) -> tensor<4x8xf32> attributes {kernel_name = "fused_0_reduce_max_sub", kind = "reduction"
-// CHECK:       %[[T:.*]] = nn.transpose %[[R]] [1, 0]
-// CHECK-NEXT:  nn.fusion ins(%[[T]] : tensor<8x4xf32>) -> tensor<8x4xf32> attributes {kernel_name = "fused_1_exp", kind = "pointwise"
+// CHECK:       nn.fusion ins(%[[R]] : tensor<4x8xf32>) -> tensor<8x4xf32> attributes {kernel_name = "fused_1_exp", kind = "pointwise"
+// CHECK:         nn.transpose
 func.func @transpose_after_reduction(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
   %m = nn.reduce_max %x [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
   %mb = nn.broadcast %m : tensor<4x1xf32> -> tensor<4x8xf32>
