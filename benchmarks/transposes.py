@@ -1,0 +1,129 @@
+"""Transposes fused into pointwise kernels, timed against eager and torch.compile.
+
+    python -m benchmarks.transposes [--out FILE]
+
+Two bf16 cases, each a transpose between elementwise work, so fuseopt makes one
+pointwise kernel that reads the transposed input in its own axis order:
+
+- `heads`: attention's head transpose, x [B, S, H, D] -> [B, H, S, D], scaled and
+  shifted by a per-(S, D) table (1-D tiles along D, permuted offsets);
+- `square`: a 2-D transpose of x [N, M] plus y [M, N] (64x64 tiles turned in
+  registers or shared memory).
+
+Every system is checked against float64 (error at most twice eager's) before it is
+timed; the roofline is one read of every input and one write of the output at the
+copy bandwidth measured here. Needs a CUDA GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+
+from benchmarks.long_rows import copy_gbps
+from benchmarks.timing import median_us, profile_kernels
+
+
+class Heads(torch.nn.Module):
+    """x.transpose(1, 2) * table + 1, table [S, D]."""
+
+    def __init__(self, table: torch.Tensor):
+        super().__init__()
+        self.table = torch.nn.Parameter(table, requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.transpose(1, 2) * self.table + 1.0
+
+
+class Square(torch.nn.Module):
+    """x.t() + y."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x.t() + y
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check, time and print one Markdown table; return 1 if any system was wrong."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=None, help="also write the table to this file")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("transposes: needs a CUDA GPU")
+        return 0
+    import triton
+
+    import fuseopt
+
+    device, dtype = torch.device("cuda"), torch.bfloat16
+    gen = torch.Generator(device=device).manual_seed(0)
+    bw = copy_gbps(device)
+    b, s, h, d = 4, 2048, 32, 128
+    n = 8192
+    cases = {
+        "heads 4x2048x32x128": (
+            Heads(torch.randn(s, d, device=device, generator=gen)),
+            (torch.randn(b, s, h, d, device=device, generator=gen),),
+        ),
+        f"square {n}x{n}": (
+            Square(),
+            (
+                torch.randn(n, n, device=device, generator=gen),
+                torch.randn(n, n, device=device, generator=gen),
+            ),
+        ),
+    }
+    lines = [
+        f"# Transposes fused into pointwise kernels (bf16) on {torch.cuda.get_device_name()}",
+        f"copy bandwidth {bw:.0f} GB/s; torch {torch.__version__}, triton {triton.__version__}; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, fuseopt commit "
+        f"{os.environ.get('FUSEOPT_GIT_COMMIT', 'unknown (set FUSEOPT_GIT_COMMIT)')}",
+        "",
+        "| case | system | correct | median us | kernel us | kernels | % roofline (kernel) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    failed = False
+    for name, (model, inputs64) in cases.items():
+        with torch.no_grad():
+            ref = model.double()(*(t.double() for t in inputs64)).float()
+            model = model.to(dtype)
+            inputs = tuple(t.to(dtype) for t in inputs64)
+            out_bytes = ref.numel() * 2
+            in_bytes = sum(t.numel() * 2 for t in inputs) + sum(
+                p.numel() * 2 for p in model.parameters()
+            )
+            roof_us = (in_bytes + out_bytes) / bw / 1e3
+            eager_err = (model(*inputs).float() - ref).abs().max().item()
+            systems = {
+                "eager": model,
+                "torch.compile": torch.compile(model),
+                "fuseopt-triton": fuseopt.compile(model, inputs, backend="triton"),
+                "fuseopt-cuda": fuseopt.compile(model, inputs, backend="cuda"),
+            }
+            for label, fn in systems.items():
+                err = (fn(*inputs).float() - ref).abs().max().item()
+                if err > 2 * eager_err + 1e-6:
+                    failed = True
+                    lines.append(f"| {name} | {label} | NO (max error {err:.3g}) | | | | |")
+                    continue
+                us = median_us(lambda fn=fn, inputs=inputs: fn(*inputs), device)
+                prof = profile_kernels(lambda fn=fn, inputs=inputs: fn(*inputs), device)
+                k_us = prof.kernel_us if prof else float("nan")
+                k = prof.kernels if prof else 0
+                lines.append(
+                    f"| {name} | {label} | yes | {us:.1f} | {k_us:.1f} | {k} "
+                    f"| {100 * roof_us / k_us:.1f} |"
+                )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
