@@ -6,7 +6,8 @@ Two bf16 cases, each a transpose between elementwise work, so fuseopt makes one
 pointwise kernel that reads the transposed input in its own axis order:
 
 - `heads`: attention's head transpose, x [B, S, H, D] -> [B, H, S, D], scaled and
-  shifted by a per-(S, D) table (1-D tiles along D, permuted offsets);
+  shifted by a per-(S, D) table (3-D tiles over (H, S, D): the input read as
+  [S, H, D] boxes and turned);
 - `square`: a 2-D transpose of x [N, M] plus y [M, N] (64x64 tiles turned in
   registers or shared memory).
 

@@ -289,24 +289,31 @@ def analyze(group: Group) -> IterationSpace:
     return space
 
 
+MAX_TILED_DIMS = 3
+"""Most iteration dims one pointwise tile covers when transposes choose them."""
+
+
 def _tiling_for_transposes(space: IterationSpace) -> tuple[int, ...]:
-    """The dims tiles cover in a pointwise kernel with transposed values. A load or
-    store covers a buffer's trailing axes, so every tiled dim a value spans must sit
-    at the end of its layout: when every transposed value keeps the innermost dim
-    innermost (the head transposes of attention), tiles cover that dim alone; else
-    the last two dims, which each transposed value must hold as its last axes (a 2-D
-    transpose: square tiles then read both buffers in long rows)."""
+    """The dims tiles cover in a pointwise kernel with transposed values: the longest
+    suffix of the iteration dims (up to MAX_TILED_DIMS) whose dims every transposed
+    value holds as its own last axes, since a load or store covers a buffer's trailing
+    axes. Attention's head transpose [b, s, h, d] -> [b, h, s, d] tiles (h, s, d), a
+    2-D transpose both dims; Untileable when not even the innermost dim works for
+    every value (a transpose that moves a tiled axis outward)."""
     n = len(space.sizes)
-    last = n - 1
-    if all(layout[-1] == last for layout in space.layouts.values() if last in layout):
-        return (last,)
-    pair = {n - 2, n - 1} if n >= 2 else {last}
-    for v, layout in space.layouts.items():
-        spanned = pair & set(layout)
-        if set(layout[len(layout) - len(spanned) :]) != spanned:
-            op = v.owner if isinstance(v.owner, Operation) else None
-            raise Untileable(op, "a transpose moves a tiled axis away from the innermost axes")
-    return tuple(sorted(pair))
+    best: tuple[int, ...] = ()
+    for k in range(1, min(n, MAX_TILED_DIMS) + 1):
+        suffix = set(range(n - k, n))
+        if all(
+            set(layout[len(layout) - len(suffix & set(layout)) :]) == suffix & set(layout)
+            for layout in space.layouts.values()
+        ):
+            best = tuple(sorted(suffix))
+    if not best:
+        v = next(iter(space.layouts))
+        op = v.owner if isinstance(v.owner, Operation) else None
+        raise Untileable(op, "a transpose moves a tiled axis away from the innermost axes")
+    return best
 
 
 def _follows(classes: list, first: object, second: object) -> bool:

@@ -10,9 +10,10 @@ The rules (element counts are per program; H100: 4 warps x 32 threads x 8 elemen
 
 - pointwise, flat: BLOCK = min(next_pow2(n), 1024);
 - pointwise, 2-D (broadcasts): BLOCK_COLS = min(next_pow2(cols), 256), rows to fill
-  about 1024 elements; with a value transposed across the last two dims, 64 x 64
-  tiles (TRANSPOSE_BLOCK); with transposes of outer dims only, 1-D tiles over the
-  innermost dim (`tiling_analysis._tiling_for_transposes`);
+  about 1024 elements; with a transposed value, the tiled dims are the longest suffix
+  every buffer holds as its last axes (`tiling_analysis._tiling_for_transposes`):
+  two dims get 64 x 64 tiles (TRANSPOSE_BLOCK), three dims the innermost whole (up to
+  256) and the outer ones filling 4096 elements;
 - row reduction: the whole row in one program when next_pow2(row) <= max_row_block
   (8192), with several rows per program for short rows (about 2048 elements); longer
   rows loop over chunks of 2048 (one row per program);
@@ -153,10 +154,17 @@ def _choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
     if space.kind == POINTWISE:
         if len(tiled) == 1:
             dims[tiled[0]] = opts.block or min(next_pow2(sizes[tiled[0]]), POINTWISE_BLOCK)
-        elif tiled and space.layouts:  # a 2-D transpose: square tiles, long rows both ways
-            r, c = tiled
-            dims[c] = opts.block_cols or min(next_pow2(sizes[c]), TRANSPOSE_BLOCK)
-            dims[r] = opts.block_rows or min(next_pow2(sizes[r]), TRANSPOSE_BLOCK)
+        elif tiled and space.layouts:  # transposes: runs long enough in every buffer
+            if len(tiled) == 2:  # square tiles: 64-element rows both ways
+                r, c = tiled
+                dims[c] = opts.block_cols or min(next_pow2(sizes[c]), TRANSPOSE_BLOCK)
+                dims[r] = opts.block_rows or min(next_pow2(sizes[r]), TRANSPOSE_BLOCK)
+            else:  # the innermost dim whole (up to 256), outer dims fill the tile
+                budget = TRANSPOSE_BLOCK * TRANSPOSE_BLOCK
+                for i, d in enumerate(reversed(tiled)):
+                    cap = (opts.block_cols or 256) if i == 0 else max(1, budget)
+                    dims[d] = min(next_pow2(sizes[d]), cap)
+                    budget //= dims[d]
         elif tiled:
             r, c = tiled
             dims[c] = opts.block_cols or min(next_pow2(sizes[c]), 256)
