@@ -2,12 +2,14 @@
 
     python -m benchmarks.transposes [--out FILE]
 
-Two bf16 cases, each a transpose between elementwise work, so fuseopt makes one
+Three bf16 cases, each a transpose between elementwise work, so fuseopt makes one
 pointwise kernel that reads the transposed input in its own axis order:
 
 - `heads`: attention's head transpose, x [B, S, H, D] -> [B, H, S, D], scaled and
   shifted by a per-(S, D) table (3-D tiles over (H, S, D): the input read as
   [S, H, D] boxes and turned);
+- `rope heads`: Hugging Face's rotary embedding applied to the transposed heads (the
+  rotate-half slices and concat indexed as parts, the transpose as a permuted load);
 - `square`: a 2-D transpose of x [N, M] plus y [M, N] (64x64 tiles turned in
   registers or shared memory).
 
@@ -40,6 +42,22 @@ class Heads(torch.nn.Module):
         return x.transpose(1, 2) * self.table + 1.0
 
 
+class Rope(torch.nn.Module):
+    """Hugging Face's rotary embedding on the transposed heads: t = x.transpose(1, 2),
+    t * cos + rotate_half(t) * sin, cos/sin [S, D]."""
+
+    def __init__(self, cos: torch.Tensor, sin: torch.Tensor):
+        super().__init__()
+        self.cos = torch.nn.Parameter(cos, requires_grad=False)
+        self.sin = torch.nn.Parameter(sin, requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = x.transpose(1, 2)
+        half = t.shape[-1] // 2
+        rotated = torch.cat((-t[..., half:], t[..., :half]), dim=-1)
+        return t * self.cos + rotated * self.sin
+
+
 class Square(torch.nn.Module):
     """x.t() + y."""
 
@@ -67,6 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     cases = {
         "heads 4x2048x32x128": (
             Heads(torch.randn(s, d, device=device, generator=gen)),
+            (torch.randn(b, s, h, d, device=device, generator=gen),),
+        ),
+        "rope heads 4x2048x32x128": (
+            Rope(
+                torch.randn(s, d, device=device, generator=gen),
+                torch.randn(s, d, device=device, generator=gen),
+            ),
             (torch.randn(b, s, h, d, device=device, generator=gen),),
         ),
         f"square {n}x{n}": (

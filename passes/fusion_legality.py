@@ -252,7 +252,27 @@ def _check_pointwise_group(
         domain = shape_of(last.results[0])
     n = numel(domain)
     in_domain = {op: numel(shape_of(op.results[0])) == n for op in ops}
+    indexed = _indexed_parts(ops, outputs, order) if not all(in_domain.values()) else set()
+    for op in indexed:
+        in_domain[op] = True
     return _finish(POINTWISE, domain, (), ops, in_domain, outputs, max_recompute)
+
+
+def _indexed_parts(
+    ops: Collection[Operation], outputs: list[SSAValue], order: dict[Operation, int]
+) -> set[Operation]:
+    """Ops of a pointwise group whose results the tiler indexes as parts of the split
+    dim (a slice or concat piece of a value computed in the group, and what is computed
+    from it: RoPE's rotate-half of a transposed q): they span every iteration dim, so
+    they are evaluated once per element, not recomputed as side ops."""
+    try:
+        space = analyze(kernel_group(ops, outputs, order))
+    except Untileable:
+        return set()
+    if space.split_dim is None:
+        return set()
+    every = set(range(len(space.sizes)))
+    return {op for op in ops if op.results and set(space.span(op.results[0])) == every}
 
 
 def _check_reduction_group(

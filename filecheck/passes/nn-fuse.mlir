@@ -61,15 +61,19 @@ func.func @transpose_in_chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<
 
 // -----
 
-// Transposes join groups last: RoPE on a transposed q keeps the whole rotation in one
-// group (slices of a group input are indexed; merging the transpose first would have
-// split the rotate-half slices off). Here the transpose then stays outside, as the
-// slices of an in-group value would be side ops.
+// Transposes join groups last: RoPE on a transposed q is one group, transpose included
+// (merging the transpose first would have split the rotate-half slices off; the slices
+// of the in-group transposed q are indexed as parts of the split dim, not recomputed
+// side ops).
 // CHECK-LABEL: func.func @rope_after_transpose
-// CHECK-NEXT:  %[[T:.*]] = nn.transpose %q [0, 2, 1, 3]
-// CHECK-NEXT:  nn.fusion ins(%cos, %[[T]], %sin : {{.*}}) -> tensor<1x4x6x8xf32> attributes {kernel_name = "fused_0_mul_neg_add", kind = "pointwise"
-// CHECK-NOT:     nn.transpose
+// CHECK-NEXT:  nn.fusion ins(%q, %cos, %sin : {{.*}}) -> tensor<1x4x6x8xf32> attributes {kernel_name = "fused_0_mul_neg_add", kind = "pointwise"
+// CHECK-NEXT:  ^{{.*}}
+// CHECK-NEXT:    nn.transpose
+// CHECK:         nn.slice
+// CHECK:         nn.concat
 // CHECK:         nn.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  func.return
 func.func @rope_after_transpose(%q: tensor<1x6x4x8xf32>, %cos: tensor<1x1x6x8xf32>, %sin: tensor<1x1x6x8xf32>) -> tensor<1x4x6x8xf32> {
   %t = nn.transpose %q [0, 2, 1, 3] : tensor<1x6x4x8xf32> -> tensor<1x4x6x8xf32>
   %c = nn.broadcast %cos : tensor<1x1x6x8xf32> -> tensor<1x4x6x8xf32>
