@@ -15,23 +15,13 @@ input (and weights) and one write at the copy bandwidth measured here.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 
 import torch
 
-from benchmarks.timing import median_us, profile_kernels
+from benchmarks.standalone import TABLE_HEADER, check_and_time, copy_gbps, provenance
 from benchmarks.workloads.activations import Softmax
 from benchmarks.workloads.norms import LayerNorm
-
-
-def copy_gbps(device: torch.device) -> float:
-    """Device copy bandwidth (GB/s, read + write) on a 1 GiB buffer."""
-    a = torch.empty(2**29, dtype=torch.float16, device=device)
-    b = torch.empty_like(a)
-    us = median_us(lambda: b.copy_(a), device)
-    return 2 * a.numel() * a.element_size() / us / 1e3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,22 +34,15 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("long_rows: needs a CUDA GPU")
         return 0
-    import triton
-
-    import fuseopt
-
     device, dtype = torch.device("cuda"), torch.bfloat16
     gen = torch.Generator(device=device).manual_seed(0)
     x = (3 + torch.randn(args.rows, args.cols, generator=gen, device=device)).to(dtype)
     bw = copy_gbps(device)
     lines = [
         f"# Long rows ({args.rows}x{args.cols} bf16) on {torch.cuda.get_device_name()}",
-        f"copy bandwidth {bw:.0f} GB/s; torch {torch.__version__}, triton {triton.__version__}; "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, fuseopt commit "
-        f"{os.environ.get('FUSEOPT_GIT_COMMIT', 'unknown (set FUSEOPT_GIT_COMMIT)')}",
+        provenance(bw),
         "",
-        "| workload | system | correct | median us | kernel us | kernels | % roofline (kernel) |",
-        "|---|---|---|---|---|---|---|",
+        *TABLE_HEADER,
     ]
     failed = False
     for name, model in [
@@ -72,29 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         roof_us = bytes_ / bw / 1e3
         with torch.no_grad():
             ref = model.double()(x.double()).float()  # the same weights, in float64
-            model = model.to(dtype)
-            eager_err = (model(x).float() - ref).abs().max().item()
-            systems = {
-                "eager": model,
-                "torch.compile": torch.compile(model),
-                "fuseopt-triton": fuseopt.compile(model, (x,), backend="triton"),
-                "fuseopt-cuda": fuseopt.compile(model, (x,), backend="cuda"),
-            }
-            for label, fn in systems.items():
-                err = (fn(x).float() - ref).abs().max().item()
-                ok = err <= 2 * eager_err + 1e-6
-                if not ok:
-                    failed = True
-                    lines.append(f"| {name} | {label} | NO (max error {err:.3g}) | | | | |")
-                    continue
-                us = median_us(lambda fn=fn: fn(x), device)
-                prof = profile_kernels(lambda fn=fn: fn(x), device)
-                k_us = prof.kernel_us if prof else float("nan")
-                n = prof.kernels if prof else 0
-                lines.append(
-                    f"| {name} | {label} | yes | {us:.1f} | {k_us:.1f} | {n} "
-                    f"| {100 * roof_us / k_us:.1f} |"
-                )
+            rows, ok = check_and_time(name, model.to(dtype), (x,), ref, roof_us, device)
+        lines += rows
+        failed |= not ok
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

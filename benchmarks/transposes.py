@@ -21,14 +21,11 @@ copy bandwidth measured here. Needs a CUDA GPU.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 
 import torch
 
-from benchmarks.long_rows import copy_gbps
-from benchmarks.timing import median_us, profile_kernels
+from benchmarks.standalone import TABLE_HEADER, check_and_time, copy_gbps, provenance
 
 
 class Heads(torch.nn.Module):
@@ -73,10 +70,6 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("transposes: needs a CUDA GPU")
         return 0
-    import triton
-
-    import fuseopt
-
     device, dtype = torch.device("cuda"), torch.bfloat16
     gen = torch.Generator(device=device).manual_seed(0)
     bw = copy_gbps(device)
@@ -104,12 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     lines = [
         f"# Transposes fused into pointwise kernels (bf16) on {torch.cuda.get_device_name()}",
-        f"copy bandwidth {bw:.0f} GB/s; torch {torch.__version__}, triton {triton.__version__}; "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, fuseopt commit "
-        f"{os.environ.get('FUSEOPT_GIT_COMMIT', 'unknown (set FUSEOPT_GIT_COMMIT)')}",
+        provenance(bw),
         "",
-        "| case | system | correct | median us | kernel us | kernels | % roofline (kernel) |",
-        "|---|---|---|---|---|---|---|",
+        *TABLE_HEADER,
     ]
     failed = False
     for name, (model, inputs64) in cases.items():
@@ -122,27 +112,9 @@ def main(argv: list[str] | None = None) -> int:
                 p.numel() * 2 for p in model.parameters()
             )
             roof_us = (in_bytes + out_bytes) / bw / 1e3
-            eager_err = (model(*inputs).float() - ref).abs().max().item()
-            systems = {
-                "eager": model,
-                "torch.compile": torch.compile(model),
-                "fuseopt-triton": fuseopt.compile(model, inputs, backend="triton"),
-                "fuseopt-cuda": fuseopt.compile(model, inputs, backend="cuda"),
-            }
-            for label, fn in systems.items():
-                err = (fn(*inputs).float() - ref).abs().max().item()
-                if err > 2 * eager_err + 1e-6:
-                    failed = True
-                    lines.append(f"| {name} | {label} | NO (max error {err:.3g}) | | | | |")
-                    continue
-                us = median_us(lambda fn=fn, inputs=inputs: fn(*inputs), device)
-                prof = profile_kernels(lambda fn=fn, inputs=inputs: fn(*inputs), device)
-                k_us = prof.kernel_us if prof else float("nan")
-                k = prof.kernels if prof else 0
-                lines.append(
-                    f"| {name} | {label} | yes | {us:.1f} | {k_us:.1f} | {k} "
-                    f"| {100 * roof_us / k_us:.1f} |"
-                )
+            rows, ok = check_and_time(name, model, inputs, ref, roof_us, device)
+        lines += rows
+        failed |= not ok
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -36,15 +36,22 @@ Cycles between groups are the grouping algorithm's business (`fusion_grouping`).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
-from fuseopt.passes.tiling_analysis import Group, Incomplete, Untileable, analyze
+from fuseopt.passes.tiling_analysis import (
+    Group,
+    Incomplete,
+    IterationSpace,
+    Untileable,
+    analyze,
+)
 
 ELEMENTWISE_TYPES = nn.ELEMENTWISE_OPS
 """Ops computed element by element (same shape in and out)."""
@@ -159,16 +166,37 @@ def check_group(
     reductions = [op for op in ops if classes[op] is OpClass.REDUCTION]
     outputs = group_outputs(ops)
 
+    space = _analysis(ops, outputs, order)  # the tiler's verdict, computed once
     if matmuls:
         info = _check_matmul_group(ops, matmuls, reductions, outputs, max_recompute)
     elif reductions:
         info = _check_reduction_group(ops, reductions, outputs, max_recompute)
     else:
-        info = _check_pointwise_group(ops, outputs, max_recompute, order)
+        info = _check_pointwise_group(ops, outputs, max_recompute, order, space)
     if isinstance(info, str):
         return info
-    untileable = _tiling_obstacle(ops, outputs, order, partial)
+    untileable = _tiling_obstacle(space(), partial)
     return info if untileable is None else untileable
+
+
+def fusion_operands(members: Sequence[Operation]) -> tuple[list[Operation], list[SSAValue]]:
+    """What a group (`members` in program order) reads from outside, as outlining wires
+    it into the fusion: the splat constants it clones in, and every other value (the
+    fusion's inputs), each in order of first use."""
+    inside = set(members)
+    constants: list[Operation] = []
+    inputs: list[SSAValue] = []
+    for op in members:
+        for v in op.operands:
+            owner = v.owner
+            if isinstance(owner, Operation) and owner in inside:
+                continue
+            if isinstance(owner, Operation) and cloned_into_fusion(owner):
+                if owner not in constants:
+                    constants.append(owner)
+            elif v not in inputs:
+                inputs.append(v)
+    return constants, inputs
 
 
 def kernel_group(
@@ -178,36 +206,34 @@ def kernel_group(
     constants read by the group first, then its ops in program order; every other
     value from outside is an input."""
     members = sorted(ops, key=lambda op: order.get(op, 0))
-    constants: list[Operation] = []
-    inputs: list[SSAValue] = []
-    for op in members:
-        for v in op.operands:
-            owner = v.owner
-            if isinstance(owner, Operation) and owner in ops:
-                continue
-            if isinstance(owner, Operation) and cloned_into_fusion(owner):
-                if owner not in constants:
-                    constants.append(owner)
-            elif v not in inputs:
-                inputs.append(v)
+    constants, inputs = fusion_operands(members)
     return Group([*constants, *members], inputs, outputs)
 
 
-def _tiling_obstacle(
-    ops: Collection[Operation],
-    outputs: list[SSAValue],
-    order: dict[Operation, int],
-    partial: bool,
-) -> str | None:
+def _analysis(
+    ops: Collection[Operation], outputs: list[SSAValue], order: dict[Operation, int]
+) -> Callable[[], IterationSpace | Untileable]:
+    """The tiler's analysis of the group (its iteration space, or why not), run on
+    first call and kept: the pointwise check and the tiling check both read it."""
+
+    @cache
+    def space() -> IterationSpace | Untileable:
+        try:
+            return analyze(kernel_group(ops, outputs, order))
+        except Untileable as e:
+            return e
+
+    return space
+
+
+def _tiling_obstacle(space: IterationSpace | Untileable, partial: bool) -> str | None:
     """Why the tiler cannot make the group one kernel, or None when it can (or, with
     `partial`, when only ops still to join are missing)."""
-    try:
-        analyze(kernel_group(ops, outputs, order))
-    except Incomplete as e:
-        return None if partial else f"not one iteration space for the tiler ({e.reason})"
-    except Untileable as e:
-        where = f"{e.op.name}: " if e.op is not None else ""
-        return f"not one iteration space for the tiler ({where}{e.reason})"
+    if isinstance(space, Incomplete):
+        return None if partial else f"not one iteration space for the tiler ({space.reason})"
+    if isinstance(space, Untileable):
+        where = f"{space.op.name}: " if space.op is not None else ""
+        return f"not one iteration space for the tiler ({where}{space.reason})"
     return None
 
 
@@ -241,6 +267,7 @@ def _check_pointwise_group(
     outputs: list[SSAValue],
     max_recompute: int,
     order: dict[Operation, int],
+    space: Callable[[], IterationSpace | Untileable],
 ) -> GroupInfo | str:
     if outputs:
         sizes = {numel(shape_of(v)) for v in outputs}
@@ -252,24 +279,20 @@ def _check_pointwise_group(
         domain = shape_of(last.results[0])
     n = numel(domain)
     in_domain = {op: numel(shape_of(op.results[0])) == n for op in ops}
-    indexed = _indexed_parts(ops, outputs, order) if not all(in_domain.values()) else set()
-    for op in indexed:
-        in_domain[op] = True
+    if not all(in_domain.values()):
+        for op in _indexed_parts(ops, space()):
+            in_domain[op] = True
     return _finish(POINTWISE, domain, (), ops, in_domain, outputs, max_recompute)
 
 
 def _indexed_parts(
-    ops: Collection[Operation], outputs: list[SSAValue], order: dict[Operation, int]
+    ops: Collection[Operation], space: IterationSpace | Untileable
 ) -> set[Operation]:
     """Ops of a pointwise group whose results the tiler indexes as parts of the split
     dim (a slice or concat piece of a value computed in the group, and what is computed
     from it: RoPE's rotate-half of a transposed q): they span every iteration dim, so
     they are evaluated once per element, not recomputed as side ops."""
-    try:
-        space = analyze(kernel_group(ops, outputs, order))
-    except Untileable:
-        return set()
-    if space.split_dim is None:
+    if isinstance(space, Untileable) or space.split_dim is None:
         return set()
     every = set(range(len(space.sizes)))
     return {op for op in ops if op.results and set(space.span(op.results[0])) == every}

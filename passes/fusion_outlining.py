@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from fuseopt.dialects import nn
-from fuseopt.passes.fusion_legality import cloned_into_fusion
+from fuseopt.passes.fusion_legality import fusion_operands
 
 
 def outline_group(
@@ -30,18 +30,7 @@ def outline_group(
     """Replace `ops` (top-level ops of `block`, in program order) with one nn.fusion
     carrying `attributes` (as string attributes); return the new op."""
     members = set(ops)
-    inputs: list[SSAValue] = []
-    constants: list[nn.ConstantOp] = []
-    for op in ops:
-        for v in op.operands:
-            owner = v.owner
-            if isinstance(owner, Operation) and owner in members:
-                continue
-            if isinstance(owner, nn.ConstantOp) and cloned_into_fusion(owner):
-                if owner not in constants:
-                    constants.append(owner)
-            elif v not in inputs:
-                inputs.append(v)
+    constants, inputs = fusion_operands(ops)
     outputs = [
         r for op in ops for r in op.results if any(u.operation not in members for u in r.uses)
     ]
