@@ -328,14 +328,15 @@ class HostLowering:
             space = analyze(group)
             blocks = choose_blocks(space, self.opts)
             self._check_tile_size(group, space, blocks)
-            kernel, grid = KernelEmitter(
+            emitter = KernelEmitter(
                 self._kernel_name(hint),
                 group,
                 space,
                 blocks,
                 self.opts.online_stats,
                 self.opts.row_cache_bytes,
-            ).build()
+            )
+            kernel, grid = emitter.build()
         except Untileable as e:
             self._fallback(group, ins, outs, hint, e)
             return
@@ -344,7 +345,7 @@ class HostLowering:
             raise error_at(where, f"convert-nn-to-tile: {grid[0]} programs exceed one launch")
         kernel.location = self._where(group).location  # where its diagnostics point
         self.module.body.block.insert_op_before(kernel, self.f)
-        args = [ins[v] for v in group.inputs] + [outs[v] for v in group.outputs]
+        args = [ins[v] for v in emitter.launch_inputs] + [outs[v] for v in group.outputs]
         self.block.add_op(tile.LaunchOp(kernel.sym_name.data, grid, args))
 
     def _where(self, group: Group) -> Operation:

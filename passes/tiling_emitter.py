@@ -123,12 +123,13 @@ class KernelEmitter:
         assert isinstance(t, TensorType)
         return TensorType(element or t.element_type, self.tile_shape(v))
 
-    def view_type(self, v: SSAValue) -> MemRefType:
-        """The kernel parameter type of group input/output `v`."""
+    def view_type(self, v: SSAValue, operand: bool = True) -> MemRefType:
+        """The kernel parameter type of group input/output `v` (`operand`: a matmul
+        operand in the view its K loop reads, else the view pointwise loads read)."""
         t = v.type
         assert isinstance(t, TensorType)
         mm = self.space.matmul
-        if mm is not None and v in self.operands:
+        if operand and mm is not None and v in self.operands:
             return MemRefType(t.element_type, self._operand_view(v)[0])
         dims = [self.space.extent(v, d) for d in self.space.layout(v)] or [1]
         return MemRefType(t.element_type, dims)
@@ -138,6 +139,11 @@ class KernelEmitter:
         sp = self.space
         batch = [d for d in sp.span(v) if d not in (sp.m_dim, sp.n_dim)]
         return [*(sp.sizes[d] for d in batch), *shape(v)[-2:]], batch
+
+    def _read_by_epilogue(self, v: SSAValue) -> bool:
+        """Whether an op of the group other than a matmul reads `v`."""
+        ops = set(self.group.ops)
+        return any(u.operation in ops and not isinstance(u.operation, nn.MatmulOp) for u in v.uses)
 
     # ------------------------------------------------------------------ helpers
 
@@ -181,13 +187,22 @@ class KernelEmitter:
     # ------------------------------------------------------------------ build
 
     def build(self) -> tuple[tile.KernelOp, list[int]]:
-        """The kernel and its 1-D launch grid."""
+        """The kernel and its 1-D launch grid; `launch_inputs` then lists the nn values
+        the launch passes before the outputs, one per input parameter."""
         g, sp = self.group, self.space
-        params = [self.view_type(v) for v in g.inputs] + [self.view_type(v) for v in g.outputs]
+        # a matmul operand the epilogue also reads (A of K = 1 times its own broadcast,
+        # say) is passed twice: once in the operand's view, once in the epilogue's
+        twice = [v for v in g.inputs if v in self.operands and self._read_by_epilogue(v)]
+        self.launch_inputs = [*g.inputs, *twice]
+        params = [self.view_type(v) for v in g.inputs]
+        params += [self.view_type(v, operand=False) for v in twice]
+        params += [self.view_type(v) for v in g.outputs]
         kernel = tile.KernelOp(self.name, 1, params, self._attributes())
         entry = kernel.body.block
-        self.params = dict(zip(g.inputs, entry.args[: len(g.inputs)], strict=True))
-        self.out_params = list(entry.args[len(g.inputs) :])
+        n = len(self.launch_inputs)
+        self.operand_params = dict(zip(g.inputs, entry.args[: len(g.inputs)], strict=True))
+        self.params = dict(zip(self.launch_inputs, entry.args[:n], strict=True))
+        self.out_params = list(entry.args[n:])
         ctx = Context(entry, {})
         if sp.kind == MATMUL:
             grid = self._matmul(ctx)
@@ -594,7 +609,7 @@ class KernelEmitter:
         # memory order of the last two dims: A is [M, K] ([K, M] transposed), B is [K, N]
         k_first = (not transposed) if is_rhs else transposed
         pair, box = ([k, off], [bk, block]) if k_first else ([off, k], [block, bk])
-        t = self.add(ctx, tile.LoadOp(self.params[v], [*offsets, *pair], box))
+        t = self.add(ctx, tile.LoadOp(self.operand_params[v], [*offsets, *pair], box))
         want_k_first = is_rhs
         if k_first != want_k_first:
             t = self.add(ctx, tile.TransposeOp(t, [1, 0]))

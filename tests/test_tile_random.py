@@ -39,6 +39,30 @@ def test_tiled_graph_matches_reference(pipeline: str, graph: RandomGraph) -> Non
         assert_same_results(expected, actual, rtol=1e-4, atol=1e-5)
 
 
+OPERAND_IN_EPILOGUE = """
+func.func @main(%a0: tensor<3x4x1xf32>, %a2: tensor<1x2xf32>) -> (tensor<3x4x2xf32>) {
+    %v8 = nn.matmul %a0, %a2 : tensor<3x4x1xf32>, tensor<1x2xf32> -> tensor<3x4x2xf32>
+    %v9 = nn.broadcast %a0 : tensor<3x4x1xf32> -> tensor<3x4x2xf32>
+    %v20 = nn.neg %v9 : tensor<3x4x2xf32>
+    %v40 = nn.compare lt, %v20, %v8 : tensor<3x4x2xf32>
+    %v41 = nn.select %v40, %v20, %v8 : tensor<3x4x2xf32>
+    func.return %v41 : tensor<3x4x2xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("pipeline", [*PIPELINES, "nn-fuse{route=kernel},convert-nn-to-tile"])
+def test_matmul_operand_read_by_its_epilogue(pipeline: str) -> None:
+    """Found by the property test: A of a K = 1 matmul also broadcast into the epilogue
+    (the kernel takes A twice, in the K loop's view and in the epilogue's)."""
+    graph = RandomGraph(OPERAND_IN_EPILOGUE, [(3, 4, 1), (1, 2)], 5)
+    args = graph.random_inputs(seed=2)
+    expected = fuseopt.interpret(fuseopt.parse(graph.text), "main", *args)
+    after = fuseopt.run_pipeline(fuseopt.parse(graph.text), pipeline)
+    for actual in interpret_both_ways(after, "main", *args):
+        assert_same_results(expected, actual, rtol=1e-4, atol=1e-5)
+
+
 def kernels_per_fusion(module_text: str, pipeline: str) -> dict[str, list[str]]:
     """For every `nn.fusion` that nn-fuse makes of `module_text` (by kernel_name): the
     tile.kernels convert-nn-to-tile then emits for it (a fallback split would add

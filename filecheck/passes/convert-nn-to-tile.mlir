@@ -500,6 +500,30 @@ func.func @batched(%x: tensor<3x40x24xbf16>, %w: tensor<3x24x50xbf16>) -> tensor
 
 // -----
 
+// A matmul operand the epilogue also reads (an outer product, K = 1, plus x broadcast
+// over N): the kernel takes x twice, in the K loop's view [batch, M, K] and in the
+// epilogue's [batch, M]; the launch passes the same buffer to both.
+// CHECK-LABEL: tile.kernel @outer_plus_x grid 1
+// CHECK-SAME:  (%[[XK:.*]]: memref<3x40x1xf32>, %[[W:.*]]: memref<1x50xf32>, %[[XE:.*]]: memref<3x40xf32>, %[[O:.*]]: memref<3x40x50xf32>)
+// CHECK:       scf.for
+// CHECK-NEXT:    tile.load %[[XK]][%[[BATCH:[0-9]+]], %[[M:[0-9]+]], %{{.*}}] : memref<3x40x1xf32>
+// CHECK:       tile.load %[[XE]][%[[BATCH]], %[[M]]] : memref<3x40xf32> -> tensor<64xf32>
+// CHECK-NEXT:  tile.broadcast
+// CHECK-NEXT:  nn.add
+// CHECK:       tile.launch @outer_plus_x grid [3] (%[[X:.*]], %{{.*}}, %[[X]], %{{.*}})
+func.func @operand_in_epilogue(%x: tensor<3x40x1xf32>, %w: tensor<1x50xf32>) -> tensor<3x40x50xf32> {
+  %0 = nn.fusion ins(%x, %w : tensor<3x40x1xf32>, tensor<1x50xf32>) -> tensor<3x40x50xf32> attributes {kernel_name = "outer_plus_x", kind = "matmul", route = "kernel"} {
+  ^bb0(%a: tensor<3x40x1xf32>, %b: tensor<1x50xf32>):
+    %p = nn.matmul %a, %b : tensor<3x40x1xf32>, tensor<1x50xf32> -> tensor<3x40x50xf32>
+    %e = nn.broadcast %a : tensor<3x40x1xf32> -> tensor<3x40x50xf32>
+    %y = nn.add %p, %e : tensor<3x40x50xf32>
+    nn.yield %y : tensor<3x40x50xf32>
+  }
+  func.return %0 : tensor<3x40x50xf32>
+}
+
+// -----
+
 // A transpose of outer dims inside a pointwise group (attention's [b, s, h, d] ->
 // [b, h, s, d]): tiles stay in the iteration (output) order and cover the longest
 // suffix of dims that every buffer holds as its own last axes, here (h, s, d): the
