@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.lexer import Span
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,15 @@ class LocatingParser(Parser):
         super().__init__(ctx, text, name)
         self._file_name = name
         self._line_offset = line_offset
+        self.open_ops: list[Span] = []
+        """The start of each operation being parsed, innermost last (where an error that
+        xDSL raises without a position is reported)."""
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
+        self.open_ops.append(span)
         op = super().parse_operation()
+        self.open_ops.pop()
         if not isinstance(op.location, FileLineColLoc):
             loc = span.get_location()
             op.location = FileLineColLoc(
@@ -96,14 +102,24 @@ def parse_module(
     ctx: Context, text: str | bytes, name: str = "<input>", line_offset: int = 0
 ) -> ModuleOp:
     """Parse MLIR text into a verified module, raising CompileError on any problem."""
+    parser = None
     try:
-        module = LocatingParser(ctx, text, name, line_offset).parse_module()
+        parser = LocatingParser(ctx, text, name, line_offset)
+        module = parser.parse_module()
     except ParseError as e:
         e.span = _with_offset(e.span, line_offset)
         raise from_parse_error(e) from None
     except UnicodeDecodeError as e:
         message = f"{name}: input is not UTF-8 text (bad byte at offset {e.start})"
         raise CompileError(message) from None
+    except (DiagnosticException, ValueError) as e:
+        # an attribute constructor's own check fired while parsing (`300 : i8`): xDSL
+        # raises it without a position, so point at the op being parsed
+        if parser is None:
+            raise
+        span = parser.open_ops[-1] if parser.open_ops else parser._current_token.span
+        where = ParseError(_with_offset(span, line_offset), _first_line(e))
+        raise from_parse_error(where) from None
     verify_module(module)
     return module
 

@@ -370,6 +370,18 @@ tile.kernel @k grid 1 (%x: memref<8xi1>) {
 
 // -----
 
+// An attribute xDSL itself rejects while parsing (300 does not fit i8) is reported at
+// the op being parsed.
+"tile.kernel"() ({
+^bb0(%x: memref<8xi8>):
+  %c0 = "arith.constant"() {value = 0 : index} : () -> index
+  %t = "tile.load"(%x, %c0) {fill = 300 : i8} : (memref<8xi8>, index) -> tensor<8xi8>
+  "tile.return"() : () -> ()
+}) {sym_name = "k", grid = 1 : i64} : () -> ()
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: Integer value 300 is out of range for type i8
+
+// -----
+
 // Kernel-only ops on the host.
 
 func.func @f(%x: memref<8xf32>) {
