@@ -139,6 +139,21 @@ def test_whole_tensor_kernels_are_element_parallel() -> None:
     assert "gridDim.x" in whole[0].source
 
 
+def test_int64_min_is_spelled_as_an_expression() -> None:
+    """C++ has no literal for INT64_MIN (9223372036854775808LL overflows before the minus
+    applies): a constant of that value prints as `(-9223372036854775807LL - 1)`."""
+    fn = compile_text(
+        """func.func @main(%x: tensor<8xi64>) -> tensor<8xi64> {
+  %c = nn.constant -9223372036854775808 : tensor<8xi64>
+  %y = nn.max %x, %c : tensor<8xi64>
+  func.return %y : tensor<8xi64>
+}"""
+    )
+    source = "\n".join(k.source for k in fn.cuda_kernels)
+    assert "(-9223372036854775807LL - 1)" in source
+    assert "9223372036854775808" not in source
+
+
 def test_rotary_is_one_kernel_reading_each_half_at_its_offset() -> None:
     (k,) = compile_text(rmsnorm_rope(4, 2048, 32, 128)).cuda_kernels
     assert k.schedule == "row_reduction"

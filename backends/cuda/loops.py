@@ -44,7 +44,7 @@ def _emit_arith_constant(em: KernelEmitter, op: arith.ConstantOp) -> None:
     v = op.value
     if not isinstance(v, IntegerAttr) or not isinstance(op.result.type, IndexType | type(v.type)):
         raise error_at(op, "the CUDA backend prints integer and index arith.constant only")
-    em.values[op.result] = f"{v.value.data}LL"
+    em.values[op.result] = op_table.int_literal(v.value.data)
 
 
 def _emit_arith_binary(em: KernelEmitter, op: Operation) -> None:

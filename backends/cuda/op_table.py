@@ -167,13 +167,24 @@ def cast(x: str, src: Attribute, dst: Attribute) -> str:
     return f"fo_to<{c_type(dst)}>::of({x})"
 
 
+INT64_MIN = -(2**63)
+
+
+def int_literal(value: int) -> str:
+    """A C++ `long long` literal of `value`. INT64_MIN has none (`9223372036854775808LL`
+    does not fit before the minus applies), so it is spelled as an expression."""
+    if value == INT64_MIN:
+        return "(-9223372036854775807LL - 1)"
+    return f"{value}LL"
+
+
 def literal(value: float | int, t: Attribute) -> str:
     """A C++ literal of stored element type `t` (inf and NaN included)."""
     kind = compute_kind(t)
     if kind == "bool":
         return "true" if value else "false"
     if kind == "int":
-        return f"{int(value)}LL"
+        return int_literal(int(value))
     v = float(value)
     if v != v:
         f = "__int_as_float(0x7fc00000)"

@@ -37,7 +37,7 @@ IDENTITY = {
     ("max", "float"): "__int_as_float(0xff800000)",
     ("min", "float"): "__int_as_float(0x7f800000)",
     ("sum", "int"): "0LL",
-    ("max", "int"): "(-9223372036854775807LL - 1)",
+    ("max", "int"): op_table.int_literal(op_table.INT64_MIN),
     ("min", "int"): "9223372036854775807LL",
 }
 
