@@ -27,7 +27,14 @@ from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_nn_fuse_workloads import gelu_bias, layernorm, mlp, rmsnorm_rope, softmax  # noqa: E402
+from test_nn_fuse_workloads import (  # noqa: E402
+    gelu_bias,
+    layernorm,
+    mlp,
+    rmsnorm,
+    rmsnorm_rope,
+    softmax,
+)
 
 
 def compile_text(text: str) -> CudaFunction:
@@ -69,6 +76,31 @@ def test_looped_reduction_caches_the_row_in_shared_memory() -> None:
     reads = [len(re.findall(r"\bp0 \+|\bp0\[", loop)) for loop in loops]
     assert reads[0] > 0 and reads[1:] == [0, 0, 0]
     assert "fo_cp_async16(" in body
+
+
+def test_weight_row_is_loaded_after_the_block_reduction() -> None:
+    """Loads of read-only buffers print just before their first use (emission_order):
+    RMSNorm's weight row (p1) and its broadcast are not held across the reduction's
+    barrier, and the kernel does not spill at 40 registers."""
+    body = sources(rmsnorm(1, 64, 5120))["row_reduction"].split("#ifndef __CUDACC_RTC__")[-2]
+    barrier = body.index("__syncthreads();")
+    x_load = body.index("p0 + fo_g")
+    w_load = body.index("p1 + fo_g")
+    assert x_load < barrier < w_load
+
+
+@pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")
+def test_rmsnorm_kernel_does_not_spill(tmp_path: Path) -> None:
+    source = sources(rmsnorm(1, 64, 5120))["row_reduction"]
+    path = tmp_path / "rmsnorm.cu"
+    path.write_text(source)
+    out = subprocess.run(
+        [str(find_nvcc()), "-arch=sm_90", "-Xptxas", "-v", "-c", str(path), "-o", "/dev/null"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "0 bytes spill stores" in out.stderr, out.stderr
 
 
 def test_matmul_uses_tensor_cores_with_staged_operands_and_fused_epilogue() -> None:

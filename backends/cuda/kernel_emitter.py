@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuseopt.backends.cuda import op_table
+from fuseopt.backends.cuda.emission_order import late_loads_order
 from fuseopt.backends.cuda.names import NameTable
 from fuseopt.backends.cuda.values import Buffer, Layout, Val, default_layout
 from fuseopt.diagnostics import CompileError, error_at, op_location
@@ -204,8 +205,9 @@ class KernelEmitter:
         return f"{self.nt}, {max(1, 1536 // self.nt)}"
 
     def emit_block(self, block: Block) -> None:
-        """Print every op of `block` in order."""
-        for op in block.ops:
+        """Print every op of `block`, loads of read-only global buffers just before their
+        first use (`late_loads_order`)."""
+        for op in late_loads_order(block, _written_params(self.kernel)):
             self.emit_op(op)
 
     def emit_op(self, op: Operation) -> None:
