@@ -73,6 +73,7 @@ from fuseopt.passes.tiling_emitter import KernelEmitter
 from fuseopt.passes.tiling_heuristics import (
     MAX_ROW_BLOCK,
     MAX_TILE_ELEMENTS,
+    ROW_CHUNK,
     Blocks,
     TileOptions,
     choose_blocks,
@@ -92,7 +93,8 @@ class ConvertNNToTilePass(ModulePass):
     Options force tile sizes (powers of two): `block` (flat pointwise), `block-rows` /
     `block-cols` (2-D pointwise, row reductions: rows per program, row block or chunk),
     `block-m` / `block-n` / `block-k` / `group-m` (matmul), `max-row-block` (longest
-    row kept whole before a reduction loops over chunks), `online-stats` (false: a
+    row kept whole before a reduction loops over chunks), `row-chunk` (the chunk such a
+    loop reads per step, default 2048), `online-stats` (false: a
     looped softmax or variance keeps one loop per reduction level instead of computing
     its statistics in one pass; see `tiling_online`), `row-cache-bytes` (the shared
     memory a backend's row cache will hold per program, 0 for none: a looped reduction
@@ -109,6 +111,7 @@ class ConvertNNToTilePass(ModulePass):
     block_k: int | None = None
     group_m: int | None = None
     max_row_block: int = MAX_ROW_BLOCK
+    row_chunk: int = ROW_CHUNK
     online_stats: bool = True
     row_cache_bytes: int = 0
 

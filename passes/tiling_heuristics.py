@@ -16,7 +16,7 @@ The rules (element counts are per program; H100: 4 warps x 32 threads x 8 elemen
   256) and the outer ones filling 4096 elements;
 - row reduction: the whole row in one program when next_pow2(row) <= max_row_block
   (8192), with several rows per program for short rows (about 2048 elements); longer
-  rows loop over chunks of 2048 (one row per program);
+  rows loop over chunks of 2048 (one row per program; `row-chunk` sets it);
 - matmul: BM = BN = 128 (64 when the dim is <= 64, down to 16), BK = 64 (down to 16
   for short K), GROUP_M = 8 for grouped (L2-friendly) program order; a dual GEMM
   (two accumulators) caps BN at 64;
@@ -30,7 +30,7 @@ Backends set two of these knobs through the same options, not rules of their own
 - the CUDA backend passes `row-cache-bytes` = tile-promote's shared-memory budget: a
   looped reduction whose rows its row cache holds keeps one loop per reduction level
   (re-reads hit shared memory), longer rows compute their statistics online
-  (`tiling_online`).
+  (`tiling_online`); and `row-chunk=4096` (backends/cuda/backend.py CUDA_ROW_CHUNK).
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ class TileOptions:
     block_k: int | None = None
     group_m: int | None = None
     max_row_block: int = MAX_ROW_BLOCK
+    row_chunk: int = ROW_CHUNK
+    """Column chunk of a looped row reduction (unless block-cols forces one)."""
     online_stats: bool = True
     """Looped softmax/variance statistics in one pass (`tiling_online`)."""
     row_cache_bytes: int = 0
@@ -179,7 +181,7 @@ def _choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
         looped = row > opts.max_row_block or (
             opts.block_cols is not None and opts.block_cols < sizes[k]
         )
-        dims[k] = opts.block_cols or (min(row, ROW_CHUNK) if looped else row)
+        dims[k] = opts.block_cols or (min(row, opts.row_chunk) if looped else row)
         others = [d for d in tiled if d != k]
         if others:
             rows = others[-1]

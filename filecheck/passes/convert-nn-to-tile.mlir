@@ -1,6 +1,7 @@
 // RUN: fuse-opt %s --split-input-file -p convert-nn-to-tile | filecheck %s
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block=32 block-rows=2 block-cols=16 block-m=16 block-n=32 block-k=16 group-m=2}' | filecheck %s --check-prefix=FORCED
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{max-row-block=32}' | filecheck %s --check-prefix=LOOPED
+// RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{max-row-block=32 row-chunk=32}' | filecheck %s --check-prefix=CHUNK
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{max-row-block=32 online-stats=false}' | filecheck %s --check-prefix=PERLEVEL
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-cols=32}' | filecheck %s --check-prefix=COLS
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-m=48}' 2>&1 | filecheck %s --check-prefix=BADSIZE
@@ -12,7 +13,9 @@
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{online-stats=maybe}' 2>&1 | filecheck %s --check-prefix=BADBOOL
 // BADBOOL: error: convert-nn-to-tile: option online-stats=maybe must be bool
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{blok=64}' 2>&1 | filecheck %s --check-prefix=BADNAME
-// BADNAME: error: convert-nn-to-tile: unknown option blok (options: block, block-cols, block-k, block-m, block-n, block-rows, group-m, max-row-block, online-stats, row-cache-bytes)
+// BADNAME: error: convert-nn-to-tile: unknown option blok (options: block, block-cols, block-k, block-m, block-n, block-rows, group-m, max-row-block, online-stats, row-cache-bytes, row-chunk)
+// RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{row-chunk=48}' 2>&1 | filecheck %s --check-prefix=BADCHUNK
+// BADCHUNK: error: convert-nn-to-tile: row-chunk=48 must be a positive power of two
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block=2097152}' 2>&1 | filecheck %s --check-prefix=HUGE
 // HUGE: :{{[0-9]+}}:{{[0-9]+}}: error: convert-nn-to-tile: these tile sizes make a tile of 2097152 elements (at most 1048576); force smaller block sizes
 // HUGE-NOT: Traceback
@@ -113,6 +116,10 @@ func.func @pointwise_broadcast(%x: tensor<5x37xf32>, %b: tensor<37xf32>) -> tens
 // LOOPED-LABEL: tile.kernel @softmax grid 1
 // LOOPED-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 1, 128>
 // LOOPED-SAME:  candidates = [{"block-cols" = 1024 : i64}, {"block-cols" = 2048 : i64}, {"block-cols" = 4096 : i64}]
+// `row-chunk` sets the chunk a looped row reads per step (the CUDA backend passes 4096):
+// CHUNK-LABEL: tile.kernel @softmax grid 1
+// CHUNK-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 1, 32>
+// CHUNK:       tile.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<6x100xf32> -> tensor<1x32xf32>
 // LOOPED:       %[[ROW:.*]] = tile.program_id 0
 // LOOPED:       %[[MAX:.*]], %[[SUM:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[M:.*]] = %{{.*}}, %[[S:.*]] = %{{.*}}) -> (tensor<1xf32>, tensor<1xf32>) {
 // LOOPED-NEXT:    %[[X:.*]] = tile.load %{{.*}}[%[[ROW]], %[[K]]] : memref<6x100xf32> -> tensor<1x128xf32>
