@@ -44,6 +44,8 @@ COMMON = r"""#pragma once
 #define __restrict__ __restrict
 #define __align__(n)
 #define __shared__
+inline float __expf(float x) { return expf(x); }
+inline float __fdividef(float a, float b) { return a / b; }
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
 inline thread_local dim3 threadIdx, blockIdx;
 inline dim3 gridDim, blockDim;

@@ -23,7 +23,7 @@ from fuseopt.dialects import nn
 FLOAT_UNARY: dict[type[nn.UnaryElementwiseOp], str] = {
     nn.NegOp: "(-{0})",
     nn.AbsOp: "fabsf({0})",
-    nn.ExpOp: "expf({0})",
+    nn.ExpOp: "__expf({0})",
     nn.LogOp: "logf({0})",
     nn.SqrtOp: "sqrtf({0})",
     nn.RsqrtOp: "(1.0f / sqrtf({0}))",
@@ -36,7 +36,14 @@ FLOAT_UNARY: dict[type[nn.UnaryElementwiseOp], str] = {
     nn.SinOp: "sinf({0})",
     nn.CosOp: "cosf({0})",
 }
-"""Unary ops on float compute values (gelu depends on its attribute: see `unary`)."""
+"""Unary ops on float compute values (gelu depends on its attribute: see `unary`).
+
+exp and sigmoid use the hardware's approximations (`__expf`: ex2.approx, `__fdividef`),
+as Triton's `tl.exp` and PyTorch Inductor's kernels do: a few ulps of f32, far below
+bf16's rounding, where the IEEE versions cost tens of instructions an element (H100,
+same run: CUDA rmsnorm_silu_gate long 159.7 -> 125.4 us, softmax 4096x8192 59.1 ->
+55.4). rsqrt stays `1 / sqrtf`: it runs once a row, and `rsqrtf` let nvcc schedule the
+RMSNorm+RoPE kernel into 119 registers instead of 96 (71.6 -> 78.7 us)."""
 
 INT_UNARY: dict[type[nn.UnaryElementwiseOp], str] = {
     nn.NegOp: "(-{0})",
