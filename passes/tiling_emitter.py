@@ -33,7 +33,6 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
-    Float32Type,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -57,6 +56,7 @@ from fuseopt.passes.tiling_analysis import (
     shape,
 )
 from fuseopt.passes.tiling_heuristics import Blocks, candidates, tiled_dims
+from fuseopt.passes.tiling_matmul import emit_matmul
 
 REDUCE_KIND = {nn.SumOp: "sum", nn.MeanOp: "sum", nn.ReduceMaxOp: "max", nn.ReduceMinOp: "min"}
 COMBINE = {"sum": nn.AddOp, "max": nn.MaxOp, "min": nn.MinOp}
@@ -130,11 +130,11 @@ class KernelEmitter:
         assert isinstance(t, TensorType)
         mm = self.space.matmul
         if operand and mm is not None and v in self.operands:
-            return MemRefType(t.element_type, self._operand_view(v)[0])
+            return MemRefType(t.element_type, self.operand_view(v)[0])
         dims = [self.space.extent(v, d) for d in self.space.layout(v)] or [1]
         return MemRefType(t.element_type, dims)
 
-    def _operand_view(self, v: SSAValue) -> tuple[list[int], list[int]]:
+    def operand_view(self, v: SSAValue) -> tuple[list[int], list[int]]:
         """(view shape, batch dims) of a matmul operand: batch sizes then its last two."""
         sp = self.space
         batch = [d for d in sp.span(v) if d not in (sp.m_dim, sp.n_dim)]
@@ -205,7 +205,7 @@ class KernelEmitter:
         self.out_params = list(entry.args[n:])
         ctx = Context(entry, {})
         if sp.kind == MATMUL:
-            grid = self._matmul(ctx)
+            grid = emit_matmul(self, ctx)
         else:
             grid = self._program_offsets(ctx)
             if sp.kind == REDUCTION and self.blocks.looped:
@@ -213,7 +213,7 @@ class KernelEmitter:
             else:
                 if sp.reduce_dim is not None:
                     ctx.offsets[sp.reduce_dim] = self.index(0)
-                self._store(ctx, list(range(len(g.outputs))))
+                self.store(ctx, list(range(len(g.outputs))))
         entry.add_op(tile.ReturnOp())
         first = entry.first_op
         for op in self.constant_ops:
@@ -243,7 +243,8 @@ class KernelEmitter:
         )
         return attrs
 
-    def _blocks_along(self, d: int) -> int:
+    def blocks_along(self, d: int) -> int:
+        """How many blocks cover iteration dim `d`."""
         return math.ceil(self.space.sizes[d] / self.blocks.dims.get(d, 1))
 
     def _program_offsets(self, ctx: Context) -> int:
@@ -253,7 +254,7 @@ class KernelEmitter:
         pid = self.add(ctx, tile.ProgramIdOp(0))
         remaining = self._grid_size(dims)
         for d in reversed(dims):
-            n = self._blocks_along(d)
+            n = self.blocks_along(d)
             if n == 1:
                 ctx.offsets[d] = self.index(0)
                 continue
@@ -263,13 +264,14 @@ class KernelEmitter:
                 idx = self.add(ctx, arith.RemSIOp(pid, self.index(n)))
                 pid = self.add(ctx, arith.DivSIOp(pid, self.index(n)))
             remaining //= n
-            ctx.offsets[d] = self._scaled(ctx, idx, self.blocks.dims.get(d, 1))
+            ctx.offsets[d] = self.scaled(ctx, idx, self.blocks.dims.get(d, 1))
         return self._grid_size(dims)
 
     def _grid_size(self, dims: list[int]) -> int:
-        return math.prod(self._blocks_along(d) for d in dims)
+        return math.prod(self.blocks_along(d) for d in dims)
 
-    def _scaled(self, ctx: Context, idx: SSAValue, block: int) -> SSAValue:
+    def scaled(self, ctx: Context, idx: SSAValue, block: int) -> SSAValue:
+        """`idx * block` (the offset of block `idx`), emitted in `ctx`."""
         return idx if block == 1 else self.add(ctx, arith.MuliOp(idx, self.index(block)))
 
     # ------------------------------------------------------------------ values
@@ -504,10 +506,10 @@ class KernelEmitter:
         if full:
             body = Block(arg_types=[IndexType()])
             inner = Context(body, {**outer.offsets, k: body.args[0]}, outer=outer)
-            self._store(inner, full)
+            self.store(inner, full)
             body.add_op(scf.YieldOp())
             self._loop(outer, body, [])
-        self._store(outer, rows)
+        self.store(outer, rows)
 
     def _loop(self, ctx: Context, body: Block, inits: list[SSAValue]) -> scf.ForOp:
         k = self.space.reduce_dim
@@ -519,7 +521,8 @@ class KernelEmitter:
         ctx.block.add_op(loop)
         return loop
 
-    def _store(self, ctx: Context, outputs: list[int]) -> None:
+    def store(self, ctx: Context, outputs: list[int]) -> None:
+        """Store group outputs `outputs` (indices) at their offsets, part by part."""
         for i in outputs:
             v = self.group.outputs[i]
             for part in range(self.space.parts_of(v)):
@@ -531,86 +534,3 @@ class KernelEmitter:
                     back = [canonical.index(d) for d in stored]
                     value = self.add(ctx, tile.TransposeOp(value, back))
                 ctx.block.add_op(tile.StoreOp(value, self.out_params[i], offsets))
-
-    # ------------------------------------------------------------------ matmul
-
-    def _matmul(self, ctx: Context) -> int:
-        """Grouped program order, the K loop of tile.dot, then epilogue and stores."""
-        sp, b = self.space, self.blocks
-        mm = sp.matmul
-        assert mm is not None and sp.m_dim is not None and sp.n_dim is not None
-        m, n = sp.m_dim, sp.n_dim
-        bm, bn, bk = b.dims[m], b.dims[n], b.block_k
-        nm, nn_ = self._blocks_along(m), self._blocks_along(n)
-        batch = list(range(m))
-        pid = self.add(ctx, tile.ProgramIdOp(0))
-        per_batch = nm * nn_
-        tile_id = self.add(ctx, arith.RemSIOp(pid, self.index(per_batch))) if batch else pid
-        rest = self.add(ctx, arith.DivSIOp(pid, self.index(per_batch))) if batch else None
-        for d in reversed(batch):
-            assert rest is not None
-            size = sp.sizes[d]
-            ctx.offsets[d] = self.add(ctx, arith.RemSIOp(rest, self.index(size)))
-            rest = self.add(ctx, arith.DivSIOp(rest, self.index(size)))
-        gm = b.group_m
-        in_group = self.index(gm * nn_)
-        group_id = self.add(ctx, arith.DivSIOp(tile_id, in_group))
-        first_m = self.add(ctx, arith.MuliOp(group_id, self.index(gm)))
-        left = self.add(ctx, arith.SubiOp(self.index(nm), first_m))
-        size_m = self.add(ctx, arith.MinSIOp(left, self.index(gm)))
-        local = self.add(ctx, arith.RemSIOp(tile_id, in_group))
-        pid_m = self.add(ctx, arith.AddiOp(first_m, self.add(ctx, arith.RemSIOp(local, size_m))))
-        pid_n = self.add(ctx, arith.DivSIOp(local, size_m))
-        ctx.offsets[m] = self._scaled(ctx, pid_m, bm)
-        ctx.offsets[n] = self._scaled(ctx, pid_n, bn)
-        acc_t = TensorType(f32, [bm, bn])
-        mms = sp.matmuls or [mm]
-        zeros = [self.splat(ctx, 0.0, acc_t) for _ in mms]
-        body = Block(arg_types=[IndexType(), *(acc_t for _ in mms)])
-        kk, accs = body.args[0], body.args[1:]
-        inner = Context(body, ctx.offsets)
-        # a dual GEMM loads the shared A tile once and keeps one accumulator per matmul
-        a = self._operand_tile(
-            inner, mm.lhs, ctx.offsets[m], kk, bm, bk, mm.transpose_a is not None, False
-        )
-        dots = []
-        for one, acc in zip(mms, accs, strict=True):
-            w = self._operand_tile(
-                inner, one.rhs, ctx.offsets[n], kk, bn, bk, one.transpose_b is not None, True
-            )
-            dots.append(self.add(inner, tile.DotOp(a, w, acc)))
-        body.add_op(scf.YieldOp(*dots))
-        loop = scf.ForOp(self.index(0), self.index(sp.k_size), self.index(bk), zeros, body)
-        ctx.block.add_op(loop)
-        for one, total in zip(mms, loop.results, strict=True):
-            rt = one.result.type
-            assert isinstance(rt, TensorType)
-            result = total
-            if not isinstance(rt.element_type, Float32Type):
-                result = self.cast(ctx, result, rt.element_type)
-            ctx.cache[(one.result, 0)] = result
-        self._store(ctx, list(range(len(self.group.outputs))))
-        return math.prod(sp.sizes[d] for d in batch) * per_batch
-
-    def _operand_tile(
-        self,
-        ctx: Context,
-        v: SSAValue,
-        off: SSAValue,
-        k: SSAValue,
-        block: int,
-        bk: int,
-        transposed: bool,
-        is_rhs: bool,
-    ) -> SSAValue:
-        """The [BM, BK] tile of A (or [BK, BN] of B) at this K step."""
-        _, batch = self._operand_view(v)
-        offsets = [ctx.offsets[d] for d in batch]
-        # memory order of the last two dims: A is [M, K] ([K, M] transposed), B is [K, N]
-        k_first = (not transposed) if is_rhs else transposed
-        pair, box = ([k, off], [bk, block]) if k_first else ([off, k], [block, bk])
-        t = self.add(ctx, tile.LoadOp(self.operand_params[v], [*offsets, *pair], box))
-        want_k_first = is_rhs
-        if k_first != want_k_first:
-            t = self.add(ctx, tile.TransposeOp(t, [1, 0]))
-        return t
