@@ -110,10 +110,6 @@ def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int, row_budget: 
     tiles = [o for o in kernel.walk() if isinstance(o, tile.LoadOp | tile.StoreOp | tile.DotOp)]
     shapes = [_tile_shape(o) for o in tiles]
     biggest = max((math.prod(s) for s in shapes), default=1)
-    # a kernel that stores several tiles per program (the column parts of a rotary
-    # embedding, several outputs) keeps them all live: size the warps for their sum
-    stored = sum(math.prod(_tile_shape(o)) for o in tiles if isinstance(o, tile.StoreOp))
-    biggest = max(biggest, stored)
     inner = [s[-1] for s in shapes if s] or [1]
     buffers = [o.buffer.type for o in tiles if isinstance(o, tile.LoadOp | tile.StoreOp)]
     globals_ = [

@@ -297,11 +297,3 @@ def test_compile_errors_show_the_compiler_message_and_the_source_path(
     assert "undefined_name" in message
     path = re.search(r"\((/[^)]*\.cu)\)", message)
     assert path is not None and Path(path.group(1)).read_text() == source
-
-
-def test_warps_are_sized_for_every_tile_a_program_stores() -> None:
-    """RMSNorm + RoPE stores two 16x64 column parts per program: tile-promote sizes the
-    warps for both (4 warps, 8 elements a thread per part), where sizing for one part
-    gave 2 warps and 96 registers a thread (31% occupancy on an H100)."""
-    src = sources(rmsnorm_rope(1, 64, 32, 128))["row_reduction"]
-    assert "num_warps 4" in src
