@@ -19,7 +19,7 @@ import sys
 
 import torch
 
-from benchmarks.standalone import TABLE_HEADER, check_and_time, copy_gbps, provenance
+from benchmarks.standalone import TABLE_HEADER, check_and_time, copy_gbps, finish, provenance
 from benchmarks.workloads.activations import Softmax
 from benchmarks.workloads.norms import LayerNorm
 
@@ -58,12 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             rows, ok = check_and_time(name, model.to(dtype), (x,), ref, roof_us, device)
         lines += rows
         failed |= not ok
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    return 1 if failed else 0
+    return finish(lines, args.out, failed)
 
 
 if __name__ == "__main__":

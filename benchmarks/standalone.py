@@ -76,3 +76,14 @@ def check_and_time(
             f"| {100 * roof_us / k_us:.1f} |"
         )
     return rows, ok
+
+
+def finish(lines: list[str], out: str | None, failed: bool) -> int:
+    """Print the table `lines`, also write it to `out` when given; the exit status (1 if
+    any system was wrong)."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    return 1 if failed else 0

@@ -199,9 +199,10 @@ class KernelEmitter:
         params += [self.view_type(v) for v in g.outputs]
         kernel = tile.KernelOp(self.name, 1, params, self._attributes())
         entry = kernel.body.block
-        n = len(self.launch_inputs)
-        self.operand_params = dict(zip(g.inputs, entry.args[: len(g.inputs)], strict=True))
-        self.params = dict(zip(self.launch_inputs, entry.args[:n], strict=True))
+        n, k = len(self.launch_inputs), len(g.inputs)
+        self.operand_params = dict(zip(g.inputs, entry.args[:k], strict=True))
+        # what pointwise loads read: the epilogue's own parameter where there is one
+        self.params = {**self.operand_params, **dict(zip(twice, entry.args[k:n], strict=True))}
         self.out_params = list(entry.args[n:])
         ctx = Context(entry, {})
         if sp.kind == MATMUL:

@@ -5,8 +5,7 @@ buffers the kernel writes keep their place."""
 from __future__ import annotations
 
 import fuseopt
-from fuseopt.backends.cuda.emission_order import late_loads_order
-from fuseopt.backends.cuda.kernel_emitter import _written_params
+from fuseopt.backends.cuda.emission_order import late_loads_order, written_params
 from fuseopt.dialects import tile
 
 KERNEL = """
@@ -29,7 +28,7 @@ tile.kernel @k grid 1 (%a: memref<8xf32>, %w: memref<8xf32>, %o: memref<8xf32>) 
 def _order() -> list[str]:
     module = fuseopt.parse(KERNEL)
     kernel = next(op for op in module.walk() if isinstance(op, tile.KernelOp))
-    ops = late_loads_order(kernel.body.block, _written_params(kernel))
+    ops = late_loads_order(kernel.body.block, written_params(kernel))
     assert sorted(map(id, ops)) == sorted(map(id, kernel.body.block.ops))  # a permutation
     return [op.results[0].name_hint if op.results else op.name for op in ops]
 

@@ -5,7 +5,8 @@ only such loads) are printed just before their first use: nvcc does not move a g
 load across `__syncthreads()`, so a weight row loaded before a block reduction but used
 after it would hold its registers across the reduction, and at the 40 registers that
 three 512-thread blocks per SM allow, that spilled (RMSNorm: 36 bytes of spill stores per
-thread; printed late, none, and the kernel ran 25% faster on an H200).
+thread; printed late, none, and the kernel ran 25% faster on an H200). Which parameters
+a kernel writes (`written_params`) decides what may move, and which pointers are const.
 """
 
 from __future__ import annotations
@@ -60,3 +61,21 @@ def _read_only_global_load(op: Operation, args: list[SSAValue], written: set[int
     while isinstance(v.owner, tile.ViewOp):
         v = v.owner.source
     return v in args and args.index(v) not in written
+
+
+def written_params(kernel: tile.KernelOp) -> set[int]:
+    """Indices of kernel parameters that some op writes (store, copy dest, gemm out)."""
+    args = list(kernel.body.block.args)
+    written: set[int] = set()
+    for op in kernel.walk():
+        targets: list[SSAValue] = []
+        if isinstance(op, tile.StoreOp):
+            targets = [op.buffer]
+        elif isinstance(op, tile.CopyOp):
+            targets = [op.dest]
+        for v in targets:
+            while isinstance(v.owner, tile.ViewOp):
+                v = v.owner.source
+            if v in args:
+                written.add(args.index(v))
+    return written

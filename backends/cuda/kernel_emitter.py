@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuseopt.backends.cuda import op_table
-from fuseopt.backends.cuda.emission_order import late_loads_order
+from fuseopt.backends.cuda.emission_order import late_loads_order, written_params
 from fuseopt.backends.cuda.names import NameTable
 from fuseopt.backends.cuda.values import Buffer, Layout, Val, default_layout
 from fuseopt.diagnostics import CompileError, error_at, op_location
@@ -173,13 +173,13 @@ class KernelEmitter:
             **dot_handlers(),
         }
         block = self.kernel.body.block
-        written = _written_params(self.kernel)
+        self.written = written_params(self.kernel)
         params = []
         for i, arg in enumerate(block.args):
             t = arg.type
             assert isinstance(t, MemRefType)
             name = self.fresh(f"p{i}")
-            ro = i not in written
+            ro = i not in self.written
             ctype = op_table.c_type(t.element_type)
             params.append(f"{'const ' if ro else ''}{ctype}* __restrict__ {name}")
             self.values[arg] = Buffer(name, tuple(t.get_shape()), t.element_type, False, ro)
@@ -207,7 +207,7 @@ class KernelEmitter:
     def emit_block(self, block: Block) -> None:
         """Print every op of `block`, loads of read-only global buffers just before their
         first use (`late_loads_order`)."""
-        for op in late_loads_order(block, _written_params(self.kernel)):
+        for op in late_loads_order(block, self.written):
             self.emit_op(op)
 
     def emit_op(self, op: Operation) -> None:
@@ -410,24 +410,6 @@ class KernelEmitter:
 
 def _int_attr(attr: Attribute | None, default: int) -> int:
     return attr.value.data if isinstance(attr, IntegerAttr) else default
-
-
-def _written_params(kernel: tile.KernelOp) -> set[int]:
-    """Indices of kernel parameters that some op writes (store, copy dest, gemm out)."""
-    args = list(kernel.body.block.args)
-    written: set[int] = set()
-    for op in kernel.walk():
-        targets: list[SSAValue] = []
-        if isinstance(op, tile.StoreOp):
-            targets = [op.buffer]
-        elif isinstance(op, tile.CopyOp):
-            targets = [op.dest]
-        for v in targets:
-            while isinstance(v.owner, tile.ViewOp):
-                v = v.owner.source
-            if v in args:
-                written.add(args.index(v))
-    return written
 
 
 # --------------------------------------------------------------------------- core ops

@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr,
 from xdsl.utils.target import Target
 
 from fuseopt.backends.cuda import op_table
+from fuseopt.backends.cuda.emission_order import written_params
 from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
 from fuseopt.backends.cuda.names import NameTable
 from fuseopt.backends.cuda.prelude import CP_ASYNC, PRELUDE, WMMA_INCLUDE
@@ -94,8 +95,6 @@ def _host_launcher(
 
 def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) -> CudaKernel:
     """Print one kernel as a self-contained translation unit."""
-    from fuseopt.backends.cuda.kernel_emitter import _written_params
-
     schedule_attr = k.attributes.get("schedule")
     schedule = schedule_attr.data if isinstance(schedule_attr, StringAttr) else "custom"
     ops = tuple(o.name for o in k.walk() if o.dialect_name() == "nn")
@@ -128,8 +127,8 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
     if tables:
         parts.append("\n".join(tables) + "\n")
     parts.append(body)
-    parts.append(_host_launcher(k, c_name, launch_grid, threads, smem, _written_params(k)))
-    written = _written_params(k)
+    written = written_params(k)
+    parts.append(_host_launcher(k, c_name, launch_grid, threads, smem, written))
     params = tuple(
         f"{'' if i in written else 'const '}{op_table.c_type(t.element_type)}*"
         for i, t in enumerate(k.param_types)
