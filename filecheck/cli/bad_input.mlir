@@ -73,3 +73,48 @@ func.func @generic_bad_attribute(%x: tensor<4xf32>) -> tensor<f32> {
   %0 = "nn.sum"(%x) {axes = 3 : i64} : (tensor<4xf32>) -> tensor<f32>
   func.return %0 : tensor<f32>
 }
+
+// -----
+
+// DIAG: bad_input.mlir:[[# @LINE + 2]]:3: error: 'nn.add' op operand 0 is this op's own result: a value must be defined before it is used
+func.func @own_result(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.add %0, %x : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// DIAG: bad_input.mlir:[[# @LINE + 2]]:3: error: 'nn.add' op operand 0 is used before it is defined (by 'nn.exp' at {{.*}}bad_input.mlir:[[# @LINE + 3]]:3)
+func.func @use_before_def(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %1 = nn.add %0, %x : tensor<4xf32>
+  %0 = nn.exp %x : tensor<4xf32>
+  func.return %1 : tensor<4xf32>
+}
+
+// -----
+
+// DIAG: bad_input.mlir:[[# @LINE + 2]]:32: error: dimension 799999999999999999992 is too large: sizes are 64-bit (at most 9223372036854775807)
+// DIAG-NEXT: func.func @huge_dim(%x: tensor<799999999999999999992xf32>) {
+func.func @huge_dim(%x: tensor<799999999999999999992xf32>) {
+  func.return
+}
+
+// -----
+
+// DIAG: bad_input.mlir:[[# @LINE + 1]]:34: error: shape 4294967296x4294967296 has 18446744073709551616 elements, more than a 64-bit size can count
+func.func @huge_shape(%x: tensor<4294967296x4294967296xf32>) {
+  func.return
+}
+
+// -----
+
+// DIAG: bad_input.mlir:[[# @LINE + 5]]:1: error: expected '}' to close the region opened at [[# @LINE + 1]]:62 (or an operation, or a block label ^name), got the end of the input
+func.func @missing_brace(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.exp %x : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+
+// -----
+
+// DIAG: bad_input.mlir:[[# @LINE + 1]]:545: error: nesting too deep: operations nest at most 32 levels inside one another's regions
+builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module { builtin.module {
+} } } } } } } } } } } } } } } } } } } } } } } } } } } } } } } } }
