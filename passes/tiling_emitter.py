@@ -5,7 +5,9 @@ Algorithm:
    sizes of the iteration dims it spans (a free reinterpretation of the host buffer);
 2. the program id is split into one offset per iteration dim (row-major program order;
    matmul programs go in groups of GROUP_M rows of tiles for L2 reuse);
-3. values are emitted on demand, memoized per context: an input is a masked
+3. values are emitted on demand, memoized per context (depth first, on an explicit
+   stack of suspended emissions, so a chain of any length nests no Python calls): an
+   input is a masked
    `tile.load` at the context's offsets, an nn op is re-created on tiles (elementwise
    ops keep their nn name; `nn.broadcast` becomes `tile.broadcast`; squeeze-only
    reshapes are free; reductions become `tile.reduce` with out-of-bounds elements
@@ -27,6 +29,7 @@ Algorithm:
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
@@ -60,6 +63,10 @@ from fuseopt.passes.tiling_matmul import emit_matmul
 
 REDUCE_KIND = {nn.SumOp: "sum", nn.MeanOp: "sum", nn.ReduceMaxOp: "max", nn.ReduceMinOp: "min"}
 COMBINE = {"sum": nn.AddOp, "max": nn.MaxOp, "min": nn.MinOp}
+
+Steps = Generator["Steps", SSAValue, SSAValue]
+"""A suspended emission: yields the steps of each value it needs, is sent that value's
+tile back, and returns its own tile (see `KernelEmitter._drive`)."""
 
 
 @dataclass
@@ -280,6 +287,33 @@ class KernelEmitter:
     def emit(self, v: SSAValue, ctx: Context, part: int = 0) -> SSAValue:
         """The tile of nn value `v` (its part `part` along the split dim) in `ctx`,
         emitting what it needs."""
+        return self._drive(self._emit_steps(v, ctx, part))
+
+    @staticmethod
+    def _drive(steps: Steps) -> SSAValue:
+        """Run `steps` to its result, emitting each value it asks for first.
+
+        Emission is recursive in the operands (a value needs its operands' tiles), but
+        a chain of thousands of ops must not nest Python calls that deep: each request
+        is a generator on an explicit stack, resumed with the tile it asked for, so ops
+        come out in the same order as a depth-first recursion would give."""
+        stack = [steps]
+        value: SSAValue | None = None
+        while True:
+            try:
+                request = stack[-1].send(value)
+            except StopIteration as done:
+                stack.pop()
+                value = done.value
+                if not stack:
+                    assert value is not None
+                    return value
+                continue
+            stack.append(request)
+            value = None
+
+    def _emit_steps(self, v: SSAValue, ctx: Context, part: int) -> Steps:
+        """`emit` as steps (see `_drive`): yields the emission of each value it needs."""
         if v not in self.varies:
             part = 0
         key = (v, part)
@@ -287,7 +321,7 @@ class KernelEmitter:
             return ctx.cache[key]
         sp = self.space
         if ctx.outer is not None and sp.reduce_dim not in sp.span(v):
-            ctx.cache[key] = self.emit(v, ctx.outer, part)
+            ctx.cache[key] = yield self._emit_steps(v, ctx.outer, part)
             return ctx.cache[key]
         if v in self.params:
             offsets = self.offsets(ctx, v, part)
@@ -299,7 +333,7 @@ class KernelEmitter:
         else:
             op = v.owner
             assert isinstance(op, Operation)
-            result = self._lower(op, ctx, part)
+            result = yield from self._lower_steps(op, ctx, part)
         ctx.cache[key] = result
         return result
 
@@ -340,7 +374,8 @@ class KernelEmitter:
             raise AssertionError("concat part out of range")
         return [(x, part) for x in op.operands]
 
-    def _lower(self, op: Operation, ctx: Context, part: int) -> SSAValue:
+    def _lower_steps(self, op: Operation, ctx: Context, part: int) -> Steps:
+        """Re-create `op` on tiles (steps: yields the emission of its operands)."""
         r = op.results[0]
         t = r.type
         assert isinstance(t, TensorType)
@@ -351,9 +386,11 @@ class KernelEmitter:
         if isinstance(op, nn.ReductionOp) and self.space.reduce_dim in self.space.span(
             op.operands[0]
         ):
-            partial = self._reduce_parts(op, ctx, part)
+            partial = yield from self._reduce_parts_steps(op, ctx, part)
             return self._finish_reduce(op, partial, ctx)
-        xs = [self.emit(x, ctx, p) for x, p in self._operand_part(op, part)]
+        xs = []
+        for x, p in self._operand_part(op, part):
+            xs.append((yield self._emit_steps(x, ctx, p)))
         if isinstance(op, nn.SliceOp | nn.ConcatOp | nn.TransposeOp):
             return xs[0]  # tiles are in iteration order: a transpose only moves loads
         if isinstance(op, ELEMENTWISE):
@@ -391,13 +428,18 @@ class KernelEmitter:
     def _reduce_parts(self, op: nn.ReductionOp, ctx: Context, part: int) -> SSAValue:
         """This context's partial reduction for part `part` of `op`'s result: over every
         part of the input when the reduce dim is the split dim, else over the same part."""
+        return self._drive(self._reduce_parts_steps(op, ctx, part))
+
+    def _reduce_parts_steps(self, op: nn.ReductionOp, ctx: Context, part: int) -> Steps:
+        """`_reduce_parts` as steps (see `_drive`)."""
         sp, x = self.space, op.operands[0]
         if sp.reduce_dim != sp.split_dim or sp.parts_of(x) == 1:
-            return self._partial_reduce(op, self.emit(x, ctx, part), ctx)
+            tile_x = yield self._emit_steps(x, ctx, part)
+            return self._partial_reduce(op, tile_x, ctx)
         combine = COMBINE[REDUCE_KIND[type(op)]]
-        total = self._partial_reduce(op, self.emit(x, ctx, 0), ctx)
+        total = self._partial_reduce(op, (yield self._emit_steps(x, ctx, 0)), ctx)
         for q in range(1, sp.parts_of(x)):
-            partial = self._partial_reduce(op, self.emit(x, ctx, q), ctx)
+            partial = self._partial_reduce(op, (yield self._emit_steps(x, ctx, q)), ctx)
             total = self.add(ctx, combine(total, partial))
         return total
 
