@@ -8,11 +8,17 @@ Each nn op's `NNCanonicalization` trait asks `patterns_for(op_type)` for its pat
 - constant folding: an op whose operands are all constants folds to a constant when
   every operand is a splat (any size: elementwise and layout ops map splats to
   splats) or the result has at most `MAX_FOLD_ELEMENTS` elements.
-Folding evaluates the op with the reference interpreter, so it has the same numerics.
+Folding evaluates the op with the reference interpreter, so it has the same numerics,
+on one element for a splat. It never materializes an operand of more than
+`MAX_EVAL_ELEMENTS` elements: a reduction of a larger splat folds symbolically (max and
+min: the splat; mean: the splat; sum: the splat times the element count, rounded once to
+the element type; float sums only), anything else of that size is left alone. A dense
+constant is recognized as a splat from its bytes, without unpacking its elements.
 """
 
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -33,6 +39,13 @@ from fuseopt.interpreter.dtypes import to_element_type
 MAX_FOLD_ELEMENTS = 1024
 """Largest non-splat result that constant folding materializes."""
 
+MAX_EVAL_ELEMENTS = 1 << 20
+"""Largest operand constant folding materializes to evaluate an op (8 MiB as f64); a
+100000 x 100000 splat summed to a scalar once asked for 74.5 GiB."""
+
+SPLAT_CHECK_BYTES = 1 << 16
+"""How many bytes of a dense constant are compared at a time when looking for a splat."""
+
 # Ops that map splat operands to a splat result (so folding never grows IR).
 SPLAT_PRESERVING = (
     *nn.UNARY_OPS,
@@ -50,9 +63,34 @@ SPLAT_PRESERVING = (
 def splat_of(value: SSAValue) -> float | int | None:
     """The scalar a value equals everywhere, if it is a splat nn.constant."""
     owner = value.owner
-    if isinstance(owner, nn.ConstantOp):
-        return owner.splat_value
-    return None
+    if not isinstance(owner, nn.ConstantOp):
+        return None
+    if isinstance(owner.value, DenseIntOrFPElementsAttr):
+        return dense_splat(owner.value)
+    return owner.splat_value
+
+
+def dense_splat(attr: DenseIntOrFPElementsAttr) -> float | int | None:
+    """The scalar every element of `attr` equals, or None, found without unpacking the
+    elements (`ConstantOp.splat_value` builds a tuple of them all): the elements'
+    bytes are compared with the first element's, a block at a time. Equal values with
+    different bytes (0.0 and -0.0) count as a splat only in small constants, and NaN
+    never does, as for `splat_value`."""
+    count = len(attr)
+    if count == 0:
+        return None
+    data = memoryview(attr.data.data)
+    size = len(data) // count
+    first = data[:size].tobytes()
+    block = first * max(1, SPLAT_CHECK_BYTES // size)
+    same = all(
+        data[i : i + len(block)] == block[: len(data[i : i + len(block)])]
+        for i in range(0, len(data), len(block))
+    )
+    if not same:
+        return nn.ConstantOp(attr, attr.type).splat_value if count <= MAX_FOLD_ELEMENTS else None
+    value = attr.get_element_type().unpack(first, 1)[0]
+    return None if value != value else value  # NaN != NaN
 
 
 class FoldIdentityOperand(RewritePattern):
@@ -187,11 +225,45 @@ class FoldConstants(RewritePattern):
             value = splats[0] if isinstance(op, LAYOUT_OPS) else _evaluate_on_one_element(op)
             rewriter.replace(op, nn.ConstantOp(value, result_type))
             return
-        if int(np.prod(result_type.get_shape())) > MAX_FOLD_ELEMENTS:
+        if isinstance(op, nn.ReductionOp) and splats[0] is not None:
+            reduced = _reduce_splat(op, splats[0])
+            if reduced is not None:
+                rewriter.replace(op, nn.ConstantOp(reduced, result_type))
+                return
+        if _elements(result_type) > MAX_FOLD_ELEMENTS:
+            return
+        if any(_elements(v.type) > MAX_EVAL_ELEMENTS for v in op.operands):
             return
         args = tuple(_run(v.owner, ()) for v in op.operands)
         out = np.asarray(_run(op, args))
         rewriter.replace(op, nn.ConstantOp(_value_attr(out, result_type), result_type))
+
+
+def _elements(t: object) -> int:
+    assert isinstance(t, TensorType)
+    return math.prod(t.get_shape())
+
+
+def _reduce_splat(op: nn.ReductionOp, splat: float | int) -> float | int | None:
+    """A reduction of a splat, without materializing it: max and min are the splat at
+    any size; above MAX_EVAL_ELEMENTS a mean is the splat and a float sum the splat
+    times the element count; each rounded once to the result's element type, as the
+    interpreter rounds. None: evaluate it (or leave it)."""
+    t, result = op.input.type, op.result.type
+    assert isinstance(t, TensorType) and isinstance(result, TensorType)
+    value: float | int
+    if isinstance(op, nn.ReduceMaxOp | nn.ReduceMinOp):
+        value = splat
+    elif _elements(t) <= MAX_EVAL_ELEMENTS or not is_float(t.element_type):
+        return None
+    elif isinstance(op, nn.MeanOp):
+        value = splat
+    elif isinstance(op, nn.SumOp):  # of the splat as stored (an f32 0.1 is not 0.1)
+        stored = to_element_type(np.asarray(splat), t.element_type).item()
+        value = stored * math.prod(t.get_shape()[a] for a in op.axis_list)
+    else:
+        return None
+    return to_element_type(np.asarray(value), result.element_type).item()
 
 
 def _run(op: Operation, args: tuple[np.ndarray, ...]) -> np.ndarray:

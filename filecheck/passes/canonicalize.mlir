@@ -126,3 +126,24 @@ func.func @transpose_into_matmul(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %a: 
   %r3 = nn.matmul %p, %x : tensor<8x2x4xf32>, tensor<4x8xf32> -> tensor<8x2x8xf32>
   func.return %r, %r2, %r3 : tensor<4x16xf32>, tensor<2x4x16xf32>, tensor<8x2x8xf32>
 }
+
+// -----
+
+// Reductions of a splat too large to evaluate fold symbolically (max, min and mean: the
+// splat; a float sum: the splat as stored times the count), never materializing it;
+// an integer sum of one is left alone.
+// CHECK-LABEL: func.func @huge_splat_reductions
+// CHECK-DAG:   nn.constant 1.000000e+09 : tensor<f32>
+// CHECK-DAG:   nn.constant 0.10000000149011612 : tensor<100000xf32>
+// CHECK-DAG:   nn.constant 0.10000000149011612 : tensor<1x1xf32>
+// CHECK-DAG:   nn.sum %{{.*}} [1] keepdim : tensor<100000x100000xi64> -> tensor<100000x1xi64>
+// CHECK-NOT:   nn.reduce_min
+func.func @huge_splat_reductions() -> (tensor<f32>, tensor<100000xf32>, tensor<1x1xf32>, tensor<100000x1xi64>) {
+  %c = nn.constant 0.1 : tensor<100000x100000xf32>
+  %s = nn.sum %c [0, 1] : tensor<100000x100000xf32> -> tensor<f32>
+  %m = nn.mean %c [1] : tensor<100000x100000xf32> -> tensor<100000xf32>
+  %n = nn.reduce_min %c [0, 1] keepdim : tensor<100000x100000xf32> -> tensor<1x1xf32>
+  %i = nn.constant 3 : tensor<100000x100000xi64>
+  %is = nn.sum %i [1] keepdim : tensor<100000x100000xi64> -> tensor<100000x1xi64>
+  func.return %s, %m, %n, %is : tensor<f32>, tensor<100000xf32>, tensor<1x1xf32>, tensor<100000x1xi64>
+}
