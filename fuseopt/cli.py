@@ -7,25 +7,41 @@ It is xDSL's opt main with fuseopt's dialects, passes and targets registered, an
 errors for people: a parse error, verifier failure or pass failure prints
 `file:line:col: error: message` on stderr and exits 1; with `--verify-diagnostics` the
 diagnostic goes to stdout and the exit code is 0 (for FileCheck tests). Bad command
-lines print one line and exit non-zero. No input produces a Python traceback; set
-`FUSEOPT_DEBUG=1` to see one for an internal error.
+lines (an unknown or empty target, an empty pass name as in `-p 'cse,'`) print one
+error and exit non-zero. No input produces a Python traceback; set `FUSEOPT_DEBUG=1` to
+see one for an internal error.
+
+Output (`-o FILE`), as `mlir-opt` does it: all input is read before anything is written,
+so `-o` may name the input file; the result goes to a temporary file beside FILE that is
+renamed over it once every chunk succeeded, so an error leaves FILE as it was (and a
+reader never sees half a file). A FILE that is not a regular file (`/dev/null`, a pipe)
+is written directly.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
+import secrets
+import stat
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from fuseopt import registry
 from fuseopt.diagnostics import CompileError, parse_module
 from fuseopt.pipelines import PIPELINES, describe_bad_option
+
+
+class CommandLineError(Exception):
+    """A bad command line or an unwritable output, printed as `fuse-opt: error: ...`."""
 
 
 class FuseOptMain(xDSLOptMain):
@@ -42,8 +58,31 @@ class FuseOptMain(xDSLOptMain):
             help="run a named pipeline from fuseopt.pipelines (before any -p passes): "
             + "; ".join(f"{name} = {spec}" for name, spec in sorted(PIPELINES.items())),
         )
+        for action in arg_parser._actions:  # argparse keeps no public handle on an option
+            if "--target" in action.option_strings:
+                action.type = self.check_target
+
+    def check_target(self, text: str) -> str:
+        """The `-t` value, checked while argparse reads it: an empty or unknown target is
+        an error about the target that lists the targets (xDSL would blame the pass
+        pipeline for an empty one)."""
+        name = text.split("{", 1)[0].strip()
+        targets = ", ".join(self.available_targets)
+        if not name:
+            raise argparse.ArgumentTypeError(f"empty target name (choose from {targets})")
+        if name not in self.available_targets:
+            raise argparse.ArgumentTypeError(f"invalid choice: '{name}' (choose from {targets})")
+        try:
+            parse_spec(text)
+        except ArgSpecParseError as e:
+            where = _pipeline_error(e).replace("pass-pipeline:", "target:", 1)
+            raise argparse.ArgumentTypeError(f"bad target options: {where}") from None
+        return text
 
     def setup_pipeline(self) -> None:
+        if not self.args.passes.strip():
+            self.args.passes = ""
+        check_pass_names(self.args.passes)
         if self.args.pipeline:
             named = PIPELINES[self.args.pipeline]
             self.args.passes = f"{named},{self.args.passes}" if self.args.passes else named
@@ -74,33 +113,94 @@ class FuseOptMain(xDSLOptMain):
         return parse_module(self.ctx, chunk.read(), self.get_input_name(), start_offset)
 
     def run(self) -> int:
-        """Process every input chunk; return the process exit code."""
+        """Process every input chunk; return the process exit code (see the module
+        docstring for how `-o` is written)."""
         chunks, file_extension = self.prepare_input()
-        output = self.prepare_output()
+        inputs: list[tuple[bytes, int]] = []
+        for chunk, offset in chunks:
+            try:
+                inputs.append((chunk.read(), offset))
+            finally:
+                chunk.close()
+        to_file = self.args.output_file is not None
+        output: IO[str] = io.StringIO() if to_file else sys.stdout
         status = 0
-        try:
-            for i, (chunk, offset) in enumerate(chunks):
-                if i > 0:
-                    output.write("// -----\n")
-                try:
-                    module = self.parse_chunk(chunk, file_extension, offset)
-                    if module is not None:
-                        self.apply_passes(module)
-                        output.write(self.output_resulting_program(module))
-                except DiagnosticException as e:
-                    if self.args.verify_diagnostics:
-                        output.write(f"{_as_compile_error(e)}\n")
-                    else:
-                        print(_as_compile_error(e), file=sys.stderr)
-                        status = 1
-                        break
-                finally:
-                    chunk.close()
-                output.flush()
-        finally:
-            if output is not sys.stdout:
-                output.close()
+        for i, (data, offset) in enumerate(inputs):
+            if i > 0:
+                output.write("// -----\n")
+            try:
+                module = self.parse_chunk(io.BytesIO(data), file_extension, offset)
+                if module is not None:
+                    self.apply_passes(module)
+                    output.write(self.output_resulting_program(module))
+            except DiagnosticException as e:
+                if not self.args.verify_diagnostics:
+                    print(_as_compile_error(e), file=sys.stderr)
+                    status = 1
+                    break
+                output.write(f"{_as_compile_error(e)}\n")
+            output.flush()
+        if to_file and status == 0:
+            assert isinstance(output, io.StringIO)
+            write_atomically(self.args.output_file, output.getvalue())
         return status
+
+
+def check_pass_names(spec: str) -> None:
+    """Raise a CommandLineError, with a caret, at the first empty pass name of `spec`
+    (`cse,`, `cse,,dce`: xDSL ignores a trailing comma). Commas inside a pass's `{...}`
+    options or quotes do not separate passes."""
+    depth, quote, start = 0, "", 0
+    for i, c in enumerate(spec + ","):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth = max(0, depth - 1)
+        elif c == "," and depth == 0:
+            if spec and not spec[start:i].strip():
+                at = min(i, len(spec) - 1)
+                raise CommandLineError(
+                    f"pass-pipeline:1:{at + 1}: empty pass name in the pipeline (a ',' with no "
+                    f"pass on one side)\n  {spec}\n  {' ' * at}^"
+                )
+            start = i + 1
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same directory, renamed
+    over `path` (the file a symbolic link names is replaced; its mode is kept). A path
+    that exists and is not a regular file is written directly."""
+    target = Path(path).resolve()
+    try:
+        if target.exists() and not target.is_file():
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(text)
+            return
+        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
+        while True:  # created by os.open, so a new file gets the umask's permissions
+            tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                break
+            except FileExistsError:
+                continue
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            if mode is not None:
+                os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError as e:
+        raise CommandLineError(f"cannot write '{path}': {e.strerror or e}") from None
 
 
 def _as_compile_error(e: DiagnosticException) -> CompileError:
@@ -116,6 +216,9 @@ def main(args: Sequence[str] | None = None) -> int:
     except CompileError as e:
         print(e, file=sys.stderr)
         code = 1
+    except CommandLineError as e:
+        print(f"fuse-opt: error: {e}", file=sys.stderr)
+        code = 1
     except OSError as e:
         name = e.filename if e.filename is not None else ""
         print(f"fuse-opt: error: cannot open '{name}': {e.strerror}", file=sys.stderr)
@@ -126,6 +229,12 @@ def main(args: Sequence[str] | None = None) -> int:
     except (ValueError, KeyError, DiagnosticException) as e:
         # Raised while reading the command line: unknown pass, bad pass option, ...
         print(f"fuse-opt: error: {_one_line(e)}", file=sys.stderr)
+        code = 1
+    except RecursionError:  # nesting the parser's limits allow, too deep for a pass
+        if os.environ.get("FUSEOPT_DEBUG"):
+            raise
+        print("fuse-opt: error: the input nests too deeply (Python's recursion limit)",
+              file=sys.stderr)
         code = 1
     except Exception as e:  # an internal error: say so plainly, keep the trace opt-in
         if os.environ.get("FUSEOPT_DEBUG"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,7 +84,11 @@ def test_verifier_error_points_at_the_op(tmp_path: Path) -> None:
         (["-t", "nonsense"], "invalid choice: 'nonsense'"),
         (["-p", "nn-fuse{report=true,dot=x}"], "pass options are separated by spaces"),
         (["-p", "nn-fuse{"], "pass-pipeline:1:9: Expected argument name here"),
-        (["-p", ",,"], "Expected pass name here"),
+        (["-p", ",,"], "pass-pipeline:1:1: empty pass name"),
+        (["-p", "canonicalize,"], "pass-pipeline:1:13: empty pass name in the pipeline"),
+        (["-p", "canonicalize,,cse"], "pass-pipeline:1:14: empty pass name in the pipeline"),
+        (["-t", ""], "argument -t/--target: empty target name (choose from mlir, triton, cuda)"),
+        (["-t", "mlir{"], "argument -t/--target: bad target options: target:1:6:"),
     ],
 )
 def test_bad_command_line(args: list[str], message: str, tmp_path: Path) -> None:
@@ -93,6 +98,74 @@ def test_bad_command_line(args: list[str], message: str, tmp_path: Path) -> None
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert message in result.stderr
+    if "-t" in args:  # the target is at fault, not the passes
+        error = result.stderr.splitlines()[-1] if ": error: " in result.stderr else ""
+        assert "pass pipeline" not in result.stderr and "pass-pipeline" not in error
+
+
+def test_pass_options_may_hold_commas(tmp_path: Path) -> None:
+    path = tmp_path / "ok.mlir"
+    path.write_text(VALID)
+    dot = tmp_path / "a,b.dot"
+    assert main([str(path), "-p", f'nn-fuse{{dot="{dot}"}}', "-o", str(tmp_path / "o.mlir")]) == 0
+    assert dot.is_file()
+
+
+def test_output_file_may_be_the_input(tmp_path: Path) -> None:
+    """mlir-opt reads all input before writing: `-o` naming the input must not empty it."""
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "nn-decompose", "-o", str(path)]) == 0
+    text = path.read_text()
+    assert "nn.rsqrt" in text and "nn.rms_norm" not in text
+    fuseopt.parse(text)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mlir"]  # no temporary left
+
+
+def test_an_error_writes_nothing(tmp_path: Path) -> None:
+    bad = MALFORMED["verifier"][0]
+    path = tmp_path / "in.mlir"
+    path.write_text(bad)
+    result = run_cli(str(path), "-o", str(path))
+    assert result.returncode == 1 and ": error: " in result.stderr
+    assert path.read_text() == bad  # the input survives its own failed rewrite
+    result = run_cli(str(path), "-o", str(tmp_path / "new.mlir"))
+    assert result.returncode == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mlir"]
+    split = VALID + "// -----\n" + bad
+    path.write_text(split)
+    old = tmp_path / "old.mlir"
+    old.write_text("previous output\n")
+    result = run_cli("--split-input-file", str(path), "-o", str(old))
+    assert result.returncode == 1
+    assert old.read_text() == "previous output\n"  # not the first chunk's output alone
+
+
+def test_output_replaces_the_file_a_link_names_and_keeps_its_mode(tmp_path: Path) -> None:
+    path, real, link = tmp_path / "in.mlir", tmp_path / "real.mlir", tmp_path / "link.mlir"
+    path.write_text(VALID)
+    real.write_text("old\n")
+    real.chmod(0o640)
+    link.symlink_to(real)
+    assert main([str(path), "-o", str(link)]) == 0
+    assert link.is_symlink() and "nn.softmax" in real.read_text()
+    assert real.stat().st_mode & 0o777 == 0o640
+
+
+def test_output_to_a_device_is_written_directly(tmp_path: Path) -> None:
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-o", os.devnull]) == 0
+    assert Path(os.devnull).exists() and not Path(os.devnull).is_file()
+
+
+def test_unwritable_output_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    result = run_cli(str(path), "-o", str(tmp_path / "no-such-dir" / "out.mlir"))
+    assert result.returncode == 1
+    assert result.stderr.startswith("fuse-opt: error: cannot write ")
+    assert "Traceback" not in result.stderr
 
 
 def test_missing_file() -> None:

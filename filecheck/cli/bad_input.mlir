@@ -6,6 +6,8 @@
 // RUN: not fuse-opt %s -p 'canonicalize{bogus=1}' 2>&1 | filecheck %s --check-prefix=OPTION
 // RUN: not fuse-opt %S/does-not-exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
 // RUN: not fuse-opt %s -t nonsense 2>&1 | filecheck %s --check-prefix=TARGET
+// RUN: not fuse-opt %s -t '' 2>&1 | filecheck %s --check-prefix=EMPTY-TARGET
+// RUN: not fuse-opt %s -p 'canonicalize,' 2>&1 | filecheck %s --check-prefix=EMPTY-PASS
 
 // FIRST:       bad_input.mlir:{{[0-9]+}}:{{[0-9]+}}: error: Operation nn.frobnicate is not registered
 // FIRST-NOT:   Traceback
@@ -17,8 +19,12 @@
 // OPTION-NOT:  Traceback
 // MISSING:     fuse-opt: error: cannot open '{{.*}}does-not-exist.mlir': No such file or directory
 // TARGET:      fuse-opt: error: argument -t/--target: invalid choice: 'nonsense'
+// EMPTY-TARGET: error: argument -t/--target: empty target name (choose from mlir, triton, cuda)
+// EMPTY-PASS:   fuse-opt: error: pass-pipeline:1:13: empty pass name in the pipeline
+// EMPTY-PASS-NEXT: canonicalize,
+// EMPTY-PASS-NEXT: {{^  +\^$}}
 
-// DIAG: bad_input.mlir:25:22: error: Operation nn.frobnicate is not registered
+// DIAG: bad_input.mlir:[[# @LINE + 4]]:22: error: Operation nn.frobnicate is not registered
 // DIAG-NEXT: %0 = nn.frobnicate %x : tensor<4xf32>
 // DIAG-NEXT: ^^
 func.func @unknown_op(%x: tensor<4xf32>) -> tensor<4xf32> {
