@@ -185,7 +185,7 @@ class ImportContext:
         so the scalar is not rounded to 16 bits first.
         """
         element = self.element(result)
-        if not isinstance(element, Float16Type | BFloat16Type):
+        if self.opmath_element(result) == element:
             return element
         for a in args:
             v = self.val(a)
@@ -194,6 +194,16 @@ class ImportContext:
             if isinstance(v, torch.Tensor) and v.dim() == 0 and v.dtype != result:
                 return f32
         return element
+
+    def opmath_element(self, result: torch.dtype) -> Attribute:
+        """The element type PyTorch's kernels compute an op of dtype `result` in
+        ("opmath"): f32 for f16 and bf16, the dtype itself otherwise.
+
+        A formula of several ops (softplus, mish, elu) computes in it and rounds once,
+        so its intermediates neither overflow 16 bits (exp(12) > f16's 65504) nor lose
+        precision that eager keeps."""
+        element = self.element(result)
+        return f32 if isinstance(element, Float16Type | BFloat16Type) else element
 
     def elementwise(
         self,

@@ -3,7 +3,8 @@ selection and dtype conversion.
 
 Operands are cast to the op's compute type and broadcast to the result shape by
 `ImportContext.elementwise`; activations nn has no op for (leaky_relu, softplus, mish,
-elu, hardtanh) are spelled with nn primitives here, as PyTorch defines them.
+elu, hardtanh) are spelled with nn primitives here, as PyTorch defines them, computed
+in opmath (f32 for f16/bf16) and rounded once, as PyTorch's kernels compute them.
 """
 
 from __future__ import annotations
@@ -209,59 +210,86 @@ def hardtanh(ctx: ImportContext, node: Node) -> Imported:
     return _clamp_bounds(ctx, node.args[0], ctx.arg(1, "min_val", -1.0), ctx.arg(2, "max_val", 1.0))
 
 
-def _float_input(ctx: ImportContext, node: Node) -> SSAValue:
-    """The first argument in the op's float compute type, at the result shape."""
+def _opmath_input(ctx: ImportContext, node: Node) -> SSAValue:
+    """The first argument at the result shape, in the type the op computes in: f32 for
+    16-bit floats (PyTorch's opmath, `ImportContext.opmath_element`), so that a formula
+    of several ops rounds once, at the end (`_opmath_result`)."""
     out = ctx.out_val()
     if not out.dtype.is_floating_point:
         raise ctx.fail(f"needs a floating-point tensor, got {out.dtype}")
-    compute = ctx.compute_element(list(node.args), out.dtype)
-    return ctx.operand(node.args[0], compute, ctx.out_type().get_shape())
+    return ctx.operand(node.args[0], ctx.opmath_element(out.dtype), ctx.out_type().get_shape())
+
+
+def _opmath_result(ctx: ImportContext, y: SSAValue) -> SSAValue:
+    """`y` (computed in opmath) rounded once to the node's result dtype."""
+    return ctx.cast(y, ctx.element(ctx.out_val().dtype))
 
 
 def _mul(ctx: ImportContext, x: SSAValue, k: float) -> SSAValue:
     return x if k == 1 else ctx.emit(nn.MulOp(x, _const_like(ctx, k, x)))
 
 
+def _log1p(ctx: ImportContext, u: SSAValue) -> SSAValue:
+    """log(1 + u) for u >= 0, accurate to a few ulps even where 1 + u rounds (nn has no
+    log1p): with w = 1 + u rounded, log(w) * (u / (w - 1)) corrects the rounding of w
+    (w - 1 is exact), and u itself is the answer where w rounds to 1 (Goldberg, "What
+    every computer scientist should know about floating-point arithmetic", thm. 4)."""
+    one = _const_like(ctx, 1.0, u)
+    w = ctx.emit(nn.AddOp(one, u))
+    rounds_to_one = ctx.emit(nn.CompareOp("eq", w, one))
+    # w - 1 is 0 where w rounds to 1: divide by 1 there (that lane takes u) rather than 0
+    w_minus_one = ctx.emit(nn.SelectOp(rounds_to_one, one, ctx.emit(nn.SubOp(w, one))))
+    corrected = ctx.emit(nn.MulOp(ctx.emit(nn.LogOp(w)), ctx.emit(nn.DivOp(u, w_minus_one))))
+    return ctx.emit(nn.SelectOp(rounds_to_one, u, corrected))
+
+
 def _softplus(ctx: ImportContext, x: SSAValue, beta: float, threshold: float) -> SSAValue:
-    """softplus as PyTorch: x when beta*x > threshold, else log(1 + exp(beta*x)) / beta."""
+    """softplus as PyTorch defines it: x where beta*x > threshold, else
+    log(1 + exp(beta*x)) / beta, the latter in the stable form
+    max(beta*x, 0) + log1p(exp(-|beta*x|)) (exp never overflows, and its small values
+    keep their precision as eager's log1p keeps them)."""
     bx = _mul(ctx, x, beta)
-    soft = ctx.emit(nn.LogOp(ctx.emit(nn.AddOp(_const_like(ctx, 1.0, bx), ctx.emit(nn.ExpOp(bx))))))
-    soft = _mul(ctx, soft, 1.0 / beta)
+    tail = _log1p(ctx, ctx.emit(nn.ExpOp(ctx.emit(nn.NegOp(ctx.emit(nn.AbsOp(bx)))))))
+    soft = ctx.emit(nn.AddOp(ctx.emit(nn.MaxOp(bx, _const_like(ctx, 0.0, bx))), tail))
+    if beta != 1:
+        soft = ctx.emit(nn.DivOp(soft, _const_like(ctx, beta, soft)))
     big = ctx.emit(nn.CompareOp("gt", bx, _const_like(ctx, threshold, bx)))
     return ctx.emit(nn.SelectOp(big, x, soft))
 
 
 @register(aten.softplus.default)
 def softplus(ctx: ImportContext, node: Node) -> Imported:
-    """softplus(x, beta=1, threshold=20)."""
-    x = _float_input(ctx, node)
-    y = _softplus(ctx, x, float(ctx.arg(1, "beta", 1.0)), float(ctx.arg(2, "threshold", 20.0)))
-    return ctx.cast(y, ctx.element(ctx.out_val().dtype))
+    """softplus(x, beta=1, threshold=20), in opmath (f32 for 16-bit floats)."""
+    x = _opmath_input(ctx, node)
+    beta, threshold = float(ctx.arg(1, "beta", 1.0)), float(ctx.arg(2, "threshold", 20.0))
+    return _opmath_result(ctx, _softplus(ctx, x, beta, threshold))
 
 
 @register(aten.mish.default)
 def mish(ctx: ImportContext, node: Node) -> Imported:
-    """mish(x) = x * tanh(softplus(x))."""
-    x = _float_input(ctx, node)
+    """mish(x) = x * tanh(softplus(x)), in opmath (f32 for 16-bit floats)."""
+    x = _opmath_input(ctx, node)
     y = ctx.emit(nn.MulOp(x, ctx.emit(nn.TanhOp(_softplus(ctx, x, 1.0, 20.0)))))
-    return ctx.cast(y, ctx.element(ctx.out_val().dtype))
+    return _opmath_result(ctx, y)
 
 
 @register(aten.leaky_relu.default)
 def leaky_relu(ctx: ImportContext, node: Node) -> Imported:
-    """leaky_relu(x, negative_slope=0.01) = where(x > 0, x, x * negative_slope)."""
-    x = _float_input(ctx, node)
+    """leaky_relu(x, negative_slope=0.01) = where(x > 0, x, x * negative_slope), in
+    opmath (the slope is not rounded to 16 bits)."""
+    x = _opmath_input(ctx, node)
     slope = float(ctx.arg(1, "negative_slope", 0.01))
     pos = ctx.emit(nn.CompareOp("gt", x, _const_like(ctx, 0.0, x)))
     y = ctx.emit(nn.SelectOp(pos, x, _mul(ctx, x, slope)))
-    return ctx.cast(y, ctx.element(ctx.out_val().dtype))
+    return _opmath_result(ctx, y)
 
 
 @register(aten.elu.default)
 def elu(ctx: ImportContext, node: Node) -> Imported:
     """elu(x, alpha=1, scale=1, input_scale=1) =
-    where(x > 0, scale * x, scale * alpha * (exp(input_scale * x) - 1))."""
-    x = _float_input(ctx, node)
+    where(x > 0, scale * x, scale * alpha * (exp(input_scale * x) - 1)), in opmath (the
+    exp of the unselected branch may overflow: it is discarded)."""
+    x = _opmath_input(ctx, node)
     alpha = float(ctx.arg(1, "alpha", 1.0))
     scale = float(ctx.arg(2, "scale", 1.0))
     input_scale = float(ctx.arg(3, "input_scale", 1.0))
@@ -269,7 +297,7 @@ def elu(ctx: ImportContext, node: Node) -> Imported:
     neg = _mul(ctx, em1, scale * alpha)
     pos = ctx.emit(nn.CompareOp("gt", x, _const_like(ctx, 0.0, x)))
     y = ctx.emit(nn.SelectOp(pos, _mul(ctx, x, scale), neg))
-    return ctx.cast(y, ctx.element(ctx.out_val().dtype))
+    return _opmath_result(ctx, y)
 
 
 @register(

@@ -1,0 +1,91 @@
+"""Activations the frontend spells with nn primitives (softplus, mish, elu, leaky_relu)
+on 16-bit floats over their whole range, against eager PyTorch.
+
+PyTorch computes them in f32 ("opmath") and rounds once; computed in f16, exp(x)
+overflows for x > 11.09 and softplus/mish gave `inf` up to the threshold (issue 14).
+Each activation runs on [-60, 60] and around the overflow points, through:
+- `fuseopt.compile(backend="interpret")` (the nn pipeline and the reference interpreter),
+- `fuseopt.compile(backend="triton")` (kernels in Triton's CPU interpreter),
+- `fuseopt.export` then `fuseopt.interpret` (the imported nn IR, no pass run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fuseopt
+
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "softplus": F.softplus,
+    "softplus_beta": lambda x: F.softplus(x, beta=2.0, threshold=30.0),
+    "mish": F.mish,
+    "elu": lambda x: F.elu(x, alpha=0.7),
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.01),
+}
+
+TOLERANCE = {
+    torch.float16: {"rtol": 2e-3, "atol": 2e-3},
+    torch.bfloat16: {"rtol": 1.6e-2, "atol": 1.6e-2},
+    torch.float32: {"rtol": 2e-5, "atol": 1e-6},
+}
+"""Within one rounding of the result dtype of eager (which rounds once, as we must)."""
+
+DTYPES = [torch.float16, torch.bfloat16]
+
+
+def spanning_inputs(dtype: torch.dtype) -> torch.Tensor:
+    """[-60, 60], plus points around exp's f16 overflow (11.09), softplus's threshold
+    (20, and 15 for beta=2 and threshold=30) and f16's underflow of exp(-x)."""
+    near = [11.0, 11.05, 11.09, 11.1, 11.2, 14.9, 15.0, 15.1, 19.9, 20.0, 20.1, 16.6, 17.4]
+    points = torch.tensor(near + [-v for v in near])
+    return torch.cat([torch.linspace(-60, 60, 481), points]).to(dtype)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FUSEOPT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _assert_matches_eager(actual: torch.Tensor, x: torch.Tensor, name: str) -> None:
+    expected = ACTIVATIONS[name](x)
+    assert actual.dtype == expected.dtype
+    assert torch.isfinite(actual).all(), x[~torch.isfinite(actual)]
+    torch.testing.assert_close(actual.float(), expected.float(), **TOLERANCE[x.dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f16", "bf16"])
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+@pytest.mark.parametrize("backend", ["interpret", "triton"])
+def test_activation_matches_eager_over_the_range(
+    backend: str, name: str, dtype: torch.dtype
+) -> None:
+    x = spanning_inputs(dtype)
+    torch._dynamo.reset()
+    compiled = fuseopt.compile(ACTIVATIONS[name], backend=backend, strict=True)
+    with torch.no_grad():
+        _assert_matches_eager(compiled(x), x, name)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f16", "bf16"])
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_imported_ir_matches_eager_in_the_reference_interpreter(
+    name: str, dtype: torch.dtype
+) -> None:
+    x = spanning_inputs(dtype)
+    module = fuseopt.parse(fuseopt.export(ACTIVATIONS[name], (x,)))
+    (y,) = fuseopt.interpret(module, "forward", x)
+    _assert_matches_eager(torch.from_numpy(y).to(dtype), x, name)
+
+
+def test_softplus_keeps_tiny_values_in_f32() -> None:
+    # log1p(exp(x)) for x << 0 is exp(x): a plain log(1 + exp(x)) rounds it to 0 or to
+    # a multiple of f32's epsilon
+    x = torch.tensor([-30.0, -20.0, -16.0, -12.0, -8.0, -1e-3, 0.0, 1e-3])
+    module = fuseopt.parse(fuseopt.export(F.softplus, (x,)))
+    (y,) = fuseopt.interpret(module, "forward", x)
+    torch.testing.assert_close(torch.from_numpy(y), F.softplus(x), rtol=1e-6, atol=0)
