@@ -1,9 +1,14 @@
-"""Activations the frontend spells with nn primitives (softplus, mish, elu, leaky_relu)
-on 16-bit floats over their whole range, against eager PyTorch.
+"""16-bit float inputs over their whole range, against eager PyTorch: no intermediate
+may overflow (or underflow) where eager's does not.
 
-PyTorch computes them in f32 ("opmath") and rounds once; computed in f16, exp(x)
-overflows for x > 11.09 and softplus/mish gave `inf` up to the threshold (issue 14).
-Each activation runs on [-60, 60] and around the overflow points, through:
+PyTorch computes in f32 ("opmath") and rounds once; computed in f16, exp(x) overflows
+for x > 11.09 (softplus and mish gave `inf` up to their threshold, issue 14) and x * x
+for |x| > 256. Checked:
+- the activations the frontend spells with nn primitives (softplus, mish, elu,
+  leaky_relu) on [-60, 60] and around the overflow points;
+- the ops with exp or squares inside (softmax, log_softmax, rms_norm, layer_norm, var,
+  std, sigmoid, silu, tanh-approximated gelu) on values up to f16's largest;
+each through:
 - `fuseopt.compile(backend="interpret")` (the nn pipeline and the reference interpreter),
 - `fuseopt.compile(backend="triton")` (kernels in Triton's CPU interpreter),
 - `fuseopt.export` then `fuseopt.interpret` (the imported nn IR, no pass run).
@@ -89,3 +94,62 @@ def test_softplus_keeps_tiny_values_in_f32() -> None:
     module = fuseopt.parse(fuseopt.export(F.softplus, (x,)))
     (y,) = fuseopt.interpret(module, "forward", x)
     torch.testing.assert_close(torch.from_numpy(y), F.softplus(x), rtol=1e-6, atol=0)
+
+
+LARGE: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "softmax": lambda x: torch.softmax(x, -1),
+    "log_softmax": lambda x: torch.log_softmax(x, -1),
+    "rms_norm": lambda x: F.rms_norm(x, (x.shape[-1],), eps=1e-6),
+    "layer_norm": lambda x: F.layer_norm(x, (x.shape[-1],)),
+    "var": lambda x: torch.var(x, -1),
+    "std": lambda x: torch.std(x, -1, keepdim=True),
+    "sigmoid": torch.sigmoid,
+    "silu": F.silu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
+
+
+def large_inputs(dtype: torch.dtype) -> torch.Tensor:
+    """Rows of values far past 256 (x * x overflows f16) and exp's range: up to
+    +-60000 (f16 holds 65504), and one row within [-60, 60]."""
+    g = torch.Generator().manual_seed(0)
+    rows = [
+        torch.linspace(-60000, 60000, 37),
+        torch.rand(37, generator=g) * 1000 + 300,
+        -(torch.rand(37, generator=g) * 20000),
+        torch.linspace(-60, 60, 37),
+    ]
+    return torch.stack(rows).to(dtype)
+
+
+def _assert_large_matches_eager(actual: torch.Tensor, x: torch.Tensor, name: str) -> None:
+    expected = LARGE[name](x)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    assert torch.equal(torch.isfinite(actual), torch.isfinite(expected))
+    finite = expected.float()[torch.isfinite(expected)]
+    scale = finite.abs().amax().clamp(min=1.0)
+    tol = TOLERANCE[x.dtype]
+    # relative to the largest output: var and std of these rows are ~1e8 and ~1e4
+    torch.testing.assert_close(
+        actual.float() / scale, expected.float() / scale, rtol=tol["rtol"], atol=tol["atol"]
+    )
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f16", "bf16"])
+@pytest.mark.parametrize("name", list(LARGE))
+@pytest.mark.parametrize("backend", ["interpret", "triton"])
+def test_large_values_match_eager(backend: str, name: str, dtype: torch.dtype) -> None:
+    x = large_inputs(dtype)
+    torch._dynamo.reset()
+    compiled = fuseopt.compile(LARGE[name], backend=backend, strict=True)
+    with torch.no_grad():
+        _assert_large_matches_eager(compiled(x), x, name)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f16", "bf16"])
+@pytest.mark.parametrize("name", list(LARGE))
+def test_large_values_in_the_reference_interpreter(name: str, dtype: torch.dtype) -> None:
+    x = large_inputs(dtype)
+    module = fuseopt.parse(fuseopt.export(LARGE[name], (x,)))
+    (y,) = fuseopt.interpret(module, "forward", x)
+    _assert_large_matches_eager(torch.from_numpy(y).to(dtype), x, name)
