@@ -46,7 +46,10 @@ Kernel attributes a printer reads (set by convert-nn-to-tile, then tile-promote)
 `block_k` and `group_m` (matmul), `candidates` (autotuning configs as pass options),
 `num_warps`, `num_stages`, `vector_width` (elements per 16-byte access), `shared_bytes`,
 `row_cache` (parameters staged in shared memory) and `operand_staging`
-("shared" | "registers", matmul). Every integer attribute of a tile op is i64
+("shared" | "registers", matmul). The verifier bounds the launch knobs
+(`tile_verification.LAUNCH_KNOB_RANGES`): `num_warps` is a power of two from 1 to 32,
+`num_stages` from 1 to 8, `vector_width` a power of two from 1 to 16, `shared_bytes`
+from 0 to 2**31 - 1. Every integer attribute of a tile op is i64
 (`N : i64` or `array<i64: ...>`). Loops are `scf.for` with any number of `iter_args`
 (a dual GEMM carries one accumulator per matmul; dependent reductions one per
 reduction).
@@ -127,6 +130,7 @@ from fuseopt.dialects.tile_verification import (
     check_i64,
     check_index_operands,
     check_kernel_nn_ops,
+    check_launch_knobs,
     check_tile_box,
     fill_attr,
     fill_value,
@@ -253,7 +257,8 @@ class KernelOp(IRDLOperation):
     `num_stages`, `vector_width`, `candidates`, `operand_staging` = "shared" |
     "registers", ...); see convert-nn-to-tile and tile-promote. Unless `schedule` is
     "whole_tensor", the only nn ops in the body are elementwise ones and splat
-    `nn.constant`s.
+    `nn.constant`s. The launch knobs must be in range (`num_warps` a power of two up to
+    32, `num_stages` 1 to 8; see the module docstring).
 
     Example:
         tile.kernel @add grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) {
@@ -315,6 +320,7 @@ class KernelOp(IRDLOperation):
             not isinstance(staging, StringAttr) or staging.data not in OPERAND_STAGING
         ):
             raise VerifyException(f'operand_staging must be "shared" or "registers", got {staging}')
+        check_launch_knobs(self)
         schedule = self.attributes.get("schedule")
         check_kernel_nn_ops(self, schedule.data if isinstance(schedule, StringAttr) else None)
 

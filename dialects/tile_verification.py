@@ -113,6 +113,36 @@ def fill_value(attr: Attribute | None) -> float | int:
 
 # --------------------------------------------------------------------------- kernels
 
+LAUNCH_KNOB_RANGES: dict[str, tuple[int, int, bool]] = {
+    "num_warps": (1, 32, True),
+    "num_stages": (1, 8, False),
+    "vector_width": (1, 16, True),
+    "shared_bytes": (0, 2**31 - 1, False),
+}
+"""The kernel attributes a backend launches with, as (least, most, power of two): warps
+per program (32 warps are the 1024 threads of a CUDA block), software-pipeline stages of
+the matmul K loop, elements per 16-byte access (16 one-byte elements), and bytes of
+shared memory (a 32-bit launch parameter)."""
+
+
+def check_launch_knobs(kernel: Operation) -> None:
+    """Each attribute of LAUNCH_KNOB_RANGES on `kernel` is an i64 integer in its range."""
+    for name, (least, most, power_of_two) in LAUNCH_KNOB_RANGES.items():
+        attr = kernel.attributes.get(name)
+        if attr is None:
+            continue
+        if not isinstance(attr, IntegerAttr):
+            raise VerifyException(f"{name} must be an integer, got {attr}")
+        check_i64(attr, name)
+        value = attr.value.data
+        if power_of_two and (value < 1 or value & (value - 1)):
+            raise VerifyException(
+                f"{name} must be a power of two from {least} to {most}, got {value}"
+            )
+        if not least <= value <= most:
+            kind = "a power of two" if power_of_two else "an integer"
+            raise VerifyException(f"{name} must be {kind} from {least} to {most}, got {value}")
+
 
 def check_kernel_nn_ops(kernel: Operation, schedule: str | None) -> None:
     """A kernel whose schedule is not whole_tensor applies only elementwise nn ops and
@@ -141,12 +171,14 @@ def _at(op: Operation) -> str:
 
 
 __all__ = [
+    "LAUNCH_KNOB_RANGES",
     "TILE_NN_OPS",
     "WHOLE_TENSOR",
     "check_fill",
     "check_i64",
     "check_index_operands",
     "check_kernel_nn_ops",
+    "check_launch_knobs",
     "check_tile_box",
     "fill_attr",
     "fill_value",

@@ -81,3 +81,48 @@ def test_load_rejects_a_fill_its_element_type_cannot_hold(
 ) -> None:
     with pytest.raises(ValueError, match="fill"):
         _load(element, fill)
+
+
+KERNEL_WITH = """tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {{{attrs}}} {{
+  tile.return
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("attrs", "message"),
+    [
+        ("num_warps = 99999999 : i64", "num_warps must be a power of two from 1 to 32, got 99999999"),
+        ("num_warps = 0 : i64", "num_warps must be a power of two from 1 to 32, got 0"),
+        ("num_stages = -3 : i64", "num_stages must be an integer from 1 to 8, got -3"),
+        ("num_stages = 9 : i64", "num_stages must be an integer from 1 to 8, got 9"),
+        ("vector_width = 32 : i64", "vector_width must be a power of two from 1 to 16, got 32"),
+        ("shared_bytes = -1 : i64", "shared_bytes must be an integer from 0 to 2147483647, got -1"),
+        ("num_warps = 4 : i32", "num_warps must be an i64 integer, got 4 : i32"),
+    ],
+)
+def test_launch_knobs_out_of_range_are_located_errors(attrs: str, message: str) -> None:
+    with pytest.raises(fuseopt.CompileError) as info:
+        fuseopt.parse(KERNEL_WITH.format(attrs=attrs), "k.mlir")
+    assert str(info.value).startswith(f"k.mlir:1:1: error: 'tile.kernel' op {message}")
+
+
+def test_launch_knobs_in_range_verify() -> None:
+    for warps in (1, 2, 4, 8, 16, 32):
+        for stages in (1, 3, 8):
+            attrs = f"num_warps = {warps} : i64, num_stages = {stages} : i64"
+            fuseopt.parse(KERNEL_WITH.format(attrs=attrs))
+
+
+def test_every_launch_knob_tile_promote_chooses_is_in_range() -> None:
+    """tile-promote's heuristics stay inside the verifier's ranges (sizes up to 32768)."""
+    from fuseopt.dialects.tile_verification import LAUNCH_KNOB_RANGES
+    from fuseopt.passes.tiling_heuristics import launch_knobs
+
+    for kind in ("pointwise", "row_reduction", "matmul"):
+        for tile_elements in (1, 64, 4096, 128 * 128, 32768, 1 << 20):
+            for element_bytes in (1, 2, 4, 8):
+                knobs = launch_knobs(kind, tile_elements, 64, 64, element_bytes)
+                for name in ("num_warps", "num_stages", "vector_width"):
+                    least, most, _ = LAUNCH_KNOB_RANGES[name]
+                    assert least <= getattr(knobs, name) <= most, (kind, tile_elements, name)

@@ -680,3 +680,38 @@ tile.kernel @k grid 1 (%x: memref<8xf32>) {
   tile.return
 }
 // CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'builtin.module' op Redefinition of symbol "k"
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {num_warps = 99999999 : i64} {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op num_warps must be a power of two from 1 to 32, got 99999999
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {num_warps = 64 : i64} {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op num_warps must be a power of two from 1 to 32, got 64
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {num_stages = -3 : i64} {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op num_stages must be an integer from 1 to 8, got -3
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {num_stages = "3"} {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op num_stages must be an integer, got "3"
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {vector_width = 3 : i64} {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op vector_width must be a power of two from 1 to 16, got 3
