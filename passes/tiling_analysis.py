@@ -35,7 +35,7 @@ back to smaller groups (`tileable_subgroups`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import TensorType
@@ -128,12 +128,42 @@ def shape(v: SSAValue) -> tuple[int, ...]:
     return tuple(t.get_shape())
 
 
+Node = tuple[SSAValue, int]
+"""An axis of a value: (value, axis index)."""
+
+
+@dataclass(frozen=True)
+class AxisClass:
+    """What the tiler needs to know of one class of tied axes."""
+
+    size: int
+    """Its largest axis (every axis of a class that is not cut into parts has this size)."""
+    gcd: int
+    """The gcd of its axes' sizes and of the slice starts and concat boundaries on them."""
+    cut: bool
+    """A slice or concat cuts an axis of the class."""
+    reduced: bool
+    """A reduction reduces an axis of the class."""
+    contraction: bool
+    """The class is a matmul's K."""
+
+    def join(self, other: AxisClass) -> AxisClass:
+        """The class of the axes of both."""
+        return AxisClass(
+            max(self.size, other.size),
+            math.gcd(self.gcd, other.gcd),
+            self.cut or other.cut,
+            self.reduced or other.reduced,
+            self.contraction or other.contraction,
+        )
+
+
 class _Axes:
     """Union-find over (value, axis) nodes."""
 
     def __init__(self) -> None:
-        self.parent: dict[tuple[SSAValue, int], tuple[SSAValue, int]] = {}
-        self.cuts: dict[tuple[SSAValue, int], set[int]] = {}
+        self.parent: dict[Node, Node] = {}
+        self.cuts: dict[Node, set[int]] = {}
         """Slice starts and concat boundaries, per node of the axis they cut."""
 
     def add(self, v: SSAValue) -> None:
@@ -141,7 +171,7 @@ class _Axes:
             if n != 1:
                 self.parent.setdefault((v, i), (v, i))
 
-    def find(self, node: tuple[SSAValue, int]) -> tuple[SSAValue, int]:
+    def find(self, node: Node) -> Node:
         while self.parent[node] != node:
             self.parent[node] = self.parent[self.parent[node]]
             node = self.parent[node]
@@ -163,12 +193,141 @@ class _Axes:
             self.cuts.setdefault((b, j), set()).add(cut)
         self.parent[self.find((a, i))] = self.find((b, j))
 
+    def classes(self, reduced: set[Node], contraction: set[Node]) -> dict[Node, AxisClass]:
+        """Each class (by its root node) with what `solve_classes` needs of it."""
+        out: dict[Node, AxisClass] = {}
+        for node in self.parent:
+            size = shape(node[0])[node[1]]
+            c = AxisClass(
+                size,
+                math.gcd(size, *self.cuts.get(node, ())),
+                node in self.cuts,
+                node in reduced,
+                node in contraction,
+            )
+            root = self.find(node)
+            out[root] = out[root].join(c) if root in out else c
+        return out
+
+
+FLAT_OPS = (*ELEMENTWISE, nn.ConstantOp, nn.ReshapeOp, nn.BroadcastOp)
+"""The ops of a flat group (see `analyze`): none of them moves elements between rows."""
+
 
 def _is_flat(group: Group) -> bool:
     values = [*group.inputs, *(r for op in group.ops for r in op.results)]
     sizes = {math.prod(shape(v)) for v in values}
-    allowed = (*ELEMENTWISE, nn.ConstantOp, nn.ReshapeOp, nn.BroadcastOp)
-    return len(sizes) == 1 and all(isinstance(op, allowed) for op in group.ops)
+    return len(sizes) == 1 and all(isinstance(op, FLAT_OPS) for op in group.ops)
+
+
+@dataclass
+class ClassSpace:
+    """The iteration space decided on axis classes (`solve_classes`), before it is
+    spelled out value by value (`analyze`)."""
+
+    kind: str
+    sizes: list[int]
+    dim_of: dict[Node, int]
+    """The iteration dim of each class the domain spans (K has none)."""
+    split: Node | None
+    """The class cut into parts, if any."""
+    part: int
+    """The part size of `split`."""
+    reduce_dim: int | None
+    layouts: dict[tuple[Node, ...], tuple[int, ...]]
+    """The dims a value with these classes spans in its own axis order, for values
+    transposed against the iteration order."""
+    tiled: tuple[int, ...] | None
+
+
+class AmbiguousDomain(Exception):
+    """`solve_classes` was asked to choose the domain alone, but values with different
+    axis orders span the whole space (a transpose): the caller must give candidates."""
+
+
+def solve_classes(
+    classes: dict[Node, AxisClass],
+    signatures: dict[tuple[Node, ...], SSAValue | None],
+    candidates: Iterable[tuple[tuple[Node, ...], SSAValue | None]] | None,
+    matmul: Operation | None,
+) -> ClassSpace:
+    """Steps 2 and 3 of the module docstring on classes alone.
+
+    `signatures`: the classes of each value's non-unit axes, in axis order, each with
+    the first value that has them (named in errors), in order of first appearance.
+    `candidates`: (signature, value) pairs in the order values are tried as the domain;
+    None: the one signature that spans every class (`AmbiguousDomain` if several do).
+    `matmul`: the group's first matmul, if any. Raises `Untileable` (`Incomplete` when
+    no value spans the whole space)."""
+    split, part = _split_class(classes)
+    if split is not None and matmul is not None:
+        raise Untileable(matmul, "slices or concats in a matmul kernel")
+    red_classes = {c for c, a in classes.items() if a.reduced}
+    k_classes = {c for c, a in classes.items() if a.contraction}
+    wanted = {c for c in classes if c not in k_classes}
+    if candidates is None:
+        spanning = {s for s in signatures if set(s) >= wanted}
+        if len(spanning) > 1:
+            raise AmbiguousDomain()
+        candidates = [(s, signatures[s]) for s in spanning]
+    found = next(((s, v) for s, v in candidates if set(s) >= wanted), None)
+    if found is None:
+        raise Incomplete(None, "no value spans the whole iteration space")
+    domain, value = found
+    order = {c: i for i, c in enumerate(domain)}
+    if len(order) != len(domain):
+        raise Untileable(_owner(value), "repeated axis")
+    transposed = []
+    for sig, value in signatures.items():
+        pos = [order[c] for c in sig if c not in k_classes]
+        if len(set(pos)) != len(pos):
+            raise Untileable(_owner(value), "a value spans one iteration axis twice")
+        if pos != sorted(pos):
+            if matmul is not None or red_classes:
+                why = "a transposed value in a reduction or matmul kernel"
+                raise Untileable(_owner(value), why)
+            transposed.append(sig)
+    members = [{s for s in signatures if c in s} for c in domain]
+    groups: list[list[int]] = []
+    for i, c in enumerate(domain):
+        merge = (
+            i > 0
+            and members[i] == members[i - 1]
+            and all(_follows(list(s), domain[i - 1], c) for s in transposed)
+            and split not in (c, domain[i - 1])
+            and (c in red_classes) == (domain[i - 1] in red_classes)
+            and (matmul is None or i < len(domain) - 2)
+        )
+        if merge:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    red_groups = [g for g in groups if domain[g[0]] in red_classes]
+    if len(red_groups) > 1 or any(
+        (domain[i] in red_classes) != (domain[g[0]] in red_classes) for g in groups for i in g
+    ):
+        raise Untileable(None, "reductions over axes that are not one contiguous block")
+    sizes = [
+        part if domain[g[0]] == split else math.prod(classes[domain[i]].size for i in g)
+        for g in groups
+    ]
+    dim_of = {domain[i]: d for d, g in enumerate(groups) for i in g}
+    kind = MATMUL if matmul is not None else REDUCTION if red_groups else POINTWISE
+    layouts: dict[tuple[Node, ...], tuple[int, ...]] = {}
+    for sig in transposed:
+        layout = list(dict.fromkeys(dim_of[c] for c in sig if c in dim_of))
+        if layout != sorted(layout):
+            layouts[sig] = tuple(layout)
+    tiled = None
+    if layouts:
+        first = signatures[next(iter(layouts))]
+        tiled = _tiling_for_transposes(len(sizes), list(layouts.values()), _owner(first))
+    reduce_dim = dim_of[domain[red_groups[0][0]]] if red_groups else None
+    return ClassSpace(kind, sizes, dim_of, split, part, reduce_dim, layouts, tiled)
+
+
+def _owner(v: SSAValue | None) -> Operation | None:
+    return v.owner if v is not None and isinstance(v.owner, Operation) else None
 
 
 def analyze(group: Group) -> IterationSpace:
@@ -186,133 +345,100 @@ def analyze(group: Group) -> IterationSpace:
     axes = _Axes()
     for v in group.inputs:
         axes.add(v)
-    reduced: set[tuple[SSAValue, int]] = set()
-    contraction: set[tuple[SSAValue, int]] = set()
+    reduced: set[Node] = set()
+    contraction: set[Node] = set()
     matmuls: list[nn.MatmulOp] = []
     for op in group.ops:
         for r in op.results:
             axes.add(r)
         _tie(op, axes, reduced, contraction, matmuls)
+    check_matmuls(matmuls, bool(reduced))
+    values = [*group.inputs, *(r for op in group.ops for r in op.results)]
+    classes_of = {
+        v: tuple(axes.find((v, i)) for i, n in enumerate(shape(v)) if n != 1) for v in values
+    }
+    signatures: dict[tuple[Node, ...], SSAValue | None] = {}
+    for v in values:
+        signatures.setdefault(classes_of[v], v)
+    # the outputs first: with a transpose inside, the iteration order is the order the
+    # results are written in (coalesced stores); without one, every value agrees
+    candidates = [matmuls[0].result] if matmuls else [*group.outputs, *values]
+    solved = solve_classes(
+        axes.classes(reduced, contraction),
+        signatures,
+        ((classes_of[v], v) for v in candidates),
+        matmuls[0] if matmuls else None,
+    )
+    space = IterationSpace(solved.kind, solved.sizes)
+    for v in values:
+        sig = classes_of[v]
+        space.spans[v] = tuple(sorted({solved.dim_of[c] for c in sig if c in solved.dim_of}))
+        if solved.split is not None and solved.split in sig:
+            space.parts[v] = shape(v)[_axis_of(v, solved.split, sig)] // solved.part
+        if sig in solved.layouts:
+            space.layouts[v] = solved.layouts[sig]
+    space.tiled = solved.tiled
+    if solved.split is not None:
+        space.split_dim = solved.dim_of[solved.split]
+    space.reduce_dim = solved.reduce_dim
+    if matmuls:
+        mm = matmuls[0]
+        space.matmul = mm
+        space.matmuls = matmuls
+        space.m_dim, space.n_dim = len(solved.sizes) - 2, len(solved.sizes) - 1
+        a = shape(mm.lhs)
+        space.k_size = a[-2] if mm.transpose_a is not None else a[-1]
+        check_matmul_operands(matmuls, lambda v: v in group.inputs)
+    return space
+
+
+def check_matmuls(matmuls: Sequence[nn.MatmulOp], reduced: bool) -> None:
+    """Untileable unless the matmuls of a group (in program order) form one GEMM or a
+    dual GEMM, without a reduction beside them (`reduced`: an axis is reduced)."""
     for other in matmuls[1:]:
         if not _shares_lhs(matmuls[0], other):
             raise Untileable(other, "several matmuls in one kernel must share A and shapes")
     if matmuls and reduced:
         raise Untileable(matmuls[0], "a matmul and a reduction in one kernel")
-    values = [*group.inputs, *(r for op in group.ops for r in op.results)]
-    root = {node: axes.find(node) for node in axes.parent}
-    split, part = _split_class(axes, root)
-    if split is not None and matmuls:
-        raise Untileable(matmuls[0], "slices or concats in a matmul kernel")
-    red_classes = {root[n] for n in reduced}
-    k_classes = {root[n] for n in contraction}
-    classes_of = {v: [root[(v, i)] for i, n in enumerate(shape(v)) if n != 1] for v in values}
-    wanted = {c for c in root.values() if c not in k_classes}
-    # the outputs first: with a transpose inside, the iteration order is the order the
-    # results are written in (coalesced stores); without one, every value agrees
-    candidates = [matmuls[0].result] if matmuls else [*group.outputs, *values]
-    domain = next((v for v in candidates if set(classes_of[v]) >= wanted), None)
-    if domain is None:
-        raise Incomplete(None, "no value spans the whole iteration space")
-    order = {c: i for i, c in enumerate(classes_of[domain])}
-    if len(order) != len(classes_of[domain]):
-        raise Untileable(
-            domain.owner if isinstance(domain.owner, Operation) else None, "repeated axis"
-        )
-    transposed = []
-    for v in values:
-        cs = [c for c in classes_of[v] if c not in k_classes]
-        pos = [order[c] for c in cs]
-        op = v.owner if isinstance(v.owner, Operation) else None
-        if len(set(pos)) != len(pos):
-            raise Untileable(op, "a value spans one iteration axis twice")
-        if pos != sorted(pos):
-            if matmuls or reduced:
-                raise Untileable(op, "a transposed value in a reduction or matmul kernel")
-            transposed.append(v)
-    domain_classes = classes_of[domain]
-    members = [{v for v in values if c in classes_of[v]} for c in domain_classes]
-    mm = matmuls[0] if matmuls else None
-    groups: list[list[int]] = []
-    for i, c in enumerate(domain_classes):
-        merge = (
-            i > 0
-            and members[i] == members[i - 1]
-            and all(_follows(classes_of[v], domain_classes[i - 1], c) for v in transposed)
-            and split not in (c, domain_classes[i - 1])
-            and (c in red_classes) == (domain_classes[i - 1] in red_classes)
-            and (mm is None or i < len(domain_classes) - 2)
-        )
-        if merge:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    red_groups = [g for g in groups if domain_classes[g[0]] in red_classes]
-    if len(red_groups) > 1 or any(
-        (c in red_classes) != (domain_classes[g[0]] in red_classes)
-        for g in groups
-        for c in [domain_classes[i] for i in g]
-    ):
-        raise Untileable(None, "reductions over axes that are not one contiguous block")
-    sizes = [
-        part
-        if domain_classes[g[0]] == split
-        else math.prod(shape(domain)[_axis_of(domain, domain_classes[i], root)] for i in g)
-        for g in groups
-    ]
-    dim_of = {domain_classes[i]: d for d, g in enumerate(groups) for i in g}
-    space = IterationSpace(MATMUL if mm else REDUCTION if red_groups else POINTWISE, sizes)
-    for v in values:
-        space.spans[v] = tuple(sorted({dim_of[c] for c in classes_of[v] if c in dim_of}))
-        if split is not None and split in classes_of[v]:
-            space.parts[v] = shape(v)[_axis_of(v, split, root)] // part
-    for v in transposed:
-        layout = list(dict.fromkeys(dim_of[c] for c in classes_of[v] if c in dim_of))
-        if layout != sorted(layout):
-            space.layouts[v] = tuple(layout)
-    if space.layouts:
-        space.tiled = _tiling_for_transposes(space)
-    if split is not None:
-        space.split_dim = dim_of[split]
-    if red_groups:
-        space.reduce_dim = dim_of[domain_classes[red_groups[0][0]]]
-    if mm is not None:
-        space.matmul = mm
-        space.matmuls = matmuls
-        space.m_dim, space.n_dim = len(sizes) - 2, len(sizes) - 1
-        a = shape(mm.lhs)
-        space.k_size = a[-2] if mm.transpose_a is not None else a[-1]
-        if shape(mm.result)[-1] == 1 or shape(mm.result)[-2] == 1:
-            raise Untileable(mm, "matrix-vector products are tiled as reductions later")
-        for m in matmuls:
-            if m.lhs not in group.inputs or m.rhs not in group.inputs:
-                raise Untileable(m, "matmul operands must come from outside the kernel")
-    return space
+
+
+def check_matmul_operands(
+    matmuls: Sequence[nn.MatmulOp], is_input: Callable[[SSAValue], bool]
+) -> None:
+    """Untileable for a matrix-vector product (tiled as a reduction later) or a matmul
+    operand that is not a kernel input (`is_input`)."""
+    mm = matmuls[0]
+    if shape(mm.result)[-1] == 1 or shape(mm.result)[-2] == 1:
+        raise Untileable(mm, "matrix-vector products are tiled as reductions later")
+    for m in matmuls:
+        if not is_input(m.lhs) or not is_input(m.rhs):
+            raise Untileable(m, "matmul operands must come from outside the kernel")
 
 
 MAX_TILED_DIMS = 3
 """Most iteration dims one pointwise tile covers when transposes choose them."""
 
 
-def _tiling_for_transposes(space: IterationSpace) -> tuple[int, ...]:
-    """The dims tiles cover in a pointwise kernel with transposed values: the longest
-    suffix of the iteration dims (up to MAX_TILED_DIMS) whose dims every transposed
-    value holds as its own last axes, since a load or store covers a buffer's trailing
-    axes. Attention's head transpose [b, s, h, d] -> [b, h, s, d] tiles (h, s, d), a
-    2-D transpose both dims; Untileable when not even the innermost dim works for
-    every value (a transpose that moves a tiled axis outward)."""
-    n = len(space.sizes)
+def _tiling_for_transposes(
+    n: int, layouts: list[tuple[int, ...]], where: Operation | None
+) -> tuple[int, ...]:
+    """The dims tiles cover in a pointwise kernel of `n` iteration dims whose transposed
+    values span `layouts`: the longest suffix of the iteration dims (up to
+    MAX_TILED_DIMS) whose dims every transposed value holds as its own last axes, since
+    a load or store covers a buffer's trailing axes. Attention's head transpose
+    [b, s, h, d] -> [b, h, s, d] tiles (h, s, d), a 2-D transpose both dims;
+    Untileable (at `where`) when not even the innermost dim works for every value (a
+    transpose that moves a tiled axis outward)."""
     best: tuple[int, ...] = ()
     for k in range(1, min(n, MAX_TILED_DIMS) + 1):
         suffix = set(range(n - k, n))
         if all(
             set(layout[len(layout) - len(suffix & set(layout)) :]) == suffix & set(layout)
-            for layout in space.layouts.values()
+            for layout in layouts
         ):
             best = tuple(sorted(suffix))
     if not best:
-        v = next(iter(space.layouts))
-        op = v.owner if isinstance(v.owner, Operation) else None
-        raise Untileable(op, "a transpose moves a tiled axis away from the innermost axes")
+        raise Untileable(where, "a transpose moves a tiled axis away from the innermost axes")
     return best
 
 
@@ -325,22 +451,20 @@ def _follows(classes: list, first: object, second: object) -> bool:
     return i + 1 < len(classes) and classes[i + 1] == second
 
 
-def _split_class(axes: _Axes, root: dict) -> tuple[tuple[SSAValue, int] | None, int]:
+def _split_class(classes: dict[Node, AxisClass]) -> tuple[Node | None, int]:
     """The class that slices/concats cut into parts and its part size (None, 0 when
     every cut falls on whole axes)."""
-    cut = {root[n] for n in axes.cuts}
+    cut = [c for c, a in classes.items() if a.cut]
     if not cut:
         return None, 0
     if len(cut) > 1:
         raise Untileable(None, "slices or concats cut more than one iteration axis")
     (c,) = cut
-    nodes = [n for n, r in root.items() if r == c]
-    sizes = [shape(v)[i] for v, i in nodes]
-    part = math.gcd(*sizes, *(x for n in nodes for x in axes.cuts.get(n, ())))
-    if part == max(sizes):
+    size, part = classes[c].size, classes[c].gcd
+    if part == size:
         return None, 0
-    if max(sizes) // part > MAX_PARTS:
-        raise Untileable(None, f"slices or concats cut an axis into {max(sizes) // part} parts")
+    if size // part > MAX_PARTS:
+        raise Untileable(None, f"slices or concats cut an axis into {size // part} parts")
     return c, part
 
 
@@ -355,8 +479,9 @@ def _shares_lhs(a: nn.MatmulOp, b: nn.MatmulOp) -> bool:
     )
 
 
-def _axis_of(v: SSAValue, cls: tuple[SSAValue, int], root: dict) -> int:
-    return next(i for i, n in enumerate(shape(v)) if n != 1 and root[(v, i)] == cls)
+def _axis_of(v: SSAValue, cls: Node, signature: tuple[Node, ...]) -> int:
+    axes = [i for i, n in enumerate(shape(v)) if n != 1]
+    return axes[signature.index(cls)]
 
 
 def _tie(
