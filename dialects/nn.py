@@ -1014,7 +1014,8 @@ class MatmulOp(IRDLOperation):
 
     `a` is [B..., M, K] (or [B..., K, M] with `transpose_a`); `b` is [B..., K, N]
     (or [B..., N, K] with `transpose_b`), or rank 2 and shared by every batch.
-    The result is [B..., M, N] with a's element type; accumulation is in f32.
+    The result is [B..., M, N] with a's element type, or f32 (the accumulator itself, for
+    16-bit operands); accumulation is in f32.
 
     Example:
         %r = nn.matmul %a, %w transpose_b : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
@@ -1051,8 +1052,12 @@ class MatmulOp(IRDLOperation):
         check_element_type(a, "lhs")
         if not is_float(a.element_type):
             raise VerifyException(f"needs floating-point operands, got {a}")
-        if a.element_type != b.element_type or r.element_type != a.element_type:
-            raise VerifyException(f"operands and result must share an element type: {a}, {b}, {r}")
+        wide_result = isinstance(r.element_type, Float32Type) and is_float(a.element_type)
+        if a.element_type != b.element_type or (r.element_type != a.element_type and not wide_result):
+            raise VerifyException(
+                f"operands and result must share an element type (or the result is f32): "
+                f"{a}, {b}, {r}"
+            )
         try:
             want = matmul_shape(
                 a.get_shape(),

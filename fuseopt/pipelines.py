@@ -21,8 +21,13 @@ from fuseopt.diagnostics import CompileError, verify_module
 FUSE = "nn-decompose,canonicalize,cse,nn-fuse"
 """The nn-level pipeline: composites into primitives, cleanup, then fusion groups."""
 
-STANDARD = FUSE + ",convert-nn-to-tile,tile-promote"
-"""The standard pipeline: the fuse pipeline, then tiling and memory promotion (tile IR)."""
+PRECISION = "nn-widen-intermediates"
+"""The numerics policy: fusion groups compute 16-bit floats in f32 and round once at their
+outputs (dropped for `precision="eager"`, which rounds every op as eager PyTorch does)."""
+
+STANDARD = FUSE + "," + PRECISION + ",convert-nn-to-tile,tile-promote"
+"""The standard pipeline: the fuse pipeline, the numerics policy, then tiling and memory
+promotion (tile IR)."""
 
 PIPELINES: dict[str, str] = {"fuse": FUSE, "standard": STANDARD}
 """Named pipelines, by name."""

@@ -35,6 +35,12 @@ def _convert_nn_to_tile() -> type[ModulePass]:
     return ConvertNNToTilePass
 
 
+def _nn_widen_intermediates() -> type[ModulePass]:
+    from fuseopt.passes.nn_widen_intermediates import NNWidenIntermediatesPass
+
+    return NNWidenIntermediatesPass
+
+
 def _tile_promote() -> type[ModulePass]:
     from fuseopt.passes.tile_promote import TilePromotePass
 
@@ -59,6 +65,7 @@ FUSEOPT_DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn, "tile": _tile}
 FUSEOPT_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "nn-decompose": _nn_decompose,
     "nn-fuse": _nn_fuse,
+    "nn-widen-intermediates": _nn_widen_intermediates,
     "convert-nn-to-tile": _convert_nn_to_tile,
     "tile-promote": _tile_promote,
 }
