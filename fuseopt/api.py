@@ -131,6 +131,18 @@ def check_mode(mode: object) -> None:
         raise ConfigurationError(f"unknown mode {mode!r}; modes are: {', '.join(MODES)}")
 
 
+def check_precision(precision: object) -> str:
+    """`precision` if it is one of `fuseopt.pipelines.PRECISIONS`, else a
+    ConfigurationError (the numerics policy: docs/numerics.md)."""
+    from fuseopt.pipelines import PRECISIONS
+
+    if precision not in PRECISIONS:
+        raise ConfigurationError(
+            f"unknown precision {precision!r}; precisions are: {', '.join(PRECISIONS)}"
+        )
+    return str(precision)
+
+
 def _package_backend(name: str) -> Callable[[], Backend]:
     def factory() -> Backend:
         package = f"fuseopt.backends.{name}"

@@ -32,6 +32,23 @@ promotion (tile IR)."""
 PIPELINES: dict[str, str] = {"fuse": FUSE, "standard": STANDARD}
 """Named pipelines, by name."""
 
+PRECISIONS = ("f32", "eager")
+"""Values of the backends' `precision` option: "f32" (the default) computes fusion groups
+in f32 and rounds once at their outputs; "eager" rounds every op's result to its dtype,
+as eager PyTorch does (the pipelines without `PRECISION`)."""
+
+
+def with_precision(spec: str, precision: str) -> str:
+    """Pass pipeline `spec` under numerics policy `precision` (one of PRECISIONS): as it
+    is for "f32", without the `PRECISION` pass for "eager". Raises ValueError for any
+    other value."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision == "f32":
+        return spec
+    passes = [p for p in spec.split(",") if p.strip().split("{")[0] != PRECISION]
+    return ",".join(passes)
+
 
 def run_pipeline(module: ModuleOp, spec: str = STANDARD, ctx: Context | None = None) -> ModuleOp:
     """Run the pass pipeline `spec` (a `-p` string or a name in PIPELINES) on `module`

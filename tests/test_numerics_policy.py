@@ -21,6 +21,7 @@ from random_nn_graphs import RandomGraph, nn_graphs
 import fuseopt
 from benchmarks.accuracy import Reference
 from benchmarks.workloads import all_workloads
+from fuseopt.frontends.fx.errors import ConfigurationError
 from fuseopt.pipelines import FUSE, PRECISION
 
 SMALL = {
@@ -92,3 +93,31 @@ def test_widening_changes_results_only_by_rounding(graph: RandomGraph) -> None:
         finite = np.isfinite(a) & np.isfinite(b)
         # the graphs' bf16 casts round to 8 bits: the two may differ by a few bf16 ulps
         np.testing.assert_allclose(b[finite], a[finite], rtol=5e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("backend", ["triton", "interpret"])
+def test_eager_precision_rounds_every_op_as_eager_does(backend: str) -> None:
+    """rmsnorm * silu(gate) in bf16: per-op rounding has eager's error; the default
+    policy is clearly more accurate on the same inputs."""
+    w, dims, cpu = WORKLOADS["rmsnorm_silu_gate"], SMALL["rmsnorm_silu_gate"], torch.device("cpu")
+    model = w.make_model(dims, torch.bfloat16, cpu, 0)
+    inputs = w.make_inputs(dims, torch.bfloat16, cpu, 1)
+    reference = Reference(w, model, inputs)
+    errors = {}
+    with torch.no_grad():
+        eager = reference.error_of(model(*inputs), (torch.bfloat16,)).rel_l2
+        for precision in ("eager", "f32"):
+            compiled = fuseopt.compile(
+                model, inputs, backend=backend, strict=True, precision=precision
+            )
+            errors[precision] = reference.error_of(compiled(*inputs), (torch.bfloat16,)).rel_l2
+    assert errors["eager"] == pytest.approx(eager, rel=0.1)
+    assert errors["f32"] < 0.8 * eager
+
+
+@pytest.mark.parametrize("backend", ["triton", "interpret", "cuda"])
+def test_unknown_precision_is_a_configuration_error(backend: str) -> None:
+    model = torch.nn.Tanh()
+    x = torch.randn(4, 8)
+    with pytest.raises(ConfigurationError, match="precision"):
+        fuseopt.compile(model, (x,), backend=backend, strict=True, precision="f64")(x)

@@ -44,8 +44,9 @@ so each needs more threads: 4096-column chunks give 8 warps instead of 4. On an 
 (4k rows); 1024x131072 online softmax 301.3 -> 290.1, layernorm 263.1 -> 263.2."""
 
 
-def tile_pipeline() -> str:
-    """The pass pipeline from imported nn IR to promoted tile IR.
+def tile_pipeline(precision: str = "f32") -> str:
+    """The pass pipeline from imported nn IR to promoted tile IR, under numerics policy
+    `precision` (`fuseopt.pipelines.PRECISIONS`).
 
     A looped row reduction whose rows fit tile-promote's shared-memory row cache
     (`row-cache-bytes`, the same number as tile-promote's default ROW_CACHE_BUDGET)
@@ -63,7 +64,7 @@ def tile_pipeline() -> str:
     if "tile-promote" not in standard:
         standard = pipelines.FUSE + ",convert-nn-to-tile,tile-promote"
     tiling = f"convert-nn-to-tile{{row-cache-bytes={ROW_CACHE_BUDGET} row-chunk={CUDA_ROW_CHUNK}}}"
-    return standard.replace("convert-nn-to-tile", tiling, 1)
+    return pipelines.with_precision(standard.replace("convert-nn-to-tile", tiling, 1), precision)
 
 
 @dataclass(frozen=True)
@@ -306,10 +307,14 @@ class CudaBackend:
     """`backend="cuda"`: CUDA C++ kernels compiled with NVRTC or nvcc."""
 
     def compile(self, module: ModuleOp, func_name: str, options: Mapping[str, Any]) -> CudaFunction:
-        """Lower `func_name` of `module` to tile IR and print its kernels."""
+        """Lower `func_name` of `module` to tile IR and print its kernels.
+
+        Options: `precision` ("f32" or "eager": docs/numerics.md)."""
+        from fuseopt.api import check_precision
         from fuseopt.pipelines import run_pipeline
 
-        run_pipeline(module, tile_pipeline())
+        precision = check_precision(options.get("precision", "f32"))
+        run_pipeline(module, tile_pipeline(precision))
         fn = CudaFunction(module, func_name, print_cuda(module))
         if torch.cuda.is_available():
             fn.compile_all()

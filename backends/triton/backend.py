@@ -55,8 +55,10 @@ Triton has no shared-memory row cache, so the looped schedule (the tiler's defau
 8192) reads a row from HBM once per pass (three for softmax); one pass reads it once."""
 
 
-def _tile_stage(tile_options: Mapping[str, int]) -> str:
-    """The passes after FUSE that end in tile IR (STANDARD's tail), with forced sizes."""
+def _tile_stage(tile_options: Mapping[str, int | str]) -> str:
+    """The passes after FUSE that end in tile IR (STANDARD's tail), with forced sizes and
+    the numerics policy (`tile_options["precision"]`, default "f32": see
+    `fuseopt.pipelines.PRECISIONS`)."""
     from fuseopt import pipelines
 
     standard = pipelines.STANDARD
@@ -64,9 +66,11 @@ def _tile_stage(tile_options: Mapping[str, int]) -> str:
         rest = standard[len(pipelines.FUSE) + 1 :]
     else:  # STANDARD does not end in tile IR yet
         rest = "convert-nn-to-tile,tile-promote"
-    if not tile_options:
+    sizes = {k: v for k, v in tile_options.items() if k != "precision"}
+    rest = pipelines.with_precision(rest, str(tile_options.get("precision", "f32")))
+    if not sizes:
         return rest
-    forced = " ".join(f"{k}={v}" for k, v in sorted(tile_options.items()))
+    forced = " ".join(f"{k}={v}" for k, v in sorted(sizes.items()))
     return rest.replace("convert-nn-to-tile", f"convert-nn-to-tile{{{forced}}}")
 
 
@@ -81,7 +85,7 @@ def is_tile_ir(module: ModuleOp) -> bool:
     )
 
 
-def lower(module: ModuleOp, tile_options: Mapping[str, int] | None = None) -> ModuleOp:
+def lower(module: ModuleOp, tile_options: Mapping[str, int | str] | None = None) -> ModuleOp:
     """Run FUSE, then the tile stage, in place; return a clone taken after FUSE.
 
     A module already in tile IR is left as it is (it can be printed directly).
@@ -107,7 +111,11 @@ class Compiled:
 
 
 def print_and_store(
-    module: ModuleOp, func_name: str, key: str, cache: KernelCache, tile_options: Mapping[str, int]
+    module: ModuleOp,
+    func_name: str,
+    key: str,
+    cache: KernelCache,
+    tile_options: Mapping[str, int | str],
 ) -> Compiled:
     """Lower, print and cache; the index describes kernels and the host function."""
     fused = lower(module, tile_options)
@@ -204,18 +212,24 @@ def compile_module(
     "max-autotune-no-cudagraphs"), `cache_dir` (overrides FUSEOPT_CACHE_DIR),
     forced tile sizes by convert-nn-to-tile option name ("block-m": 64, ...).
     """
-    from fuseopt.api import check_mode, check_options
+    from fuseopt.api import check_mode, check_options, check_precision
 
     options = dict(options or {})
     mode = options.get("mode")
     check_mode(mode)
-    known = {"cache_dir", *TILE_OPTIONS, *(o.replace("-", "_") for o in TILE_OPTIONS)}
+    known = {
+        "cache_dir",
+        "precision",
+        *TILE_OPTIONS,
+        *(o.replace("-", "_") for o in TILE_OPTIONS),
+    }
     check_options(NAMESPACE, options, known)
-    tile_options = {"max-row-block": MAX_ROW_BLOCK} | {
+    tile_options: dict[str, int | str] = {"max-row-block": MAX_ROW_BLOCK} | {
         k.replace("_", "-"): int(v)
         for k, v in options.items()
         if k.replace("_", "-") in TILE_OPTIONS
     }
+    tile_options["precision"] = check_precision(options.get("precision", "f32"))
     cache = cache or KernelCache(options.get("cache_dir"))
     try:
         cache.ensure_root()
@@ -282,7 +296,7 @@ def wrap(compiled: Compiled, cache: KernelCache, key: str) -> TritonFunction:
     )
 
 
-def variant_key(ir_text: str, func_name: str, tile_options: Mapping[str, int]) -> str:
+def variant_key(ir_text: str, func_name: str, tile_options: Mapping[str, int | str]) -> str:
     """The cache key of `func_name` in nn IR `ir_text` lowered with `tile_options`."""
     return cache_key(
         ir=ir_text, function=func_name, pipeline=_tile_stage(tile_options), backend=NAMESPACE
@@ -290,7 +304,7 @@ def variant_key(ir_text: str, func_name: str, tile_options: Mapping[str, int]) -
 
 
 def compile_variant(
-    ir_text: str, func_name: str, tile_options: Mapping[str, int], cache: KernelCache
+    ir_text: str, func_name: str, tile_options: Mapping[str, int | str], cache: KernelCache
 ) -> Compiled:
     """`ir_text` lowered with forced tile sizes and printed (through the cache)."""
     from fuseopt import parse

@@ -9,7 +9,10 @@ standalone nn module (`func.func @<kernel name>` over the group's inputs), which
 `fuse-opt` reads and `fuseopt.interpret` runs.
 
 Options: `pipeline` (a name in `fuseopt.pipelines.PIPELINES` or a pass-pipeline spec;
-default "fuse"), and `mode` (accepted and ignored).
+default "fuse"), `precision` ("f32", the default: fusion groups compute in f32 and round
+once at their outputs, as the generated kernels do, `nn-widen-intermediates` appended to a
+pipeline that ends in nn-fuse; "eager": every op rounds, as eager PyTorch does;
+docs/numerics.md), and `mode` (accepted and ignored).
 """
 
 from __future__ import annotations
@@ -25,15 +28,15 @@ from xdsl.ir import Block, Operation, Region
 from xdsl.passes import PassPipeline
 
 from fuseopt import registry
-from fuseopt.api import KernelRecord, check_options
+from fuseopt.api import KernelRecord, check_options, check_precision
 from fuseopt.cost_model import is_eager_kernel
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import nn
 from fuseopt.frontends.fx.errors import ConfigurationError
 from fuseopt.frontends.fx.types import torch_dtype
-from fuseopt.pipelines import PIPELINES, run_pipeline
+from fuseopt.pipelines import PIPELINES, PRECISION, run_pipeline
 
-OPTIONS = ("pipeline",)
+OPTIONS = ("pipeline", "precision")
 """The interpret backend's options (besides `mode`)."""
 
 
@@ -164,6 +167,9 @@ class InterpretBackend:
         the interpreter."""
         check_options("interpret", options, OPTIONS)
         spec = pipeline_spec(options)
+        passes = [p.strip().split("{")[0] for p in spec.split(",")]
+        if check_precision(options.get("precision", "f32")) == "f32" and passes[-1] == "nn-fuse":
+            spec += "," + PRECISION
         run_pipeline(module, spec)
-        fused = "nn-fuse" in [p.strip().split("{")[0] for p in spec.split(",")]
+        fused = "nn-fuse" in passes
         return InterpretedFunction(module, func_name, fused)
