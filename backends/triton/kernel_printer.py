@@ -312,7 +312,13 @@ class KernelPrinter(MemoryPrinter):
             self.expr[r] = self.value(x)
             return
         if op_table.triton_dtype(dst) == "tl.int1":
-            self.bind(r, "cond", f"{self.value(x)} != 0")
+            # 16-bit floats compare in f32: the CPU interpreter would test bf16's raw bits
+            # (-0.0 is 0x8000, so it would be true)
+            value = self.value(x)
+            if op_table.is_16bit_float(src):
+                value, helpers = op_table.convert(value, src, Float32Type())
+                self.out.helpers.update(helpers)
+            self.bind(r, "cond", f"{value} != 0")
             return
         expr, helpers = op_table.convert(self.value(x), src, dst)
         self.out.helpers.update(helpers)
@@ -326,7 +332,9 @@ class KernelPrinter(MemoryPrinter):
         kind, axis = op.kind.data, op.axis_index
         combine = op_table.REDUCE_COMBINE[kind]
         self.out.helpers.add(combine)
-        if kind == "sum" and op_table.is_16bit_float(element):
+        if op_table.is_16bit_float(element):
+            # sums accumulate in f32; max and min compare in f32 (exact) because the CPU
+            # interpreter would order bf16's raw bits
             total = f"tl.reduce({x}.to(tl.float32), {axis}, {combine})"
             expr, helpers = op_table.convert(total, Float32Type(), element)
             self.out.helpers.update(helpers)

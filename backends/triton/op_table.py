@@ -8,6 +8,10 @@ the CUDA printer keeps a table of the same shape (`{0}`, `{1}` are operands). Ru
   the reference interpreter do; f32 and integers compute in their own type. Exact ops
   (neg, abs, max, min, relu, compare) upcast too: free on the GPU, and Triton's CPU
   interpreter keeps bf16 as raw uint16 bits, so it would negate and order them wrongly;
+- max and min propagate NaN, as nn documents and eager does: `tl.maximum`/`tl.minimum`
+  with `propagate_nan=tl.PropagateNan.ALL`, in elementwise ops and in the reduction
+  combine helpers alike (the default returns the other operand on the GPU and in the
+  interpreter; integer operands ignore the flag);
 - transcendental functions that Triton's CPU interpreter lacks (`libdevice.tanh`,
   `libdevice.pow`) are helper `@triton.jit` functions built from core ops
   (`HELPERS`), so one source runs on the GPU and in the interpreter;
@@ -67,8 +71,8 @@ TRITON_OPS: dict[type[Operation], Rule] = {
     nn.SubOp: Rule("{0} - {1}"),
     nn.MulOp: Rule("{0} * {1}"),
     nn.DivOp: Rule("{0} / {1}"),
-    nn.MaxOp: Rule("tl.maximum({0}, {1})"),
-    nn.MinOp: Rule("tl.minimum({0}, {1})"),
+    nn.MaxOp: Rule("tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)"),
+    nn.MinOp: Rule("tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)"),
     nn.PowOp: Rule("fuseopt_pow({0}, {1})", helpers=("fuseopt_pow",)),
     nn.SelectOp: Rule("tl.where({0}, {1}, {2})", upcast=False),
 }
@@ -107,13 +111,25 @@ REDUCE_COMBINE = {"sum": "fuseopt_add", "max": "fuseopt_max", "min": "fuseopt_mi
 HELPERS: dict[str, str] = {
     "fuseopt_bf16": """@triton.jit
 def fuseopt_bf16(x):
-    # f32 to bf16, rounding to nearest even (the CPU interpreter truncates `.to`)
+    # f32 to bf16, rounding to nearest even. The CPU interpreter truncates `.to`, so
+    # there it rounds by hand; a NaN is kept apart (the bias could carry its payload out)
     if INTERPRETED:
         bits = x.to(tl.uint32, bitcast=True)
         bits = bits + 0x7FFF + ((bits >> 16) & 1)
-        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+        bits = tl.where(x != x, 0x7FC0, bits >> 16)
+        return bits.to(tl.uint16).to(tl.bfloat16, bitcast=True)
     else:
         return x.to(tl.bfloat16)
+""",
+    "fuseopt_widen_bf16": """@triton.jit
+def fuseopt_widen_bf16(x):
+    # bf16 to f32 (exact). The CPU interpreter flushes bf16 subnormals to zero, so there
+    # the bits are moved by hand
+    if INTERPRETED:
+        bits = x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16
+        return bits.to(tl.float32, bitcast=True)
+    else:
+        return x.to(tl.float32)
 """,
     "fuseopt_dot": """@triton.jit
 def fuseopt_dot(a, b, acc):
@@ -130,11 +146,13 @@ def fuseopt_add(a, b):
 """,
     "fuseopt_max": """@triton.jit
 def fuseopt_max(a, b):
-    return tl.maximum(a, b)
+    # NaN wins, as in torch.amax (integers ignore `propagate_nan`)
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 """,
     "fuseopt_min": """@triton.jit
 def fuseopt_min(a, b):
-    return tl.minimum(a, b)
+    # NaN wins, as in torch.amin (integers ignore `propagate_nan`)
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 """,
     "fuseopt_tanh": """@triton.jit
 def fuseopt_tanh(x):
@@ -188,12 +206,26 @@ def torch_dtype(t: Attribute) -> str:
 def convert(expr: str, src: Attribute, dst: Attribute) -> tuple[str, tuple[str, ...]]:
     """`expr` (of element type `src`) converted to `dst`, and the helpers it calls.
 
-    f32 to bf16 goes through `fuseopt_bf16`: the GPU rounds to nearest even, but
-    Triton's CPU interpreter truncates `.to(tl.bfloat16)`, so there the helper rounds
-    by hand (same result).
+    Conversions with bf16 on either side go through f32 and a helper, because Triton's
+    CPU interpreter gets them wrong where the GPU is right (the helpers are plain `.to`
+    there):
+    - to bf16, `fuseopt_bf16` from f32: the interpreter truncates `.to(tl.bfloat16)`
+      and reinterprets the bytes of any other source (i64 and i1 give NaN or
+      denormals, or fail), so other sources are widened to f32 first (exact for f16 and
+      i1; for i64 the same rounding to f32 that PyTorch's casts do);
+    - from bf16, `fuseopt_widen_bf16` to f32 (the interpreter flushes subnormals to
+      zero), then on to the target type.
     """
-    if isinstance(dst, BFloat16Type) and isinstance(src, Float32Type):
-        return f"fuseopt_bf16({expr})", ("fuseopt_bf16",)
+    if src == dst:
+        return expr, ()
+    if isinstance(src, BFloat16Type):
+        wide = f"fuseopt_widen_bf16({expr})"
+        if isinstance(dst, Float32Type):
+            return wide, ("fuseopt_widen_bf16",)
+        return f"{wide}.to({triton_dtype(dst)})", ("fuseopt_widen_bf16",)
+    if isinstance(dst, BFloat16Type):
+        wide = expr if isinstance(src, Float32Type) else f"{expr}.to(tl.float32)"
+        return f"fuseopt_bf16({wide})", ("fuseopt_bf16",)
     return f"{expr}.to({triton_dtype(dst)})", ()
 
 

@@ -16,7 +16,7 @@
 // CHECK-NEXT:          [[ROW:offs_pid[_0-9]*]] = pid + tl.arange(0, 1)
 // CHECK:               tl.load(in0_ptr + [[ROW]][:, None] * 4096 + {{.*}}, eviction_policy="evict_last")
 // CHECK:               [[CM:max_[_0-9]*]] = tl.reduce({{.*}}, 1, fuseopt_max)
-// CHECK-NEXT:          [[MNEW:max_[_0-9]*]] = tl.maximum([[M]], [[CM]])
+// CHECK-NEXT:          [[MNEW:max_[_0-9]*]] = tl.maximum([[M]], [[CM]], propagate_nan=tl.PropagateNan.ALL)
 // CHECK:               tl.exp(
 // CHECK:               [[CS:sum_[_0-9]*]] = tl.reduce({{.*}}, 1, fuseopt_add)
 // CHECK:               [[ALPHA:exp[_0-9]*]] = tl.exp({{.*}})
