@@ -66,8 +66,6 @@ from fuseopt.passes.tiling_analysis import (
     Untileable,
     analyze,
     shape,
-    single_op_groups,
-    tileable_subgroups,
 )
 from fuseopt.passes.tiling_emitter import KernelEmitter
 from fuseopt.passes.tiling_heuristics import (
@@ -439,3 +437,62 @@ class HostLowering:
         inputs = [v for v in [*group.inputs, mm.result] if v in used]
         epilogue_ins = {**ins, mm.result: c}
         self._group(Group(rest, inputs, outputs), {v: epilogue_ins[v] for v in inputs}, outs, hint)
+
+
+LOOKAHEAD = 8
+"""How many ops past the end of a run `tileable_subgroups` tries to extend it by."""
+
+
+def tileable_subgroups(group: Group) -> list[Group]:
+    """`group` split, in program order, into runs of consecutive ops that each tile as
+    one iteration space (greedy: the longest run that tiles, looking up to LOOKAHEAD ops
+    past the last op that fitted; an op that does not tile alone is a run of its own).
+    The fallback for a group that does not tile whole; values crossing runs become
+    outputs of the run making them."""
+    members = set(group.ops)
+    leaving = set(group.outputs)
+
+    def make(run: list[Operation]) -> Group:
+        in_run = set(run)
+        made = {r for op in run for r in op.results}
+        inputs = list(dict.fromkeys(x for op in run for x in op.operands if x not in made))
+        outputs = [
+            r
+            for op in run
+            for r in op.results
+            if r in leaving
+            or any(u.operation in members and u.operation not in in_run for u in r.uses)
+        ]
+        return Group(list(run), inputs, outputs)
+
+    ops, runs, start = group.ops, [], 0
+    while start < len(ops):
+        end = start + 1
+        if _tiles(make(ops[start:end])):
+            # an op may only connect to the run a few ops later (a broadcast before
+            # the multiply that uses it): look that far ahead for a longer run
+            probe = end
+            while probe < len(ops) and probe - end < LOOKAHEAD:
+                probe += 1
+                if _tiles(make(ops[start:probe])):
+                    end = probe
+        runs.append(ops[start:end])
+        start = end
+    return [make(run) for run in runs]
+
+
+def _tiles(group: Group) -> bool:
+    try:
+        analyze(group)
+    except Untileable:
+        return False
+    return True
+
+
+def single_op_groups(group: Group) -> list[Group]:
+    """`group` split into one group per op (the fallback when it is not tileable whole)."""
+    out: list[Group] = []
+    for op in group.ops:
+        inputs = list(dict.fromkeys(op.operands))
+        out.append(Group([op], inputs, list(op.results)))
+    return out

@@ -29,10 +29,19 @@ fails are marked *strict* and the block is grouped again, with full checks on ev
 merge that involves a strict op. Each round marks at least one new op (a group of
 strict ops only was checked in full), so this ends, and every group nn-fuse returns is
 one kernel for convert-nn-to-tile.
+
+Cost: a merge must not revisit the groups it joins, or a chain of n ops costs n^2.
+Each group keeps its `GroupFacts` (legality decides a union from the uses where two
+groups meet, `check_union`), its edges to other groups with their counts, and a rank in
+a topological order of the groups: a path from one group to another only passes
+through groups ranked between them, so the cycle check searches only there, and a
+merge re-ranks only the groups found there (Pearce and Kelly's dynamic topological
+order). The smaller side of every union is the one walked.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -43,11 +52,27 @@ from fuseopt.cost_model import value_bytes
 from fuseopt.dialects import nn
 from fuseopt.passes.fusion_legality import (
     MATMUL,
+    GroupFacts,
     GroupInfo,
     OpClass,
+    UnionCounts,
     check_group,
+    check_union,
     classify,
+    merge_facts,
 )
+
+
+@dataclass
+class Reranking:
+    """How a merge of groups `lo` and `hi` (lo ranked first) keeps the ranks a
+    topological order: the union takes `rank`, or (None) the groups in `forward` (lo
+    reaches them before hi) and those that reach hi are re-ranked around it."""
+
+    lo: int
+    hi: int
+    rank: int | None
+    forward: set[int]
 
 
 @dataclass
@@ -64,7 +89,12 @@ class FusionGroup:
 
 
 class _Partition:
-    """Union of groups over the top-level ops of one block, with the cycle check."""
+    """Union of groups over the top-level ops of one block, with the cycle check.
+
+    Groups are named by the index of an op in the block (a union-find root); `facts`
+    holds the fusible ones. With `verify`, every merge decision is also taken the slow
+    way (`check_group` on the union, a search of the whole graph for a cycle) and the
+    two must agree (for tests)."""
 
     def __init__(
         self,
@@ -72,21 +102,36 @@ class _Partition:
         max_recompute: int,
         excluded: Collection[Operation],
         strict: AbstractSet[Operation],
+        verify: bool = False,
     ):
         self.block = block
         self.max_recompute = max_recompute
-        self.strict = strict
+        self.verify = verify
         self.ops = list(block.ops)
         self.order = {op: i for i, op in enumerate(self.ops)}
-        self.group_of: dict[Operation, int] = {op: i for i, op in enumerate(self.ops)}
-        self.members: dict[int, set[Operation]] = {i: {op} for i, op in enumerate(self.ops)}
-        self.info: dict[int, GroupInfo] = {}
-        for op in self.ops:
-            if op in excluded or classify(op) in (OpClass.OPAQUE, OpClass.CONSTANT):
+        n = len(self.ops)
+        self.leader = list(range(n))
+        self.members: dict[int, list[Operation]] = {i: [op] for i, op in enumerate(self.ops)}
+        self.facts: dict[int, GroupFacts] = {}
+        self.classes = {op: classify(op) for op in self.ops}
+        for i, op in enumerate(self.ops):
+            if op in excluded or self.classes[op] in (OpClass.OPAQUE, OpClass.CONSTANT):
                 continue
-            result = check_group({op}, max_recompute, self.order, op not in strict)
+            result = check_group([op], max_recompute, self.order, op not in strict)
             if isinstance(result, GroupInfo):
-                self.info[self.group_of[op]] = result
+                self.facts[i] = GroupFacts.of_op(op, op in strict)
+        # the graph of groups: edge counts both ways, and a topological rank per group
+        self.succ: dict[int, Counter[int]] = {i: Counter() for i in range(n)}
+        self.pred: dict[int, Counter[int]] = {i: Counter() for i in range(n)}
+        for i, op in enumerate(self.ops):
+            for r in op.results:
+                for use in r.uses:
+                    user = self.top_level(use.operation)
+                    if user is not None and user is not op:
+                        j = self.order[user]
+                        self.succ[i][j] += 1
+                        self.pred[j][i] += 1
+        self.rank = list(range(n))
 
     def top_level(self, op: Operation) -> Operation | None:
         """The ancestor of `op` that is an op of this block."""
@@ -95,25 +140,115 @@ class _Partition:
             node = node.parent_op()
         return node
 
-    def successors(self, g: int) -> set[int]:
-        """Groups that use a value of group `g`."""
-        out: set[int] = set()
-        for op in self.members[g]:
+    def group(self, op: Operation) -> int:
+        """The group of top-level op `op`."""
+        i = self.order[op]
+        leader = self.leader
+        while leader[i] != i:
+            leader[i] = leader[leader[i]]
+            i = leader[i]
+        return i
+
+    def try_merge(self, a: int, b: int) -> bool:
+        """Merge groups a and b if the union is legal; return whether it happened."""
+        if a == b or a not in self.facts or b not in self.facts:
+            return False
+        fa, fb = self.facts[a], self.facts[b]
+        small = a if len(fa.ops) <= len(fb.ops) else b
+        meeting = self._meeting(small, b if small == a else a)
+
+        def in_union(op: Operation) -> bool:
+            return op in self.order and self.group(op) in (a, b)
+
+        counts = check_union(fa, fb, meeting, in_union, self.max_recompute, self.order)
+        legal = counts is not None and not isinstance(counts, str)
+        if counts is None:  # only the whole union can tell
+            partial = not (fa.strict or fb.strict)
+            union = [*fa.ops, *fb.ops]
+            whole = check_group(union, self.max_recompute, self.order, partial)
+            legal = isinstance(whole, GroupInfo)
+        if self.verify:
+            self._verify_legality(a, b, legal)
+        if not legal:
+            return False
+        reranking = self._reranking(a, b)
+        if self.verify:
+            assert (reranking is None) == self._creates_cycle_slowly(a, b), "cycle check"
+        if reranking is None:
+            return False
+        self._merge(a, b, meeting, counts if not isinstance(counts, str) else None, reranking)
+        return True
+
+    def _meeting(self, small: int, large: int) -> list[tuple[Operation, SSAValue]]:
+        """Each use of a value of one group by an op of the other, as (user, value),
+        found from the ops of `small`."""
+        out: list[tuple[Operation, SSAValue]] = []
+        for op in self.members[small]:
+            for v in op.operands:
+                owner = v.owner
+                if isinstance(owner, Operation) and owner in self.order:
+                    if self.group(owner) == large:
+                        out.append((op, v))
             for r in op.results:
                 for use in r.uses:
-                    user = self.top_level(use.operation)
-                    if user is not None and self.group_of[user] != g:
-                        out.add(self.group_of[user])
+                    user = use.operation
+                    if user in self.order and self.group(user) == large:
+                        out.append((user, r))
         return out
 
-    def creates_cycle(self, a: int, b: int) -> bool:
-        """Whether merging groups a and b closes a cycle through another group."""
+    # ------------------------------------------------------------------ cycles
+
+    def _reranking(self, a: int, b: int) -> Reranking | None:
+        """None if merging a and b closes a cycle through another group, else how the
+        union is ranked (see `_merge`).
+
+        With lo ranked before hi, a cycle is a path lo -> c -> ... -> hi, and every
+        group on it is ranked between the two. If no predecessor of hi but lo is ranked
+        after lo, or no successor of lo but hi is ranked before hi, there is none, and
+        the union simply takes lo's rank or hi's; else the groups lo reaches below hi
+        are searched (`forward`)."""
+        lo, hi = (a, b) if self.rank[a] < self.rank[b] else (b, a)
+        low, high = self.rank[lo], self.rank[hi]
+        if len(self.pred[hi]) <= len(self.succ[lo]):
+            if not any(p != lo and self.rank[p] > low for p in self.pred[hi]):
+                return Reranking(lo, hi, self.rank[lo], set())
+        if not any(s != hi and self.rank[s] < high for s in self.succ[lo]):
+            return Reranking(lo, hi, self.rank[hi], set())
+        if not any(p != lo and self.rank[p] > low for p in self.pred[hi]):
+            return Reranking(lo, hi, self.rank[lo], set())
+        stack = [s for s in self.succ[lo] if s != hi and self.rank[s] < high]
+        seen = set(stack)
+        while stack:
+            g = stack.pop()
+            if hi in self.succ[g]:
+                return None
+            for s in self.succ[g]:
+                if s not in seen and self.rank[s] < high:
+                    seen.add(s)
+                    stack.append(s)
+        return Reranking(lo, hi, None, seen)
+
+    def _backward(self, lo: int, hi: int) -> set[int]:
+        """The groups ranked above lo from which hi is reachable (lo excluded)."""
+        low = self.rank[lo]
+        stack = [p for p in self.pred[hi] if p != lo and self.rank[p] > low]
+        seen = set(stack)
+        while stack:
+            g = stack.pop()
+            for p in self.pred[g]:
+                if p not in seen and p != lo and self.rank[p] > low:
+                    seen.add(p)
+                    stack.append(p)
+        return seen
+
+    def _creates_cycle_slowly(self, a: int, b: int) -> bool:
+        """The cycle check by a search of the whole graph (`verify`)."""
         merged = {a, b}
-        stack = [s for g in merged for s in self.successors(g) if s not in merged]
+        stack = [s for g in merged for s in self.succ[g] if s not in merged]
         seen: set[int] = set(stack)
         while stack:
             g = stack.pop()
-            for s in self.successors(g):
+            for s in self.succ[g]:
                 if s in merged:
                     return True
                 if s not in seen:
@@ -121,23 +256,58 @@ class _Partition:
                     stack.append(s)
         return False
 
-    def try_merge(self, a: int, b: int) -> bool:
-        """Merge groups a and b if the union is legal; return whether it happened."""
-        if a == b or a not in self.info or b not in self.info:
-            return False
-        union = self.members[a] | self.members[b]
-        partial = self.strict.isdisjoint(union)
-        result = check_group(union, self.max_recompute, self.order, partial)
-        if not isinstance(result, GroupInfo) or self.creates_cycle(a, b):
-            return False
-        keep, drop = min(a, b), max(a, b)
-        for op in self.members[drop]:
-            self.group_of[op] = keep
-        self.members[keep] = union
-        del self.members[drop]
-        del self.info[drop]
-        self.info[keep] = result
-        return True
+    # ------------------------------------------------------------------ merging
+
+    def _merge(
+        self,
+        a: int,
+        b: int,
+        meeting: list[tuple[Operation, SSAValue]],
+        counts: UnionCounts | None,
+        reranking: Reranking,
+    ) -> None:
+        """Make a and b one group: facts, members, edges and ranks."""
+        lo, hi = reranking.lo, reranking.hi
+        backward = self._backward(lo, hi) if reranking.rank is None else set()
+        # the union keeps the name with more edges, so renaming edges walks the fewer
+        degree = {g: len(self.succ[g]) + len(self.pred[g]) for g in (a, b)}
+        keep, drop = (a, b) if (degree[a], -a) >= (degree[b], -b) else (b, a)
+        self.leader[drop] = keep
+        fa, fb = self.facts.pop(a), self.facts.pop(b)
+        self.facts[keep] = merge_facts(fa, fb, meeting, counts, self.order)
+        first, second = self.members.pop(a), self.members.pop(b)
+        if len(first) < len(second):
+            first, second = second, first
+        first.extend(second)
+        self.members[keep] = first
+        for c, m in self.succ.pop(drop).items():  # drop -> c
+            del self.pred[c][drop]
+            if c != keep:
+                self.succ[keep][c] += m
+                self.pred[c][keep] += m
+        for c, m in self.pred.pop(drop).items():  # c -> drop
+            del self.succ[c][drop]
+            if c != keep:
+                self.succ[c][keep] += m
+                self.pred[keep][c] += m
+        if reranking.rank is not None:
+            self.rank[keep] = reranking.rank
+            return
+        # Pearce-Kelly: in the ranks of lo, hi and the groups between them that lo
+        # reaches (forward) or that reach hi (backward; no group is both, or there
+        # would be a cycle), put the backward ones first, then the union, then the
+        # forward ones, each in their old order
+        forward = reranking.forward
+        slots = sorted(self.rank[g] for g in (lo, hi, *forward, *backward))
+        moved = [
+            *sorted(backward, key=self.rank.__getitem__),
+            keep,
+            *sorted(forward, key=self.rank.__getitem__),
+        ]
+        for g, slot in zip(moved, slots, strict=False):
+            self.rank[g] = slot
+
+    # ------------------------------------------------------------------ steps
 
     def claim_prologue(self, reduction: Operation) -> None:
         """Step 2: merge into the reduction's group the ops it reads, backwards, while
@@ -147,26 +317,26 @@ class _Partition:
             op = stack.pop()
             for v in op.operands:
                 producer = v.owner
-                if not isinstance(producer, Operation) or producer not in self.group_of:
+                if not isinstance(producer, Operation) or producer not in self.order:
                     continue
-                if classify(producer) not in (OpClass.ELEMENTWISE, OpClass.VIEW):
+                if self.classes[producer] not in (OpClass.ELEMENTWISE, OpClass.VIEW):
                     continue
-                g = self.group_of[reduction]
-                if self.group_of[producer] == g or len(self.members[self.group_of[producer]]) > 1:
+                g, p = self.group(reduction), self.group(producer)
+                if p == g or len(self.members[p]) > 1:
                     continue
                 if self._outside_bytes(producer, g) > sum(value_bytes(r) for r in producer.results):
                     continue
-                if self.try_merge(g, self.group_of[producer]):
+                if self.try_merge(g, p):
                     stack.append(producer)
 
     def _outside_bytes(self, op: Operation, g: int) -> int:
         """Bytes `op` reads that group g neither computes nor reads already."""
-        members = self.members[g]
-        read = {v for m in members for v in m.operands}
+        read = self.facts[g].reads
         return sum(
             value_bytes(v)
             for v in set(op.operands)
-            if not (isinstance(v.owner, Operation) and v.owner in members)
+            if not (isinstance(v.owner, Operation) and v.owner in self.order
+                    and self.group(v.owner) == g)
             and v not in read
             and not isinstance(v.owner, nn.ConstantOp)
         )
@@ -174,40 +344,64 @@ class _Partition:
     def sibling_fusible(self, g: int) -> bool:
         """Whether group g may take part in a sibling merge: a pointwise or reduction
         group that computes (a lone view is free in eager; materializing it is not)."""
-        return (
-            g in self.info
-            and self.info[g].kind != MATMUL
-            and any(classify(op) is not OpClass.VIEW for op in self.members[g])
-        )
+        facts = self.facts.get(g)
+        return facts is not None and facts.kind != MATMUL and facts.computes
 
-    def groups(self) -> list[FusionGroup]:
-        """The fusible groups, ordered by their first op."""
-        out = [
-            FusionGroup(sorted(self.members[g], key=self.order.__getitem__), self.info[g])
-            for g in self.info
-        ]
-        return sorted(out, key=lambda grp: self.order[grp.ops[0]])
+    def merge_siblings(self, users: list[Operation]) -> None:
+        """Step 4 for the readers of one value (in program order, an op once per
+        operand that reads it): try to merge each reader's group with every later
+        reader's. Only groups that are sibling-fusible can merge, and merging keeps
+        them so; skipped: a reader whose group already holds every later reader."""
+        users = [u for u in users if self.sibling_fusible(self.group(u))]
+        later = Counter(self.group(u) for u in users)
+        for i, first in enumerate(users):
+            later[self.group(first)] -= 1
+            if later[self.group(first)] == len(users) - i - 1:
+                continue
+            for other in users[i + 1 :]:
+                ga, gb = self.group(first), self.group(other)
+                if self.try_merge(ga, gb):
+                    later[self.group(first)] = later.pop(ga, 0) + later.pop(gb, 0)
+
+    def groups(self) -> list[list[Operation]]:
+        """The fusible groups' ops in program order, ordered by their first op."""
+        out = [sorted(self.members[g], key=self.order.__getitem__) for g in self.facts]
+        return sorted(out, key=lambda ops: self.order[ops[0]])
+
+    def _verify_legality(self, a: int, b: int, legal: bool) -> None:
+        fa, fb = self.facts[a], self.facts[b]
+        union = [*fa.ops, *fb.ops]
+        slow = check_group(union, self.max_recompute, self.order, not (fa.strict or fb.strict))
+        assert isinstance(slow, GroupInfo) == legal, f"legality of a union: {slow}"
 
 
 def find_groups(
-    block: Block, max_recompute: int = 8, excluded: Collection[Operation] = ()
+    block: Block,
+    max_recompute: int = 8,
+    excluded: Collection[Operation] = (),
+    verify: bool = False,
 ) -> list[FusionGroup]:
     """Partition the fusible top-level ops of `block` into legal fusion groups.
 
     Every fusible op lands in exactly one group (possibly alone); ops in `excluded`
     (matmuls left to the library) are treated as opaque. See the module docstring for
-    the algorithm. The block is not modified.
+    the algorithm. The block is not modified. `verify` checks every merge decision the
+    slow way too (tests).
     """
     order = {op: i for i, op in enumerate(block.ops)}
     strict: set[Operation] = set()
     while True:
-        groups = _grow(block, max_recompute, excluded, strict)
-        incomplete = [
-            g for g in groups if not isinstance(check_group(g.ops, max_recompute, order), GroupInfo)
-        ]
+        found: list[FusionGroup] = []
+        incomplete: list[list[Operation]] = []
+        for ops in _grow(block, max_recompute, excluded, strict, verify):
+            info = check_group(ops, max_recompute, order)
+            if isinstance(info, GroupInfo):
+                found.append(FusionGroup(ops, info))
+            else:
+                incomplete.append(ops)
         if not incomplete:
-            return groups
-        strict.update(op for g in incomplete for op in g.ops)
+            return found
+        strict.update(op for ops in incomplete for op in ops)
 
 
 def _grow(
@@ -215,14 +409,15 @@ def _grow(
     max_recompute: int,
     excluded: Collection[Operation],
     strict: AbstractSet[Operation],
-) -> list[FusionGroup]:
+    verify: bool,
+) -> list[list[Operation]]:
     """Steps 1-4 of the module docstring; merges involving an op of `strict` are checked
     in full, the others with `partial=True` (see `check_group`)."""
-    part = _Partition(block, max_recompute, excluded, strict)
-    fusible = [op for op in part.ops if part.group_of[op] in part.info]
+    part = _Partition(block, max_recompute, excluded, strict, verify)
+    fusible = [op for op in part.ops if part.group(op) in part.facts]
     # 2. reductions claim their cheap prologues
     for op in fusible:
-        if classify(op) is OpClass.REDUCTION:
+        if part.classes[op] is OpClass.REDUCTION:
             part.claim_prologue(op)
     # 3. producer-consumer merges; transposes join only after the other ops have
     # grouped (a transpose merged early can leave a consumer outside: RoPE's slices of
@@ -231,11 +426,11 @@ def _grow(
         for op in fusible:
             for v in op.operands:
                 producer = v.owner
-                if not isinstance(producer, Operation) or producer not in part.group_of:
+                if not isinstance(producer, Operation) or producer not in part.order:
                     continue
                 if isinstance(producer, nn.TransposeOp) != late:
                     continue
-                part.try_merge(part.group_of[op], part.group_of[producer])
+                part.try_merge(part.group(op), part.group(producer))
     # 4. sibling merges: groups reading the same value
     readers: dict[SSAValue, list[Operation]] = {}
     for op in fusible:
@@ -243,9 +438,5 @@ def _grow(
             if not isinstance(v.owner, nn.ConstantOp):  # a shared splat is no reason
                 readers.setdefault(v, []).append(op)
     for users in readers.values():
-        for i, first in enumerate(users):
-            for other in users[i + 1 :]:
-                ga, gb = part.group_of[first], part.group_of[other]
-                if part.sibling_fusible(ga) and part.sibling_fusible(gb):
-                    part.try_merge(ga, gb)
+        part.merge_siblings(users)
     return part.groups()

@@ -36,7 +36,9 @@ Cycles between groups are the grouping algorithm's business (`fusion_grouping`).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
@@ -46,6 +48,9 @@ from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
 from fuseopt.passes.tiling_analysis import (
+    AmbiguousDomain,
+    AxisSummary,
+    ClassSpace,
     Group,
     Incomplete,
     IterationSpace,
@@ -139,11 +144,131 @@ class GroupInfo:
 
 def group_outputs(ops: Collection[Operation]) -> list[SSAValue]:
     """Results of `ops` used by some op outside `ops`, in op order."""
-    return [r for op in ops for r in op.results if any(u.operation not in ops for u in r.uses)]
+    inside = ops if isinstance(ops, AbstractSet) else set(ops)
+    return [r for op in ops for r in op.results if any(u.operation not in inside for u in r.uses)]
+
+
+@dataclass(frozen=True)
+class DomainKey:
+    """What decides, op by op, whether an op of a group is in its domain (`in_domain`)."""
+
+    kind: str
+    numel: int = 0
+    """pointwise: the element count of the domain."""
+    shape: tuple[int, ...] = ()
+    """reduction: the reductions' input shape; matmul: the matmul result shape."""
+    axes: tuple[int, ...] = ()
+    """reduction: the reduced axes."""
+
+
+def domain_key(
+    matmuls: Sequence[nn.MatmulOp],
+    reductions: AbstractSet[tuple[tuple[int, ...], tuple[int, ...]]],
+    output_numels: AbstractSet[int],
+    largest: int,
+    computed_inside: Callable[[SSAValue], bool],
+) -> DomainKey | str:
+    """The domain of a group, or why the group cannot have one: from its matmuls (in
+    program order), the (input shape, axes) of its reductions, the element counts of
+    its outputs, the element count of its largest op (a group without outputs is dead
+    code: its largest op is the domain) and whether a value is computed in the group."""
+    if matmuls:
+        if reductions:
+            return "a matmul and a reduction do not share a kernel"
+        first = matmuls[0]
+        for mm in matmuls:
+            if any(computed_inside(v) for v in mm.operands):
+                return "a matmul operand computed in the group (matmul prologue or matmul chain)"
+            same = (
+                mm.lhs == first.lhs
+                and mm.result.type == first.result.type
+                and (mm.transpose_a is None) == (first.transpose_a is None)
+            )
+            if not same:
+                return "matmuls in one group must share their A operand and result type"
+        return DomainKey(MATMUL, shape=shape_of(first.result))
+    if reductions:
+        if len(reductions) > 1:
+            return f"reductions over different rows or axes: {sorted(reductions)}"
+        ((source, axes),) = reductions
+        return DomainKey(REDUCTION, shape=source, axes=axes)
+    if len(output_numels) > 1:
+        return f"pointwise outputs have different element counts {sorted(output_numels)}"
+    return DomainKey(POINTWISE, numel=next(iter(output_numels), largest))
+
+
+def reduction_signature(op: Operation) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(input shape, reduced axes) of a reduction: the reductions of a group share it."""
+    assert isinstance(op, nn.ReductionOp)
+    return shape_of(op.operands[0]), tuple(op.axis_list)
+
+
+def in_domain(op: Operation, key: DomainKey) -> bool:
+    """Whether `op`'s result is in the domain `key` (else `op` is a side op). In a
+    reduction group an op is *row-shaped*: the rank of the input and its size on every
+    kept axis, or the per-row scalar without kept dims."""
+    shape = shape_of(op.results[0])
+    if key.kind == POINTWISE:
+        return numel(shape) == key.numel
+    if key.kind == MATMUL:
+        return shape == key.shape
+    source = key.shape
+    if len(shape) == len(source):
+        return all(shape[i] == source[i] for i in range(len(source)) if i not in key.axes)
+    return shape == tuple(source[i] for i in range(len(source)) if i not in key.axes)
+
+
+Status = Callable[[SSAValue], bool | None]
+"""For an operand: None when it comes from outside the group, else whether the op
+computing it is in the domain."""
 
 
 def _squeezed(shape: Iterable[int]) -> tuple[int, ...]:
     return tuple(d for d in shape if d != 1)
+
+
+def shape_violation(op: Operation, key: DomainKey, inside: bool, status: Status) -> str | None:
+    """Why `op` (in the domain when `inside`) breaks its group's kind, or None: in a
+    reduction group a view of a domain value must keep rows; in a matmul group nothing
+    may move accumulator elements."""
+    if key.kind == MATMUL:
+        moves = isinstance(op, nn.TransposeOp | nn.SliceOp | nn.ConcatOp)
+        if moves and any(status(v) for v in op.operands):
+            return f"{op.name} would move accumulator elements"
+        return None
+    if key.kind != REDUCTION or not inside or not isinstance(op, VIEW_TYPES):
+        return None
+    if not any(status(v) for v in op.operands):
+        return None  # a view of group inputs is plain indexing
+    source, axes = key.shape, key.axes
+    kept = [i for i in range(len(source)) if i not in axes]
+    src, dst = shape_of(op.operands[0]), shape_of(op.results[0])
+    if isinstance(op, nn.BroadcastOp):
+        # from a per-row value (keepdim form) along the reduced axes only
+        ok = len(src) == len(source) and all(src[i] == dst[i] for i in kept)
+    elif isinstance(op, nn.SliceOp):
+        ok = len(src) == len(source) and all(op.bounds[i] == (0, src[i], 1) for i in kept)
+    elif isinstance(op, nn.ConcatOp):
+        ok = (
+            len(src) == len(source)
+            and op.axis.value.data in axes
+            and all(status(v) for v in op.operands)
+        )
+    elif isinstance(op, nn.ReshapeOp):
+        ok = _squeezed(src) == _squeezed(dst)
+    else:  # transpose moves elements between rows
+        ok = False
+    if ok:
+        return None
+    return f"{op.name} {list(src)} -> {list(dst)} does not keep rows of {list(source)}"
+
+
+def side_violation(op: Operation, key: DomainKey, status: Status) -> str | None:
+    """Why side op `op` cannot be recomputed per domain element, or None: it must
+    depend only on group inputs and other side ops."""
+    if any(status(v) for v in op.operands):
+        return f"{op.name} is outside the {key.kind} domain but uses a value computed in it"
+    return None
 
 
 def check_group(
@@ -155,24 +280,45 @@ def check_group(
     """Whether `ops` (top-level ops of one block) can be one kernel.
 
     Returns the group's GroupInfo, or a one-line reason why not. `order` gives each op's
-    position in its block (used to pick a deterministic first output). With `partial`,
-    a group the tiler finds `Incomplete` (axes not yet tied into one domain, a state
-    greedy growth passes through) is accepted; a final group must pass without it.
+    position in its block (outputs are taken in program order). With `partial`, a group
+    the tiler finds `Incomplete` (axes not yet tied into one domain, a state greedy
+    growth passes through) is accepted; a final group must pass without it.
     """
-    classes = {op: classify(op) for op in ops}
+    members = sorted(set(ops), key=lambda op: order.get(op, 0))
+    inside = set(members)
+    classes = {op: classify(op) for op in members}
     if any(c in (OpClass.OPAQUE, OpClass.CONSTANT) for c in classes.values()):
         return "opaque or constant ops are never grouped"
-    matmuls = [op for op in ops if classes[op] is OpClass.MATMUL]
-    reductions = [op for op in ops if classes[op] is OpClass.REDUCTION]
-    outputs = group_outputs(ops)
+    matmuls = [op for op in members if isinstance(op, nn.MatmulOp)]
+    reductions = {reduction_signature(op) for op in members if classes[op] is OpClass.REDUCTION}
+    outputs = group_outputs(members)
+    largest = max(members, key=lambda op: (numel(shape_of(op.results[0])), order.get(op, 0)))
+    key = domain_key(
+        matmuls,
+        reductions,
+        {numel(shape_of(v)) for v in outputs},
+        numel(shape_of(largest.results[0])),
+        lambda v: v.owner in inside,
+    )
+    space = _analysis(members, outputs, order)  # the tiler's verdict, computed once
+    if isinstance(key, str):
+        return key
+    domain = key.shape
+    if key.kind == POINTWISE:
+        domain = shape_of(outputs[0]) if outputs else shape_of(largest.results[0])
+    in_dom = {op: in_domain(op, key) for op in members}
+    if key.kind == POINTWISE and not all(in_dom.values()):
+        for op in _indexed_parts(members, space()):
+            in_dom[op] = True
 
-    space = _analysis(ops, outputs, order)  # the tiler's verdict, computed once
-    if matmuls:
-        info = _check_matmul_group(ops, matmuls, reductions, outputs, max_recompute)
-    elif reductions:
-        info = _check_reduction_group(ops, reductions, outputs, max_recompute)
-    else:
-        info = _check_pointwise_group(ops, outputs, max_recompute, order, space)
+    def status(v: SSAValue) -> bool | None:
+        return in_dom[v.owner] if v.owner in inside else None  # type: ignore[index]
+
+    for op in members:
+        reason = shape_violation(op, key, in_dom[op], status)
+        if reason is not None:
+            return reason
+    info = _finish(key, domain, members, in_dom, outputs, max_recompute, status)
     if isinstance(info, str):
         return info
     untileable = _tiling_obstacle(space(), partial)
@@ -184,19 +330,18 @@ def fusion_operands(members: Sequence[Operation]) -> tuple[list[Operation], list
     it into the fusion: the splat constants it clones in, and every other value (the
     fusion's inputs), each in order of first use."""
     inside = set(members)
-    constants: list[Operation] = []
-    inputs: list[SSAValue] = []
+    constants: dict[Operation, None] = {}
+    inputs: dict[SSAValue, None] = {}
     for op in members:
         for v in op.operands:
             owner = v.owner
             if isinstance(owner, Operation) and owner in inside:
                 continue
             if isinstance(owner, Operation) and cloned_into_fusion(owner):
-                if owner not in constants:
-                    constants.append(owner)
-            elif v not in inputs:
-                inputs.append(v)
-    return constants, inputs
+                constants.setdefault(owner)
+            else:
+                inputs.setdefault(v)
+    return list(constants), list(inputs)
 
 
 def kernel_group(
@@ -226,7 +371,7 @@ def _analysis(
     return space
 
 
-def _tiling_obstacle(space: IterationSpace | Untileable, partial: bool) -> str | None:
+def _tiling_obstacle(space: IterationSpace | ClassSpace | Untileable, partial: bool) -> str | None:
     """Why the tiler cannot make the group one kernel, or None when it can (or, with
     `partial`, when only ops still to join are missing)."""
     if isinstance(space, Incomplete):
@@ -238,51 +383,27 @@ def _tiling_obstacle(space: IterationSpace | Untileable, partial: bool) -> str |
 
 
 def _finish(
-    kind: str,
+    key: DomainKey,
     domain: tuple[int, ...],
-    axes: tuple[int, ...],
-    ops: Collection[Operation],
-    in_domain: dict[Operation, bool],
+    ops: Sequence[Operation],
+    in_dom: dict[Operation, bool],
     outputs: list[SSAValue],
     max_recompute: int,
+    status: Status,
 ) -> GroupInfo | str:
     """Rules shared by every kind: side ops are input-only, internal and bounded."""
-    side = frozenset(op for op in ops if not in_domain[op])
-    for op in side:
-        for v in op.operands:
-            owner = v.owner
-            if isinstance(owner, Operation) and owner in ops and owner not in side:
-                return f"{op.name} is outside the {kind} domain but uses a value computed in it"
+    side = frozenset(op for op in ops if not in_dom[op])
+    for op in ops:
+        reason = side_violation(op, key, status) if op in side else None
+        if reason is not None:
+            return reason
     for v in outputs:
         if v.owner in side:
-            return f"an output of {v.owner.name} is outside the {kind} domain {list(domain)}"
+            return f"an output of {v.owner.name} is outside the {key.kind} domain {list(domain)}"
     recompute = sum(1 for op in side if classify(op) is not OpClass.VIEW)
     if recompute > max_recompute:
         return f"{recompute} recomputed ops exceed max_recompute={max_recompute}"
-    return GroupInfo(kind, domain, axes, side, recompute)
-
-
-def _check_pointwise_group(
-    ops: Collection[Operation],
-    outputs: list[SSAValue],
-    max_recompute: int,
-    order: dict[Operation, int],
-    space: Callable[[], IterationSpace | Untileable],
-) -> GroupInfo | str:
-    if outputs:
-        sizes = {numel(shape_of(v)) for v in outputs}
-        if len(sizes) > 1:
-            return f"pointwise outputs have different element counts {sorted(sizes)}"
-        domain = shape_of(outputs[0])
-    else:  # dead code: the largest op is the domain
-        last = max(ops, key=lambda op: (numel(shape_of(op.results[0])), order.get(op, 0)))
-        domain = shape_of(last.results[0])
-    n = numel(domain)
-    in_domain = {op: numel(shape_of(op.results[0])) == n for op in ops}
-    if not all(in_domain.values()):
-        for op in _indexed_parts(ops, space()):
-            in_domain[op] = True
-    return _finish(POINTWISE, domain, (), ops, in_domain, outputs, max_recompute)
+    return GroupInfo(key.kind, domain, key.axes, side, recompute)
 
 
 def _indexed_parts(
@@ -298,91 +419,248 @@ def _indexed_parts(
     return {op for op in ops if op.results and set(space.span(op.results[0])) == every}
 
 
-def _check_reduction_group(
-    ops: Collection[Operation],
-    reductions: list[Operation],
-    outputs: list[SSAValue],
-    max_recompute: int,
-) -> GroupInfo | str:
-    signatures = {
-        (shape_of(r.operands[0]), tuple(r.axis_list))  # type: ignore[attr-defined]
-        for r in reductions
-    }
-    if len(signatures) > 1:
-        return f"reductions over different rows or axes: {sorted(signatures)}"
-    ((source, axes),) = signatures
-    kept = [i for i in range(len(source)) if i not in axes]
-    flat_row = tuple(source[i] for i in kept)
-
-    def row_shaped(shape: tuple[int, ...]) -> bool:
-        if len(shape) == len(source):
-            return all(shape[i] == source[i] for i in kept)
-        return shape == flat_row
-
-    in_domain: dict[Operation, bool] = {}
-    for op in ops:
-        in_domain[op] = row_shaped(shape_of(op.results[0]))
-
-    def main(v: SSAValue) -> bool:
-        return isinstance(v.owner, Operation) and v.owner in ops and in_domain[v.owner]
-
-    for op in ops:
-        if not in_domain[op] or not isinstance(op, VIEW_TYPES):
-            continue
-        if not any(main(v) for v in op.operands):
-            continue  # a view of group inputs is plain indexing
-        src, dst = shape_of(op.operands[0]), shape_of(op.results[0])
-        ok = True
-        if isinstance(op, nn.BroadcastOp):
-            # from a per-row value (keepdim form) along the reduced axes only
-            ok = len(src) == len(source) and all(src[i] == dst[i] for i in kept)
-        elif isinstance(op, nn.SliceOp):
-            ok = len(src) == len(source) and all(op.bounds[i] == (0, src[i], 1) for i in kept)
-        elif isinstance(op, nn.ConcatOp):
-            ok = (
-                len(src) == len(source)
-                and op.axis.value.data in axes
-                and all(main(v) for v in op.operands)
-            )
-        elif isinstance(op, nn.ReshapeOp):
-            ok = _squeezed(src) == _squeezed(dst)
-        else:  # transpose moves elements between rows
-            ok = False
-        if not ok:
-            return f"{op.name} {list(src)} -> {list(dst)} does not keep rows of {list(source)}"
-    return _finish(REDUCTION, source, axes, ops, in_domain, outputs, max_recompute)
+# ---------------------------------------------------------------- incremental checks
 
 
-def _check_matmul_group(
-    ops: Collection[Operation],
-    matmuls: list[Operation],
-    reductions: list[Operation],
-    outputs: list[SSAValue],
-    max_recompute: int,
-) -> GroupInfo | str:
-    if reductions:
-        return "a matmul and a reduction do not share a kernel"
-    first = matmuls[0]
-    assert isinstance(first, nn.MatmulOp)
-    for mm in matmuls:
-        assert isinstance(mm, nn.MatmulOp)
-        for v in mm.operands:
-            if isinstance(v.owner, Operation) and v.owner in ops:
-                return "a matmul operand computed in the group (matmul prologue or matmul chain)"
-        same = (
-            mm.lhs == first.lhs
-            and mm.result.type == first.result.type
-            and (mm.transpose_a is None) == (first.transpose_a is None)
+@dataclass
+class GroupFacts:
+    """What legality keeps about a legal group while nn-fuse grows it: enough to decide
+    its union with another group (`check_union`) from the ops where the two meet and a
+    few totals, so a merge costs about the size of the smaller group, not of the union.
+    """
+
+    ops: list[Operation]
+    matmuls: list[nn.MatmulOp]
+    """In program order."""
+    reductions: set[tuple[tuple[int, ...], tuple[int, ...]]]
+    """The (input shape, axes) of its reductions."""
+    largest: int
+    """The element count of its largest op."""
+    outputs: dict[SSAValue, int]
+    """Its results used outside it, each with its number of uses outside."""
+    output_numels: Counter[int]
+    """The element counts of its outputs."""
+    reads: set[SSAValue]
+    """Every operand of its ops."""
+    computes: bool
+    """It holds an op that is not a view."""
+    strict: bool
+    """It holds an op that nn-fuse checks in full (`partial=False`)."""
+    axes: AxisSummary
+    key: DomainKey | None
+    """The domain the counts below are for (None: count again on the next union)."""
+    side: int = 0
+    """Ops outside the domain."""
+    recompute: int = 0
+    """Non-view ops outside the domain."""
+    side_outputs: int = 0
+    """Outputs computed outside the domain."""
+
+    @staticmethod
+    def of_op(op: Operation, strict: bool) -> GroupFacts:
+        """The facts of the legal group made of `op` alone."""
+        outputs = {r: n for r in op.results if (n := sum(1 for _ in r.uses))}
+        reductions = {reduction_signature(op)} if isinstance(op, nn.ReductionOp) else set()
+        matmuls = [op] if isinstance(op, nn.MatmulOp) else []
+        largest = numel(shape_of(op.results[0]))
+        facts = GroupFacts(
+            [op],
+            matmuls,
+            reductions,
+            largest,
+            outputs,
+            Counter(numel(shape_of(r)) for r in outputs),
+            set(op.operands),
+            classify(op) is not OpClass.VIEW,
+            strict,
+            AxisSummary(op),
+            None,
         )
-        if not same:
-            return "matmuls in one group must share their A operand and result type"
-    domain = shape_of(first.result)
-    in_domain = {op: shape_of(op.results[0]) == domain for op in ops}
+        key = domain_key(
+            matmuls, reductions, set(facts.output_numels), largest, lambda v: v.owner is op
+        )
+        if isinstance(key, DomainKey):
+            counts = _count([op], key, lambda v: None, outputs.__contains__)
+            if not isinstance(counts, str):
+                facts.key = key
+                facts.side, facts.recompute, facts.side_outputs = counts
+        return facts
+
+    @property
+    def kind(self) -> str:
+        """pointwise, reduction or matmul."""
+        return MATMUL if self.matmuls else REDUCTION if self.reductions else POINTWISE
+
+
+@dataclass
+class UnionCounts:
+    """What `check_union` found about a legal union, for `merge_facts`."""
+
+    key: DomainKey | None
+    side: int
+    recompute: int
+    side_outputs: int
+
+
+def check_union(
+    a: GroupFacts,
+    b: GroupFacts,
+    meeting: Sequence[tuple[Operation, SSAValue]],
+    in_union: Callable[[Operation], bool],
+    max_recompute: int,
+    order: dict[Operation, int],
+) -> UnionCounts | str | None:
+    """Whether the union of the legal groups `a` and `b` passes `check_group` (with
+    `partial` unless one holds a strict op), decided without visiting every op.
+
+    `meeting` lists each use of a value of one group by an op of the other, as (user,
+    value); `in_union` says whether a top-level op is in either group. Returns the
+    union's counts, a reason why not, or None when only `check_group` on the whole
+    union can tell (values with different axis orders span the space, or a pointwise
+    group with slices or concats that has side ops: the tiler's spans decide).
+
+    The per-op rules (`in_domain`, `shape_violation`, `side_violation`) depend only on
+    the domain and on where an op's operands come from. A group whose counts are for
+    the union's domain is legal with them, so only its ops reading from the other group
+    are checked again; a group with counts for another domain is counted in full.
+    """
+    lost = Counter(v for _, v in meeting)
+    gone = {v for v, n in lost.items() if (a.outputs.get(v) or b.outputs.get(v)) == n}
+    numels = a.output_numels + b.output_numels
+    numels.subtract(numel(shape_of(v)) for v in gone)
+    matmuls = sorted([*a.matmuls, *b.matmuls], key=order.__getitem__)
+
+    def computed_inside(v: SSAValue) -> bool:
+        return isinstance(v.owner, Operation) and in_union(v.owner)
+
+    key = domain_key(
+        matmuls,
+        a.reductions | b.reductions,
+        {n for n, count in numels.items() if count > 0},
+        max(a.largest, b.largest),
+        computed_inside,
+    )
+    if isinstance(key, str):
+        return key
+    counts = _union_counts(a, b, key, meeting, gone, computed_inside)
+
+    def is_input(v: SSAValue) -> bool:
+        owner = v.owner
+        return not (isinstance(owner, Operation) and (in_union(owner) or cloned_into_fusion(owner)))
+
+    try:
+        space = a.axes.union_space(b.axes, matmuls, is_input)
+    except AmbiguousDomain:
+        return None
+    split = isinstance(space, ClassSpace) and space.split is not None
+    if key.kind == POINTWISE and split and (isinstance(counts, str) or counts[0]):
+        return None  # the tiler's spans put some side ops back in the domain
+    if isinstance(counts, str):
+        return counts
+    side, recompute, side_outputs = counts
+    if side_outputs:
+        return f"an output is outside the {key.kind} domain"
+    if recompute > max_recompute:
+        return f"{recompute} recomputed ops exceed max_recompute={max_recompute}"
+    reason = _tiling_obstacle(space, partial=not (a.strict or b.strict))
+    if reason is not None:
+        return reason
+    return UnionCounts(key, side, recompute, side_outputs)
+
+
+def _union_counts(
+    a: GroupFacts,
+    b: GroupFacts,
+    key: DomainKey,
+    meeting: Sequence[tuple[Operation, SSAValue]],
+    gone: AbstractSet[SSAValue],
+    computed_inside: Callable[[SSAValue], bool],
+) -> tuple[int, int, int] | str:
+    """`_count` over the union of `a` and `b` in domain `key`: from a group's counts
+    where they are for `key` (then only its ops reading from the other group are
+    checked again), else op by op. `gone`: outputs used only by the other group."""
+
+    def status(v: SSAValue) -> bool | None:
+        return in_domain(v.owner, key) if computed_inside(v) else None  # type: ignore[arg-type]
+
+    side = recompute = side_outputs = 0
+    for group in (a, b):
+        outputs = group.outputs
+        if group.key == key:
+            side, recompute = side + group.side, recompute + group.recompute
+            side_outputs += group.side_outputs
+            side_outputs -= sum(1 for v in gone if v in outputs and not status(v))
+            continue
+        counts = _count(
+            group.ops, key, status, lambda v, outputs=outputs: v in outputs and v not in gone
+        )
+        if isinstance(counts, str):
+            return counts
+        side, recompute = side + counts[0], recompute + counts[1]
+        side_outputs += counts[2]
+    for op in dict.fromkeys(user for user, _ in meeting):
+        reason = _violation(op, key, status)
+        if reason is not None:
+            return reason
+    return side, recompute, side_outputs
+
+
+def merge_facts(
+    a: GroupFacts,
+    b: GroupFacts,
+    meeting: Sequence[tuple[Operation, SSAValue]],
+    counts: UnionCounts | None,
+    order: dict[Operation, int],
+) -> GroupFacts:
+    """The facts of the union of `a` and `b` (legal, where they meet as in
+    `check_union`; `counts` from `check_union`, or None when `check_group` decided it):
+    the larger one's, updated in place."""
+    big, small = (a, b) if len(a.ops) >= len(b.ops) else (b, a)
+    big.ops.extend(small.ops)
+    big.matmuls = sorted([*big.matmuls, *small.matmuls], key=order.__getitem__)
+    big.reductions |= small.reductions
+    big.largest = max(big.largest, small.largest)
+    big.outputs.update(small.outputs)
+    big.output_numels.update(small.output_numels)
+    for v, n in Counter(v for _, v in meeting).items():
+        left = big.outputs[v] - n
+        if left:
+            big.outputs[v] = left
+        else:
+            del big.outputs[v]
+            big.output_numels[numel(shape_of(v))] -= 1
+    big.reads |= small.reads
+    big.computes = big.computes or small.computes
+    big.strict = big.strict or small.strict
+    big.axes = AxisSummary.merge(big.axes, small.axes)
+    if counts is None or counts.key is None:
+        big.key = None
+    else:
+        big.key, big.side, big.recompute = counts.key, counts.side, counts.recompute
+        big.side_outputs = counts.side_outputs
+    return big
+
+
+def _violation(op: Operation, key: DomainKey, status: Status) -> str | None:
+    inside = in_domain(op, key)
+    reason = shape_violation(op, key, inside, status)
+    if reason is None and not inside:
+        reason = side_violation(op, key, status)
+    return reason
+
+
+def _count(
+    ops: Iterable[Operation], key: DomainKey, status: Status, is_output: Callable[[SSAValue], bool]
+) -> tuple[int, int, int] | str:
+    """(side ops, non-view side ops, outputs of side ops) of `ops` in domain `key`, or
+    the first rule one of them breaks."""
+    side = recompute = side_outputs = 0
     for op in ops:
-        moves = isinstance(op, nn.TransposeOp | nn.SliceOp | nn.ConcatOp)
-        if moves and any(
-            isinstance(v.owner, Operation) and v.owner in ops and in_domain[v.owner]
-            for v in op.operands
-        ):
-            return f"{op.name} would move accumulator elements"
-    return _finish(MATMUL, domain, (), ops, in_domain, outputs, max_recompute)
+        reason = _violation(op, key, status)
+        if reason is not None:
+            return reason
+        if not in_domain(op, key):
+            side += 1
+            recompute += classify(op) is not OpClass.VIEW
+            side_outputs += sum(1 for r in op.results if is_output(r))
+    return side, recompute, side_outputs

@@ -29,7 +29,7 @@ A pure pointwise group whose values all have the same element count is *flat*: o
 dim, every value spans it, reshapes are free. Anything else that does not fit raises
 `Untileable`. nn-fuse asks `analyze` before every merge (`fusion_legality`), so its
 fusions always fit; for a hand-written fusion that does not, convert-nn-to-tile falls
-back to smaller groups (`tileable_subgroups`).
+back to smaller groups (`convert_nn_to_tile.tileable_subgroups`).
 """
 
 from __future__ import annotations
@@ -415,6 +415,117 @@ def check_matmul_operands(
             raise Untileable(m, "matmul operands must come from outside the kernel")
 
 
+class AxisSummary:
+    """What `analyze` would find about a group's axes, kept up to date as nn-fuse merges
+    groups, so that a union of two groups is decided without tying their ops again.
+
+    It holds the union-find over the non-unit axes of the group's values (every operand
+    and result of its ops; splat constants are values like any other), each class's
+    `AxisClass`, the distinct class signatures of the values, the values' element
+    counts and op kinds (for a flat group), and whether an op could not be tied at all
+    (a regrouping reshape, a strided slice: the group is Untileable unless flat)."""
+
+    def __init__(self, op: Operation):
+        """The summary of the group made of `op` alone."""
+        axes = _Axes()
+        values = [*op.operands, *op.results]
+        for v in values:
+            axes.add(v)
+        reduced: set[Node] = set()
+        contraction: set[Node] = set()
+        self.broken = False
+        try:
+            _tie(op, axes, reduced, contraction, [])
+        except Untileable:
+            self.broken = True
+        self.parent = axes.parent
+        self.classes = axes.classes(reduced, contraction)
+        self.signatures = {self.signature(v) for v in values}
+        self.numels = {math.prod(shape(v)) for v in values}
+        self.flat_ops = isinstance(op, FLAT_OPS)
+
+    def find(self, node: Node) -> Node:
+        """The root (class) of `node`."""
+        parent = self.parent
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    def signature(self, v: SSAValue) -> tuple[Node, ...]:
+        """The classes of `v`'s non-unit axes, in axis order."""
+        return tuple(self.find((v, i)) for i, n in enumerate(shape(v)) if n != 1)
+
+    def union_space(
+        self,
+        other: AxisSummary,
+        matmuls: Sequence[nn.MatmulOp],
+        is_input: Callable[[SSAValue], bool],
+    ) -> ClassSpace | Untileable:
+        """`analyze`'s verdict on the union of both groups (without changing either):
+        its class-level space (a flat group: one dim, nothing split), or the Untileable
+        (possibly `Incomplete`) it would raise. `matmuls`: the union's, in program
+        order; `is_input`: whether a value is an input of the union's kernel. Raises
+        `AmbiguousDomain` where only the values' order decides (see `solve_classes`)."""
+        if len(self.numels | other.numels) == 1 and self.flat_ops and other.flat_ops:
+            return ClassSpace(POINTWISE, [next(iter(self.numels))], {}, None, 0, None, {}, None)
+        if self.broken or other.broken:
+            return Untileable(None, "an op of the group cannot be tied to the others")
+        small, large = sorted((self, other), key=lambda s: len(s.parent))
+        glue: dict[Node, Node] = {}
+
+        def root(c: Node) -> Node:
+            while glue.get(c, c) != c:
+                c = glue[c]
+            return c
+
+        for node in small.parent:
+            if node in large.parent:
+                a, b = root(large.find(node)), root(small.find(node))
+                if a != b:
+                    glue[a] = b
+        classes: dict[Node, AxisClass] = {}
+        for summary in (large, small):
+            for c, info in summary.classes.items():
+                r = root(c)
+                classes[r] = classes[r].join(info) if r in classes else info
+        signatures = {
+            tuple(root(c) for c in sig): None for s in (large, small) for sig in s.signatures
+        }
+        try:
+            check_matmuls(matmuls, any(c.reduced for c in classes.values()))
+            space = solve_classes(classes, signatures, None, matmuls[0] if matmuls else None)
+            if matmuls:
+                check_matmul_operands(matmuls, is_input)
+        except Untileable as e:
+            return e
+        return space
+
+    @staticmethod
+    def merge(a: AxisSummary, b: AxisSummary) -> AxisSummary:
+        """The summary of the union of both groups: the larger one, updated in place
+        with the smaller one's axes (the smaller one is spent)."""
+        small, large = sorted((a, b), key=lambda s: len(s.parent))
+        for node in small.parent:
+            large.parent.setdefault(node, node)
+        for node in small.parent:
+            x, y = large.find(node), large.find(small.find(node))
+            if x != y:
+                large.parent[x] = y
+        classes: dict[Node, AxisClass] = {}
+        for summary in (large, small):
+            for c, info in summary.classes.items():
+                r = large.find(c)
+                classes[r] = classes[r].join(info) if r in classes else info
+        large.classes = classes
+        large.signatures = {
+            tuple(large.find(c) for c in sig) for s in (large, small) for sig in s.signatures
+        }
+        large.numels |= small.numels
+        large.flat_ops = large.flat_ops and small.flat_ops
+        large.broken = large.broken or small.broken
+        return large
+
 MAX_TILED_DIMS = 3
 """Most iteration dims one pointwise tile covers when transposes choose them."""
 
@@ -563,65 +674,6 @@ def _tie_matmul(op: nn.MatmulOp, axes: _Axes, contraction: set[tuple[SSAValue, i
     axes.tie(b, b_n, r, rr - 1, op)
     axes.tie(a, a_k, b, b_k, op)
     contraction.update({(a, a_k), (b, b_k)} if shape(a)[a_k] != 1 else set())
-
-
-LOOKAHEAD = 8
-"""How many ops past the end of a run `tileable_subgroups` tries to extend it by."""
-
-
-def tileable_subgroups(group: Group) -> list[Group]:
-    """`group` split, in program order, into runs of consecutive ops that each tile as
-    one iteration space (greedy: the longest run that tiles, looking up to LOOKAHEAD ops
-    past the last op that fitted; an op that does not tile alone is a run of its own).
-    The fallback for a group that does not tile whole; values crossing runs become
-    outputs of the run making them."""
-    members = set(group.ops)
-    leaving = set(group.outputs)
-
-    def make(run: list[Operation]) -> Group:
-        in_run = set(run)
-        made = {r for op in run for r in op.results}
-        inputs = list(dict.fromkeys(x for op in run for x in op.operands if x not in made))
-        outputs = [
-            r
-            for op in run
-            for r in op.results
-            if r in leaving
-            or any(u.operation in members and u.operation not in in_run for u in r.uses)
-        ]
-        return Group(list(run), inputs, outputs)
-
-    ops, runs, start = group.ops, [], 0
-    while start < len(ops):
-        end = start + 1
-        if _tiles(make(ops[start:end])):
-            # an op may only connect to the run a few ops later (a broadcast before
-            # the multiply that uses it): look that far ahead for a longer run
-            probe = end
-            while probe < len(ops) and probe - end < LOOKAHEAD:
-                probe += 1
-                if _tiles(make(ops[start:probe])):
-                    end = probe
-        runs.append(ops[start:end])
-        start = end
-    return [make(run) for run in runs]
-
-
-def _tiles(group: Group) -> bool:
-    try:
-        analyze(group)
-    except Untileable:
-        return False
-    return True
-
-
-def single_op_groups(group: Group) -> list[Group]:
-    """`group` split into one group per op (the fallback when it is not tileable whole)."""
-    out: list[Group] = []
-    for op in group.ops:
-        inputs = list(dict.fromkeys(op.operands))
-        out.append(Group([op], inputs, list(op.results)))
-    return out
 
 
 def check_shapes(values: Sequence[SSAValue]) -> None:
