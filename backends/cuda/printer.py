@@ -23,7 +23,7 @@ from xdsl.utils.target import Target
 from fuseopt.backends.cuda import op_table
 from fuseopt.backends.cuda.emission_order import written_params
 from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
-from fuseopt.backends.cuda.names import NameTable
+from fuseopt.backends.cuda.names import NameTable, sanitize
 from fuseopt.backends.cuda.prelude import CP_ASYNC, PRELUDE, WMMA_INCLUDE
 from fuseopt.backends.cuda.whole_tensor import print_whole_tensor
 from fuseopt.diagnostics import error_at
@@ -112,8 +112,8 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
         cp_async = em.uses_cp_async
     launch_grid = own_grid or grid or (1,) * k.grid_rank
     warps = k.attributes.get("num_warps")
-    head = [
-        f"// fuseopt CUDA kernel `{c_name}` (schedule: {schedule})",
+    head = [  # the schedule is input text: only its identifier characters reach the comment
+        f"// fuseopt CUDA kernel `{c_name}` (schedule: {sanitize(schedule, 'custom')})",
         f"// launch: grid ({', '.join(map(str, launch_grid))}), block ({threads}), "
         f"dynamic shared memory {smem} bytes"
         + (f", num_warps {warps.value.data}" if isinstance(warps, IntegerAttr) else ""),
@@ -161,6 +161,9 @@ def print_cuda(module: ModuleOp) -> list[CudaKernel]:
     for op in module.ops:
         if isinstance(op, tile.KernelOp):
             c_name = names.fresh(op.sym_name.data, "kernel")
+            while f"launch_{c_name}" in names.taken:  # another kernel's name is our launcher's
+                c_name = names.fresh(c_name)
+            names.taken.add(f"launch_{c_name}")
             out.append(print_kernel(op, c_name, grids.get(op.sym_name.data)))
         elif not isinstance(op, func.FuncOp):
             raise error_at(op, f"the cuda target cannot print {op.name} at module level")

@@ -128,7 +128,8 @@ def _print_kernel(
     py_name = names.fresh(k.sym_name.data, "kernel")
     launcher = names.fresh(f"launch_{py_name}")
     grid = grids[0] if grids else (1,) * k.grid_rank
-    params = [f"buf{i}" for i in range(len(k.param_types))]
+    local = NameTable(names.taken)  # the launcher's parameters never shadow a kernel
+    params = [local.fresh(f"buf{i}") for i in range(len(k.param_types))]
     schedule = k.attributes.get("schedule")
     ops = tuple(
         op.name
@@ -269,7 +270,7 @@ def print_triton(module: ModuleOp) -> TritonModuleSource:
                 "-t triton prints tile IR (host functions on memrefs); this function takes "
                 "tensors: lower it first (fuse-opt --pipeline standard -t triton)",
             )
-    names = NameTable({"launch", "INTERPRETED"})
+    names = NameTable()
     grids = _grids(module)
     helpers: set[str] = set()  # every helper used, per kernel in KernelInfo.helpers
     kernels: dict[str, KernelInfo] = {}
