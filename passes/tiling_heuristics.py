@@ -104,6 +104,11 @@ def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+def prev_pow2(n: int) -> int:
+    """The largest power of two <= n (1 for n <= 1)."""
+    return 1 if n <= 1 else 1 << (n.bit_length() - 1)
+
+
 def tiled_dims(space: IterationSpace) -> list[int]:
     """The iteration dims that tiles cover (a suffix); the others are per-program dims."""
     n = len(space.sizes)
@@ -186,7 +191,8 @@ def _choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
         if others:
             rows = others[-1]
             row_elements = dims[k] * max(space.parts.values(), default=1)
-            budget = max(1, 2048 // row_elements) if not looped else 1
+            # a row of 3 parts holds a non-power-of-two count: round the budget down
+            budget = prev_pow2(2048 // row_elements) if not looped else 1
             dims[rows] = opts.block_rows or min(next_pow2(sizes[rows]), budget)
         return Blocks(dims, looped=looped)
     m, n = tiled

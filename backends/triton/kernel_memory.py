@@ -129,12 +129,21 @@ class MemoryPrinter:
     def _barrier(self, op: tile.BarrierOp) -> None:
         """Nothing to print: Triton orders a program's memory accesses itself."""
 
+    def _same_offset(self, a: SSAValue, b: SSAValue) -> bool:
+        """Are index values `a` and `b` provably equal (one value, or equal constants)?"""
+        ca, cb = self.ranges.get(a, UNKNOWN).constant, self.ranges.get(b, UNKNOWN).constant
+        return a is b or (ca is not None and ca == cb)
+
     def _source_of(self, op: tile.LoadOp) -> tuple[SSAValue, list[SSAValue]]:
         """The buffer and offsets a load really reads (through a shared-memory copy).
 
-        Per dim, the source offset is `src_copy + (read - dst_copy)`: the read offset
-        when the copy used the same offset on both sides, the copy's source offset when
-        the copy and the read are both at the destination's origin.
+        The copy's box covers the trailing dims of the source and of the shared buffer,
+        whose ranks may differ (a row cache drops the source's per-program dims). The
+        source offsets are the copy's own on the source's leading dims; on each box dim
+        `src_copy + (read - dst_copy)`: the read offset when the copy used the same
+        offset on both sides, the copy's source offset when the copy and the read are at
+        the same place of the destination. On the destination's leading dims the read
+        must be where the copy wrote.
         """
         if op.buffer not in self.shared:
             return op.buffer, list(op.offsets)
@@ -142,14 +151,16 @@ class MemoryPrinter:
         if copied is None:
             raise error_at(op, "a shared buffer is read before any tile.copy fills it")
         source, src_offs, dst_offs = copied
-        offsets = []
-        for read, src, dst in zip(op.offsets, src_offs, dst_offs, strict=True):
-            same = read is dst or (
-                self.ranges.get(read, UNKNOWN).constant is not None
-                and self.ranges.get(read, UNKNOWN).constant
-                == self.ranges.get(dst, UNKNOWN).constant
-            )
-            if same:  # read - dst == 0
+        reads = list(op.offsets)
+        box = min(len(src_offs), len(dst_offs))
+        lead_src, lead_dst = len(src_offs) - box, len(dst_offs) - box
+        leading = zip(reads[:lead_dst], dst_offs[:lead_dst], strict=True)
+        if not all(self._same_offset(r, d) for r, d in leading):
+            raise error_at(op, "the triton target cannot map this shared-memory read")
+        offsets = list(src_offs[:lead_src])
+        box_dims = zip(reads[lead_dst:], src_offs[lead_src:], dst_offs[lead_dst:], strict=True)
+        for read, src, dst in box_dims:
+            if self._same_offset(read, dst):  # read - dst == 0
                 offsets.append(src)
             elif src is dst:  # src - dst == 0
                 offsets.append(read)
