@@ -340,8 +340,15 @@ def _entry_point(model: Callable[..., Any]) -> Callable[..., Any]:
 
 def fused_module(region: RegionRecord) -> ModuleOp:
     """The region's nn IR after nn-fuse: the backend's `fused_module`, else FUSE run on
-    a copy of the imported IR (what `fusion_report()` and the benchmarks tabulate)."""
-    fused = getattr(region.compiled, "fused_module", None)
+    a copy of the imported IR (what `fusion_report()` and the benchmarks tabulate).
+
+    The imported IR is held in memory, so this works whatever became of the backend's
+    files: a `fused_module` the backend can no longer produce (its kernel cache was
+    deleted since compiling) is rebuilt from the imported IR."""
+    try:
+        fused = getattr(region.compiled, "fused_module", None)
+    except (CompileError, OSError, ValueError):
+        fused = None
     if isinstance(fused, ModuleOp):
         return fused
     from fuseopt.pipelines import FUSE, run_pipeline

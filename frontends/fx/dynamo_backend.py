@@ -13,6 +13,10 @@ the default: PyTorch's fused attention kernels run eagerly; "nn": they are conve
 nn ops and compiled); every other key is passed to the backend, which rejects keys it
 does not know with a ConfigurationError.
 The registration is the `torch_dynamo_backends` entry point `fuseopt` in pyproject.toml.
+
+A graph traced on meta-device inputs runs eagerly in PyTorch (logged at INFO): meta
+tensors hold no data for kernels to read, and PyTorch's meta kernels give the outputs'
+shapes, dtypes and strides exactly as eager does.
 """
 
 from __future__ import annotations
@@ -111,6 +115,9 @@ def fuseopt_backend(
     if mode is not None:
         settings["mode"] = mode
     log = record if record is not None else CompileRecord()
+    if on_meta_device(example_inputs):
+        logger.info("fuseopt: a graph traced on meta tensors runs eagerly (no data to compute)")
+        return gm.forward
 
     def compile_region(module: ModuleOp, func_name: str) -> Callable[..., Sequence[torch.Tensor]]:
         imported = module.clone()
@@ -154,6 +161,12 @@ def fuseopt_backend(
     if has_symbolic_shapes(example_inputs):
         return ShapeSpecializedGraph(gm, compile_static)
     return compile_static(gm, example_inputs)
+
+
+def on_meta_device(example_inputs: Sequence[Any]) -> bool:
+    """Whether any example input is a tensor on the meta device (Dynamo passes fake
+    tensors that report the device of the real inputs)."""
+    return any(isinstance(x, torch.Tensor) and x.device.type == "meta" for x in example_inputs)
 
 
 MAX_SPECIALIZATIONS = 64
