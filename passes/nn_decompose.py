@@ -7,11 +7,15 @@ survives; the pass checks this and fails with a located error otherwise.
 Numerics, the way PyTorch's own kernels do it:
 - softmax and log_softmax subtract the row max before `exp`;
 - f16/bf16 inputs are widened to f32 for the whole computation of softmax, log_softmax
-  and the norms (accumulation in f32) and narrowed once at the end.
+  and the norms (accumulation in f32) and narrowed once at the end;
+- layer_norm's variance is two-pass, around a mean that is exact for a constant row
+  (`row_mean`), so a constant row normalizes to exactly 0, as eager's Welford does.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -74,14 +78,16 @@ class RmsNormLowering(RewritePattern):
 
 
 class LayerNormLowering(RewritePattern):
-    """layer_norm(x) = (x - mean) * rsqrt(var + eps) [* weight] [+ bias], biased var."""
+    """layer_norm(x) = (x - mean) * rsqrt(var + eps) [* weight] [+ bias], biased var,
+    two-pass: var = mean((x - mean)^2), with the mean of `row_mean` (exact for a
+    constant row, so that its output is exactly 0 * weight + bias, as eager's)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.LayerNormOp, rewriter: PatternRewriter) -> None:
         b = NNBuilder()
         x = b.to_f32(op.input)
         axes = _trailing_axes(op)
-        centered = b.binary(nn.SubOp, x, b.reduce(nn.MeanOp, x, axes))
+        centered = b.binary(nn.SubOp, x, row_mean(b, x, axes))
         var = b.reduce(nn.MeanOp, b.add(nn.MulOp(centered, centered)), axes)
         y = _scale(b, op, centered, var)
         if op.bias is not None:
@@ -108,6 +114,27 @@ class LinearLowering(RewritePattern):
             y = b.add(nn.ReshapeOp(y, op.result.type))
         _take_location(op, b)
         rewriter.replace(op, b.ops, [y])
+
+
+def row_mean(b: NNBuilder, x: SSAValue, axes: Sequence[int]) -> SSAValue:
+    """The keepdim mean of float `x` over `axes`, exact for a constant row: where
+    min(x) == max(x), the row's value itself, else mean(x).
+
+    A backend sums in f32 in its own order, and n copies of c rarely sum to exactly
+    n * c (3.7 is not a multiple of its partial sums' ulps), so `mean` of a constant
+    row misses c by ulps and `x - mean` is not 0: a layer_norm scales it by
+    rsqrt(eps) ~ 316 (1e-3 off eager's exact bias), a variance is not exactly 0.
+    min and max are exact in any order; they read the row in the same pass as the
+    mean, and the online variance of long rows (`tiling_online`) recognizes this form.
+    A row holding NaN has min != max (NaN compares unequal) and keeps mean(x): NaN.
+    """
+    mean = b.reduce(nn.MeanOp, x, axes)
+    t = x.type
+    assert isinstance(t, TensorType)
+    if math.prod(t.get_shape()[a] for a in axes) <= 1:
+        return mean  # one element is its own mean; none has no min or max (mean: NaN)
+    low, high = b.reduce(nn.ReduceMinOp, x, axes), b.reduce(nn.ReduceMaxOp, x, axes)
+    return b.add(nn.SelectOp(b.add(nn.CompareOp("eq", low, high)), low, mean))
 
 
 def _shifted_by_max(b: NNBuilder, op: nn.RowwiseOp) -> tuple[SSAValue, list[int]]:

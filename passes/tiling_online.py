@@ -10,13 +10,18 @@ outputs) instead of three:
 - softmax, `sum(exp(a - broadcast(reduce_max(a))))`: a running max `m` and sum `s`;
   per chunk `m' = max(m, max(chunk))`, `s' = s * exp(m - m') + sum(exp(chunk - m'))`,
   with `m' = -inf` read as 0 so that rows starting with -inf (masked scores) stay exact;
-- variance, `mean|sum((a - broadcast(mean(a)))^2)` with f32 statistics: Chan et al.'s
-  parallel update of count `n`, mean and sum of squared deviations `M2`; per chunk of
-  `c` valid elements with mean `mc` and `M2c`: `delta = mc - mean`, `n' = n + c`,
-  `mean' = mean + delta * c / n'`, `M2' = M2 + M2c + delta^2 * n * c / n'`.
+- variance, `mean|sum((a - broadcast(m))^2)` with f32 statistics, where `m` is
+  `mean(a)` or nn-decompose's `row_mean` (the row's value where `reduce_min(a) ==
+  reduce_max(a)`, else `mean(a)`): Chan et al.'s parallel update of count `n`, mean and
+  sum of squared deviations `M2`; per chunk of `c` valid elements with mean `mc` and
+  `M2c`: `delta = mc - mean`, `n' = n + c`, `mean' = mean + delta * c / n'`,
+  `M2' = M2 + M2c + delta^2 * n * c / n'`. For a `row_mean`, `mc` of a constant chunk
+  is its value too, so a constant row keeps an exact mean (`delta` = 0) and `M2` = 0;
+  the row's min and max accumulate in the same loop as any reduction does.
 
-The chunk terms are the group's own ops, emitted with the level-0 result replaced by
-the chunk's statistic (`m'`, or the chunk mean), so casts and masks are the usual ones.
+The chunk terms are the group's own ops, emitted with the level-0 result (and the
+row mean) replaced by the chunk's statistic (`m'`, or the chunk mean), so casts and
+masks are the usual ones.
 
 On a backend whose row cache holds the rows (`row-cache-bytes`), re-reading costs no
 HBM traffic and one loop per level is cheaper than the online form's per-chunk
@@ -44,6 +49,17 @@ SOFTMAX, VARIANCE = "softmax", "variance"
 
 
 @dataclass(frozen=True)
+class MeanBounds:
+    """A variance's mean that is exact for constant rows (nn-decompose's `row_mean`):
+    `select(low == high, low, mean)`."""
+
+    low: nn.ReduceMinOp
+    high: nn.ReduceMaxOp
+    row_mean: SSAValue
+    """The selected mean (the value the deviations subtract)."""
+
+
+@dataclass(frozen=True)
 class OnlinePair:
     """A level-0 reduction and the level-1 reduction merged into its loop."""
 
@@ -52,6 +68,8 @@ class OnlinePair:
     """reduce_max (softmax) or mean (variance) of `a`."""
     second: nn.ReductionOp
     """The sum of exponentials, or the mean/sum of squared deviations."""
+    bounds: MeanBounds | None = None
+    """For a variance around a `row_mean`: its min and max."""
 
     @property
     def source(self) -> SSAValue:
@@ -82,17 +100,43 @@ def _owner(v: SSAValue, kind: type) -> Operation | None:
     return op if isinstance(op, kind) else None
 
 
-def _deviation(v: SSAValue) -> tuple[SSAValue, nn.ReductionOp] | None:
-    """(a, R) when `v` is `a - broadcast(R)` with R a reduction of `a`."""
+def _deviation(v: SSAValue) -> tuple[nn.ReductionOp, MeanBounds | None] | None:
+    """(R, bounds) when `v` is `a - broadcast(R)` with R a reduction of `a`, or
+    `a - broadcast(row_mean)` with R the mean inside the row mean (then with its
+    bounds)."""
     sub = _owner(v, nn.SubOp)
     if sub is None:
         return None
     a, b = sub.operands
     bcast = _owner(b, nn.BroadcastOp)
-    red = _owner(bcast.operands[0], nn.ReductionOp) if bcast is not None else None
-    if red is None or red.operands[0] is not a:
+    if bcast is None:
         return None
-    return a, red  # type: ignore[return-value]
+    m = bcast.operands[0]
+    red = _owner(m, nn.ReductionOp)
+    if red is not None:
+        return (red, None) if red.operands[0] is a else None  # type: ignore[return-value]
+    return _row_mean(m, a)
+
+
+def _row_mean(m: SSAValue, a: SSAValue) -> tuple[nn.ReductionOp, MeanBounds] | None:
+    """(mean, bounds) when `m` is `select(reduce_min(a) == reduce_max(a),
+    reduce_min(a), mean(a))` over one set of axes (nn-decompose's `row_mean`)."""
+    select = _owner(m, nn.SelectOp)
+    if select is None:
+        return None
+    cond, low_value, mean_value = select.operands
+    compare = _owner(cond, nn.CompareOp)
+    if compare is None or compare.predicate.data != "eq":
+        return None
+    low = _owner(compare.operands[0], nn.ReduceMinOp)
+    high = _owner(compare.operands[1], nn.ReduceMaxOp)
+    mean = _owner(mean_value, nn.MeanOp)
+    if low is None or high is None or mean is None or low_value is not low.results[0]:
+        return None
+    reductions: list[nn.ReductionOp] = [mean, low, high]  # type: ignore[list-item]
+    if any(r.operands[0] is not a or r.axis_list != mean.axis_list for r in reductions):
+        return None
+    return mean, MeanBounds(low, high, m)  # type: ignore[arg-type]
 
 
 def _match(second: nn.ReductionOp) -> OnlinePair | None:
@@ -100,16 +144,16 @@ def _match(second: nn.ReductionOp) -> OnlinePair | None:
     exp = _owner(x, nn.ExpOp)
     if isinstance(second, nn.SumOp) and exp is not None:
         dev = _deviation(exp.operands[0])
-        if dev is not None and isinstance(dev[1], nn.ReduceMaxOp):
-            return OnlinePair(SOFTMAX, dev[1], second)
+        if dev is not None and isinstance(dev[0], nn.ReduceMaxOp) and dev[1] is None:
+            return OnlinePair(SOFTMAX, dev[0], second)
     mul = _owner(x, nn.MulOp)
     if isinstance(second, nn.SumOp | nn.MeanOp) and mul is not None:
         d, e = mul.operands
         dev = _deviation(d) if d is e else None
-        if dev is not None and isinstance(dev[1], nn.MeanOp):
-            rt = dev[1].results[0].type
+        if dev is not None and isinstance(dev[0], nn.MeanOp):
+            rt = dev[0].results[0].type
             if isinstance(rt, TensorType) and isinstance(rt.element_type, Float32Type):
-                return OnlinePair(VARIANCE, dev[1], second)
+                return OnlinePair(VARIANCE, dev[0], second, dev[1])
     return None
 
 
@@ -165,6 +209,13 @@ def update(
     n, mean, m2 = accs
     count = _chunk_count(em, ctx, pair, t)
     chunk_mean = em.add(ctx, nn.DivOp(chunk, count))
+    if pair.bounds is not None:  # a constant chunk's mean is its value, as a row's
+        source = em.emit(pair.source, ctx)
+        low = em._partial_reduce(pair.bounds.low, source, ctx)
+        high = em._partial_reduce(pair.bounds.high, source, ctx)
+        constant = em.add(ctx, nn.CompareOp("eq", low, high))
+        chunk_mean = em.add(ctx, nn.SelectOp(constant, low, chunk_mean))
+        ctx.cache[(pair.bounds.row_mean, 0)] = em.cast(ctx, chunk_mean, _element(first))
     ctx.cache[(first.results[0], 0)] = em.cast(ctx, chunk_mean, _element(first))
     chunk_m2 = em._partial_reduce(pair.second, em.emit(pair.second.operands[0], ctx), ctx)
     n_new = em.add(ctx, nn.AddOp(n, count))

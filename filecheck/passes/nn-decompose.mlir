@@ -69,9 +69,17 @@ func.func @rms_norm(%x: tensor<2x8xbf16>, %w: tensor<8xbf16>) -> tensor<2x8xbf16
 
 // -----
 
+// layer_norm: two-pass variance around the row mean, which is the row's value where
+// its min equals its max (a constant row normalizes to exactly 0).
 // CHECK-LABEL: func.func @layer_norm
-// CHECK:       %[[MEAN:.*]] = nn.mean %{{.*}} [1, 2] keepdim : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
-// CHECK:       %[[C:.*]] = nn.sub
+// CHECK-SAME:  (%[[X:.*]]: tensor<2x3x4xf32>,
+// CHECK-NEXT:  %[[MEAN:.*]] = nn.mean %[[X]] [1, 2] keepdim : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
+// CHECK-NEXT:  %[[LO:.*]] = nn.reduce_min %[[X]] [1, 2] keepdim : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
+// CHECK-NEXT:  %[[HI:.*]] = nn.reduce_max %[[X]] [1, 2] keepdim : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
+// CHECK-NEXT:  %[[CONST:.*]] = nn.compare eq, %[[LO]], %[[HI]] : tensor<2x1x1xf32>
+// CHECK-NEXT:  %[[M:.*]] = nn.select %[[CONST]], %[[LO]], %[[MEAN]] : tensor<2x1x1xf32>
+// CHECK-NEXT:  %[[MB:.*]] = nn.broadcast %[[M]] : tensor<2x1x1xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT:  %[[C:.*]] = nn.sub %[[X]], %[[MB]]
 // CHECK-NEXT:  %[[SQ:.*]] = nn.mul %[[C]], %[[C]]
 // CHECK-NEXT:  nn.mean %[[SQ]] [1, 2] keepdim
 // CHECK:       nn.rsqrt

@@ -20,6 +20,8 @@ from xdsl.ir import Operation, SSAValue
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_float
 from fuseopt.frontends.fx.context import ImportContext, Imported, register
+from fuseopt.passes.nn_builder import NNBuilder
+from fuseopt.passes.nn_decompose import row_mean
 
 aten = torch.ops.aten
 
@@ -69,9 +71,14 @@ def _f32(ctx: ImportContext, x: SSAValue) -> SSAValue:
 def _variance(
     ctx: ImportContext, x: SSAValue, axes: Sequence[int], correction: float
 ) -> tuple[SSAValue, SSAValue]:
-    """(variance, mean) of f32 `x` over `axes`, both keepdim, with `correction`."""
+    """(variance, mean) of f32 `x` over `axes`, both keepdim, with `correction`:
+    two-pass, around nn-decompose's `row_mean` (so a constant row's variance is
+    exactly 0, as eager's Welford gives)."""
     shape = _shape(x)
-    mean = ctx.emit(nn.MeanOp(x, axes, keepdim=True))
+    b = NNBuilder()
+    mean = row_mean(b, x, axes)
+    for op in b.ops:
+        ctx.emit(op)
     d = ctx.emit(nn.SubOp(x, ctx.broadcast(mean, shape)))
     ss = ctx.emit(nn.SumOp(ctx.emit(nn.MulOp(d, d)), axes, keepdim=True))
     n = math.prod(shape[a] for a in axes) - correction
