@@ -192,13 +192,32 @@ class LocatingParser(Parser):
         finally:
             self._attribute_depth -= 1
 
+    @contextmanager
+    def _located_constructor(self) -> Iterator[None]:
+        """An attribute's or type's own check that fails while it is built (an integer
+        out of its type's range) is located at its text, which it quotes."""
+        start = self._current_token.span.start
+        try:
+            yield
+        except ParseError:
+            raise
+        except (DiagnosticException, ValueError) as e:
+            end = max(self.pos, start + 1)
+            text = str(self.lexer.input.content[start:end]).strip()
+            self.raise_error(f"{_first_line(e)} (in '{text}')", start, end)
+
     def parse_optional_attribute(self) -> Attribute | None:
-        with self._nested_attribute():
+        with self._nested_attribute(), self._located_constructor():
             return super().parse_optional_attribute()
 
     def parse_optional_type(self):  # noqa: ANN201 - xDSL's TypeAttribute | None
-        with self._nested_attribute():
+        with self._nested_attribute(), self._located_constructor():
             return super().parse_optional_type()
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        if self._current_token.kind == MLIRTokenKind.EOF:
+            return ModuleOp([])  # nothing but whitespace and comments, as in mlir-opt
+        return super().parse_module(allow_implicit_module)
 
     def _parse_tensor_literal(self):  # noqa: ANN202 - xDSL's private tuple type
         with self._nested_attribute():

@@ -194,3 +194,17 @@ def test_valid_ssa_forms_still_verify() -> None:
     fuseopt.parse(loop("%y"))
     fuseopt.parse(loop("%acc"))
     fuseopt.parse(loop("%x"))
+
+
+def test_an_attribute_out_of_range_is_located_at_its_text() -> None:
+    text = "func.func @f() attributes {a = [1, [2, 300 : i8]]} {\n  func.return\n}\n"
+    error = error_of(text)
+    assert str(error.location) == "in.mlir:1:40"
+    assert "Integer value 300 is out of range for type i8" in error.message
+    assert error.message.endswith("(in '300 : i8')")
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "// only a comment\n"])
+def test_empty_input_is_an_empty_module(text: str) -> None:
+    """As in mlir-opt: nothing to parse is an empty module, not "Could not parse"."""
+    assert not list(fuseopt.parse(text).ops)

@@ -371,14 +371,14 @@ tile.kernel @k grid 1 (%x: memref<8xi1>) {
 // -----
 
 // An attribute xDSL itself rejects while parsing (300 does not fit i8) is reported at
-// the op being parsed.
+// the attribute, quoted.
 "tile.kernel"() ({
 ^bb0(%x: memref<8xi8>):
   %c0 = "arith.constant"() {value = 0 : index} : () -> index
   %t = "tile.load"(%x, %c0) {fill = 300 : i8} : (memref<8xi8>, index) -> tensor<8xi8>
   "tile.return"() : () -> ()
 }) {sym_name = "k", grid = 1 : i64} : () -> ()
-// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: Integer value 300 is out of range for type i8
+// CHECK: invalid.mlir:[[# @LINE - 3]]:37: error: Integer value 300 is out of range for type i8 {{.*}} (in '300 : i8')
 
 // -----
 
