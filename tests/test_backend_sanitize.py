@@ -78,10 +78,13 @@ def test_cuda_schedule_text_stays_in_its_comment() -> None:
     assert k.source.count("#include <stdlib.h>") == 0
     head = k.source.splitlines()[0]
     assert re.fullmatch(r"// fuseopt CUDA kernel `k` \(schedule: [A-Za-z0-9_]+\)", head), head
+    assert re.fullmatch(r"[A-Za-z0-9_]+", k.schedule)  # records (fusion report, index.md)
 
 
 def test_triton_schedule_text_stays_in_its_docstring() -> None:
-    source = print_triton(fuseopt.parse(kernel("k", schedule=INJECTED))).source
+    printed = print_triton(fuseopt.parse(kernel("k", schedule=INJECTED)))
+    source = printed.source
+    assert re.fullmatch(r"[A-Za-z0-9_]+", printed.kernels[0].schedule)
     tree = ast.parse(source)
     (k,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "k"]
     doc = ast.get_docstring(k) or ""

@@ -112,8 +112,9 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
         cp_async = em.uses_cp_async
     launch_grid = own_grid or grid or (1,) * k.grid_rank
     warps = k.attributes.get("num_warps")
-    head = [  # the schedule is input text: only its identifier characters reach the comment
-        f"// fuseopt CUDA kernel `{c_name}` (schedule: {sanitize(schedule, 'custom')})",
+    shown = sanitize(schedule, "custom")  # input text: only identifier characters go out
+    head = [
+        f"// fuseopt CUDA kernel `{c_name}` (schedule: {shown})",
         f"// launch: grid ({', '.join(map(str, launch_grid))}), block ({threads}), "
         f"dynamic shared memory {smem} bytes"
         + (f", num_warps {warps.value.data}" if isinstance(warps, IntegerAttr) else ""),
@@ -134,7 +135,7 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
         for i, t in enumerate(k.param_types)
     )
     return CudaKernel(
-        k.sym_name.data, c_name, "\n".join(parts), threads, smem, own_grid, schedule, ops, params
+        k.sym_name.data, c_name, "\n".join(parts), threads, smem, own_grid, shown, ops, params
     )
 
 

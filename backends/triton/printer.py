@@ -24,7 +24,7 @@ from xdsl.utils.target import Target
 
 from fuseopt.backends.triton import op_table
 from fuseopt.backends.triton.kernel_printer import KernelPrinter, PrintedKernel
-from fuseopt.backends.triton.names import NameTable
+from fuseopt.backends.triton.names import NameTable, sanitize
 from fuseopt.backends.triton.torch_fallback import is_whole_tensor, print_torch_kernel
 from fuseopt.diagnostics import error_at
 from fuseopt.dialects import nn, tile
@@ -175,7 +175,7 @@ def _print_kernel(
         py_name,
         launcher,
         grid,
-        schedule.data if isinstance(schedule, StringAttr) else "custom",
+        sanitize(schedule.data, "custom") if isinstance(schedule, StringAttr) else "custom",
         warps,
         stages,
         ops,

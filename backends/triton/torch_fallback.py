@@ -83,7 +83,8 @@ def _special(op: Operation, args: list[str]) -> str | None:
     if isinstance(op, nn.CompareOp):
         return f"{COMPARE[op.predicate.data]}({args[0]}, {args[1]})"
     if isinstance(op, nn.GeluOp):
-        return f'torch.nn.functional.gelu({args[0]}, approximate="{op.approximation}")'
+        approximate = {"none": '"none"', "tanh": '"tanh"'}[op.approximation]  # never raw
+        return f"torch.nn.functional.gelu({args[0]}, approximate={approximate})"
     if isinstance(op, nn.MatmulOp):
         a = f"{args[0]}.mT" if op.transpose_a is not None else args[0]
         b = f"{args[1]}.mT" if op.transpose_b is not None else args[1]
