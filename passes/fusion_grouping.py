@@ -42,7 +42,7 @@ order). The smaller side of every union is the one walked.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -117,9 +117,9 @@ class _Partition:
         for i, op in enumerate(self.ops):
             if op in excluded or self.classes[op] in (OpClass.OPAQUE, OpClass.CONSTANT):
                 continue
-            result = check_group([op], max_recompute, self.order, op not in strict)
-            if isinstance(result, GroupInfo):
-                self.facts[i] = GroupFacts.of_op(op, op in strict)
+            facts = GroupFacts.of_op(op, op in strict, self.classes[op])
+            if self._legal(facts, GroupFacts.empty(), [], lambda o, op=op: o is op):
+                self.facts[i] = facts
         # the graph of groups: edge counts both ways, and a topological rank per group
         self.succ: dict[int, Counter[int]] = {i: Counter() for i in range(n)}
         self.pred: dict[int, Counter[int]] = {i: Counter() for i in range(n)}
@@ -154,30 +154,44 @@ class _Partition:
         if a == b or a not in self.facts or b not in self.facts:
             return False
         fa, fb = self.facts[a], self.facts[b]
-        small = a if len(fa.ops) <= len(fb.ops) else b
-        meeting = self._meeting(small, b if small == a else a)
+        small, large = (a, b) if len(fa.ops) <= len(fb.ops) else (b, a)
+        meeting = self._meeting(small, large)
 
         def in_union(op: Operation) -> bool:
             return op in self.order and self.group(op) in (a, b)
 
-        counts = check_union(fa, fb, meeting, in_union, self.max_recompute, self.order)
-        legal = counts is not None and not isinstance(counts, str)
-        if counts is None:  # only the whole union can tell
-            partial = not (fa.strict or fb.strict)
-            union = [*fa.ops, *fb.ops]
-            whole = check_group(union, self.max_recompute, self.order, partial)
-            legal = isinstance(whole, GroupInfo)
-        if self.verify:
-            self._verify_legality(a, b, legal)
-        if not legal:
+        counts = self._legal(fa, fb, meeting, in_union)
+        if counts is None:
             return False
         reranking = self._reranking(a, b)
         if self.verify:
             assert (reranking is None) == self._creates_cycle_slowly(a, b), "cycle check"
         if reranking is None:
             return False
-        self._merge(a, b, meeting, counts if not isinstance(counts, str) else None, reranking)
+        self._merge(a, b, meeting, counts if isinstance(counts, UnionCounts) else None, reranking)
         return True
+
+    def _legal(
+        self,
+        a: GroupFacts,
+        b: GroupFacts,
+        meeting: list[tuple[Operation, SSAValue]],
+        in_union: Callable[[Operation], bool],
+    ) -> UnionCounts | bool | None:
+        """Whether the union of `a` and `b` is legal: its counts (`check_union`), True
+        (only `check_group` on the whole union could tell) or None (illegal)."""
+        partial = not (a.strict or b.strict)
+        counts = check_union(a, b, meeting, in_union, self.max_recompute, self.order, partial)
+        legal = counts is not None and not isinstance(counts, str)
+        if counts is None:
+            whole = check_group([*a.ops, *b.ops], self.max_recompute, self.order, partial)
+            legal = isinstance(whole, GroupInfo)
+        if self.verify:
+            slow = check_group([*a.ops, *b.ops], self.max_recompute, self.order, partial)
+            assert isinstance(slow, GroupInfo) == legal, f"legality of a union: {slow}"
+        if not legal:
+            return None
+        return counts if isinstance(counts, UnionCounts) else True
 
     def _meeting(self, small: int, large: int) -> list[tuple[Operation, SSAValue]]:
         """Each use of a value of one group by an op of the other, as (user, value),
@@ -367,12 +381,6 @@ class _Partition:
         """The fusible groups' ops in program order, ordered by their first op."""
         out = [sorted(self.members[g], key=self.order.__getitem__) for g in self.facts]
         return sorted(out, key=lambda ops: self.order[ops[0]])
-
-    def _verify_legality(self, a: int, b: int, legal: bool) -> None:
-        fa, fb = self.facts[a], self.facts[b]
-        union = [*fa.ops, *fb.ops]
-        slow = check_group(union, self.max_recompute, self.order, not (fa.strict or fb.strict))
-        assert isinstance(slow, GroupInfo) == legal, f"legality of a union: {slow}"
 
 
 def find_groups(

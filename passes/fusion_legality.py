@@ -457,10 +457,10 @@ class GroupFacts:
     """Outputs computed outside the domain."""
 
     @staticmethod
-    def of_op(op: Operation, strict: bool) -> GroupFacts:
-        """The facts of the legal group made of `op` alone."""
+    def of_op(op: Operation, strict: bool, op_class: OpClass) -> GroupFacts:
+        """The facts of the group made of fusible `op` (of class `op_class`) alone."""
         outputs = {r: n for r in op.results if (n := sum(1 for _ in r.uses))}
-        reductions = {reduction_signature(op)} if isinstance(op, nn.ReductionOp) else set()
+        reductions = {reduction_signature(op)} if op_class is OpClass.REDUCTION else set()
         matmuls = [op] if isinstance(op, nn.MatmulOp) else []
         largest = numel(shape_of(op.results[0]))
         facts = GroupFacts(
@@ -471,7 +471,7 @@ class GroupFacts:
             outputs,
             Counter(numel(shape_of(r)) for r in outputs),
             set(op.operands),
-            classify(op) is not OpClass.VIEW,
+            op_class is not OpClass.VIEW,
             strict,
             AxisSummary(op),
             None,
@@ -485,6 +485,11 @@ class GroupFacts:
                 facts.key = key
                 facts.side, facts.recompute, facts.side_outputs = counts
         return facts
+
+    @staticmethod
+    def empty() -> GroupFacts:
+        """The facts of a group of no ops (to ask `check_union` about one group)."""
+        return GroupFacts([], [], set(), 0, {}, Counter(), set(), False, False, AxisSummary(), None)
 
     @property
     def kind(self) -> str:
@@ -509,9 +514,11 @@ def check_union(
     in_union: Callable[[Operation], bool],
     max_recompute: int,
     order: dict[Operation, int],
+    partial: bool,
 ) -> UnionCounts | str | None:
     """Whether the union of the legal groups `a` and `b` passes `check_group` (with
-    `partial` unless one holds a strict op), decided without visiting every op.
+    `partial`), decided without visiting every op (`b` may be `GroupFacts.empty()`:
+    then `a` alone is checked).
 
     `meeting` lists each use of a value of one group by an op of the other, as (user,
     value); `in_union` says whether a top-level op is in either group. Returns the
@@ -562,7 +569,7 @@ def check_union(
         return f"an output is outside the {key.kind} domain"
     if recompute > max_recompute:
         return f"{recompute} recomputed ops exceed max_recompute={max_recompute}"
-    reason = _tiling_obstacle(space, partial=not (a.strict or b.strict))
+    reason = _tiling_obstacle(space, partial)
     if reason is not None:
         return reason
     return UnionCounts(key, side, recompute, side_outputs)

@@ -165,9 +165,16 @@ class _Axes:
         self.parent: dict[Node, Node] = {}
         self.cuts: dict[Node, set[int]] = {}
         """Slice starts and concat boundaries, per node of the axis they cut."""
+        self.shapes: dict[SSAValue, tuple[int, ...]] = {}
+
+    def shape(self, v: SSAValue) -> tuple[int, ...]:
+        """`shape(v)`, read once per value (xDSL rebuilds it on every call)."""
+        if v not in self.shapes:
+            self.shapes[v] = shape(v)
+        return self.shapes[v]
 
     def add(self, v: SSAValue) -> None:
-        for i, n in enumerate(shape(v)):
+        for i, n in enumerate(self.shape(v)):
             if n != 1:
                 self.parent.setdefault((v, i), (v, i))
 
@@ -183,11 +190,12 @@ class _Axes:
         """Put axis i of `a` and axis j of `b` in one class. Sizes must match, unless
         `cut` (a slice start or concat boundary on `b`'s axis) says `a`'s axis is a
         piece of `b`'s."""
-        if shape(a)[i] != shape(b)[j] and cut is None:
-            raise Untileable(op, f"axes of sizes {shape(a)[i]} and {shape(b)[j]} meet")
-        if shape(a)[i] == 1 and shape(b)[j] == 1:
+        m, n = self.shape(a)[i], self.shape(b)[j]
+        if m != n and cut is None:
+            raise Untileable(op, f"axes of sizes {m} and {n} meet")
+        if m == 1 and n == 1:
             return
-        if shape(a)[i] == 1 or shape(b)[j] == 1:
+        if m == 1 or n == 1:
             raise Untileable(op, "a slice or concat piece of one element")
         if cut is not None:
             self.cuts.setdefault((b, j), set()).add(cut)
@@ -197,7 +205,7 @@ class _Axes:
         """Each class (by its root node) with what `solve_classes` needs of it."""
         out: dict[Node, AxisClass] = {}
         for node in self.parent:
-            size = shape(node[0])[node[1]]
+            size = self.shape(node[0])[node[1]]
             c = AxisClass(
                 size,
                 math.gcd(size, *self.cuts.get(node, ())),
@@ -419,30 +427,25 @@ class AxisSummary:
     """What `analyze` would find about a group's axes, kept up to date as nn-fuse merges
     groups, so that a union of two groups is decided without tying their ops again.
 
-    It holds the union-find over the non-unit axes of the group's values (every operand
-    and result of its ops; splat constants are values like any other), each class's
-    `AxisClass`, the distinct class signatures of the values, the values' element
-    counts and op kinds (for a flat group), and whether an op could not be tied at all
-    (a regrouping reshape, a strided slice: the group is Untileable unless flat)."""
+    It holds the element counts of the group's values (every operand and result of its
+    ops; splat constants are values like any other) and whether its ops may form a flat
+    group; and, once a question needs them (a group that is not flat), the union-find
+    over the values' non-unit axes, each class's `AxisClass`, the distinct class
+    signatures of the values, and whether an op could not be tied at all (a regrouping
+    reshape, a strided slice: the group is Untileable unless flat). Ops are tied only
+    then (`pending` until), so an elementwise chain never ties any."""
 
-    def __init__(self, op: Operation):
-        """The summary of the group made of `op` alone."""
-        axes = _Axes()
-        values = [*op.operands, *op.results]
-        for v in values:
-            axes.add(v)
-        reduced: set[Node] = set()
-        contraction: set[Node] = set()
-        self.broken = False
-        try:
-            _tie(op, axes, reduced, contraction, [])
-        except Untileable:
-            self.broken = True
-        self.parent = axes.parent
-        self.classes = axes.classes(reduced, contraction)
-        self.signatures = {self.signature(v) for v in values}
+    def __init__(self, op: Operation | None = None):
+        """The summary of the group made of `op` alone (of no op: empty)."""
+        values = [*op.operands, *op.results] if op is not None else []
         self.numels = {math.prod(shape(v)) for v in values}
-        self.flat_ops = isinstance(op, FLAT_OPS)
+        self.flat_ops = op is None or isinstance(op, FLAT_OPS)
+        self.pending: list[Operation] = [op] if op is not None else []
+        """Ops not tied yet."""
+        self.parent: dict[Node, Node] = {}
+        self.classes: dict[Node, AxisClass] = {}
+        self.signatures: set[tuple[Node, ...]] = set()
+        self.broken = False
 
     def find(self, node: Node) -> Node:
         """The root (class) of `node`."""
@@ -452,23 +455,23 @@ class AxisSummary:
             node = parent[node]
         return node
 
-    def signature(self, v: SSAValue) -> tuple[Node, ...]:
-        """The classes of `v`'s non-unit axes, in axis order."""
-        return tuple(self.find((v, i)) for i, n in enumerate(shape(v)) if n != 1)
-
     def union_space(
         self,
         other: AxisSummary,
         matmuls: Sequence[nn.MatmulOp],
         is_input: Callable[[SSAValue], bool],
     ) -> ClassSpace | Untileable:
-        """`analyze`'s verdict on the union of both groups (without changing either):
-        its class-level space (a flat group: one dim, nothing split), or the Untileable
-        (possibly `Incomplete`) it would raise. `matmuls`: the union's, in program
-        order; `is_input`: whether a value is an input of the union's kernel. Raises
-        `AmbiguousDomain` where only the values' order decides (see `solve_classes`)."""
-        if len(self.numels | other.numels) == 1 and self.flat_ops and other.flat_ops:
-            return ClassSpace(POINTWISE, [next(iter(self.numels))], {}, None, 0, None, {}, None)
+        """`analyze`'s verdict on the union of both groups (without changing what either
+        summarizes): its class-level space (a flat group: one dim, nothing split), or
+        the Untileable (possibly `Incomplete`) it would raise. `matmuls`: the union's,
+        in program order; `is_input`: whether a value is an input of the union's
+        kernel. Raises `AmbiguousDomain` where only the values' order decides (see
+        `solve_classes`)."""
+        numels = self.numels | other.numels
+        if len(numels) == 1 and self.flat_ops and other.flat_ops:
+            return ClassSpace(POINTWISE, [next(iter(numels))], {}, None, 0, None, {}, None)
+        self._settle()
+        other._settle()
         if self.broken or other.broken:
             return Untileable(None, "an op of the group cannot be tied to the others")
         small, large = sorted((self, other), key=lambda s: len(s.parent))
@@ -503,28 +506,65 @@ class AxisSummary:
 
     @staticmethod
     def merge(a: AxisSummary, b: AxisSummary) -> AxisSummary:
-        """The summary of the union of both groups: the larger one, updated in place
-        with the smaller one's axes (the smaller one is spent)."""
+        """The summary of the union of both groups: the one with more tied axes,
+        updated in place (the other one is spent)."""
         small, large = sorted((a, b), key=lambda s: len(s.parent))
-        for node in small.parent:
-            large.parent.setdefault(node, node)
-        for node in small.parent:
-            x, y = large.find(node), large.find(small.find(node))
-            if x != y:
-                large.parent[x] = y
-        classes: dict[Node, AxisClass] = {}
-        for summary in (large, small):
-            for c, info in summary.classes.items():
-                r = large.find(c)
-                classes[r] = classes[r].join(info) if r in classes else info
-        large.classes = classes
-        large.signatures = {
-            tuple(large.find(c) for c in sig) for s in (large, small) for sig in s.signatures
-        }
+        large._absorb(small)
+        if len(large.pending) < len(small.pending):
+            large.pending, small.pending = small.pending, large.pending
+        large.pending.extend(small.pending)
         large.numels |= small.numels
         large.flat_ops = large.flat_ops and small.flat_ops
-        large.broken = large.broken or small.broken
         return large
+
+    def _settle(self) -> None:
+        """Tie the pending ops."""
+        pending, self.pending = self.pending, []
+        for op in pending:
+            self._absorb(AxisSummary._tied(op))
+
+    @staticmethod
+    def _tied(op: Operation) -> AxisSummary:
+        """The summary of `op` alone, tied."""
+        summary = AxisSummary(op)
+        summary.pending = []
+        axes = _Axes()
+        values = [*op.operands, *op.results]
+        for v in values:
+            axes.add(v)
+        reduced: set[Node] = set()
+        contraction: set[Node] = set()
+        try:
+            _tie(op, axes, reduced, contraction, [])
+        except Untileable:
+            summary.broken = True
+        summary.parent = axes.parent
+        summary.classes = axes.classes(reduced, contraction)
+        summary.signatures = {
+            tuple(summary.find((v, i)) for i, n in enumerate(axes.shape(v)) if n != 1)
+            for v in values
+        }
+        return summary
+
+    def _absorb(self, other: AxisSummary) -> None:
+        """Add the tied axes of `other` (another group's) to this summary's."""
+        for node in other.parent:
+            self.parent.setdefault(node, node)
+        for node in other.parent:
+            x, y = self.find(node), self.find(other.find(node))
+            if x != y:
+                self.parent[x] = y
+        classes: dict[Node, AxisClass] = {}
+        for summary in (self, other):
+            for c, info in summary.classes.items():
+                r = self.find(c)
+                classes[r] = classes[r].join(info) if r in classes else info
+        self.classes = classes
+        self.signatures = {
+            tuple(self.find(c) for c in sig) for s in (self, other) for sig in s.signatures
+        }
+        self.broken = self.broken or other.broken
+
 
 MAX_TILED_DIMS = 3
 """Most iteration dims one pointwise tile covers when transposes choose them."""
