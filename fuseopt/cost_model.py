@@ -288,9 +288,10 @@ def _library_route(
     epilogue = [op for op in ops if is_eager_kernel(op) and not isinstance(op, nn.MatmulOp)]
     kernels = len(matmuls)
     if epilogue:
+        members = set(ops)
         only_gemm_inputs = {
             v for v in inputs if all(isinstance(u.operation, nn.MatmulOp) for u in v.uses
-                                     if u.operation in ops)
+                                     if u.operation in members)
         }
         results = {mm.result for mm in matmuls}
         reads = sum(

@@ -195,6 +195,9 @@ class HostLowering:
         self.out_param: dict[SSAValue, SSAValue] = {}
         for v, p in zip(ret.arguments, args[len(ins) :], strict=True):
             self.out_param.setdefault(v, p)
+        self.written_params: set[SSAValue] = set()
+        """Out-params that already hold a value (a set: a dict of buffers scanned per
+        result was quadratic in a function with thousands of results)."""
         self.view_broadcasts = _view_broadcasts(old, set(self.out_param))
         for op in list(old.ops):
             self._lower_top(op)
@@ -297,7 +300,8 @@ class HostLowering:
 
     def _result_buffer(self, v: SSAValue) -> SSAValue:
         """The out-param for a returned value (first use), else a new temporary."""
-        if v in self.out_param and self.out_param[v] not in self.buffers.values():
+        if v in self.out_param and self.out_param[v] not in self.written_params:
+            self.written_params.add(self.out_param[v])
             return self.out_param[v]
         t = v.type
         assert isinstance(t, TensorType)

@@ -71,16 +71,12 @@ def kernel_name(index: int, ops: list[Operation]) -> str:
 
 def _group_io(group: FusionGroup) -> tuple[list[SSAValue], list[SSAValue]]:
     members = set(group.ops)
-    inputs: list[SSAValue] = []
-    for op in group.ops:
-        for v in op.operands:
-            if v.owner not in members and v not in inputs:
-                inputs.append(v)
+    inputs = dict.fromkeys(v for op in group.ops for v in op.operands if v.owner not in members)
     outputs = [
         r for op in group.ops for r in op.results
         if any(u.operation not in members for u in r.uses)
     ]
-    return inputs, outputs
+    return list(inputs), outputs
 
 
 @dataclass(frozen=True)
