@@ -9,7 +9,8 @@ Numerics, the way PyTorch's own kernels do it:
 - f16/bf16 inputs are widened to f32 for the whole computation of softmax, log_softmax
   and the norms (accumulation in f32) and narrowed once at the end;
 - layer_norm's variance is two-pass, around a mean that is exact for a constant row
-  (`row_mean`), so a constant row normalizes to exactly 0, as eager's Welford does.
+  (`row_mean`), so a constant row normalizes to exactly 0, as eager's Welford does;
+- a composite of an empty input is that input (no reduction over an axis of size 0).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class SoftmaxLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.SoftmaxOp, rewriter: PatternRewriter) -> None:
+        if _replaced_if_empty(op, rewriter):
+            return
         b = NNBuilder()
         shifted, axes = _shifted_by_max(b, op)
         e = b.unary(nn.ExpOp, shifted)
@@ -57,6 +60,8 @@ class LogSoftmaxLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.LogSoftmaxOp, rewriter: PatternRewriter) -> None:
+        if _replaced_if_empty(op, rewriter):
+            return
         b = NNBuilder()
         shifted, axes = _shifted_by_max(b, op)
         lse = b.unary(nn.LogOp, b.reduce(nn.SumOp, b.unary(nn.ExpOp, shifted), axes))
@@ -69,6 +74,8 @@ class RmsNormLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.RmsNormOp, rewriter: PatternRewriter) -> None:
+        if _replaced_if_empty(op, rewriter):
+            return
         b = NNBuilder()
         x = b.to_f32(op.input)
         axes = _trailing_axes(op)
@@ -84,6 +91,8 @@ class LayerNormLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.LayerNormOp, rewriter: PatternRewriter) -> None:
+        if _replaced_if_empty(op, rewriter):
+            return
         b = NNBuilder()
         x = b.to_f32(op.input)
         axes = _trailing_axes(op)
@@ -151,6 +160,19 @@ def _scale(b: NNBuilder, op: nn.NormOp, x: SSAValue, second_moment: SSAValue) ->
     if op.weight is not None:
         y = b.binary(nn.MulOp, y, b.to_f32(op.weight))
     return y
+
+
+def _replaced_if_empty(op: nn.RowwiseOp | nn.NormOp, rewriter: PatternRewriter) -> bool:
+    """Replace an op of an empty input by that input (its result has the same shape and
+    no element, as in PyTorch), so no reduction runs over an axis of size 0 (a max of
+    nothing is undefined). Returns whether it did."""
+    t = op.input.type
+    assert isinstance(t, TensorType)
+    if math.prod(t.get_shape()):
+        return False
+    b = NNBuilder()
+    _replace(op, b, op.input, rewriter)
+    return True
 
 
 def _trailing_axes(op: nn.NormOp) -> list[int]:

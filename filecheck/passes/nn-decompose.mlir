@@ -132,3 +132,14 @@ func.func @in_fusion(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   }
   func.return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// A composite of an empty input is that input: no max over an axis of size 0.
+// CHECK-LABEL: func.func @softmax_empty
+// CHECK-SAME:  (%[[X:.*]]: tensor<4x0xbf16>)
+// CHECK-NEXT:  func.return %[[X]] : tensor<4x0xbf16>
+func.func @softmax_empty(%x: tensor<4x0xbf16>) -> tensor<4x0xbf16> {
+  %0 = nn.softmax %x axis 1 : tensor<4x0xbf16>
+  func.return %0 : tensor<4x0xbf16>
+}

@@ -176,6 +176,8 @@ def safe_softmax(ctx: ImportContext, node: Node) -> Imported:
     shape = _shape(x)
     if not shape:
         raise ctx.fail("_safe_softmax of a 0-d tensor")
+    if 0 in shape:  # an empty result (and no max over an axis of size 0)
+        return x
     axis = ctx.axis(node.args[1], len(shape))
     probs = ctx.emit(nn.SoftmaxOp(x, axis))
     row_max = ctx.broadcast(ctx.emit(nn.ReduceMaxOp(x, [axis], keepdim=True)), shape)

@@ -184,6 +184,8 @@ def layer_norm(ctx: ImportContext, node: Node) -> Imported:
         return y, None, None
     axes = list(range(len(_shape(x)) - k, len(_shape(x))))
     var_, mean = _variance(ctx, _f32(ctx, x), axes, 0.0)
+    if not math.prod(_shape(x)[a] for a in axes):  # PyTorch's mean of no elements is 0
+        mean = ctx.constant(0.0, f32, _shape(mean))
     rstd = ctx.emit(nn.RsqrtOp(ctx.emit(nn.AddOp(var_, ctx.constant(eps, f32, _shape(var_))))))
     return y, _keepdim(ctx, mean, axes, 1), _keepdim(ctx, rstd, axes, 2)
 

@@ -4,6 +4,8 @@
 included) and returns its results as a tuple of NumPy arrays. It is the oracle every
 pass and backend is checked against. Storage conventions per element type are in
 `fuseopt.interpreter.dtypes` (bf16 results come back as bf16-exact float32 arrays).
+Errors are `InterpretError`s (`fuseopt.interpreter.errors`), never NumPy's: a max or
+min over an axis of size 0 raises `EmptyReductionError`, as PyTorch raises.
 """
 
 from __future__ import annotations
@@ -17,11 +19,8 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.interpreter import Interpreter
 
 from fuseopt.interpreter.dtypes import to_tensor
+from fuseopt.interpreter.errors import EmptyReductionError, InterpretError
 from fuseopt.interpreter.nn_semantics import NNFunctions
-
-
-class InterpretError(ValueError):
-    """Bad arguments to `interpret`: unknown function, wrong count, shape or type."""
 
 
 def interpret(
@@ -78,4 +77,4 @@ def interpret(
     return tuple(interpreter.call_op(target, tuple(inputs)))
 
 
-__all__ = ["InterpretError", "interpret"]
+__all__ = ["EmptyReductionError", "InterpretError", "interpret"]

@@ -3,11 +3,16 @@
 Each op computes in float64 (int64 for integers) and rounds once into its result
 type (see `dtypes`), so results are correctly rounded per op. This is the oracle
 every pass and backend is checked against; it favours clarity over speed.
+
+Empty tensors follow PyTorch: a sum over an axis of size 0 is 0, a mean NaN, a max or
+min raises `EmptyReductionError` (torch.amax raises); a softmax, log_softmax or norm of
+an empty tensor is the empty tensor.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -25,6 +30,7 @@ from xdsl.interpreter import (
 
 from fuseopt.dialects import nn
 from fuseopt.interpreter.dtypes import compute_dtype, to_element_type
+from fuseopt.interpreter.errors import EmptyReductionError
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -172,6 +178,8 @@ class NNFunctions(InterpreterFunctions):
     @impl(nn.SoftmaxOp)
     def run_softmax(self, interpreter: Interpreter, op: nn.SoftmaxOp, args: PythonValues):
         (x,) = _args(args)
+        if x.size == 0:
+            return (_result(op.result.type, x),)
         axis = op.axis.value.data
         e = np.exp(x - np.max(x, axis=axis, keepdims=True))
         return (_result(op.result.type, e / np.sum(e, axis=axis, keepdims=True)),)
@@ -179,6 +187,8 @@ class NNFunctions(InterpreterFunctions):
     @impl(nn.LogSoftmaxOp)
     def run_log_softmax(self, interpreter: Interpreter, op: nn.LogSoftmaxOp, args: PythonValues):
         (x,) = _args(args)
+        if x.size == 0:
+            return (_result(op.result.type, x),)
         axis = op.axis.value.data
         shifted = x - np.max(x, axis=axis, keepdims=True)
         lse = np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
@@ -187,6 +197,8 @@ class NNFunctions(InterpreterFunctions):
     @impl(nn.RmsNormOp)
     def run_rms_norm(self, interpreter: Interpreter, op: nn.RmsNormOp, args: PythonValues):
         x, *params = _args(args)
+        if x.size == 0:
+            return (_result(op.result.type, x),)
         axes = _trailing_axes(x, op.norm_rank)
         y = x / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + op.eps.value.data)
         if op.weight is not None:
@@ -196,6 +208,8 @@ class NNFunctions(InterpreterFunctions):
     @impl(nn.LayerNormOp)
     def run_layer_norm(self, interpreter: Interpreter, op: nn.LayerNormOp, args: PythonValues):
         x, *params = _args(args)
+        if x.size == 0:
+            return (_result(op.result.type, x),)
         axes = _trailing_axes(x, op.norm_rank)
         mean = np.mean(x, axis=axes, keepdims=True)
         var = np.mean((x - mean) ** 2, axis=axes, keepdims=True)
@@ -248,9 +262,20 @@ def _reduce_impl(fn: Callable[..., np.ndarray]):  # noqa: ANN202
         (x,) = _args(args)
         axes = op.axis_list
         keep = op.keepdim is not None
-        return (_result(op.result.type, fn(x, axis=axes, keepdims=keep)),)
+        _check_not_empty(op, x, axes)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "Mean of empty slice"
+            return (_result(op.result.type, fn(x, axis=axes, keepdims=keep)),)
 
     return run
+
+
+def _check_not_empty(op: nn.ReductionOp, x: np.ndarray, axes: tuple[int, ...]) -> None:
+    """A max or min needs elements: raise as torch.amax does (even for an empty result)."""
+    if isinstance(op, nn.ReduceMaxOp | nn.ReduceMinOp):
+        for a in axes:
+            if x.shape[a] == 0:
+                raise EmptyReductionError(op, a)
 
 
 # Table-driven families: attach one `@impl` per op, then (re-)register the class.
