@@ -4,7 +4,8 @@
 
 // A linear layer (weight [out, in]) with bias and GELU: grouped program order, a K loop
 // of tensor-core dots accumulating in f32 (`fuseopt_dot`), the weight tile read
-// transposed by addressing, and the epilogue applied to the accumulator before one store.
+// transposed by addressing, and the epilogue applied to the f32 accumulator (the bias
+// widened to f32: nn-widen-intermediates), rounded to bf16 once before the store.
 // CHECK:       def fuseopt_dot(a, b, acc):
 // CHECK:       def [[K:fused_0_matmul_add_gelu]](in0_ptr, in1_ptr, in2_ptr, out0_ptr):
 // CHECK-NEXT:      """Schedule matmul; block sizes [128, 128]."""
@@ -17,9 +18,11 @@
 // CHECK:               [[B:x_t[_0-9]*]] = tl.load(in1_ptr + {{.*}}[None, :] * 1024 + {{.*}}[:, None])
 // CHECK-NEXT:          [[D:acc[_0-9]*]] = fuseopt_dot([[A]], [[B]], [[ACC]])
 // CHECK-NEXT:          [[ACC]] = [[D]]
-// CHECK-NEXT:      [[C:cast[_0-9]*]] = fuseopt_bf16([[ACC]])
-// CHECK:           tl.erf(
-// CHECK:           tl.store(out0_ptr + {{.*}}[:, None] * 4096 + {{.*}}[None, :], {{gelu[_0-9]*}})
+// CHECK:           [[BW:cast[_0-9]*]] = fuseopt_widen_bf16(
+// CHECK-NEXT:      [[S:add[_0-9]*]] = [[ACC]] + [[BW]]
+// CHECK-NEXT:      [[G:gelu[_0-9]*]] = 0.5 * [[S]] * (1.0 + tl.erf(
+// CHECK-NEXT:      [[R:cast[_0-9]*]] = fuseopt_bf16([[G]])
+// CHECK:           tl.store(out0_ptr + {{.*}}[:, None] * 4096 + {{.*}}[None, :], [[R]])
 // CHECK:       def launch_[[K]](buf0, buf1, buf2, buf3, grid=(512,)):
 // CHECK-NEXT:      """Launch [[K]] over `grid` programs."""
 // CHECK-NEXT:      [[K]][grid](buf0, buf1, buf2, buf3, num_warps=8, num_stages=3)
