@@ -6,6 +6,8 @@ graphs; its options, report and DOT output.
 - hypothesis: random nn graphs of 1-40 ops (tests/random_nn_graphs.py) keep their results,
   verify, stay in dominance order (no cycle between groups), keep every op exactly once
   (no duplicated reduction or matmul) and follow the contract of `check_contract`;
+- the incremental merge decisions (kept facts, ranked cycle check) agree with checking
+  each union whole, on every FileCheck case and on random graphs of 10-60 ops;
 - bad options are located CompileErrors; the report and DOT come out of the Python API
   and the CLI (report on stderr, IR on stdout).
 """
@@ -30,6 +32,7 @@ import fuseopt
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import nn
 from fuseopt.fusion_report import build_report, fusion_dot, fusion_report
+from fuseopt.passes.fusion_grouping import find_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES_FILE = ROOT / "filecheck" / "passes" / "nn-fuse.mlir"
@@ -198,6 +201,28 @@ def test_random_graphs(pipeline: str, graph: RandomGraph) -> None:
     for e, a in zip(expected, actual, strict=True):
         assert e.shape == a.shape and e.dtype == a.dtype
         np.testing.assert_array_equal(a, e)
+
+
+def assert_incremental_decisions(module: ModuleOp) -> None:
+    """nn-fuse decides each merge from the groups' kept facts (`check_union`) and ranks
+    (the cycle check); `verify=True` takes every decision again the slow way, on the
+    whole union (`check_group`) and the whole graph, and asserts they agree."""
+    for fn in [op for op in module.walk() if isinstance(op, func.FuncOp)]:
+        if len(fn.body.blocks) == 1:
+            for max_recompute in (8, 0):
+                find_groups(fn.body.block, max_recompute, verify=True)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_incremental_checks_agree_on_filecheck_cases(case: str) -> None:
+    assert_incremental_decisions(fuseopt.parse(CASES[case]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=nn_graphs(min_ops=10, max_ops=60))
+def test_incremental_checks_agree_on_random_graphs(graph: RandomGraph) -> None:
+    module = fuseopt.run_pipeline(fuseopt.parse(graph.text), "nn-decompose,canonicalize,cse")
+    assert_incremental_decisions(module)
 
 
 @pytest.mark.parametrize(
