@@ -156,9 +156,58 @@ def print_and_store(
     return Compiled(key, path, printed.source, index)
 
 
+def _shapes_and_dtypes(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(v, list)
+        and len(v) == 2
+        and isinstance(v[0], list)
+        and all(isinstance(d, int) for d in v[0])
+        and isinstance(v[1], str)
+        for v in value
+    )
+
+
+KERNEL_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "name": str,
+    "python": str,
+    "launcher": str,
+    "grid": list,
+    "schedule": str,
+    "num_warps": int,
+    "num_stages": int,
+    "ops": list,
+    "source": str,
+}
+"""Fields of a kernel entry in index.json that the backend reads, with their types."""
+
+
+def valid_index(index: Any) -> bool:
+    """Whether a cached index.json holds what `print_and_store` writes and this backend
+    reads (an entry of another shape is rebuilt, never trusted)."""
+    if not isinstance(index, dict):
+        return False
+    if not all(isinstance(index.get(k), str) for k in ("function", "host")):
+        return False
+    if not (_shapes_and_dtypes(index.get("inputs")) and _shapes_and_dtypes(index.get("outputs"))):
+        return False
+    launches, kernels = index.get("launches"), index.get("kernels")
+    if not (isinstance(launches, list) and all(isinstance(n, str) for n in launches)):
+        return False
+    if not isinstance(index.get("host_sources"), list) or not isinstance(kernels, list):
+        return False
+    for k in kernels:
+        if not isinstance(k, dict):
+            return False
+        if not all(isinstance(k.get(f), t) for f, t in KERNEL_FIELDS.items()):
+            return False
+    names = {k["name"] for k in kernels}
+    return all(n in names or n == "library_gemm" for n in launches)
+
+
 def from_cache(key: str, cache: KernelCache) -> Compiled | None:
-    """The printed module and index cached at `key` (None when absent or corrupt)."""
-    index = cache.get_json(NAMESPACE, key, "index.json")
+    """The printed module and index cached at `key` (None when absent, corrupt or of the
+    wrong shape: the caller then rebuilds it)."""
+    index = cache.get_json(NAMESPACE, key, "index.json", check=valid_index)
     source = cache.get_text(NAMESPACE, key, "kernels.py")
     if not isinstance(index, dict) or source is None:
         return None
