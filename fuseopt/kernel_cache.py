@@ -40,17 +40,15 @@ above the root, and the other tools' caches under `directory()` (Triton verifies
 nothing there either), which are as private as the root. Owner and mode checks need
 POSIX; on Windows only the MAC is checked.
 
-Unusable directories: a namespace or entry directory that is a file or not writable
-does not stop compiling: the cache warns once per process and moves to the same private
-temporary directory. A root that is a file, cannot be created or is not writable is an
-OSError from `ensure_root` (a configuration the user must fix).
+Unusable directories: a namespace or entry directory that is a file, not writable or
+not private does not stop compiling: the cache warns once per process and moves to the
+same private temporary directory. A root that is a file, cannot be created or is not
+writable is an OSError from `ensure_root` (a configuration the user must fix).
 
-Guarantees:
-- writes are atomic: the entry is written to a temporary file in the same directory
-  and moved into place with `os.replace`, so two processes writing the same entry at
-  once both succeed and a reader never sees half a file;
-- a JSON entry can be checked against what its reader expects (`get_json(check=...)`):
-  one that fails is deleted and a miss, like a corrupt one.
+Writes are atomic (a temporary file in the same directory, moved into place with
+`os.replace`): processes writing one entry at once all succeed, and a reader never sees
+half a file. A JSON entry can be checked against what its reader expects
+(`get_json(check=...)`): one that fails is deleted and a miss, like a corrupt one.
 """
 
 from __future__ import annotations
@@ -176,15 +174,10 @@ def decode_entry(data: bytes, secret: bytes, place: str = "") -> bytes | None:
         for f in head[len(HEADER_PREFIX) :].decode("ascii", "replace").split()
         if "=" in f
     )
-    try:
-        size = int(fields.get("bytes", "-1"))
-    except ValueError:
+    if fields.get("bytes") != str(len(payload)):
         return None
-    if size != len(payload):
-        return None
-    if not hmac.compare_digest(_mac(secret, place, payload), fields.get("hmac-sha256", "")):
-        return None
-    return payload
+    mac = fields.get("hmac-sha256", "")
+    return payload if hmac.compare_digest(_mac(secret, place, payload), mac) else None
 
 
 def untrusted_reason(directory: Path) -> str | None:
@@ -225,10 +218,10 @@ def _read_key(path: Path) -> bytes | None:
 def load_or_create_key(root: Path) -> tuple[bytes, bool]:
     """The secret key of the cache at `root` and whether it was made now.
 
-    A missing or bad key file (see `_read_key`) is replaced by a new random key, written
-    to a temporary file of mode 0o600 and moved into place: a missing key with a hard
-    link (if another process made one meanwhile, that one is used), a bad one with
-    `os.replace`.
+    A missing or bad key file (see `_read_key`) gets a new random key, written to a
+    temporary file of mode 0o600 and hard-linked into place, so that of processes making
+    the key at once one wins and the others read its key; a bad key file is replaced
+    (`os.replace`), with a warning.
     """
     path = root / KEY_FILE
     key = _read_key(path)
@@ -241,21 +234,19 @@ def load_or_create_key(root: Path) -> tuple[bytes, bool]:
             f.write(new)
             f.flush()
             os.fsync(f.fileno())
-        if not os.path.lexists(path):
-            try:
-                os.link(tmp, path)
-                return new, True
-            except FileExistsError:  # another process made the key first: use it
-                key = _read_key(path)
-                if key is not None:
-                    return key, False
-            except OSError:  # no hard links here: the last writer's key wins
-                pass
-        else:
+        try:
+            os.link(tmp, path)
+            return new, True
+        except FileExistsError:  # made by another process meanwhile, or bad
+            key = _read_key(path)
+            if key is not None:
+                return key, False
             log.warning(
                 "fuseopt: the kernel cache key %s is unreadable or not private to you; "
                 "a new key replaces it and every cached entry will be rebuilt", path
             )
+        except OSError:  # no hard links on this file system: the last writer's key wins
+            pass
         os.replace(tmp, path)
         return new, True
     finally:
@@ -263,11 +254,6 @@ def load_or_create_key(root: Path) -> tuple[bytes, bool]:
             os.unlink(tmp)
         except OSError:
             pass
-
-
-def _why(error: OSError, fallback: Path) -> str:
-    """`path: reason` of an OSError, for the log."""
-    return f"{error.filename or fallback}: {error.strerror or error}"
 
 
 class _StandIns:
@@ -359,7 +345,7 @@ class KernelCache:
         try:
             return self._private_directories(self.root / name)
         except OSError as e:
-            self._use_stand_in(_why(e, self.root / name))
+            self._use_stand_in(f"{e.filename or self.root / name}: {e.strerror or e}")
             return self._private_directories(self.root / name)
 
     def _private_directories(self, path: Path) -> Path:
@@ -398,7 +384,11 @@ class KernelCache:
             secret = self._secret()
         except OSError:
             return None
-        payload = decode_entry(data, secret, f"{namespace}/{key}/{name}")
+        place = f"{namespace}/{key}/{name}"
+        payload = decode_entry(data, secret, place)
+        if payload is None and (newer := _read_key(self.root / KEY_FILE)) not in (None, secret):
+            self._key = newer  # another process replaced the key since this one read it
+            payload = decode_entry(data, newer, place)
         if payload is None:
             if data.startswith(HEADER_PREFIX) and not self._fresh_key:
                 log.warning(
@@ -421,7 +411,7 @@ class KernelCache:
         try:
             return self._write(namespace, key, name, payload)
         except OSError as e:
-            self._use_stand_in(_why(e, self.path(namespace, key, name).parent))
+            self._use_stand_in(f"{e.filename or namespace}: {e.strerror or e}")
             return self._write(namespace, key, name, payload)
 
     def _write(self, namespace: str, key: str, name: str, payload: bytes) -> Path:

@@ -268,3 +268,32 @@ def test_json_entry_of_the_wrong_shape_is_a_miss(tmp_path: Path) -> None:
     assert cache.get_json("triton", key, "index.json", check=valid) is None  # KeyError
     cache.put_json("triton", key, "index.json", {"inputs": []})
     assert cache.get_json("triton", key, "index.json", check=valid) == {"inputs": []}
+
+
+def test_a_key_made_by_another_process_meanwhile_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes making the key at once must agree on one (else each rejects the
+    other's entries): the one that finds a key in place after its own read uses it."""
+    theirs, made = kernel_cache.load_or_create_key(tmp_path)
+    assert made
+    read_key = kernel_cache._read_key
+    reads: list[Path] = []
+
+    def not_there_yet(path: Path) -> bytes | None:  # the other process links it just after
+        reads.append(path)
+        return None if len(reads) == 1 else read_key(path)
+
+    monkeypatch.setattr(kernel_cache, "_read_key", not_there_yet)
+    assert kernel_cache.load_or_create_key(tmp_path) == (theirs, False)
+    assert (tmp_path / KEY_FILE).read_bytes() == theirs
+
+
+def test_a_replaced_key_is_picked_up(tmp_path: Path) -> None:
+    key = cache_key(ir="x")
+    early = KernelCache(tmp_path)
+    early.put_text("triton", key, "a.py", "a = 1\n")  # reads the first key
+    (tmp_path / KEY_FILE).unlink()
+    late = KernelCache(tmp_path)
+    late.put_text("triton", key, "b.py", "b = 1\n")  # makes a second key
+    assert early.get_text("triton", key, "b.py") == "b = 1\n"
