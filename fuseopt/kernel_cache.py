@@ -449,11 +449,7 @@ class KernelCache:
         return self.put(namespace, key, name, text.encode())
 
     def get_json(
-        self,
-        namespace: str,
-        key: str,
-        name: str,
-        check: Callable[[Any], bool] | None = None,
+        self, namespace: str, key: str, name: str, check: Callable[[Any], bool] | None = None
     ) -> Any:
         """`get`, parsed as JSON: None when absent, corrupt, not JSON, or (with `check`)
         when `check(value)` is false or raises (a value of the wrong shape); such an
@@ -474,10 +470,8 @@ class KernelCache:
         self.path(namespace, key, name).unlink(missing_ok=True)
         return None
 
-    def put_json(
-        self, namespace: str, key: str, name: str, value: Mapping[str, Any] | list[Any]
-    ) -> Path:
-        """`put` of a JSON value."""
+    def put_json(self, namespace: str, key: str, name: str, value: Mapping | list) -> Path:
+        """`put` of a JSON value (a mapping or a list)."""
         return self.put_text(namespace, key, name, json.dumps(value, sort_keys=True))
 
 
