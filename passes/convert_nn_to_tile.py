@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 from xdsl.context import Context
@@ -61,6 +62,8 @@ from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import nn, tile
 from fuseopt.identifiers import unique_name
 from fuseopt.passes.tiling_analysis import (
+    AmbiguousDomain,
+    AxisSummary,
     Group,
     IterationSpace,
     Untileable,
@@ -472,17 +475,61 @@ def tileable_subgroups(group: Group) -> list[Group]:
     ops, runs, start = group.ops, [], 0
     while start < len(ops):
         end = start + 1
-        if _tiles(make(ops[start:end])):
+        run = _GrowingRun(ops[start])
+        if run.tiles(lambda first=start, last=end: make(ops[first:last])):
             # an op may only connect to the run a few ops later (a broadcast before
             # the multiply that uses it): look that far ahead for a longer run
             probe = end
             while probe < len(ops) and probe - end < LOOKAHEAD:
+                run.extend(ops[probe])
                 probe += 1
-                if _tiles(make(ops[start:probe])):
+                if run.tiles(lambda first=start, last=probe: make(ops[first:last])):
                     end = probe
         runs.append(ops[start:end])
         start = end
     return [make(run) for run in runs]
+
+
+class _GrowingRun:
+    """Whether a run of ops that grows by one op at a time tiles (what `analyze` says
+    of it), without analyzing the whole run again at each step (a run of n ops would
+    cost n^2): its axes are kept in an `AxisSummary`. Runs with an op `analyze` rejects
+    on sight, and runs whose domain only the values' order decides, are analyzed."""
+
+    def __init__(self, op: Operation):
+        self.summary = AxisSummary()
+        self.matmuls: list[nn.MatmulOp] = []
+        self.made: set[SSAValue] = set()
+        self.plain = True
+        self.extend(op)
+
+    def extend(self, op: Operation) -> None:
+        """Add `op`, the op after the run's last."""
+        values = [*op.operands, *op.results]
+        static = all(
+            isinstance(v.type, TensorType) and all(d >= 0 for d in v.type.get_shape())
+            for v in values
+        )
+        dense = isinstance(op, nn.ConstantOp) and op.splat_value is None
+        self.plain = self.plain and static and not dense
+        if not self.plain:
+            return
+        self.summary = AxisSummary.merge(self.summary, AxisSummary(op))
+        if isinstance(op, nn.MatmulOp):
+            self.matmuls.append(op)
+        self.made.update(op.results)
+
+    def tiles(self, group: Callable[[], Group]) -> bool:
+        """Whether the run tiles; `group` makes it as a Group, if it must be analyzed."""
+        if self.plain:
+            try:
+                space = self.summary.union_space(
+                    AxisSummary(), self.matmuls, lambda v: v not in self.made
+                )
+                return not isinstance(space, Untileable)
+            except AmbiguousDomain:
+                pass
+        return _tiles(group())
 
 
 def _tiles(group: Group) -> bool:
