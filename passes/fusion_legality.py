@@ -1,8 +1,8 @@
 """Legality of fusion groups: which sets of nn ops may become one kernel.
 
-`nn-fuse` (passes/nn_fuse.py) grows groups greedily and asks `check_group` before every
-merge. A group is a set of top-level ops of one block; it is legal when it matches one of
-three kernel shapes, each with one *domain* (the index space the kernel iterates over):
+`nn-fuse` (passes/nn_fuse.py) grows groups greedily and checks every merge. A group is a
+set of top-level ops of one block; it is legal when it matches one of three kernel
+shapes, each with one *domain* (the index space the kernel iterates over):
 
 - **pointwise**: elementwise ops and views (reshape, transpose, slice, concat, broadcast)
   evaluated by index mapping. The domain is a flat index space whose size is the number
@@ -29,6 +29,13 @@ a view the tiler cannot index inside the group (a transpose, a strided slice, cu
 axes, a reshape that regroups dims next to a broadcast, ...) makes the group illegal, and
 the op stays outside (eager, or a copy kernel of its own). The tiler sees the group as
 outlining will build it: splat constants cloned in, dense constants read as inputs.
+
+Two ways to ask, one set of rules (`domain_key`, `in_domain`, `shape_violation`,
+`side_violation`): `check_group` looks at every op of a group; `check_union` decides the
+union of two legal groups from their kept `GroupFacts` and the ops where they meet (each
+rule depends only on the domain and on where an op's operands come from), so growing a
+group of n ops one op at a time costs O(n), not O(n^2). Where only the whole union can
+tell (see `check_union`), it says so and `check_group` decides.
 
 Cycles between groups are the grouping algorithm's business (`fusion_grouping`).
 """

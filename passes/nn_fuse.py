@@ -6,9 +6,9 @@ treated as an opaque op and never fused); shapes are static.
 Steps, per function body:
 1. Grouping (`fusion_grouping.find_groups`): reductions first claim their cheap
    prologues, then greedy producer-consumer merges in program order, then sibling
-   merges, each checked by `fusion_legality.check_group` (one kernel shape: pointwise,
-   reduction or matmul; bounded recompute; no duplicated reduction or matmul) and by an
-   acyclicity check on the graph of groups.
+   merges, each checked by `fusion_legality` (one kernel shape: pointwise, reduction or
+   matmul; bounded recompute; no duplicated reduction or matmul; one iteration space)
+   and by an acyclicity check on the graph of groups, in time about linear in the ops.
 2. Routing (`fuseopt.cost_model`): memory-bound groups are always a generated `kernel`;
    a matmul group takes the fastest of `kernel`, `library_gemm` and `unfused` under the
    roofline model of the target GPU (H100 defaults, overridable below). When a matmul is
