@@ -190,7 +190,9 @@ class AutotunedFunction:
                 compiled = tb.compile_variant(
                     self.ir_text, self.func_name, {**self.tile_options, **config}, self.cache
                 )
-                module = tb.load_compiled(compiled, interpret=device.type != "cuda")
+                module = tb.load_compiled(
+                    compiled, interpret=device.type != "cuda", cache=self.cache
+                )
             except Exception as e:  # noqa: BLE001 - a config that does not lower is skipped
                 log.info("autotune: %s does not compile: %s", label, e)
                 continue

@@ -37,7 +37,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from fuseopt import registry
 from fuseopt.diagnostics import CompileError, parse_module
-from fuseopt.pipelines import PIPELINES, describe_bad_option
+from fuseopt.pipelines import PIPELINES, describe_bad_option, empty_pass_name
 
 
 class CommandLineError(Exception):
@@ -147,27 +147,11 @@ class FuseOptMain(xDSLOptMain):
 
 
 def check_pass_names(spec: str) -> None:
-    """Raise a CommandLineError, with a caret, at the first empty pass name of `spec`
-    (`cse,`, `cse,,dce`: xDSL ignores a trailing comma). Commas inside a pass's `{...}`
-    options or quotes do not separate passes."""
-    depth, quote, start = 0, "", 0
-    for i, c in enumerate(spec + ","):
-        if quote:
-            quote = "" if c == quote else quote
-        elif c in "\"'":
-            quote = c
-        elif c == "{":
-            depth += 1
-        elif c == "}":
-            depth = max(0, depth - 1)
-        elif c == "," and depth == 0:
-            if spec and not spec[start:i].strip():
-                at = min(i, len(spec) - 1)
-                raise CommandLineError(
-                    f"pass-pipeline:1:{at + 1}: empty pass name in the pipeline (a ',' with no "
-                    f"pass on one side)\n  {spec}\n  {' ' * at}^"
-                )
-            start = i + 1
+    """Raise a CommandLineError at the first empty pass name of `spec` (see
+    `fuseopt.pipelines.empty_pass_name`)."""
+    message = empty_pass_name(spec)
+    if message is not None:
+        raise CommandLineError(f"pass-pipeline:{message}")
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -233,8 +217,10 @@ def main(args: Sequence[str] | None = None) -> int:
     except RecursionError:  # nesting the parser's limits allow, too deep for a pass
         if os.environ.get("FUSEOPT_DEBUG"):
             raise
-        print("fuse-opt: error: the input nests too deeply (Python's recursion limit)",
-              file=sys.stderr)
+        print(
+            "fuse-opt: error: the input nests too deeply (Python's recursion limit)",
+            file=sys.stderr,
+        )
         code = 1
     except Exception as e:  # an internal error: say so plainly, keep the trace opt-in
         if os.environ.get("FUSEOPT_DEBUG"):

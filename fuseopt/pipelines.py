@@ -54,6 +54,8 @@ def run_pipeline(module: ModuleOp, spec: str = STANDARD, ctx: Context | None = N
     """Run the pass pipeline `spec` (a `-p` string or a name in PIPELINES) on `module`
     in place, verifying after every pass, and return it."""
     spec = PIPELINES.get(spec, spec)
+    if (empty := empty_pass_name(spec)) is not None:
+        raise CompileError(f"bad pass pipeline {spec!r}: {empty}")
     ctx = ctx or registry.make_context()
     try:
         pipeline = PassPipeline.parse_spec(registry.all_passes(), spec)
@@ -67,6 +69,32 @@ def run_pipeline(module: ModuleOp, spec: str = STANDARD, ctx: Context | None = N
         p.apply(ctx, module)
         verify_module(module)
     return module
+
+
+def empty_pass_name(spec: str) -> str | None:
+    """Where `spec` has an empty pass name (`cse,`, `cse,,dce`: xDSL ignores a trailing
+    comma), as `1:COL: message` with the spec and a caret on the next lines; None when
+    every pass is named. Commas inside a pass's `{...}` options or quotes do not
+    separate passes."""
+    depth, quote, start = 0, "", 0
+    for i, c in enumerate(spec + ","):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth = max(0, depth - 1)
+        elif c == "," and depth == 0:
+            if spec and not spec[start:i].strip():
+                at = min(i, len(spec) - 1)
+                return (
+                    f"1:{at + 1}: empty pass name in the pipeline (a ',' with no pass on one "
+                    f"side)\n  {spec}\n  {' ' * at}^"
+                )
+            start = i + 1
+    return None
 
 
 def describe_bad_option(spec: str) -> str | None:

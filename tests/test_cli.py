@@ -210,3 +210,10 @@ def test_run_pipeline_bad_spec_is_a_compile_error(spec: str) -> None:
     module = fuseopt.parse(VALID)
     with pytest.raises(fuseopt.CompileError, match="bad pass pipeline"):
         fuseopt.run_pipeline(module, spec)
+
+
+def test_run_pipeline_rejects_an_empty_pass_name() -> None:
+    """The Python API checks pipelines as fuse-opt does (xDSL ignores a trailing comma)."""
+    module = fuseopt.parse("func.func @f() {\n  func.return\n}")
+    with pytest.raises(fuseopt.CompileError, match="1:13: empty pass name"):
+        fuseopt.run_pipeline(module, "canonicalize,")

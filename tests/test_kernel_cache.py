@@ -297,3 +297,20 @@ def test_a_replaced_key_is_picked_up(tmp_path: Path) -> None:
     late = KernelCache(tmp_path)
     late.put_text("triton", key, "b.py", "b = 1\n")  # makes a second key
     assert early.get_text("triton", key, "b.py") == "b = 1\n"
+
+
+def test_cuda_sources_go_to_a_checked_private_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nvcc compiles from a file in the cache's `cuda-src`: when that name is taken by a
+    file, the source goes to the cache's private stand-in, never next to it."""
+    from fuseopt.backends.cuda import runtime
+
+    root = tmp_path / "cache"
+    monkeypatch.setenv("FUSEOPT_CACHE_DIR", str(root))
+    root.mkdir(mode=0o700)
+    (root / "cuda-src").write_text("not a directory")
+    path = runtime._keep_source("__global__ void k() {}", "k")
+    assert path.read_text() == "__global__ void k() {}"
+    assert path.parent.is_dir() and path.parent.stat().st_mode & 0o077 == 0
+    assert (root / "cuda-src").read_text() == "not a directory"

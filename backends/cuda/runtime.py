@@ -98,14 +98,11 @@ def device_arch(device: torch.device | None = None) -> str:
 
 
 def _source_dir() -> Path:
-    from fuseopt.kernel_cache import default_cache_dir
+    """The kernel cache's private `cuda-src` directory (owner and permissions checked;
+    a private stand-in when it cannot be used)."""
+    from fuseopt.kernel_cache import KernelCache
 
-    root = default_cache_dir() / "cuda-src"
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        return root
-    except OSError:
-        return Path(tempfile.mkdtemp(prefix="fuseopt-cuda-"))
+    return KernelCache().directory("cuda-src")
 
 
 def _keep_source(source: str, name: str) -> Path:

@@ -304,8 +304,9 @@ def compile_module(
     return fn
 
 
-def load_compiled(compiled: Compiled, interpret: bool) -> Any:
-    """Import a compiled module (GPU: printed launchers become FastLaunchers)."""
+def load_compiled(compiled: Compiled, interpret: bool, cache: KernelCache) -> Any:
+    """Import a compiled module (GPU: printed launchers become FastLaunchers, their
+    binaries kept in `cache`'s private `triton-binaries` directory)."""
     mod = load_module(compiled.path, f"k{compiled.key[:20]}", interpret)
     if not interpret and not getattr(mod, "_fuseopt_fast", False):
         launchers = [
@@ -313,7 +314,7 @@ def load_compiled(compiled: Compiled, interpret: bool) -> Any:
             for k in compiled.index["kernels"]
             if k.get("triton", True)
         ]
-        binaries = compiled.path.parents[3] / "triton-binaries"  # <root>/triton/xx/key/file
+        binaries = cache.directory("triton-binaries")
         install_fast_launchers(mod, launchers, str(binaries))
         mod._fuseopt_fast = True
     return mod
@@ -336,7 +337,7 @@ def wrap(compiled: Compiled, cache: KernelCache, key: str) -> TritonFunction:
     return TritonFunction(
         index["host"],
         inputs,
-        lambda interpret: load_compiled(compiled, interpret),
+        lambda interpret: load_compiled(compiled, interpret, cache),
         kernel_records(compiled),
         compiled.source,
         compiled.path,
