@@ -495,9 +495,20 @@ class AxisSummary:
         signatures = {
             tuple(root(c) for c in sig): None for s in (large, small) for sig in s.signatures
         }
+
+        def signature(v: SSAValue) -> tuple[Node, ...]:
+            nodes = [(v, i) for i, n in enumerate(shape(v)) if n != 1]
+            return tuple(
+                root(large.find(n) if n in large.parent else small.find(n)) for n in nodes
+            )
+
+        # a matmul kernel's domain is its first matmul's result, spanning all or not
+        candidates = [(signature(matmuls[0].result), None)] if matmuls else None
         try:
             check_matmuls(matmuls, any(c.reduced for c in classes.values()))
-            space = solve_classes(classes, signatures, None, matmuls[0] if matmuls else None)
+            space = solve_classes(
+                classes, signatures, candidates, matmuls[0] if matmuls else None
+            )
             if matmuls:
                 check_matmul_operands(matmuls, is_input)
         except Untileable as e:
