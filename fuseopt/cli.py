@@ -214,14 +214,17 @@ def main(args: Sequence[str] | None = None) -> int:
         # Raised while reading the command line: unknown pass, bad pass option, ...
         print(f"fuse-opt: error: {_one_line(e)}", file=sys.stderr)
         code = 1
-    except RecursionError:  # nesting the parser's limits allow, too deep for a pass
+    except RecursionError:
+        # the parser reports nesting it cannot take as a located error, so this came
+        # from a pass or a printer: fuseopt's fault, not the input's
         if os.environ.get("FUSEOPT_DEBUG"):
             raise
         print(
-            "fuse-opt: error: the input nests too deeply (Python's recursion limit)",
+            "fuse-opt: internal error: a pass or printer exceeded Python's recursion limit "
+            "on this input (set FUSEOPT_DEBUG=1 for a traceback; please report it)",
             file=sys.stderr,
         )
-        code = 1
+        code = 2
     except Exception as e:  # an internal error: say so plainly, keep the trace opt-in
         if os.environ.get("FUSEOPT_DEBUG"):
             raise

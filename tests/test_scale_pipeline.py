@@ -133,6 +133,15 @@ def test_350_op_chain_prints_as_triton(tmp_path: Path) -> None:
     assert text.count("tl.sin(") >= 70
 
 
+def test_2000_op_chain_prints_as_cuda(tmp_path: Path) -> None:
+    """The CUDA printer's emission order walks operands with an explicit stack (it
+    recursed once per op and failed past about 990)."""
+    src, out = tmp_path / "chain.mlir", tmp_path / "chain.cu"
+    src.write_text(chain_text(2000))
+    assert main([str(src), "--pipeline", "standard", "-t", "cuda", "-o", str(out)]) == 0
+    assert out.read_text().count("__global__") == 1
+
+
 @pytest.mark.parametrize(
     "name, build",
     [

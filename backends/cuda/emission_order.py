@@ -33,12 +33,24 @@ def late_loads_order(block: Block, written: set[int]) -> list[Operation]:
     order: list[Operation] = []
 
     def release(x: SSAValue) -> None:
+        """Append `x`'s waiting producer after its own waiting operands, depth first
+        (an explicit stack: a fused chain can be thousands of ops deep)."""
         owner = x.owner
-        if isinstance(owner, Operation) and owner in waiting:
-            del waiting[owner]
-            for y in owner.operands:
-                release(y)
-            order.append(owner)
+        if not (isinstance(owner, Operation) and owner in waiting):
+            return
+        del waiting[owner]
+        stack = [(owner, iter(owner.operands))]
+        while stack:
+            op, operands = stack[-1]
+            for y in operands:
+                dep = y.owner
+                if isinstance(dep, Operation) and dep in waiting:
+                    del waiting[dep]
+                    stack.append((dep, iter(dep.operands)))
+                    break
+            else:
+                stack.pop()
+                order.append(op)
 
     for op in block.ops:
         if _read_only_global_load(op, args, written) or (
