@@ -35,6 +35,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import int_array, is_float
 from fuseopt.interpreter.dtypes import to_element_type
+from fuseopt.interpreter.errors import InterpretError
 
 MAX_FOLD_ELEMENTS = 1024
 """Largest non-splat result that constant folding materializes."""
@@ -235,7 +236,10 @@ class FoldConstants(RewritePattern):
         if any(_elements(v.type) > MAX_EVAL_ELEMENTS for v in op.operands):
             return
         args = tuple(_run(v.owner, ()) for v in op.operands)
-        out = np.asarray(_run(op, args))
+        try:
+            out = np.asarray(_run(op, args))
+        except InterpretError:  # e.g. the max of no elements: not ours to decide here
+            return
         rewriter.replace(op, nn.ConstantOp(_value_attr(out, result_type), result_type))
 
 
@@ -253,6 +257,8 @@ def _reduce_splat(op: nn.ReductionOp, splat: float | int) -> float | int | None:
     assert isinstance(t, TensorType) and isinstance(result, TensorType)
     value: float | int
     if isinstance(op, nn.ReduceMaxOp | nn.ReduceMinOp):
+        if any(t.get_shape()[a] == 0 for a in op.axis_list):
+            return None  # no identity: left for the kernel (or PyTorch) to reject
         value = splat
     elif _elements(t) <= MAX_EVAL_ELEMENTS or not is_float(t.element_type):
         return None

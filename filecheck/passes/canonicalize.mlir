@@ -147,3 +147,18 @@ func.func @huge_splat_reductions() -> (tensor<f32>, tensor<100000xf32>, tensor<1
   %is = nn.sum %i [1] keepdim : tensor<100000x100000xi64> -> tensor<100000x1xi64>
   func.return %s, %m, %n, %is : tensor<f32>, tensor<100000xf32>, tensor<1x1xf32>, tensor<100000x1xi64>
 }
+
+// -----
+
+// Rule: a max or min over an axis of size 0 has no value (torch.amax raises): it is
+// never folded to the splat, while the sum of nothing folds to 0.
+// CHECK-LABEL: func.func @empty_axis
+// CHECK:         %[[M:.*]] = nn.reduce_max %{{.*}} [1] keepdim : tensor<4x0xf32> -> tensor<4x1xf32>
+// CHECK:         %[[S:.*]] = nn.constant 0.000000e+00 : tensor<4x1xf32>
+// CHECK:         func.return %[[M]], %[[S]]
+func.func @empty_axis() -> (tensor<4x1xf32>, tensor<4x1xf32>) {
+  %c = nn.constant 2.0 : tensor<4x0xf32>
+  %m = nn.reduce_max %c [1] keepdim : tensor<4x0xf32> -> tensor<4x1xf32>
+  %s = nn.sum %c [1] keepdim : tensor<4x0xf32> -> tensor<4x1xf32>
+  func.return %m, %s : tensor<4x1xf32>, tensor<4x1xf32>
+}
