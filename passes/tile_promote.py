@@ -45,6 +45,7 @@ from xdsl.passes import ModulePass
 
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile
+from fuseopt.dialects.tile_verification import LAUNCH_KNOB_RANGES
 from fuseopt.passes.tiling_heuristics import launch_knobs
 
 SHARED_BUDGET = 227 * 1024
@@ -86,9 +87,15 @@ class TilePromotePass(ModulePass):
     row_cache_bytes: int = ROW_CACHE_BUDGET
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.shared_bytes < 0 or self.row_cache_bytes < 0 or self.num_stages < 1:
+        least, most, _ = LAUNCH_KNOB_RANGES["num_stages"]
+        if (
+            self.shared_bytes < 0
+            or self.row_cache_bytes < 0
+            or not least <= self.num_stages <= most
+        ):
             raise CompileError(
-                "tile-promote: shared-bytes and row-cache-bytes must be >= 0 and num-stages >= 1"
+                "tile-promote: shared-bytes and row-cache-bytes must be >= 0 and num-stages "
+                f"from {least} to {most}"
             )
         row_budget = min(self.shared_bytes, self.row_cache_bytes)
         for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:

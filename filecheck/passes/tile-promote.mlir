@@ -5,7 +5,8 @@
 // RUN: fuse-opt %s --split-input-file -p 'tile-promote{shared-bytes=70000}' | filecheck %s --check-prefix=ONE
 // RUN: fuse-opt %s --split-input-file -p 'tile-promote{row-cache-bytes=399}' | filecheck %s --check-prefix=NOCACHE
 // RUN: not fuse-opt %s --split-input-file -p 'tile-promote{num-stages=0}' 2>&1 | filecheck %s --check-prefix=BAD
-// BAD: error: tile-promote: shared-bytes and row-cache-bytes must be >= 0 and num-stages >= 1
+// RUN: not fuse-opt %s --split-input-file -p 'tile-promote{num-stages=99}' 2>&1 | filecheck %s --check-prefix=BAD
+// BAD: error: tile-promote: shared-bytes and row-cache-bytes must be >= 0 and num-stages from 1 to 8
 // BAD-NOT: Traceback
 // (The second run of tile-promote changes nothing: the pass is idempotent.)
 
