@@ -5,6 +5,8 @@ Each nn op's `NNCanonicalization` trait asks `patterns_for(op_type)` for its pat
 - no-op shape/type ops: cast, reshape, broadcast to the same type, identity transpose;
 - chains: transpose of transpose -> one transpose; reshape of reshape -> one reshape;
   broadcast of broadcast -> one broadcast; a widening cast undone by the reverse cast;
+- reductions of nothing: a sum over an axis of size 0 is 0 and a mean NaN, as in
+  PyTorch (a max or min of nothing has no value and is left alone);
 - constant folding: an op whose operands are all constants folds to a constant when
   every operand is a splat (any size: elementwise and layout ops map splats to
   splats) or the result has at most `MAX_FOLD_ELEMENTS` elements.
@@ -298,6 +300,25 @@ def _value_attr(values: np.ndarray, t: TensorType) -> DenseIntOrFPElementsAttr |
 
 
 @cache
+class FoldEmptyReduction(RewritePattern):
+    """sum / mean over an axis of size 0 -> the constant 0 / NaN of the result type
+    (a kernel has nothing to read there; the value needs no input)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.SumOp | nn.MeanOp, rewriter: PatternRewriter) -> None:
+        t, result = op.input.type, op.result.type
+        assert isinstance(t, TensorType) and isinstance(result, TensorType)
+        if not any(t.get_shape()[a] == 0 for a in op.axis_list):
+            return
+        if isinstance(op, nn.MeanOp):
+            if not is_float(result.element_type):
+                return
+            value: float | int = math.nan
+        else:
+            value = 0.0 if is_float(result.element_type) else 0
+        rewriter.replace(op, nn.ConstantOp(value, result))
+
+
 def patterns_for(op_type: type[Operation]) -> tuple[RewritePattern, ...]:
     """The canonicalization patterns that apply to ops of `op_type`."""
     found: list[RewritePattern] = [FoldConstants()]
@@ -309,4 +330,6 @@ def patterns_for(op_type: type[Operation]) -> tuple[RewritePattern, ...]:
         found.append(FoldTransposes())
     if op_type is nn.MatmulOp:
         found.append(FoldTransposeIntoMatmul())
+    if op_type in (nn.SumOp, nn.MeanOp):
+        found.append(FoldEmptyReduction())
     return tuple(found)

@@ -151,7 +151,7 @@ func.func @huge_splat_reductions() -> (tensor<f32>, tensor<100000xf32>, tensor<1
 // -----
 
 // Rule: a max or min over an axis of size 0 has no value (torch.amax raises): it is
-// never folded to the splat, while the sum of nothing folds to 0.
+// never folded to the splat, while the sum of nothing folds to 0 (of any input).
 // CHECK-LABEL: func.func @empty_axis
 // CHECK:         %[[M:.*]] = nn.reduce_max %{{.*}} [1] keepdim : tensor<4x0xf32> -> tensor<4x1xf32>
 // CHECK:         %[[S:.*]] = nn.constant 0.000000e+00 : tensor<4x1xf32>
@@ -161,4 +161,18 @@ func.func @empty_axis() -> (tensor<4x1xf32>, tensor<4x1xf32>) {
   %m = nn.reduce_max %c [1] keepdim : tensor<4x0xf32> -> tensor<4x1xf32>
   %s = nn.sum %c [1] keepdim : tensor<4x0xf32> -> tensor<4x1xf32>
   func.return %m, %s : tensor<4x1xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// Rule: the sum of nothing is 0 and the mean NaN, whatever computes the empty input.
+// CHECK-LABEL: func.func @empty_reductions
+// CHECK-NEXT:    %[[S:.*]] = nn.constant 0.000000e+00 : tensor<3xf32>
+// CHECK-NEXT:    %[[M:.*]] = nn.constant 0x7ff8000000000000 : tensor<3x1xbf16>
+// CHECK-NEXT:    func.return %[[S]], %[[M]]
+func.func @empty_reductions(%x: tensor<3x0xf32>, %y: tensor<3x0xbf16>) -> (tensor<3xf32>, tensor<3x1xbf16>) {
+  %e = nn.exp %x : tensor<3x0xf32>
+  %s = nn.sum %e [1] : tensor<3x0xf32> -> tensor<3xf32>
+  %m = nn.mean %y [1] keepdim : tensor<3x0xbf16> -> tensor<3x1xbf16>
+  func.return %s, %m : tensor<3xf32>, tensor<3x1xbf16>
 }
