@@ -43,6 +43,11 @@ def check_module_shape(source: str) -> list[str]:
             names.append(node.name)
         elif isinstance(node, ast.Import):
             assert [a.name for a in node.names][0] in ("os", "torch", "triton", "triton.language")
+        elif isinstance(node, ast.ImportFrom):
+            assert (node.module, [a.asname for a in node.names]) == (
+                "triton.language.extra",
+                ["fuseopt_libdevice"],
+            )
         elif isinstance(node, ast.Assign):
             assert [t.id for t in node.targets] == ["INTERPRETED"]  # type: ignore[attr-defined]
         else:

@@ -9,6 +9,8 @@ this table: the Triton printer has the same shape.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -23,7 +25,7 @@ from fuseopt.dialects import nn
 FLOAT_UNARY: dict[type[nn.UnaryElementwiseOp], str] = {
     nn.NegOp: "(-{0})",
     nn.AbsOp: "fabsf({0})",
-    nn.ExpOp: "__expf({0})",
+    nn.ExpOp: "expf({0})",
     nn.LogOp: "logf({0})",
     nn.SqrtOp: "sqrtf({0})",
     nn.RsqrtOp: "(1.0f / sqrtf({0}))",
@@ -31,19 +33,21 @@ FLOAT_UNARY: dict[type[nn.UnaryElementwiseOp], str] = {
     nn.TanhOp: "tanhf({0})",
     nn.SigmoidOp: "fo_sigmoid({0})",
     nn.ReluOp: "fo_relu({0})",
-    nn.SiluOp: "({0} * fo_sigmoid({0}))",
+    nn.SiluOp: "fo_silu({0})",
     nn.ErfOp: "erff({0})",
     nn.SinOp: "sinf({0})",
     nn.CosOp: "cosf({0})",
 }
 """Unary ops on float compute values (gelu depends on its attribute: see `unary`).
 
-exp and sigmoid use the hardware's approximations (`__expf`: ex2.approx, `__fdividef`),
-as Triton's `tl.exp` and PyTorch Inductor's kernels do: a few ulps of f32, far below
-bf16's rounding, where the IEEE versions cost tens of instructions an element (H100,
-same run: CUDA rmsnorm_silu_gate long 159.7 -> 125.4 us, softmax 4096x8192 59.1 ->
-55.4). rsqrt stays `1 / sqrtf`: it runs once a row, and `rsqrtf` let nvcc schedule the
-RMSNorm+RoPE kernel into 119 registers instead of 96 (71.6 -> 78.7 us)."""
+exp, sigmoid and silu are CUDA's libm and IEEE division, as eager's kernels compute them
+(issue 14: no op less accurate than eager's; `ACCURACY`). The hardware approximations
+cost f32 accuracy where it shows: `__expf` is ex2.approx(x * log2(e)), whose rounded
+product is ~60 ulps off at |x| near 88, and `__fdividef` returns 0 for divisors above
+2**126. They were faster (H100, one run, IEEE -> approximations: rmsnorm_silu_gate long
+159.7 -> 125.4 us, softmax 4096x8192 59.1 -> 55.4). rsqrt stays `1 / sqrtf`: it runs once a row, and
+`rsqrtf` let nvcc schedule the RMSNorm+RoPE kernel into 119 registers instead of 96
+(71.6 -> 78.7 us)."""
 
 INT_UNARY: dict[type[nn.UnaryElementwiseOp], str] = {
     nn.NegOp: "(-{0})",
@@ -62,6 +66,40 @@ FLOAT_BINARY: dict[type[nn.BinaryElementwiseOp], str] = {
     nn.PowOp: "powf({0}, {1})",
 }
 """Binary ops on float compute values."""
+
+Accuracy = Literal["ieee", "libm"]
+"""How an op's f32 result is computed, next to PyTorch eager's (issue 14): "ieee":
+exact, or IEEE round-to-nearest operations (nvcc's defaults: -prec-div, -prec-sqrt, no
+-ftz); "libm": the CUDA libm function eager's kernel calls, or eager's formula over such
+calls and IEEE operations."""
+
+ACCURACY: dict[type[nn.UnaryElementwiseOp | nn.BinaryElementwiseOp], tuple[Accuracy, str]] = {
+    nn.NegOp: ("ieee", "exact"),
+    nn.AbsOp: ("ieee", "exact"),
+    nn.ReluOp: ("ieee", "exact"),
+    nn.MaxOp: ("ieee", "exact"),
+    nn.MinOp: ("ieee", "exact"),
+    nn.AddOp: ("ieee", "one rounding (nvcc may contract a * b + c into an fma: closer)"),
+    nn.SubOp: ("ieee", "one rounding (as add)"),
+    nn.MulOp: ("ieee", "one rounding (as add)"),
+    nn.DivOp: ("ieee", "one rounding"),
+    nn.ReciprocalOp: ("ieee", "one rounding"),
+    nn.SqrtOp: ("ieee", "one rounding"),
+    nn.RsqrtOp: ("ieee", "1 / sqrtf: two roundings, within 1 ulp"),
+    nn.ExpOp: ("libm", "expf"),
+    nn.LogOp: ("libm", "logf"),
+    nn.TanhOp: ("libm", "tanhf"),
+    nn.ErfOp: ("libm", "erff"),
+    nn.SinOp: ("libm", "sinf"),
+    nn.CosOp: ("libm", "cosf"),
+    nn.PowOp: ("libm", "powf (exponents 1, 2, 3, -1: products, exact cube, division)"),
+    nn.SigmoidOp: ("libm", "1 / (1 + expf(-x)), eager's formula"),
+    nn.SiluOp: ("libm", "x / (1 + expf(-x)), eager's formula"),
+    nn.GeluOp: ("libm", "eager's formulas over erff or tanhf"),
+}
+"""Every float op the tables above print, by how accurate its f32 result is
+(tests/test_backend_approximations.py keeps it complete; tests/test_numerics_gpu.py
+measures it against eager)."""
 
 INT_BINARY: dict[type[nn.BinaryElementwiseOp], str] = {
     nn.AddOp: "({0} + {1})",

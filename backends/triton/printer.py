@@ -38,6 +38,7 @@ import os
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice as fuseopt_libdevice
 
 INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
 """Running in Triton's CPU interpreter (set when this module is imported)."""

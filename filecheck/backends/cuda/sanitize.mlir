@@ -15,4 +15,4 @@ tile.kernel @"k\"); system(\"rm -rf /\"); //" grid 1 (%x: memref<64xf32>, %y: me
 // CHECK-NOT: system(
 // CHECK: extern "C" __global__ void __launch_bounds__(128)
 // CHECK-NEXT: k_system_rm_rf(const float* __restrict__ p0, float* __restrict__ p1) {
-// CHECK: __expf(
+// CHECK: = expf(

@@ -11,7 +11,7 @@
 // CHECK:           offs{{[_a-z0-9]*}} = tl.arange(0, 128)
 // CHECK:           tl.load(in0_ptr + {{.*}} * 100 + {{.*}}, mask={{.*}} < 100){{.*}}, other=0.0)
 // CHECK:           tl.reduce({{.*}}, 1, fuseopt_max)
-// CHECK:           tl.exp(
+// CHECK:           fuseopt_exp(
 // CHECK:           tl.reduce({{.*}}, 1, fuseopt_add)
 // CHECK:           tl.store(out0_ptr + {{.*}}, mask={{.*}} < 100){{.*}})
 // CHECK:       def launch_[[K]](buf0, buf1, grid=({{[0-9]+}},)):

@@ -17,9 +17,9 @@
 // CHECK:               tl.load(in0_ptr + [[ROW]][:, None] * 4096 + {{.*}}, eviction_policy="evict_last")
 // CHECK:               [[CM:max_[_0-9]*]] = tl.reduce({{.*}}, 1, fuseopt_max)
 // CHECK-NEXT:          [[MNEW:max_[_0-9]*]] = tl.maximum([[M]], [[CM]], propagate_nan=tl.PropagateNan.ALL)
-// CHECK:               tl.exp(
+// CHECK:               fuseopt_exp(
 // CHECK:               [[CS:sum_[_0-9]*]] = tl.reduce({{.*}}, 1, fuseopt_add)
-// CHECK:               [[ALPHA:exp[_0-9]*]] = tl.exp({{.*}})
+// CHECK:               [[ALPHA:exp[_0-9]*]] = fuseopt_exp({{.*}})
 // CHECK-NEXT:          [[SCALED:mul[_0-9]*]] = [[S]] * [[ALPHA]]
 // CHECK-NEXT:          [[SNEW:add[_0-9]*]] = [[SCALED]] + [[CS]]
 // CHECK-NEXT:          [[M]] = [[MNEW]]
