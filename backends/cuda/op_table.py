@@ -93,8 +93,8 @@ ACCURACY: dict[type[nn.UnaryElementwiseOp | nn.BinaryElementwiseOp], tuple[Accur
     nn.SinOp: ("libm", "sinf"),
     nn.CosOp: ("libm", "cosf"),
     nn.PowOp: ("libm", "powf (exponents 1, 2, 3, -1: products, exact cube, division)"),
-    nn.SigmoidOp: ("libm", "1 / (1 + expf(-x)), eager's formula"),
-    nn.SiluOp: ("libm", "x / (1 + expf(-x)), eager's formula"),
+    nn.SigmoidOp: ("libm", "1 / (1 + expf(-x)) with __fdividef (2 ulps); exp(x) below -80"),
+    nn.SiluOp: ("libm", "x / (1 + expf(-x)) with __fdividef (2 ulps); x * exp(x) below -80"),
     nn.GeluOp: ("libm", "eager's formulas over erff or tanhf"),
 }
 """Every float op the tables above print, by how accurate its f32 result is

@@ -73,10 +73,15 @@ static __device__ __forceinline__ float fo_min(float a, float b) { return (a < b
 static __device__ __forceinline__ long long fo_max(long long a, long long b) { return a > b ? a : b; }
 static __device__ __forceinline__ long long fo_min(long long a, long long b) { return a < b ? a : b; }
 static __device__ __forceinline__ float fo_relu(float x) { return (x > 0.0f || x != x) ? x : 0.0f; }
-// sigmoid and silu are eager's formulas over expf and IEEE division (__expf is ex2.approx(x * log2(e)), ~60 ulps
-// at |x| near 88; __fdividef returns 0 for divisors above 2**126: sigmoid(x) was 0 below x = -87.3)
-static __device__ __forceinline__ float fo_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-static __device__ __forceinline__ float fo_silu(float x) { return x / (1.0f + expf(-x)); }
+// sigmoid and silu are eager's formulas over expf (__expf is ex2.approx(x * log2(e)), ~60 ulps at |x| near 88)
+// and __fdividef (2 ulps; IEEE division's slow-path call made kernels spill), which returns 0 for divisors
+// above 2**126: below x = -80, sigmoid(x) is exp(x) to within an f32 rounding (1 + exp(-x) ~ exp(-x))
+static __device__ __forceinline__ float fo_sigmoid(float x) {
+  return x < -80.0f ? expf(x) : __fdividef(1.0f, 1.0f + expf(-x));
+}
+static __device__ __forceinline__ float fo_silu(float x) {
+  return x < -80.0f ? x * expf(x) : __fdividef(x, 1.0f + expf(-x));
+}
 static __device__ __forceinline__ float fo_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 static __device__ __forceinline__ float fo_gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
