@@ -17,9 +17,9 @@ Algorithm, per region, in program order (the block is rebuilt, old ops erased):
    reads it (so a backend that loads at first use still does); views of it (broadcast,
    reshape, transpose, slice, concat) stay 16-bit and are widened after the view, so a
    broadcast weight is still indexed from memory rather than staged;
-2. an `nn.cast` to f16/bf16 or f32 of a float becomes its source's f32 value: the
-   rounding it asked for is dropped (torch.compile drops it too, unless told to emulate
-   precision casts);
+2. an explicit `nn.cast` between float types keeps its meaning: to f16/bf16 it rounds
+   (readers in the group widen the rounded value), to f32 it is the source's f32 value.
+   Only the rounding each 16-bit op implies is dropped, as torch.compile drops it;
 3. a conversion from a 16-bit float to an integer or i1 reads the rounded value, so an
    explicit `x.to(torch.int64)` truncates what eager truncates;
 4. `nn.matmul` reads 16-bit operands; in a group routed to a generated kernel its result
@@ -168,12 +168,13 @@ class _RegionWidener:
         assert isinstance(source_type, TensorType) and isinstance(result_type, TensorType)
         to_float = is_float(result_type.element_type)
         if is_float(source_type.element_type) and to_float:
-            # a float-to-float conversion: the group's f32 value stands for both sides
             source = self.wide(op.input)
-            if source.type == _widened(result_type):
+            if is_narrow_float(result_type):
+                # an explicit narrowing conversion rounds, as written (a user's
+                # `x.half().float()` quantizes); readers widen the rounded value
+                self._clone(op, [source], [result_type])
+            else:  # widening to f32: the group's f32 value already is that
                 self.value_of[op.result] = source
-            else:  # an f32 source narrowed to 16 bits: computed on in f32
-                self._clone(op, [source], [_widened(result_type)])
             return
         if to_float:  # integer or i1 to float: straight to f32
             self._clone(op, [self.value_of.get(op.input, op.input)], [_widened(result_type)])

@@ -24,12 +24,15 @@ func.func @chain(%x: tensor<8xbf16>) -> tensor<8xbf16> {
 
 // -----
 
-// Rule: an explicit f32 -> bf16 -> f32 round trip inside a group is not rounded; a
-// conversion to an integer reads the rounded value, as eager truncates it.
+// Rule: an explicit conversion to bf16 rounds, as written (readers widen the rounded
+// value); the bf16 op after it computes in f32; a conversion to an integer reads the
+// rounded value, as eager truncates it.
 // CHECK-LABEL: func.func @casts
 // CHECK:         ^bb0(%[[A:.*]]: tensor<4xf32>):
 // CHECK-NEXT:      %[[T:.*]] = nn.tanh %[[A]] : tensor<4xf32>
-// CHECK-NEXT:      %[[N:.*]] = nn.neg %[[T]] : tensor<4xf32>
+// CHECK-NEXT:      %[[H:.*]] = nn.cast %[[T]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK-NEXT:      %[[HW:.*]] = nn.cast %[[H]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK-NEXT:      %[[N:.*]] = nn.neg %[[HW]] : tensor<4xf32>
 // CHECK-NEXT:      %[[R:.*]] = nn.cast %[[N]] : tensor<4xf32> -> tensor<4xbf16>
 // CHECK-NEXT:      %[[I:.*]] = nn.cast %[[R]] : tensor<4xbf16> -> tensor<4xi64>
 // CHECK-NEXT:      nn.yield %[[N]], %[[I]] : tensor<4xf32>, tensor<4xi64>
