@@ -275,9 +275,10 @@ def test_empty_tensors_need_no_kernel() -> None:
     assert kernels(tiled) == []
 
 
-def test_reduction_over_an_empty_axis_is_a_located_error() -> None:
+def test_max_over_an_empty_axis_is_a_located_error() -> None:
+    """A max of nothing has no value (torch.amax raises); a sum of nothing folds to 0."""
     text = """func.func @main(%x: tensor<0x4xf32>) -> tensor<4xf32> {
-  %s = nn.sum %x [0] : tensor<0x4xf32> -> tensor<4xf32>
+  %s = nn.reduce_max %x [0] : tensor<0x4xf32> -> tensor<4xf32>
   func.return %s : tensor<4xf32>
 }"""
     with pytest.raises(fuseopt.CompileError, match=r"e\.mlir:2:3: .*zero-size axis"):
