@@ -22,8 +22,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import Float32Type, IndexType, IntegerAttr, MemRefType, TensorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float32Type,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuseopt.backends.triton import op_table
 from fuseopt.backends.triton.indexing import (
@@ -58,6 +65,15 @@ def _shape(v: SSAValue) -> tuple[int, ...]:
     t = v.type
     assert isinstance(t, TensorType | MemRefType)
     return tuple(t.get_shape())
+
+
+def _full_tile(shape: list[int], literal: str, element: Attribute) -> str:
+    """`tl.full` of `literal`. A bf16 tile is filled in f32 and converted (the value is
+    a bf16 already, so the conversion is exact): Triton 3.6's CPU interpreter cannot
+    build bf16 constants."""
+    if isinstance(element, BFloat16Type):
+        return f"tl.full({shape}, {literal}, tl.float32).to(tl.bfloat16)"
+    return f"tl.full({shape}, {literal}, {op_table.triton_dtype(element)})"
 
 
 def _is_pow2(n: int) -> bool:
@@ -228,9 +244,7 @@ class KernelPrinter(MemoryPrinter):
         if all(self._may_inline(use.operation, r) for use in r.uses):
             self.inlinable.add(r)
             return
-        self.bind(
-            r, "c", f"tl.full({list(_shape(r))}, {self.expr[r]}, {op_table.triton_dtype(element)})"
-        )
+        self.bind(r, "c", _full_tile(list(_shape(r)), self.expr[r], element))
 
     def _may_inline(self, user: Operation, v: SSAValue) -> bool:
         """May splat `v` be a scalar literal in `user`? Only in an elementwise op with
