@@ -242,6 +242,11 @@ def cast_cases(draw: st.DrawFn) -> EdgeCase:
         to == torch.float16 and p in BACK_TO_SOURCE for p, to in patterns
     ):
         pool = tuple(v for v in pool if abs(v) <= 16000)  # int64 -> inf -> int64 is undefined
+    if any(to == torch.float16 and p == "cast_arith_cast" for p, to in patterns):
+        # doubling a finite f16 past 65504 overflows in eager's f16 product but not in the
+        # f32 the policy computes it in, when the product is never written or converted
+        # to f16 (docs/numerics.md): only the rounding of the explicit cast is compared
+        pool = tuple(v for v in pool if not 32752 < abs(v) < 65520)
     values = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=7))
     x = torch.tensor(values, dtype=torch.float64 if src.is_floating_point else torch.int64)
     label = ", ".join(f"{p} -> {_name(to)}" for p, to in patterns)

@@ -13,6 +13,9 @@ CPU interpreter, and "cuda" with its kernels run by the g++ emulation), and chec
 - otherwise each row's error against the float64 run is at most SLACK times eager's
   error on that row, plus FLOOR_EPS epsilons of the output dtype (its rounding) and of
   float32 per op along the case's `depth` (each op may round differently from eager).
+  Errors are relative to the row's magnitude: its largest float64 value, or the largest
+  value of the function run on the inputs' absolute values where that is larger (a sum
+  that cancels is only as accurate as the sum of the magnitudes it added).
 
 `pytest tests/test_property_edges.py` checks fixed examples (the derandomized `ci`
 profile); `--hypothesis-profile=explore` draws new ones each run for longer bug hunts.
@@ -102,6 +105,8 @@ def check_case(case: EdgeCase, backend: str) -> None:
     with torch.no_grad():
         expected = as_tuple(case.fn(*case.inputs))
         reference = as_tuple(case.fn(*(upcast(t) for t in case.inputs)))
+        magnitude = as_tuple(case.fn(*(upcast(t).abs() if t.is_floating_point() else t
+                                       for t in case.inputs)))
         compiled = fuseopt.compile(case.fn, backend=backend, strict=True)
         actual = as_tuple(compiled(*case.inputs))
     assert compiled.regions, "nothing compiled: the whole graph ran eagerly"
@@ -114,8 +119,9 @@ def check_case(case: EdgeCase, backend: str) -> None:
     if computed and from_data:
         assert compiled.kernels, "no kernel generated for a non-empty result"
     assert len(actual) == len(expected)
-    for i, (a, e, r) in enumerate(zip(actual, expected, reference, strict=True)):
-        assert_matches(a, e, r, case.is_exact(i), error_floor(e.dtype, case.depth), f"result {i}")
+    for i, (a, e, r, m) in enumerate(zip(actual, expected, reference, magnitude, strict=True)):
+        floor = error_floor(e.dtype, case.depth)
+        assert_matches(a, e, r, case.is_exact(i), floor, f"result {i}", m)
 
 
 def is_an_input(result: torch.Tensor, inputs: tuple[torch.Tensor, ...]) -> bool:
@@ -149,9 +155,11 @@ def assert_matches(
     exact: bool,
     floor: float,
     what: str,
+    magnitude: torch.Tensor | None = None,
 ) -> None:
     """`actual` against `eager` and the float64 `ref` (see the module docstring); `floor`
-    is the row-relative error allowed beyond SLACK times eager's."""
+    is the row-relative error allowed beyond SLACK times eager's; `magnitude` (the function
+    of the inputs' absolute values, float64) widens a row's scale where it is larger."""
     assert actual.shape == eager.shape, f"{what}: shape {actual.shape}, eager {eager.shape}"
     assert actual.dtype == eager.dtype, f"{what}: dtype {actual.dtype}, eager {eager.dtype}"
     if eager.numel() == 0:
@@ -175,6 +183,9 @@ def assert_matches(
     a, e, r = rows(a), rows(e), rows(r)
     finite_ref = r.isfinite()
     scale = torch.where(finite_ref, r.abs(), 0).amax(-1, keepdim=True)
+    if magnitude is not None and magnitude.shape == ref.shape:
+        m = rows(magnitude.double())
+        scale = torch.maximum(scale, torch.where(m.isfinite(), m.abs(), 0).amax(-1, keepdim=True))
     scale = torch.where(scale > 0, scale, 1.0)
     ours = torch.where(a.isfinite() & finite_ref, (a - r).abs() / scale, 0)
     theirs = torch.where(e.isfinite() & finite_ref, (e - r).abs() / scale, 0)
