@@ -155,7 +155,7 @@ def _report_bytes(compiled: Any) -> int | None:
 
     Each region's nn module after nn-fuse (the backend's `fused_module`, else the
     frontend's own FUSE run, as `compiled.fusion_report()` tabulates it) goes through
-    `fuseopt.fusion_report.build_report`; ops left to eager PyTorch are not counted.
+    `fuseopt.passes.nn_fuse.report.build_report`; ops left to eager PyTorch are not counted.
     None when the compiled object has no regions or the report fails.
     """
     regions = getattr(compiled, "regions", None)
@@ -163,7 +163,7 @@ def _report_bytes(compiled: Any) -> int | None:
         return None
     try:
         from fuseopt.api import _fused_module
-        from fuseopt.fusion_report import build_report
+        from fuseopt.passes.nn_fuse.report import build_report
 
         rows = [
             r for region in regions for rep in build_report(_fused_module(region)) for r in rep.rows

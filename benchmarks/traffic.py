@@ -1,6 +1,6 @@
 """The HBM traffic model of an instance, from fuseopt's fusion report.
 
-fuseopt's compiler decides kernels in `nn-fuse`; `fuseopt.fusion_report.build_report`
+fuseopt's compiler decides kernels in `nn-fuse`; `fuseopt.passes.nn_fuse.report.build_report`
 models, per function, the HBM bytes and kernels before fusion (one kernel per nn op,
 as eager runs them) and after it (one kernel per fusion group). This module exports a
 workload's model with `fuseopt.export`, runs the named ``fuse`` pipeline (the same
@@ -37,7 +37,7 @@ def fusion_traffic(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> 
     """
     try:
         import fuseopt
-        from fuseopt.fusion_report import build_report
+        from fuseopt.passes.nn_fuse.report import build_report
         from fuseopt.pipelines import PIPELINES, run_pipeline
     except ImportError as exc:
         return {"error": f"fuseopt is not importable here ({exc})"}

@@ -1053,7 +1053,9 @@ class MatmulOp(IRDLOperation):
         if not is_float(a.element_type):
             raise VerifyException(f"needs floating-point operands, got {a}")
         wide_result = isinstance(r.element_type, Float32Type) and is_float(a.element_type)
-        if a.element_type != b.element_type or (r.element_type != a.element_type and not wide_result):
+        if a.element_type != b.element_type or (
+            r.element_type != a.element_type and not wide_result
+        ):
             raise VerifyException(
                 f"operands and result must share an element type (or the result is f32): "
                 f"{a}, {b}, {r}"

@@ -54,7 +54,7 @@ from 0 to 2**31 - 1. Every integer attribute of a tile op is i64
 (a dual GEMM carries one accumulator per matmul; dependent reductions one per
 reduction).
 
-See `passes/convert_nn_to_tile.py` for the host calling convention and the schedules.
+See `passes/convert_nn_to_tile/convert_nn_to_tile.py` for the host calling convention and the schedules.
 """
 
 from __future__ import annotations

@@ -388,3 +388,17 @@ def _first_line(error: Exception) -> str:
     text = str(error)
     text = text.removeprefix("Operation does not verify: ")
     return text.split("\n", 1)[0]
+
+
+class ConfigurationError(CompileError):
+    """A user setting is wrong: an unknown or unavailable backend, an unknown option, a
+    bad `mode`. Always raised to the user, never turned into an eager fallback."""
+
+
+class BackendUnavailableError(ConfigurationError):
+    """The named backend does not exist, or is not available in this build."""
+
+
+class DeviceUnavailableError(BackendUnavailableError):
+    """The backend compiled the model, but this machine lacks the device to run it (the
+    kernels exist: `kernels`, `save()`); raised when the compiled model is called."""

@@ -30,7 +30,7 @@ def _tile() -> Dialect:
 
 
 def _convert_nn_to_tile() -> type[ModulePass]:
-    from fuseopt.passes.convert_nn_to_tile import ConvertNNToTilePass
+    from fuseopt.passes.convert_nn_to_tile.convert_nn_to_tile import ConvertNNToTilePass
 
     return ConvertNNToTilePass
 
@@ -54,7 +54,7 @@ def _nn_decompose() -> type[ModulePass]:
 
 
 def _nn_fuse() -> type[ModulePass]:
-    from fuseopt.passes.nn_fuse import NNFusePass
+    from fuseopt.passes.nn_fuse.nn_fuse import NNFusePass
 
     return NNFusePass
 
@@ -70,6 +70,7 @@ FUSEOPT_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tile-promote": _tile_promote,
 }
 """fuseopt's own passes, by flag."""
+
 
 def _triton_target() -> type[Target]:
     from fuseopt.backends.triton.printer import TritonTarget

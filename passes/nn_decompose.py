@@ -134,7 +134,7 @@ def row_mean(b: NNBuilder, x: SSAValue, axes: Sequence[int]) -> SSAValue:
     row misses c by ulps and `x - mean` is not 0: a layer_norm scales it by
     rsqrt(eps) ~ 316 (1e-3 off eager's exact bias), a variance is not exactly 0.
     min and max are exact in any order; they read the row in the same pass as the
-    mean, and the online variance of long rows (`tiling_online`) recognizes this form.
+    mean, and the online variance of long rows (`online`) recognizes this form.
     A row holding NaN has min != max (NaN compares unequal) and keeps mean(x): NaN.
     """
     mean = b.reduce(nn.MeanOp, x, axes)

@@ -62,10 +62,10 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from fuseopt.cost_model import LIBRARY_GEMM
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_float
-from fuseopt.passes.fusion_legality import VIEW_TYPES
+from fuseopt.passes.nn_fuse.cost_model import LIBRARY_GEMM
+from fuseopt.passes.nn_fuse.legality import VIEW_TYPES
 
 
 def is_narrow_float(t: Attribute) -> bool:

@@ -16,7 +16,7 @@ loop-invariant offsets except the loop's induction variable). Per kernel:
    budget model is the CUDA printer's allocation (`matmul_shared_bytes`), so a
    recorded decision fits when the printer obeys it;
 3. **launch knobs** for every kernel: `num_warps`, `num_stages` and `vector_width`
-   (elements per 16-byte access), from `tiling_heuristics.launch_knobs`.
+   (elements per 16-byte access), from `heuristics.launch_knobs`.
 
 The CUDA backend obeys these (backends/cuda/pipeline.py); the Triton backend maps them
 to num_warps / num_stages (Triton stages operands itself) and may read the source where
@@ -46,7 +46,7 @@ from xdsl.passes import ModulePass
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile
 from fuseopt.dialects.tile_verification import LAUNCH_KNOB_RANGES
-from fuseopt.passes.tiling_heuristics import launch_knobs
+from fuseopt.passes.convert_nn_to_tile.heuristics import launch_knobs
 
 SHARED_BUDGET = 227 * 1024
 """Shared memory (bytes) one program may use by default: the most an H100 thread block

@@ -192,14 +192,78 @@ def nan_inf_cases(draw: st.DrawFn) -> EdgeCase:
 # (b) casts -------------------------------------------------------------------------
 
 CAST_VALUES: dict[torch.dtype, tuple[float, ...]] = {
-    torch.float32: (0.0, -0.0, 0.5, -0.5, 1.5, -2.5, 0.49999997, 3.7, -3.7, 100.25,
-                    -100.75, 255.5, 65504.0, 65520.0, -70000.0, 16777217.0, 3.0e9, -1.0e15),
-    torch.float16: (0.0, -0.0, 0.5, -0.5, 1.5, -2.5, 3.7, -3.7, 100.25, -100.75, 255.5,
-                    2049.0, -8190.0, 32752.0),
-    torch.bfloat16: (0.0, -0.0, 0.5, -0.5, 1.5, -2.5, 3.7, -3.7, 100.25, -100.75, 255.5,
-                     65504.0, 3.0e9, -1.0e15),
-    torch.int64: (0, 1, -1, 7, -7, 255, 256, 1000, -1000, 65504, 65520, -65536, 2**24 + 1,
-                  -(2**24) - 1, 2**31 + 5, -(2**40) - 3, 2**53 + 1, -(2**53) - 1),
+    torch.float32: (
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        1.5,
+        -2.5,
+        0.49999997,
+        3.7,
+        -3.7,
+        100.25,
+        -100.75,
+        255.5,
+        65504.0,
+        65520.0,
+        -70000.0,
+        16777217.0,
+        3.0e9,
+        -1.0e15,
+    ),
+    torch.float16: (
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        1.5,
+        -2.5,
+        3.7,
+        -3.7,
+        100.25,
+        -100.75,
+        255.5,
+        2049.0,
+        -8190.0,
+        32752.0,
+    ),
+    torch.bfloat16: (
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        1.5,
+        -2.5,
+        3.7,
+        -3.7,
+        100.25,
+        -100.75,
+        255.5,
+        65504.0,
+        3.0e9,
+        -1.0e15,
+    ),
+    torch.int64: (
+        0,
+        1,
+        -1,
+        7,
+        -7,
+        255,
+        256,
+        1000,
+        -1000,
+        65504,
+        65520,
+        -65536,
+        2**24 + 1,
+        -(2**24) - 1,
+        2**31 + 5,
+        -(2**40) - 3,
+        2**53 + 1,
+        -(2**53) - 1,
+    ),
     torch.bool: (0, 1),
 }
 """Values per source dtype: negatives, fractions (truncation, ties), large (overflow of
@@ -250,8 +314,9 @@ def cast_cases(draw: st.DrawFn) -> EdgeCase:
     values = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=7))
     x = torch.tensor(values, dtype=torch.float64 if src.is_floating_point else torch.int64)
     label = ", ".join(f"{p} -> {_name(to)}" for p, to in patterns)
-    return EdgeCase(f"{label} from {_name(src)}", Casts(patterns), (x.to(src),),
-                    exact=(True,) * len(patterns))
+    return EdgeCase(
+        f"{label} from {_name(src)}", Casts(patterns), (x.to(src),), exact=(True,) * len(patterns)
+    )
 
 
 # (c) zero-size tensors -----------------------------------------------------------------
@@ -422,6 +487,7 @@ def slice_concat_cases(draw: st.DrawFn) -> EdgeCase:
             def fn(x: torch.Tensor) -> torch.Tensor:
                 part = x[:, lo : lo + width * step : step, :]
                 return reduce(part.transpose(1, 2) if swap else part)
+
         label = f"{kind}[{lo}:{lo + width * step}:{step}] of {_name(dtype)}{list(x.shape)}"
         return EdgeCase(f"{label} then {after}, seed={seed}", fn, (x,))
     split = draw(st.integers(1, max(width - 1, 1))) if width > 1 else 1
@@ -439,6 +505,7 @@ def slice_concat_cases(draw: st.DrawFn) -> EdgeCase:
         def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             joined = torch.cat([a, b], 1)
             return reduce(joined.transpose(1, 2) if swap else joined)
+
     inputs = tuple(_uniform(s, dtype, seed + i, 3.0) for i, s in enumerate(shapes))
     label = f"{kind} {_name(dtype)}{list(shapes[0])} + {list(shapes[1])} then {after}"
     return EdgeCase(f"{label}, seed={seed}", fn, inputs)

@@ -386,6 +386,4 @@ def test_cuda_results_match_torch_through_the_emulation(tmp_path: Path) -> None:
         torch.pow(y, x),
     )
     for g, w in itertools.zip_longest(got, want):
-        torch.testing.assert_close(
-            g.reshape(w.shape), w, equal_nan=True, rtol=2e-6, atol=SUBNORMAL
-        )
+        torch.testing.assert_close(g.reshape(w.shape), w, equal_nan=True, rtol=2e-6, atol=SUBNORMAL)

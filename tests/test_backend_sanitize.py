@@ -25,11 +25,11 @@ from fuseopt.backends.cuda import names as cuda_names
 from fuseopt.backends.cuda import op_table as cuda_op_table
 from fuseopt.backends.cuda.prelude import CP_ASYNC, PRELUDE
 from fuseopt.backends.cuda.printer import print_cuda
+from fuseopt.backends.kernel_cache import KernelCache
 from fuseopt.backends.triton import names as triton_names
 from fuseopt.backends.triton import op_table as triton_op_table
 from fuseopt.backends.triton.backend import compile_module
 from fuseopt.backends.triton.printer import print_triton
-from fuseopt.kernel_cache import KernelCache
 
 INJECTED = 'pointwise\\n#include <stdlib.h>\\nint evil = system(\\"id\\");\\n\\"\\"\\"\\n//'
 """A schedule attribute (MLIR string escapes) whose lines would be C++ or close a docstring."""
@@ -58,9 +58,7 @@ def host(*kernels: str) -> str:
     outs = [f"%y{i}: memref<64xf32> {{tile.output}}" for i in range(len(kernels))]
     lines = [f"func.func @main(%x: memref<64xf32>, {', '.join(outs)}) {{"]
     for i, k in enumerate(kernels):
-        lines.append(
-            f"  tile.launch @{k} grid [4] (%x, %y{i}) : memref<64xf32>, memref<64xf32>"
-        )
+        lines.append(f"  tile.launch @{k} grid [4] (%x, %y{i}) : memref<64xf32>, memref<64xf32>")
     return "\n".join([*lines, "  func.return", "}"])
 
 

@@ -22,8 +22,8 @@ from test_backend_triton_numerics import (
 from test_backend_triton_parts import CASES
 
 import fuseopt
+from fuseopt.backends.kernel_cache import KernelCache
 from fuseopt.backends.triton.backend import compile_module
-from fuseopt.kernel_cache import KernelCache
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -48,7 +48,9 @@ def test_max_and_min_propagate_nan_on_gpu(name: str, dtype: torch.dtype) -> None
 
 def test_casts_between_every_pair_of_types_on_gpu(_private_cache: Path) -> None:
     inputs = {s: cast_input(s).to(GPU) for s in ELEMENTS}
-    fn = compile_module(fuseopt.parse(cast_module(PAIRS)), "main", {}, KernelCache(str(_private_cache)))
+    fn = compile_module(
+        fuseopt.parse(cast_module(PAIRS)), "main", {}, KernelCache(str(_private_cache))
+    )
     got = tuple(g.cpu() for g in fn(*(inputs[s] for s in ELEMENTS)))
     check_casts(got, {s: x.cpu() for s, x in inputs.items()}, PAIRS)
 

@@ -20,8 +20,8 @@ import pytest
 import torch
 
 import fuseopt
+from fuseopt.backends.kernel_cache import KernelCache
 from fuseopt.backends.triton.backend import compile_module
-from fuseopt.kernel_cache import KernelCache
 
 NAN_ROW = [float("nan"), 1.0, -2.0, 3.0]
 """The report's row: eager's max/min of it is NaN."""
@@ -182,7 +182,9 @@ def cast_module(pairs: list[tuple[str, str]], n: int = 32) -> str:
     host = [f"%in_{s}: memref<{n}x{s}>" for s in sources]
     host += [f"%out_{s}_{d}: memref<{n}x{d}> {{tile.output}}" for s, d in pairs]
     args = ", ".join([f"%in_{s}" for s in sources] + [f"%out_{s}_{d}" for s, d in pairs])
-    types = ", ".join([f"memref<{n}x{s}>" for s in sources] + [f"memref<{n}x{d}>" for _, d in pairs])
+    types = ", ".join(
+        [f"memref<{n}x{s}>" for s in sources] + [f"memref<{n}x{d}>" for _, d in pairs]
+    )
     return "\n".join(
         [f"tile.kernel @casts grid 1 ({', '.join(params)}) {{", *body, "  tile.return", "}",
          f"func.func @main({', '.join(host)}) {{",
@@ -201,7 +203,9 @@ def check_casts(
         assert g.dtype == want.dtype and g.shape == want.shape
         same = (g == want) | (g.double().isnan() & want.double().isnan())
         if not bool(same[keep].all()):
-            bad.append(f"{s}->{d}: got {g[keep & ~same].tolist()} want {want[keep & ~same].tolist()}")
+            bad.append(
+                f"{s}->{d}: got {g[keep & ~same].tolist()} want {want[keep & ~same].tolist()}"
+            )
     assert not bad, "\n".join(bad)
 
 

@@ -1,4 +1,4 @@
-"""Slices and concats (split dims, `tiling_analysis`) on the Triton path (issue 14):
+"""Slices and concats (split dims, `analysis`) on the Triton path (issue 14):
 programs that compile for CUDA compile for Triton too and match eager, with
 exact-shape outputs.
 
@@ -22,8 +22,8 @@ import torch
 from test_triton_kernels import check_each_kernel
 
 import fuseopt
-from fuseopt.passes.tiling_analysis import POINTWISE, REDUCTION, IterationSpace
-from fuseopt.passes.tiling_heuristics import TileOptions, choose_blocks
+from fuseopt.passes.convert_nn_to_tile.analysis import POINTWISE, REDUCTION, IterationSpace
+from fuseopt.passes.convert_nn_to_tile.heuristics import TileOptions, choose_blocks
 
 TILE_PIPELINE = "nn-decompose,canonicalize,cse,nn-fuse,convert-nn-to-tile,tile-promote"
 """The tile pipeline as the report ran it (no numerics passes: they do not change how a
@@ -43,7 +43,9 @@ def _is_pow2(n: int) -> bool:
 
 @pytest.mark.parametrize("kind", [REDUCTION, POINTWISE])
 def test_blocks_are_powers_of_two_whatever_the_parts(kind: str) -> None:
-    for rows, part, parts in itertools.product((1, 3, 682, 1000, 4097), (1, 2, 3, 5, 100), (1, 2, 3, 5, 7)):
+    for rows, part, parts in itertools.product(
+        (1, 3, 682, 1000, 4097), (1, 2, 3, 5, 100), (1, 2, 3, 5, 7)
+    ):
         space = IterationSpace(
             kind, [rows, part], reduce_dim=1 if kind == REDUCTION else None, split_dim=1,
             parts={"x": parts},  # type: ignore[dict-item]
@@ -63,7 +65,9 @@ def rms_of_slice(a: int, b: int) -> Callable[[torch.Tensor, torch.Tensor], torch
     return f
 
 
-def log_softmax_of_cat(pieces: int, cat_dim: int, dim: int) -> Callable[[torch.Tensor], torch.Tensor]:
+def log_softmax_of_cat(
+    pieces: int, cat_dim: int, dim: int
+) -> Callable[[torch.Tensor], torch.Tensor]:
     """log_softmax over `dim` of `pieces` scaled copies concatenated along `cat_dim`."""
 
     def f(x: torch.Tensor) -> torch.Tensor:
@@ -102,7 +106,9 @@ def test_split_dims_compile_for_triton_and_match_eager(name: str) -> None:
     torch.testing.assert_close(got.float(), want.float(), rtol=2e-2, atol=7e-2)
 
 
-@pytest.mark.parametrize("name", ["rms_slice_1000x3_0_2", "log_softmax_cat2_dim2", "rms_slice_7x5_1_4"])
+@pytest.mark.parametrize(
+    "name", ["rms_slice_1000x3_0_2", "log_softmax_cat2_dim2", "rms_slice_7x5_1_4"]
+)
 def test_split_dim_kernels_match_the_tile_interpreter(name: str, tmp_path: Path) -> None:
     """Each kernel of the report's tiling (pipeline without numerics passes) printed as
     Triton against the tile interpreter."""

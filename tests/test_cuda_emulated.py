@@ -25,7 +25,7 @@ from fuseopt.backends.cuda.backend import CudaBackend, CudaFunction, tile_pipeli
 from fuseopt.backends.cuda.emulation import EmulatedFunction, emulator_available
 from fuseopt.backends.cuda.printer import print_cuda
 from fuseopt.dialects import tile
-from fuseopt.frontends.fx.types import torch_dtype
+from fuseopt.dialects.dtypes import torch_dtype
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from random_nn_graphs import RandomGraph, nn_graphs  # noqa: E402

@@ -133,7 +133,7 @@ def test_meta_module_gives_meta_outputs() -> None:
 def test_an_index_of_the_wrong_shape_is_rebuilt(_fresh: Path) -> None:
     """An authenticated index.json that does not hold what the backend reads (written by
     you, or by a buggy fuseopt) must be rebuilt, not fail every later compile."""
-    from fuseopt.kernel_cache import KEY_FILE, encode_entry
+    from fuseopt.backends.kernel_cache import KEY_FILE, encode_entry
 
     compile_and_check(strict=True)
     (entry,) = _fresh.rglob("index.json")

@@ -56,7 +56,13 @@ def test_locations_come_from_a_line_index(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_line_index() -> None:
     index = LineIndex("ab\ncd\n\nx")
-    assert [index.line_column(p) for p in (0, 1, 3, 6, 7)] == [(1, 1), (1, 2), (2, 1), (3, 1), (4, 1)]
+    assert [index.line_column(p) for p in (0, 1, 3, 6, 7)] == [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (3, 1),
+        (4, 1),
+    ]
     assert LineIndex(b"a\nb").line_column(2) == (2, 1)
 
 
@@ -66,8 +72,13 @@ def test_line_index() -> None:
         "builtin.module {\n" * 300 + "}\n" * 300,
         "func.func @f() attributes {a = " + "[" * 300 + "]" * 300 + "} {\n  func.return\n}\n",
         "func.func @f(%x: " + "tuple<" * 300 + "f32" + ">" * 300 + ") {\n  func.return\n}\n",
-        "func.func @f() attributes {a = dense<" + "[" * 300 + "1.0" + "]" * 300 + "> : tensor<"
-        + "1x" * 300 + "f32>} {\n  func.return\n}\n",
+        "func.func @f() attributes {a = dense<"
+        + "[" * 300
+        + "1.0"
+        + "]" * 300
+        + "> : tensor<"
+        + "1x" * 300
+        + "f32>} {\n  func.return\n}\n",
         "func.func @f() attributes {a = " + "[" * 5000 + "]" * 5000 + "} {\n  func.return\n}\n",
     ],
     ids=["modules", "attributes", "types", "dense", "attributes-5000"],
@@ -81,8 +92,14 @@ def test_nesting_up_to_the_limits_parses() -> None:
     depth = MAX_OP_NESTING - 2  # modules, then func.func and func.return
     attrs = MAX_ATTRIBUTE_NESTING - 1
     inner = (
-        "func.func @f(%x: " + "tuple<" * attrs + "f32" + ">" * attrs + ") attributes {a = "
-        + "[" * attrs + "]" * attrs + "} {\n  func.return\n}\n"
+        "func.func @f(%x: "
+        + "tuple<" * attrs
+        + "f32"
+        + ">" * attrs
+        + ") attributes {a = "
+        + "[" * attrs
+        + "]" * attrs
+        + "} {\n  func.return\n}\n"
     )
     module = fuseopt.parse("builtin.module {\n" * depth + inner + "}\n" * depth)
     assert str(module).count("builtin.module") == depth  # the outermost is the module
@@ -183,10 +200,14 @@ def test_value_of_a_sibling_region_is_rejected() -> None:
     module = fuseopt.parse(text)
     first, second = [op for op in module.walk() if isinstance(op, nn.AddOp)]
     second.operands = [second.operands[0], first.results[0]]
-    with pytest.raises(CompileError, match=r"operand 1 \(%s\) is defined by 'nn.add' at <input>:6:5 in a region"):
+    with pytest.raises(
+        CompileError, match=r"operand 1 \(%s\) is defined by 'nn.add' at <input>:6:5 in a region"
+    ):
         verify_module(module)
     second.operands = [second.operands[0], first.operands[0]]
-    with pytest.raises(CompileError, match=r"operand 1 \(%acc\) is an argument of a block that does not"):
+    with pytest.raises(
+        CompileError, match=r"operand 1 \(%acc\) is an argument of a block that does not"
+    ):
         verify_module(module)
 
 

@@ -19,8 +19,9 @@ from xdsl.dialects.builtin import ModuleOp
 
 import fuseopt
 from fuseopt import api
-from fuseopt.api import BackendUnavailableError, KernelRecord
-from fuseopt.frontends.fx.errors import ConfigurationError, UnsupportedOpError
+from fuseopt.backends.contract import KernelRecord
+from fuseopt.diagnostics import BackendUnavailableError, ConfigurationError
+from fuseopt.frontends.fx.errors import UnsupportedOpError
 
 
 @pytest.fixture(autouse=True)
@@ -72,9 +73,7 @@ def test_fusion_report(compiled_mlp: tuple[torch.nn.Module, api.CompiledModule])
         assert k.name in report
 
 
-def test_save(
-    compiled_mlp: tuple[torch.nn.Module, api.CompiledModule], tmp_path: Path
-) -> None:
+def test_save(compiled_mlp: tuple[torch.nn.Module, api.CompiledModule], tmp_path: Path) -> None:
     """save() writes one source file per kernel beside index.md and index.json."""
     _, compiled = compiled_mlp
     index = compiled.save(tmp_path / "kernels")
@@ -166,8 +165,9 @@ def test_backend_failure_falls_back(
         compiled = fuseopt.compile(model, backend="broken")
         assert_close(compiled(x), model(x))
     assert compiled.fallbacks and not compiled.kernels
-    assert all("backend 'broken' failed (RuntimeError: boom)" in f.reason
-               for f in compiled.fallbacks)
+    assert all(
+        "backend 'broken' failed (RuntimeError: boom)" in f.reason for f in compiled.fallbacks
+    )
     assert len([r for r in caplog.records if r.name == "fuseopt"]) == 1
     torch._dynamo.reset()
     strict = fuseopt.compile(model, backend="broken", strict=True)

@@ -104,8 +104,9 @@ def _grads(model: nn.Module, x: torch.Tensor, run: object) -> list[torch.Tensor]
     return [x.grad, *[p.grad for p in model.parameters()]]
 
 
-@pytest.mark.parametrize("make", [MLP, RMSNorm, lambda: nn.LayerNorm(8)], ids=["mlp", "rmsnorm",
-                                                                               "layernorm"])
+@pytest.mark.parametrize(
+    "make", [MLP, RMSNorm, lambda: nn.LayerNorm(8)], ids=["mlp", "rmsnorm", "layernorm"]
+)
 def test_gradients_match_eager(make: object) -> None:
     """The backward graph goes through the importer; gradients match eager."""
     model = randomize(make())
@@ -194,8 +195,9 @@ def test_specializations_are_bounded(
 
     monkeypatch.setattr(dynamo_backend, "MAX_SPECIALIZATIONS", 1)
     model = randomize(MLP())
-    compiled = torch.compile(model, backend="fuseopt", options={"backend": "interpret"},
-                             dynamic=True)
+    compiled = torch.compile(
+        model, backend="fuseopt", options={"backend": "interpret"}, dynamic=True
+    )
     with caplog.at_level(logging.WARNING, logger="fuseopt"), torch.no_grad():
         for rows in (2, 3, 4, 3):
             x = randn(rows, 8, seed=rows)
@@ -229,15 +231,19 @@ def test_attention_training_falls_back_for_the_kernel_only() -> None:
     assert any(k.region.startswith("backward") for k in compiled.kernels)
 
 
-@pytest.mark.parametrize("make", [lambda: nn.LayerNorm(16), lambda: nn.RMSNorm(16, eps=1e-5)],
-                         ids=["layernorm", "rmsnorm"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: nn.LayerNorm(16), lambda: nn.RMSNorm(16, eps=1e-5)],
+    ids=["layernorm", "rmsnorm"],
+)
 def test_dynamic_norm_modules(make: object, caplog: pytest.LogCaptureFixture) -> None:
     """dynamic=True on nn.LayerNorm / nn.RMSNorm: Dynamo passes eps as a 0-d tensor read
     with .item(); each specialization bakes its value in, so every shape (and a changed
     eps) is compiled and matches eager."""
     model = randomize(make())
-    compiled = torch.compile(model, backend="fuseopt", options={"backend": "interpret"},
-                             dynamic=True)
+    compiled = torch.compile(
+        model, backend="fuseopt", options={"backend": "interpret"}, dynamic=True
+    )
     with caplog.at_level(logging.DEBUG, logger="fuseopt"), torch.no_grad():
         for rows, eps in ((3, 1e-5), (7, 1e-5), (7, 0.5)):
             model.eps = eps

@@ -74,8 +74,13 @@ def _decoder(family: str, attn: str, dtype: torch.dtype) -> Case:
 
 def _gpt2(attn: str, dtype: torch.dtype) -> Case:
     config = transformers.GPT2Config(
-        n_embd=HIDDEN, n_head=HEADS, n_layer=1, n_positions=64, vocab_size=64,
-        bos_token_id=0, eos_token_id=0,
+        n_embd=HIDDEN,
+        n_head=HEADS,
+        n_layer=1,
+        n_positions=64,
+        vocab_size=64,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     config._attn_implementation = attn
     layer = _init(transformers.models.gpt2.modeling_gpt2.GPT2Block(config, 0), dtype)
@@ -84,8 +89,11 @@ def _gpt2(attn: str, dtype: torch.dtype) -> Case:
 
 def _bert(attn: str, dtype: torch.dtype) -> Case:
     config = transformers.BertConfig(
-        hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_attention_heads=HEADS,
-        num_hidden_layers=1, vocab_size=64,
+        hidden_size=HIDDEN,
+        intermediate_size=2 * HIDDEN,
+        num_attention_heads=HEADS,
+        num_hidden_layers=1,
+        vocab_size=64,
     )
     config._attn_implementation = attn
     layer = _init(transformers.models.bert.modeling_bert.BertLayer(config), dtype)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from fuseopt import kernel_cache
-from fuseopt.kernel_cache import (
+from fuseopt.backends import kernel_cache
+from fuseopt.backends.kernel_cache import (
     KEY_FILE,
     KernelCache,
     cache_key,
@@ -119,7 +119,9 @@ def forge(path: Path, payload: bytes) -> None:
     path.write_bytes(head + b"\n" + payload)
 
 
-def test_rewritten_entry_is_never_returned(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_rewritten_entry_is_never_returned(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     cache = KernelCache(tmp_path / "c")
     key = cache_key(ir="x")
     path = cache.put_text("triton", key, "kernels.py", "x = 1\n")

@@ -31,8 +31,8 @@ from xdsl.ir import Block
 import fuseopt
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import nn
-from fuseopt.fusion_report import build_report, fusion_dot, fusion_report
-from fuseopt.passes.fusion_grouping import find_groups
+from fuseopt.passes.nn_fuse.grouping import find_groups
+from fuseopt.passes.nn_fuse.report import build_report, fusion_dot, fusion_report
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES_FILE = ROOT / "filecheck" / "passes" / "nn-fuse.mlir"
@@ -77,8 +77,7 @@ def random_inputs(module: ModuleOp, seed: int) -> list[np.ndarray]:
     """Random inputs in [-2, 2] for the first function (weights too: never all ones)."""
     rng = np.random.default_rng(seed)
     return [
-        rng.uniform(-2, 2, size=tuple(t.get_shape())).astype(np.float32)
-        for t in arg_types(module)
+        rng.uniform(-2, 2, size=tuple(t.get_shape())).astype(np.float32) for t in arg_types(module)
     ]
 
 
@@ -94,8 +93,9 @@ def op_counts(module: ModuleOp) -> Counter[str]:
     """nn ops by name, outside and inside groups (constants are cloned into groups, and
     fusion/yield are the grouping itself, so they are left out)."""
     skip = ("nn.constant", "nn.fusion", "nn.yield")
-    return Counter(op.name for op in module.walk() if op.name.startswith("nn.")
-                   and op.name not in skip)
+    return Counter(
+        op.name for op in module.walk() if op.name.startswith("nn.") and op.name not in skip
+    )
 
 
 def assert_dominance(block: Block) -> None:
@@ -124,8 +124,7 @@ def check_contract(module: ModuleOp) -> None:
         assert attrs["kind"] in KINDS
         assert attrs["route"] in ("kernel", "library_gemm")
         inner = [op for op in fusion.body.block.ops]
-        assert all(op.name.startswith("nn.") and not isinstance(op, nn.FusionOp)
-                   for op in inner)
+        assert all(op.name.startswith("nn.") and not isinstance(op, nn.FusionOp) for op in inner)
         has_matmul = any(isinstance(op, nn.MatmulOp) for op in inner)
         assert has_matmul == (attrs["kind"] == "matmul")
         if attrs["route"] == "library_gemm":
@@ -178,15 +177,20 @@ def test_filecheck_case_keeps_results(case: str, pipeline: str) -> None:
 def test_routes_case_at_small_sizes_keeps_results() -> None:
     # the routes case with every dimension divided by 64 (forced routes: the cost model
     # would leave these tiny GEMMs unfused)
-    text = re.sub(r"(\d+)x(\d+)x", lambda m: f"{max(1, int(m[1]) // 64)}x"
-                  f"{max(1, int(m[2]) // 64)}x", CASES["routes"])
+    text = re.sub(
+        r"(\d+)x(\d+)x",
+        lambda m: f"{max(1, int(m[1]) // 64)}x{max(1, int(m[2]) // 64)}x",
+        CASES["routes"],
+    )
     for pipeline in ("nn-fuse{route=kernel}", "nn-fuse{route=library_gemm}"):
         after = fuse_and_check(text, pipeline)
         assert len([op for op in after.walk() if isinstance(op, nn.FusionOp)]) == 3
 
 
-@pytest.mark.parametrize("pipeline", ["nn-fuse", "nn-fuse{max_recompute=0}",
-                                      "nn-fuse{route=kernel}", "nn-fuse{route=unfused}"])
+@pytest.mark.parametrize(
+    "pipeline",
+    ["nn-fuse", "nn-fuse{max_recompute=0}", "nn-fuse{route=kernel}", "nn-fuse{route=unfused}"],
+)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=nn_graphs(min_ops=1, max_ops=40))
 def test_random_graphs(pipeline: str, graph: RandomGraph) -> None:
@@ -252,8 +256,10 @@ def routes_of(module: ModuleOp) -> list[tuple[str, str]]:
 def test_gpu_overrides_reach_the_cost_model() -> None:
     text = CASES["routes"]
     default = routes_of(fuseopt.run_pipeline(fuseopt.parse(text), "nn-fuse"))
-    assert default == [("fused_0_matmul_relu", "kernel"),
-                       ("fused_1_matmul_add_relu", "library_gemm")]
+    assert default == [
+        ("fused_0_matmul_relu", "kernel"),
+        ("fused_1_matmul_add_relu", "library_gemm"),
+    ]
     # a fiftieth of the bandwidth: every group is memory-bound, and one generated kernel
     # moves the fewest bytes (the tiny GEMM is no longer bypassed)
     slow_memory = routes_of(fuseopt.run_pipeline(fuseopt.parse(text), "nn-fuse{hbm_gbps=60}"))
@@ -302,9 +308,18 @@ def test_cli_report_goes_to_stderr_and_ir_to_stdout(tmp_path: Path) -> None:
     source.write_text(CASES["layernorm_rows"])
     dot = tmp_path / "g.dot"
     proc = subprocess.run(
-        [sys.executable, "-m", "fuseopt.cli", str(source), "-p",
-         f'nn-fuse{{report=true dot="{dot}"}}'],
-        capture_output=True, text=True, check=False, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "fuseopt.cli",
+            str(source),
+            "-p",
+            f'nn-fuse{{report=true dot="{dot}"}}',
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
     assert "nn-fuse report for @layernorm_rows" in proc.stderr

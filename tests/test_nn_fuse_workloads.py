@@ -159,8 +159,10 @@ def test_group_counts_at_performance_shapes(name: str, text: str, tiny: str, exp
     check_count(len(fusions(module)), expected)
     # every op that computes is in a group, except matmuls the cost model leaves to eager
     outside = [
-        op for op in module.walk()
-        if op.dialect_name() == "nn" and op.parent_op() is not None
+        op
+        for op in module.walk()
+        if op.dialect_name() == "nn"
+        and op.parent_op() is not None
         and not isinstance(op.parent_op(), nn.FusionOp)
         and not isinstance(op, nn.FusionOp | nn.ConstantOp | nn.YieldOp)
     ]
@@ -223,9 +225,7 @@ def test_tiny_gemm_with_one_op_epilogue_is_bypassed() -> None:
 }}"""
     module = fuseopt.run_pipeline(fuseopt.parse(text), FUSE)
     assert fusions(module) == []
-    assert [op.name for op in module.walk() if op.name.startswith("nn.")] == [
-        "nn.matmul", "nn.add"
-    ]
+    assert [op.name for op in module.walk() if op.name.startswith("nn.")] == ["nn.matmul", "nn.add"]
 
 
 def test_gated_mlp_gate_and_up_share_one_group() -> None:
@@ -259,7 +259,9 @@ def llama_block_tail(m: int, d: int, di: int) -> str:
 def test_llama_block_tail_groups() -> None:
     module = fuseopt.run_pipeline(fuseopt.parse(llama_block_tail(2048, 4096, 11008)), FUSE)
     groups = {
-        op.attributes["kind"].data + ":" + ",".join(  # type: ignore[union-attr]
+        op.attributes["kind"].data
+        + ":"
+        + ",".join(  # type: ignore[union-attr]
             sorted({o.name for o in op.body.ops if o.name != "nn.yield"})
         ): op
         for op in fusions(module)
@@ -275,9 +277,14 @@ def test_llama_block_tail_groups() -> None:
     # gate and up share A; silu(gate) * up is their epilogue
     assert "matmul:nn.matmul,nn.mul,nn.silu" in groups
     assert len(groups) == 2
-    outside = [op.name for op in module.walk()
-               if op.name.startswith("nn.") and op.parent_op() is not None
-               and isinstance(op.parent_op(), func.FuncOp) and op.name != "nn.fusion"]
+    outside = [
+        op.name
+        for op in module.walk()
+        if op.name.startswith("nn.")
+        and op.parent_op() is not None
+        and isinstance(op.parent_op(), func.FuncOp)
+        and op.name != "nn.fusion"
+    ]
     assert outside == ["nn.matmul", "nn.matmul", "nn.add"]
 
 

@@ -5,7 +5,7 @@ f32 sums of n copies of c are rarely n * c, so a mean computed as sum / n missed
 ulps, and layer_norm scaled that miss by rsqrt(eps) ~ 316 (the Triton backend was off
 by up to 5e-2 on rows of 3.7; issue 14). nn-decompose takes a row's value as its mean
 where its min equals its max (`row_mean`), and the online variance of looped rows
-does the same per chunk (`tiling_online`). Checked, on rows of 0.1, 3.7 and -1e4, in f32,
+does the same per chunk (`online`). Checked, on rows of 0.1, 3.7 and -1e4, in f32,
 bf16 and f16, on short rows, non-powers of two, rows in registers and looped rows:
 - Triton (CPU interpreter), whole rows and looped (online) rows;
 - CUDA, emulated with g++: rows in registers, rows looped through the row cache, rows

@@ -21,7 +21,7 @@ from random_nn_graphs import RandomGraph, nn_graphs
 import fuseopt
 from benchmarks.accuracy import Reference
 from benchmarks.workloads import all_workloads
-from fuseopt.frontends.fx.errors import ConfigurationError
+from fuseopt.diagnostics import ConfigurationError
 from fuseopt.pipelines import FUSE, PRECISION
 
 SMALL = {

@@ -105,8 +105,9 @@ def check_case(case: EdgeCase, backend: str) -> None:
     with torch.no_grad():
         expected = as_tuple(case.fn(*case.inputs))
         reference = as_tuple(case.fn(*(upcast(t) for t in case.inputs)))
-        magnitude = as_tuple(case.fn(*(upcast(t).abs() if t.is_floating_point() else t
-                                       for t in case.inputs)))
+        magnitude = as_tuple(
+            case.fn(*(upcast(t).abs() if t.is_floating_point() else t for t in case.inputs))
+        )
         compiled = fuseopt.compile(case.fn, backend=backend, strict=True)
         actual = as_tuple(compiled(*case.inputs))
     assert compiled.regions, "nothing compiled: the whole graph ran eagerly"
@@ -193,7 +194,9 @@ def assert_matches(
     worse = ours > bound
     assert not bool(worse.any()), (
         f"{what}: row-relative error against float64 above {SLACK}x eager's + {floor:.2e}: "
-        + _show(worse, ("fuseopt", a), ("eager", e), ("float64", r), ("err", ours), ("bound", bound))
+        + _show(
+            worse, ("fuseopt", a), ("eager", e), ("float64", r), ("err", ours), ("bound", bound)
+        )
     )
 
 

@@ -92,7 +92,10 @@ KERNEL_WITH = """tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {{{attrs}}
 @pytest.mark.parametrize(
     ("attrs", "message"),
     [
-        ("num_warps = 99999999 : i64", "num_warps must be a power of two from 1 to 32, got 99999999"),
+        (
+            "num_warps = 99999999 : i64",
+            "num_warps must be a power of two from 1 to 32, got 99999999",
+        ),
         ("num_warps = 0 : i64", "num_warps must be a power of two from 1 to 32, got 0"),
         ("num_stages = -3 : i64", "num_stages must be an integer from 1 to 8, got -3"),
         ("num_stages = 9 : i64", "num_stages must be an integer from 1 to 8, got 9"),
@@ -117,7 +120,7 @@ def test_launch_knobs_in_range_verify() -> None:
 def test_every_launch_knob_tile_promote_chooses_is_in_range() -> None:
     """tile-promote's heuristics stay inside the verifier's ranges (sizes up to 32768)."""
     from fuseopt.dialects.tile_verification import LAUNCH_KNOB_RANGES
-    from fuseopt.passes.tiling_heuristics import launch_knobs
+    from fuseopt.passes.convert_nn_to_tile.heuristics import launch_knobs
 
     for kind in ("pointwise", "row_reduction", "matmul"):
         for tile_elements in (1, 64, 4096, 128 * 128, 32768, 1 << 20):

@@ -1,4 +1,4 @@
-"""Online statistics in looped row reductions (`tiling_online`).
+"""Online statistics in looped row reductions (`online`).
 
 A softmax's max and sum, and a normalization's mean and variance, share one loop over
 the row's chunks, so a looped kernel makes two passes (statistics, outputs). Checked

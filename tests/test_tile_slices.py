@@ -1,4 +1,4 @@
-"""Slices and concats inside fused kernels (split iteration dims, `tiling_analysis`).
+"""Slices and concats inside fused kernels (split iteration dims, `analysis`).
 
 A unit-step slice or a concat cuts an axis into parts; convert-nn-to-tile unrolls the
 parts (part p of a buffer is the box at `p * part size`), so a group such as RMSNorm +
@@ -20,7 +20,7 @@ from test_tile_lowering import TILE, lower_and_compare, schedules
 
 import fuseopt
 from fuseopt.dialects import nn
-from fuseopt.passes.tiling_analysis import Group, Untileable, analyze
+from fuseopt.passes.convert_nn_to_tile.analysis import Group, Untileable, analyze
 from fuseopt.pipelines import STANDARD
 
 

@@ -214,8 +214,8 @@ SOFTMAX_NN = """func.func @main(%x: tensor<6x40xf32>) -> tensor<6x40xf32> {
 
 
 def test_autotune_keeps_the_fastest_candidate_and_caches_it(_private_cache: Path) -> None:
-    from fuseopt.autotune import AutotunedFunction
-    from fuseopt.kernel_cache import KernelCache
+    from fuseopt.backends.autotune import AutotunedFunction
+    from fuseopt.backends.kernel_cache import KernelCache
 
     cache = KernelCache(_private_cache)
     fn = triton_backend.compile_module(
@@ -276,7 +276,7 @@ def test_hugging_face_llama_decoder_layer(dtype: torch.dtype) -> None:
 
 
 def test_autotune_knob_variant_rewrites_the_launcher() -> None:
-    from fuseopt.autotune import with_knobs
+    from fuseopt.backends.autotune import with_knobs
 
     k = {
         "num_warps": 8,
@@ -297,7 +297,7 @@ GEMMS_NN = """func.func @main(%x: tensor<2x5x32xf32>, %w: tensor<48x32xf32>, %v:
 
 
 def test_library_gemm_route_calls_torch_mm_on_views(_private_cache: Path) -> None:
-    from fuseopt.kernel_cache import KernelCache
+    from fuseopt.backends.kernel_cache import KernelCache
     from fuseopt.pipelines import FUSE, run_pipeline
 
     spec = (

@@ -174,7 +174,7 @@ def test_max_autotune_times_candidates_and_caches_the_choice(
     )
     cold = time.perf_counter() - start
     assert checked.ok, checked.message
-    from fuseopt.autotune import AutotunedFunction
+    from fuseopt.backends.autotune import AutotunedFunction
 
     fn = _graph_function(checked.compiled)
     tuned = fn if isinstance(fn, AutotunedFunction) else fn.fn  # under CudaGraphFunction

@@ -20,10 +20,10 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, UnitAttr
 from xdsl.ir import Block, Region
 
 import fuseopt
+from fuseopt.backends.kernel_cache import KernelCache
 from fuseopt.backends.triton.backend import compile_module
 from fuseopt.dialects import tile
-from fuseopt.frontends.fx.types import torch_dtype
-from fuseopt.kernel_cache import KernelCache
+from fuseopt.dialects.dtypes import torch_dtype
 from fuseopt.pipelines import STANDARD, run_pipeline
 
 

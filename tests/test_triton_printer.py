@@ -19,10 +19,10 @@ import pytest
 import torch
 
 import fuseopt
+from fuseopt.backends.kernel_cache import KernelCache
 from fuseopt.backends.triton.backend import compile_module
 from fuseopt.backends.triton.names import sanitize
 from fuseopt.backends.triton.printer import print_triton
-from fuseopt.kernel_cache import KernelCache
 from fuseopt.pipelines import STANDARD, run_pipeline
 
 EVIL = 'f"); import os; ("'

@@ -33,7 +33,7 @@ from fuseopt.backends.cuda.runtime import (
 )
 from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import tile
-from fuseopt.frontends.fx.types import torch_dtype
+from fuseopt.dialects.dtypes import torch_dtype
 from fuseopt.passes.tile_promote import ROW_CACHE_BUDGET
 
 CUDA_ROW_CHUNK = 4096
@@ -156,7 +156,7 @@ class HostPlan:
 
 
 def _record(cls: type, k: CudaKernel, grid: tuple[int, ...] | None) -> Any:
-    """A `fuseopt.api.KernelRecord` for `k` (with its file suffix and launch when the
+    """A `fuseopt.backends.contract.KernelRecord` for `k` (with its file suffix and launch when the
     record has those fields)."""
     import dataclasses
 
@@ -174,7 +174,7 @@ class CudaFunction:
     """A compiled function: call it with CUDA tensors (see the module docstring)."""
 
     def __init__(self, module: ModuleOp, func_name: str, kernels: list[CudaKernel]):
-        from fuseopt.api import KernelRecord
+        from fuseopt.backends.contract import KernelRecord
 
         self.module = module
         self.func_name = func_name
@@ -310,7 +310,7 @@ class CudaBackend:
         """Lower `func_name` of `module` to tile IR and print its kernels.
 
         Options: `precision` ("f32" or "eager": docs/numerics.md)."""
-        from fuseopt.api import check_precision
+        from fuseopt.backends.contract import check_precision
         from fuseopt.pipelines import run_pipeline
 
         precision = check_precision(options.get("precision", "f32"))

@@ -183,9 +183,7 @@ class EmulatedKernel:
         inc.mkdir(parents=True, exist_ok=True)
         for name, text in HEADERS.items():
             (inc / name).write_text(text)
-        source = k.source.replace(
-            "extern __shared__ __align__(128) unsigned char fo_smem[];", ""
-        )
+        source = k.source.replace("extern __shared__ __align__(128) unsigned char fo_smem[];", "")
         head = '#include "fo_emu_common.h"\n'
         head += f"alignas(128) static unsigned char fo_smem[{SMEM_BYTES}];\n"
         text = head + source + _wrapper(k)
@@ -194,8 +192,21 @@ class EmulatedKernel:
         lib = workdir / f"{k.c_name}-{digest}.so"
         src.write_text(text)
         if not lib.exists():
-            cmd = ["g++", "-std=c++20", "-O1", "-w", "-shared", "-fPIC", "-pthread",
-                   "-D__CUDACC_RTC__", "-DFO_EMULATED", f"-I{inc}", "-o", str(lib), str(src)]
+            cmd = [
+                "g++",
+                "-std=c++20",
+                "-O1",
+                "-w",
+                "-shared",
+                "-fPIC",
+                "-pthread",
+                "-D__CUDACC_RTC__",
+                "-DFO_EMULATED",
+                f"-I{inc}",
+                "-o",
+                str(lib),
+                str(src),
+            ]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if r.returncode != 0:
                 raise CompileError(f"g++ failed on the emulated {src}:\n{r.stderr[:4000]}")

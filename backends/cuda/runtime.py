@@ -2,7 +2,7 @@
 
 - **compile** (`compile_cubin`): NVRTC through `cuda-python` when it is installed,
   else `nvcc -cubin`, for the device's architecture (`sm_XY`); binaries are cached
-  in `fuseopt.kernel_cache` under the "cuda" namespace, keyed by the source, the
+  in `fuseopt.backends.kernel_cache` under the "cuda" namespace, keyed by the source, the
   architecture and the compiler's identity. A failed compile raises a CompileError
   with the compiler's message and the path of the kept `.cu` file.
 - **load and launch** (`LoadedKernel`): the driver API through ctypes on `libcuda`
@@ -24,8 +24,7 @@ from pathlib import Path
 
 import torch
 
-from fuseopt.api import DeviceUnavailableError
-from fuseopt.diagnostics import CompileError
+from fuseopt.diagnostics import CompileError, DeviceUnavailableError
 
 CACHE_NAMESPACE = "cuda"
 MAX_DYNAMIC_SMEM_ATTR = 8
@@ -100,7 +99,7 @@ def device_arch(device: torch.device | None = None) -> str:
 def _source_dir() -> Path:
     """The kernel cache's private `cuda-src` directory (owner and permissions checked;
     a private stand-in when it cannot be used)."""
-    from fuseopt.kernel_cache import KernelCache
+    from fuseopt.backends.kernel_cache import KernelCache
 
     return KernelCache().directory("cuda-src")
 
@@ -169,7 +168,7 @@ def _nvrtc_cubin(source: str, name: str, arch: str) -> bytes | None:
 
 def compile_cubin(source: str, name: str, arch: str, use_cache: bool = True) -> bytes:
     """The cubin of `source` for `arch` (cached; see the module docstring)."""
-    from fuseopt.kernel_cache import KernelCache, cache_key
+    from fuseopt.backends.kernel_cache import KernelCache, cache_key
 
     key = cache_key(source=source, arch=arch, compiler=compiler_identity())
     store = KernelCache()

@@ -10,7 +10,7 @@ from typing import Any
 
 
 def make_backend() -> Any:
-    """The Triton backend object for `fuseopt.api.BACKENDS`."""
+    """The Triton backend object for `fuseopt.backends.contract.BACKENDS`."""
     from fuseopt.backends.triton.backend import TritonBackend
 
     return TritonBackend()

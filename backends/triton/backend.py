@@ -2,12 +2,12 @@
 
 `compile_module(module, func_name, options)`:
 1. key the work: SHA-256 of the nn IR text, function, pipeline, tile options and tool
-   versions (`fuseopt.kernel_cache.cache_key`);
+   versions (`fuseopt.backends.kernel_cache.cache_key`);
 2. on a cache hit, load the printed module and its index from the cache (no pass runs);
 3. otherwise run `pipelines.TILE` (fuse, tile, promote), print with `print_triton`,
    and store the source, its index and the tile IR in the cache (atomic writes);
 4. mode="max-autotune": time the tiling pass's candidate configurations on the GPU
-   (`fuseopt.autotune`), per kernel, at the first call on a device;
+   (`fuseopt.backends.autotune`), per kernel, at the first call on a device;
 5. wrap: `TritonFunction` (launch on the inputs' device and current stream), or
    `CudaGraphFunction` for mode="reduce-overhead" / "max-autotune" when the function
    launches more than one kernel (a graph does not beat one direct launch).
@@ -24,7 +24,8 @@ from typing import Any
 import torch
 from xdsl.dialects.builtin import ModuleOp
 
-from fuseopt.api import KernelRecord
+from fuseopt.backends.contract import KernelRecord
+from fuseopt.backends.kernel_cache import KernelCache, cache_key
 from fuseopt.backends.triton.printer import KernelInfo, assemble, print_triton, standalone
 from fuseopt.backends.triton.runtime import (
     CudaGraphFunction,
@@ -33,7 +34,6 @@ from fuseopt.backends.triton.runtime import (
     load_module,
 )
 from fuseopt.diagnostics import CompileError
-from fuseopt.kernel_cache import KernelCache, cache_key
 
 NAMESPACE = "triton"
 """The kernel cache namespace of this backend."""
@@ -261,7 +261,7 @@ def compile_module(
     "max-autotune-no-cudagraphs"), `cache_dir` (overrides FUSEOPT_CACHE_DIR),
     forced tile sizes by convert-nn-to-tile option name ("block-m": 64, ...).
     """
-    from fuseopt.api import check_mode, check_options, check_precision
+    from fuseopt.backends.contract import check_mode, check_options, check_precision
 
     options = dict(options or {})
     mode = options.get("mode")
@@ -283,7 +283,7 @@ def compile_module(
     try:
         cache.ensure_root()
     except OSError as e:
-        from fuseopt.frontends.fx.errors import ConfigurationError
+        from fuseopt.diagnostics import ConfigurationError
 
         raise ConfigurationError(
             f"the kernel cache directory cannot be used (FUSEOPT_CACHE_DIR or cache_dir): {e}"
@@ -295,7 +295,7 @@ def compile_module(
         compiled = print_and_store(module, func_name, key, cache, tile_options)
     fn = wrap(compiled, cache, key)
     if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
-        from fuseopt.autotune import AutotunedFunction
+        from fuseopt.backends.autotune import AutotunedFunction
 
         fn = AutotunedFunction(fn, text, func_name, tile_options, cache, key)  # type: ignore[assignment]
     if mode in ("reduce-overhead", "max-autotune") and len(compiled.index["launches"]) > 1:
@@ -404,7 +404,8 @@ def store_assembled(
 
 
 class TritonBackend:
-    """The "triton" entry of `fuseopt.api.BACKENDS` (see the api module docstring)."""
+    """The "triton" entry of `fuseopt.backends.contract.BACKENDS` (see that module's
+    docstring)."""
 
     def compile(
         self, module: ModuleOp, func_name: str, options: Mapping[str, Any]

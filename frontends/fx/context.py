@@ -32,14 +32,10 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.dialects.dtypes import UnsupportedTypeError, element_type, torch_dtype
 from fuseopt.dialects.syntax import is_bool, is_float
 from fuseopt.frontends.fx.errors import UnsupportedOpError, node_location
-from fuseopt.frontends.fx.types import (
-    UnsupportedTypeError,
-    element_type,
-    tensor_type,
-    torch_dtype,
-)
+from fuseopt.frontends.fx.types import tensor_type
 
 Imported = SSAValue | tuple[SSAValue | None, ...] | None
 """What a converter returns: one value, a tuple for multi-output ops, or None."""

@@ -35,7 +35,8 @@ from torch.fx import GraphModule, Node
 from torch.fx.node import map_arg
 from xdsl.dialects.builtin import ModuleOp
 
-from fuseopt.frontends.fx.errors import ConfigurationError, RegionFallback
+from fuseopt.diagnostics import ConfigurationError
+from fuseopt.frontends.fx.errors import RegionFallback
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
 
@@ -93,11 +94,11 @@ def fuseopt_backend(
 ) -> Callable[..., Any]:
     """The Dynamo backend: compile `gm` (a Dynamo FX graph) with a fuseopt backend.
 
-    Raises `fuseopt.api.BackendUnavailableError` when the named backend is unknown or
+    Raises `fuseopt.diagnostics.BackendUnavailableError` when the named backend is unknown or
     not available (before any compilation work), and a ConfigurationError for a bad
     option or mode.
     """
-    from fuseopt.api import check_mode, resolve_backend
+    from fuseopt.backends.contract import check_mode, resolve_backend
 
     settings = dict(options or {})
     backend_name = settings.pop("backend", DEFAULT_BACKEND)
@@ -138,8 +139,9 @@ def fuseopt_backend(
         ]
         log.kernels.extend(kernels)
         log.regions.append(RegionRecord(func_name, func_name.rsplit("_", 1)[0], imported, compiled))
-        logger.debug("fuseopt: compiled %s with '%s': %d kernel(s)", func_name, backend_name,
-                     len(kernels))
+        logger.debug(
+            "fuseopt: compiled %s with '%s': %d kernel(s)", func_name, backend_name, len(kernels)
+        )
         return compiled
 
     def graph_compiler(kind: str) -> Callable[[GraphModule, Sequence[Any]], Callable[..., Any]]:
@@ -260,7 +262,8 @@ class ShapeSpecializedGraph:
                     self.compiled[("eager",)] = self.gm  # marks the warning as given
                     logger.warning(
                         "fuseopt: more than %d input shapes for one graph; new shapes "
-                        "run eagerly in PyTorch", MAX_SPECIALIZATIONS
+                        "run eagerly in PyTorch",
+                        MAX_SPECIALIZATIONS,
                     )
                 return self.gm(*args)
             fn = self.compiled[key] = self._specialize(args)
@@ -277,6 +280,8 @@ class ShapeSpecializedGraph:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             logger.warning(
                 "fuseopt: a dynamic-shape graph could not be specialized (%s: %s); "
-                "it runs eagerly in PyTorch for these input shapes", type(e).__name__, first
+                "it runs eagerly in PyTorch for these input shapes",
+                type(e).__name__,
+                first,
             )
             return self.gm

@@ -77,11 +77,6 @@ class UnsupportedOpError(CompileError):
         )
 
 
-class ConfigurationError(CompileError):
-    """A user setting is wrong: an unknown or unavailable backend, an unknown option, a
-    bad `mode`. Always raised to the user, never turned into an eager fallback."""
-
-
 class RegionFallback(Exception):  # noqa: N818 - a signal, not an error to the user
     """Raised by a region compiler to say "run this region eagerly" (the backend
     failed on it); `reason` goes into the fallback log line and record."""

@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
 
 from fuseopt.diagnostics import verify_module
+from fuseopt.dialects.dtypes import UnsupportedTypeError
 from fuseopt.frontends.fx import (  # noqa: F401 - importing fills the op table
     ops_attention,
     ops_creation,
@@ -34,7 +35,7 @@ from fuseopt.frontends.fx import (  # noqa: F401 - importing fills the op table
 )
 from fuseopt.frontends.fx.context import OP_TABLE, ImportContext, Imported
 from fuseopt.frontends.fx.errors import UnsupportedOpError
-from fuseopt.frontends.fx.types import UnsupportedTypeError, tensor_type
+from fuseopt.frontends.fx.types import tensor_type
 
 _NAME = re.compile(r"[^A-Za-z0-9_$.]")
 

@@ -135,8 +135,15 @@ def flash_attention_cpu(ctx: ImportContext, node: Node) -> Imported:
     _only_output_used(ctx, node)
     _no_dropout(ctx, ctx.arg(3, "dropout_p", 0.0))
     q, k, v = (ctx.value(a) for a in node.args[:3])
-    out = attention(ctx, q, k, v, node.kwargs.get("attn_mask"),
-                    bool(ctx.arg(4, "is_causal", False)), node.kwargs.get("scale"))
+    out = attention(
+        ctx,
+        q,
+        k,
+        v,
+        node.kwargs.get("attn_mask"),
+        bool(ctx.arg(4, "is_causal", False)),
+        node.kwargs.get("scale"),
+    )
     return (out, None)
 
 
@@ -146,8 +153,9 @@ def flash_attention(ctx: ImportContext, node: Node) -> Imported:
     _only_output_used(ctx, node)
     _no_dropout(ctx, ctx.arg(3, "dropout_p", 0.0))
     q, k, v = (ctx.value(a) for a in node.args[:3])
-    out = attention(ctx, q, k, v, None, bool(ctx.arg(4, "is_causal", False)),
-                    node.kwargs.get("scale"))
+    out = attention(
+        ctx, q, k, v, None, bool(ctx.arg(4, "is_causal", False)), node.kwargs.get("scale")
+    )
     return (out, *([None] * 8))
 
 
@@ -161,8 +169,15 @@ def biased_attention(ctx: ImportContext, node: Node) -> Imported:
     _only_output_used(ctx, node)
     _no_dropout(ctx, ctx.arg(5, "dropout_p", 0.0))
     q, k, v = (ctx.value(a) for a in node.args[:3])
-    out = attention(ctx, q, k, v, ctx.arg(3, "attn_bias"), bool(ctx.arg(6, "is_causal", False)),
-                    node.kwargs.get("scale"))
+    out = attention(
+        ctx,
+        q,
+        k,
+        v,
+        ctx.arg(3, "attn_bias"),
+        bool(ctx.arg(6, "is_causal", False)),
+        node.kwargs.get("scale"),
+    )
     count = len(ctx.node.meta.get("val") or ()) or 1
     return (out, *([None] * (count - 1)))
 

@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 
 from fuseopt.diagnostics import SourceLocation
+from fuseopt.dialects.dtypes import UnsupportedTypeError
 from fuseopt.frontends.fx.context import OP_TABLE
 from fuseopt.frontends.fx.errors import (
     RegionFallback,
@@ -40,7 +41,7 @@ from fuseopt.frontends.fx.errors import (
     node_location,
 )
 from fuseopt.frontends.fx.importer import import_graph, import_node
-from fuseopt.frontends.fx.types import UnsupportedTypeError, tensor_type
+from fuseopt.frontends.fx.types import tensor_type
 
 logger = logging.getLogger("fuseopt")
 
@@ -264,9 +265,7 @@ def _log_fallbacks(
 ) -> None:
     eager = set(failed)
     failed = [
-        n
-        for n in failed
-        if not (n.target is operator.getitem and n.args and n.args[0] in eager)
+        n for n in failed if not (n.target is operator.getitem and n.args and n.args[0] in eager)
     ]
     if not failed:
         return

@@ -42,7 +42,7 @@ from fuseopt.dialects import nn
 from fuseopt.passes.tile_promote import element_bytes
 
 if TYPE_CHECKING:
-    from fuseopt.passes.tiling_emitter import Context, KernelEmitter
+    from fuseopt.passes.convert_nn_to_tile.emitter import Context, KernelEmitter
 
 SOFTMAX, VARIANCE = "softmax", "variance"
 """Kinds of merged reduction pairs."""

@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from fuseopt.dialects import nn
-from fuseopt.passes.fusion_legality import fusion_operands
+from fuseopt.passes.nn_fuse.legality import fusion_operands
 
 
 def outline_group(

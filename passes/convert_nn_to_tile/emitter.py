@@ -12,14 +12,14 @@ Algorithm:
    ops keep their nn name; `nn.broadcast` becomes `tile.broadcast`; squeeze-only
    reshapes are free; reductions become `tile.reduce` with out-of-bounds elements
    replaced by the identity); a value's tile has one dim per tiled iteration dim it spans;
-   a value holding several parts of a split dim (slices/concats, `tiling_analysis`)
+   a value holding several parts of a split dim (slices/concats, `analysis`)
    is emitted part by part: part p of an input is the box at `p * part size` along
    that dim, a slice or concat picks parts, a reduction over the dim combines them;
 4. schedules: pointwise and single-pass row reduction emit straight-line code; a
    looped row reduction runs one `scf.for` over column chunks per level of dependent
    reductions (accumulators as iter_args), then a last loop that stores full rows;
    a softmax's max and sum, or a mean and variance, share the first loop (online
-   statistics, `tiling_online`), so such a kernel reads the row twice, not three times;
+   statistics, `online`), so such a kernel reads the row twice, not three times;
    matmul runs the K loop of `tile.dot` into an f32 accumulator (one per matmul of a
    dual GEMM, sharing the A tile), then the epilogue on it;
 5. every group output is stored at its offsets, part by part (stores mask the ragged
@@ -48,8 +48,8 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuseopt.dialects import nn, tile
 from fuseopt.dialects.syntax import int_array, is_float
-from fuseopt.passes import tiling_online as online
-from fuseopt.passes.tiling_analysis import (
+from fuseopt.passes.convert_nn_to_tile import online
+from fuseopt.passes.convert_nn_to_tile.analysis import (
     ELEMENTWISE,
     MATMUL,
     REDUCTION,
@@ -58,8 +58,8 @@ from fuseopt.passes.tiling_analysis import (
     Untileable,
     shape,
 )
-from fuseopt.passes.tiling_heuristics import Blocks, candidates, tiled_dims
-from fuseopt.passes.tiling_matmul import emit_matmul
+from fuseopt.passes.convert_nn_to_tile.heuristics import Blocks, candidates, tiled_dims
+from fuseopt.passes.convert_nn_to_tile.matmul import emit_matmul
 
 REDUCE_KIND = {nn.SumOp: "sum", nn.MeanOp: "sum", nn.ReduceMaxOp: "max", nn.ReduceMinOp: "min"}
 COMBINE = {"sum": nn.AddOp, "max": nn.MaxOp, "min": nn.MinOp}

@@ -27,7 +27,7 @@ per value, and never in a matmul; the split dim is never merged with a neighbour
 
 A pure pointwise group whose values all have the same element count is *flat*: one
 dim, every value spans it, reshapes are free. Anything else that does not fit raises
-`Untileable`. nn-fuse asks `analyze` before every merge (`fusion_legality`), so its
+`Untileable`. nn-fuse asks `analyze` before every merge (`legality`), so its
 fusions always fit; for a hand-written fusion that does not, convert-nn-to-tile falls
 back to smaller groups (`convert_nn_to_tile.tileable_subgroups`).
 """
@@ -101,7 +101,7 @@ class IterationSpace:
     whose order differs from the iteration order (pointwise kernels only)."""
     tiled: tuple[int, ...] | None = None
     """The dims tiles cover when transposes decide it (see `_tiling_for_transposes`);
-    None: the schedule's default (`tiling_heuristics.tiled_dims`)."""
+    None: the schedule's default (`heuristics.tiled_dims`)."""
 
     def span(self, v: SSAValue) -> tuple[int, ...]:
         """The iteration dims `v` spans, in order."""
@@ -498,17 +498,13 @@ class AxisSummary:
 
         def signature(v: SSAValue) -> tuple[Node, ...]:
             nodes = [(v, i) for i, n in enumerate(shape(v)) if n != 1]
-            return tuple(
-                root(large.find(n) if n in large.parent else small.find(n)) for n in nodes
-            )
+            return tuple(root(large.find(n) if n in large.parent else small.find(n)) for n in nodes)
 
         # a matmul kernel's domain is its first matmul's result, spanning all or not
         candidates = [(signature(matmuls[0].result), None)] if matmuls else None
         try:
             check_matmuls(matmuls, any(c.reduced for c in classes.values()))
-            space = solve_classes(
-                classes, signatures, candidates, matmuls[0] if matmuls else None
-            )
+            space = solve_classes(classes, signatures, candidates, matmuls[0] if matmuls else None)
             if matmuls:
                 check_matmul_operands(matmuls, is_input)
         except Untileable as e:

@@ -290,8 +290,9 @@ def _library_route(
     if epilogue:
         members = set(ops)
         only_gemm_inputs = {
-            v for v in inputs if all(isinstance(u.operation, nn.MatmulOp) for u in v.uses
-                                     if u.operation in members)
+            v
+            for v in inputs
+            if all(isinstance(u.operation, nn.MatmulOp) for u in v.uses if u.operation in members)
         }
         results = {mm.result for mm in matmuls}
         reads = sum(

@@ -23,17 +23,17 @@ Lowering of groups:
   and an `nn.broadcast` read only by unfused elementwise ops, which joins each of their
   kernels as indexing (no buffer, no kernel of its own);
 - `route = "library_gemm"` fusions call `tile.gemm` and tile the epilogue alone;
-- nn-fuse only forms groups that fit one iteration space (`fusion_legality`), so each
+- nn-fuse only forms groups that fit one iteration space (`legality`), so each
   of its fusions is one kernel; a hand-written fusion that does not fit (see
-  `tiling_analysis`) is split into runs of consecutive ops that do
+  `analysis`) is split into runs of consecutive ops that do
   (`tileable_subgroups`), one kernel each; a single matmul that does not tile
   (matrix-vector) calls `tile.gemm`; a single op that does not tile (transpose,
   strided slice, a concat of pieces with no common part size, a regrouping reshape)
   is a one-program `whole_tensor` kernel (both backends print these specially);
   anything else is a located error; unit-step slices and concats inside a group are
-  indexed (split dims, see `tiling_analysis`), not split off;
-- schedules, tile sizes and autotuning candidates: `tiling_emitter` and
-  `tiling_heuristics`; sizes can be forced with the options below (powers of two).
+  indexed (split dims, see `analysis`), not split off;
+- schedules, tile sizes and autotuning candidates: `emitter` and
+  `heuristics`; sizes can be forced with the options below (powers of two).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from xdsl.passes import ModulePass
 from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import nn, tile
 from fuseopt.identifiers import unique_name
-from fuseopt.passes.tiling_analysis import (
+from fuseopt.passes.convert_nn_to_tile.analysis import (
     AmbiguousDomain,
     AxisSummary,
     Group,
@@ -70,8 +70,8 @@ from fuseopt.passes.tiling_analysis import (
     analyze,
     shape,
 )
-from fuseopt.passes.tiling_emitter import KernelEmitter
-from fuseopt.passes.tiling_heuristics import (
+from fuseopt.passes.convert_nn_to_tile.emitter import KernelEmitter
+from fuseopt.passes.convert_nn_to_tile.heuristics import (
     MAX_ROW_BLOCK,
     MAX_TILE_ELEMENTS,
     ROW_CHUNK,
@@ -80,7 +80,7 @@ from fuseopt.passes.tiling_heuristics import (
     choose_blocks,
     largest_tile,
 )
-from fuseopt.passes.tiling_whole_tensor import whole_tensor_kernel
+from fuseopt.passes.convert_nn_to_tile.whole_tensor import whole_tensor_kernel
 
 MAX_GRID = 2**31 - 1
 """Most programs in one launch (CUDA's grid.x limit)."""
@@ -97,7 +97,7 @@ class ConvertNNToTilePass(ModulePass):
     row kept whole before a reduction loops over chunks), `row-chunk` (the chunk such a
     loop reads per step, default 2048), `online-stats` (false: a
     looped softmax or variance keeps one loop per reduction level instead of computing
-    its statistics in one pass; see `tiling_online`), `row-cache-bytes` (the shared
+    its statistics in one pass; see `online`), `row-cache-bytes` (the shared
     memory a backend's row cache will hold per program, 0 for none: a looped reduction
     whose rows fit keeps one loop per level, since the cache makes re-reads cheap).
     """

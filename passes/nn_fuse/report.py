@@ -9,7 +9,7 @@ the ops of each row. "Before" is eager PyTorch running the same nn ops one kerne
 
 `nn-fuse{report=true}` prints the table to stderr (stdout carries the IR), and
 `nn-fuse{dot=FILE}` writes the DOT file. Both work on any module, fused or not; the
-numbers come from `fuseopt.cost_model`, computed from each group's body, so the report
+numbers come from `cost_model.py`, computed from each group's body, so the report
 is the same whether it is made by the pass or later by the frontend.
 """
 
@@ -22,7 +22,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from fuseopt.cost_model import (
+from fuseopt.dialects import nn
+from fuseopt.passes.nn_fuse.cost_model import (
     H100,
     UNFUSED,
     GPUSpec,
@@ -32,7 +33,6 @@ from fuseopt.cost_model import (
     estimate_routes,
     is_eager_kernel,
 )
-from fuseopt.dialects import nn
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,7 @@ def build_report(module: ModuleOp, gpu: GPUSpec = H100) -> list[FunctionReport]:
         eager = [
             op
             for op in block.ops
-            if op.dialect_name() == "nn" and not isinstance(op, nn.FusionOp)
-            and is_eager_kernel(op)
+            if op.dialect_name() == "nn" and not isinstance(op, nn.FusionOp) and is_eager_kernel(op)
         ]
         if eager:
             reads = sum(eager_op_reads(op) for op in eager)
@@ -129,16 +128,27 @@ def build_report(module: ModuleOp, gpu: GPUSpec = H100) -> list[FunctionReport]:
             seconds = sum(eager_op_s(op, gpu) for op in eager)
             rows.append(
                 GroupRow(
-                    "eager", "-", UNFUSED, tuple(op.name for op in eager),
-                    reads, writes, reads, writes, len(eager), len(eager), seconds, seconds,
+                    "eager",
+                    "-",
+                    UNFUSED,
+                    tuple(op.name for op in eager),
+                    reads,
+                    writes,
+                    reads,
+                    writes,
+                    len(eager),
+                    len(eager),
+                    seconds,
+                    seconds,
                 )
             )
         reports.append(FunctionReport(name, tuple(rows)))
     return reports
 
 
-def _fmt_row(name: str, kind: str, route: str, ops: int, numbers: list[int],
-             kernels: str, micros: str) -> str:
+def _fmt_row(
+    name: str, kind: str, route: str, ops: int, numbers: list[int], kernels: str, micros: str
+) -> str:
     cols = " ".join(f"{n:>14}" for n in numbers)
     return f"{name:<34} {kind:<9} {route:<12} {ops:>3} {cols} {kernels:>9} {micros:>16}"
 
@@ -158,25 +168,36 @@ def format_report(reports: list[FunctionReport], gpu: GPUSpec = H100) -> str:
         )
         lines.append(header)
         for r in rep.rows:
-            lines.append(_fmt_row(
-                r.name, r.kind, r.route, len(r.ops),
-                [r.read_before, r.written_before, r.read_after, r.written_after],
-                f"{r.kernels_before} -> {r.kernels_after}",
-                f"{r.seconds_before * 1e6:.1f} -> {r.seconds_after * 1e6:.1f}",
-            ))
+            lines.append(
+                _fmt_row(
+                    r.name,
+                    r.kind,
+                    r.route,
+                    len(r.ops),
+                    [r.read_before, r.written_before, r.read_after, r.written_after],
+                    f"{r.kernels_before} -> {r.kernels_after}",
+                    f"{r.seconds_before * 1e6:.1f} -> {r.seconds_after * 1e6:.1f}",
+                )
+            )
         fields = ("read_before", "written_before", "read_after", "written_after")
         totals = [int(rep.total(f)) for f in fields]
         kb, ka = int(rep.total("kernels_before")), int(rep.total("kernels_after"))
         sb, sa = rep.total("seconds_before") * 1e6, rep.total("seconds_after") * 1e6
-        lines.append(_fmt_row(
-            "total", "", "", sum(len(r.ops) for r in rep.rows), totals,
-            f"{kb} -> {ka}", f"{sb:.1f} -> {sa:.1f}",
-        ))
+        lines.append(
+            _fmt_row(
+                "total",
+                "",
+                "",
+                sum(len(r.ops) for r in rep.rows),
+                totals,
+                f"{kb} -> {ka}",
+                f"{sb:.1f} -> {sa:.1f}",
+            )
+        )
         before, after = totals[0] + totals[1], totals[2] + totals[3]
         saved = 100.0 * (before - after) / before if before else 0.0
         lines.append(
-            f"HBM traffic saved: {saved:.1f}% ({before} -> {after} bytes); "
-            f"kernels: {kb} -> {ka}"
+            f"HBM traffic saved: {saved:.1f}% ({before} -> {after} bytes); kernels: {kb} -> {ka}"
         )
         for r in rep.rows:
             lines.append(f"  {r.name}: {', '.join(r.ops)}")

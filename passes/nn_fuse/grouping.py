@@ -2,7 +2,7 @@
 
 Algorithm (greedy union of groups, in program order; every merge is checked):
 1. Every top-level op of the block starts in its own group. Constants and opaque ops
-   (see `fusion_legality.classify`) never merge; constants are cloned into the groups
+   (see `legality.classify`) never merge; constants are cloned into the groups
    that use them when groups are outlined.
 2. Reduction prologues: each reduction first claims the elementwise ops and views it
    reads, walking back from it while an op does not read more bytes from outside the
@@ -48,9 +48,9 @@ from dataclasses import dataclass
 
 from xdsl.ir import Block, Operation, SSAValue
 
-from fuseopt.cost_model import value_bytes
 from fuseopt.dialects import nn
-from fuseopt.passes.fusion_legality import (
+from fuseopt.passes.nn_fuse.cost_model import value_bytes
+from fuseopt.passes.nn_fuse.legality import (
     MATMUL,
     GroupFacts,
     GroupInfo,
@@ -349,8 +349,11 @@ class _Partition:
         return sum(
             value_bytes(v)
             for v in set(op.operands)
-            if not (isinstance(v.owner, Operation) and v.owner in self.order
-                    and self.group(v.owner) == g)
+            if not (
+                isinstance(v.owner, Operation)
+                and v.owner in self.order
+                and self.group(v.owner) == g
+            )
             and v not in read
             and not isinstance(v.owner, nn.ConstantOp)
         )

@@ -1,6 +1,6 @@
 """Legality of fusion groups: which sets of nn ops may become one kernel.
 
-`nn-fuse` (passes/nn_fuse.py) grows groups greedily and checks every merge. A group is a
+`nn-fuse` (passes/nn_fuse/nn_fuse.py) grows groups greedily and checks every merge. A group is a
 set of top-level ops of one block; it is legal when it matches one of three kernel
 shapes, each with one *domain* (the index space the kernel iterates over):
 
@@ -23,7 +23,7 @@ Side ops must depend only on group inputs and other side ops, must have no users
 the group, and the number of non-view side ops is bounded by `max_recompute`.
 Reductions and matmuls are never side ops, so no group duplicates one.
 
-Finally, a group must be one *iteration space* for the tiler (`tiling_analysis.analyze`),
+Finally, a group must be one *iteration space* for the tiler (`analysis.analyze`),
 so that convert-nn-to-tile makes exactly one `tile.kernel` of every fusion nn-fuse forms:
 a view the tiler cannot index inside the group (a transpose, a strided slice, cuts on two
 axes, a reshape that regroups dims next to a broadcast, ...) makes the group illegal, and
@@ -37,7 +37,7 @@ rule depends only on the domain and on where an op's operands come from), so gro
 group of n ops one op at a time costs O(n), not O(n^2). Where only the whole union can
 tell (see `check_union`), it says so and `check_group` decides.
 
-Cycles between groups are the grouping algorithm's business (`fusion_grouping`).
+Cycles between groups are the grouping algorithm's business (`grouping`).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
-from fuseopt.passes.tiling_analysis import (
+from fuseopt.passes.convert_nn_to_tile.analysis import (
     AmbiguousDomain,
     AxisSummary,
     ClassSpace,
@@ -354,7 +354,7 @@ def fusion_operands(members: Sequence[Operation]) -> tuple[list[Operation], list
 def kernel_group(
     ops: Collection[Operation], outputs: list[SSAValue], order: dict[Operation, int]
 ) -> Group:
-    """The tiler's view of a group, as `fusion_outlining` will build the fusion: splat
+    """The tiler's view of a group, as `outlining` will build the fusion: splat
     constants read by the group first, then its ops in program order; every other
     value from outside is an input."""
     members = sorted(ops, key=lambda op: order.get(op, 0))

@@ -31,7 +31,7 @@ from typing import IO, Any
 
 import torch
 
-from fuseopt.kernel_cache import KernelCache, cache_key
+from fuseopt.backends.kernel_cache import KernelCache, cache_key
 
 log = logging.getLogger("fuseopt")
 

@@ -207,9 +207,7 @@ def _read_key(path: Path) -> bytes | None:
         if not stat.S_ISREG(info.st_mode) or info.st_size != KEY_BYTES:
             return None
         getuid = getattr(os, "getuid", None)
-        if getuid is not None and (
-            info.st_uid != getuid() or stat.S_IMODE(info.st_mode) & 0o077
-        ):
+        if getuid is not None and (info.st_uid != getuid() or stat.S_IMODE(info.st_mode) & 0o077):
             return None
         key = f.read(KEY_BYTES + 1)
     return key if len(key) == KEY_BYTES else None
@@ -243,7 +241,8 @@ def load_or_create_key(root: Path) -> tuple[bytes, bool]:
                 return key, False
             log.warning(
                 "fuseopt: the kernel cache key %s is unreadable or not private to you; "
-                "a new key replaces it and every cached entry will be rebuilt", path
+                "a new key replaces it and every cached entry will be rebuilt",
+                path,
             )
         except OSError:  # no hard links on this file system: the last writer's key wins
             pass
@@ -276,7 +275,9 @@ class _StandIns:
                     "compiles in the private directory %s instead (removed at exit, so "
                     "kernels are not kept for later runs; to keep them, set "
                     "FUSEOPT_CACHE_DIR to a directory only you can write)",
-                    requested, why, held.name,
+                    requested,
+                    why,
+                    held.name,
                 )
             return Path(held.name)
 
@@ -393,7 +394,8 @@ class KernelCache:
             if data.startswith(HEADER_PREFIX) and not self._fresh_key:
                 log.warning(
                     "fuseopt: kernel cache entry %s failed authentication (changed since "
-                    "fuseopt wrote it); it is deleted and rebuilt, not run", path
+                    "fuseopt wrote it); it is deleted and rebuilt, not run",
+                    path,
                 )
             try:
                 path.unlink()
@@ -465,7 +467,8 @@ class KernelCache:
             pass
         log.warning(
             "fuseopt: kernel cache entry %s does not hold what its reader expects; "
-            "it is deleted and rebuilt", self.path(namespace, key, name)
+            "it is deleted and rebuilt",
+            self.path(namespace, key, name),
         )
         self.path(namespace, key, name).unlink(missing_ok=True)
         return None

@@ -16,7 +16,7 @@ from xdsl.ir import Block, SSAValue
 from fuseopt.dialects import tile
 
 if TYPE_CHECKING:
-    from fuseopt.passes.tiling_emitter import Context, KernelEmitter
+    from fuseopt.passes.convert_nn_to_tile.emitter import Context, KernelEmitter
 
 
 def emit_matmul(em: KernelEmitter, ctx: Context) -> int:
@@ -54,7 +54,7 @@ def emit_matmul(em: KernelEmitter, ctx: Context) -> int:
     zeros = [em.splat(ctx, 0.0, acc_t) for _ in mms]
     body = Block(arg_types=[IndexType(), *(acc_t for _ in mms)])
     kk, accs = body.args[0], body.args[1:]
-    from fuseopt.passes.tiling_emitter import Context  # the emitter imports this module
+    from fuseopt.passes.convert_nn_to_tile.emitter import Context  # the emitter imports this module
 
     inner = Context(body, ctx.offsets)
     # a dual GEMM loads the shared A tile once and keeps one accumulator per matmul

@@ -11,7 +11,7 @@ The rules (element counts are per program; H100: 4 warps x 32 threads x 8 elemen
 - pointwise, flat: BLOCK = min(next_pow2(n), 1024);
 - pointwise, 2-D (broadcasts): BLOCK_COLS = min(next_pow2(cols), 256), rows to fill
   about 1024 elements; with a transposed value, the tiled dims are the longest suffix
-  every buffer holds as its last axes (`tiling_analysis._tiling_for_transposes`):
+  every buffer holds as its last axes (`analysis._tiling_for_transposes`):
   two dims get 64 x 64 tiles (TRANSPOSE_BLOCK), three dims the innermost whole (up to
   256) and the outer ones filling 4096 elements;
 - row reduction: the whole row in one program when next_pow2(row) <= max_row_block
@@ -30,7 +30,7 @@ Backends set two of these knobs through the same options, not rules of their own
 - the CUDA backend passes `row-cache-bytes` = tile-promote's shared-memory budget: a
   looped reduction whose rows its row cache holds keeps one loop per reduction level
   (re-reads hit shared memory), longer rows compute their statistics online
-  (`tiling_online`); and `row-chunk=4096` (backends/cuda/backend.py CUDA_ROW_CHUNK).
+  (`online`); and `row-chunk=4096` (backends/cuda/backend.py CUDA_ROW_CHUNK).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from fuseopt.passes.tiling_analysis import MATMUL, POINTWISE, REDUCTION, IterationSpace
+from fuseopt.passes.convert_nn_to_tile.analysis import MATMUL, POINTWISE, REDUCTION, IterationSpace
 
 MAX_ROW_BLOCK = 8192
 """Longest row (elements, a power of two) kept whole in one program's registers."""
@@ -69,7 +69,7 @@ class TileOptions:
     row_chunk: int = ROW_CHUNK
     """Column chunk of a looped row reduction (unless block-cols forces one)."""
     online_stats: bool = True
-    """Looped softmax/variance statistics in one pass (`tiling_online`)."""
+    """Looped softmax/variance statistics in one pass (`online`)."""
     row_cache_bytes: int = 0
     """Shared memory per program of the backend's row cache (tile-promote's budget; 0:
     no row cache). A looped reduction whose input rows fit keeps one loop per level
@@ -114,7 +114,7 @@ def tiled_dims(space: IterationSpace) -> list[int]:
     n = len(space.sizes)
     if n == 0:
         return []
-    if space.tiled is not None:  # transposes decided (tiling_analysis)
+    if space.tiled is not None:  # transposes decided (analysis.py)
         return list(space.tiled)
     if space.kind == MATMUL:
         return [n - 2, n - 1]

@@ -4,17 +4,17 @@ Preconditions: composites are decomposed (`nn-decompose`; a composite left over 
 treated as an opaque op and never fused); shapes are static.
 
 Steps, per function body:
-1. Grouping (`fusion_grouping.find_groups`): reductions first claim their cheap
+1. Grouping (`grouping.find_groups`): reductions first claim their cheap
    prologues, then greedy producer-consumer merges in program order, then sibling
-   merges, each checked by `fusion_legality` (one kernel shape: pointwise, reduction or
+   merges, each checked by `legality` (one kernel shape: pointwise, reduction or
    matmul; bounded recompute; no duplicated reduction or matmul; one iteration space)
    and by an acyclicity check on the graph of groups, in time about linear in the ops.
-2. Routing (`fuseopt.cost_model`): memory-bound groups are always a generated `kernel`;
+2. Routing (`cost_model.py`): memory-bound groups are always a generated `kernel`;
    a matmul group takes the fastest of `kernel`, `library_gemm` and `unfused` under the
    roofline model of the target GPU (H100 defaults, overridable below). When a matmul is
    routed `unfused` (bypassed: left to the library), grouping runs again without it, so
    its epilogue ops can join other groups; groups made only of those stay unfused.
-3. Outlining (`fusion_outlining`): each group that computes something and is not routed
+3. Outlining (`outlining`): each group that computes something and is not routed
    `unfused` becomes an `nn.fusion` with attributes `kernel_name`
    (`fused_<n>_<op summary>`, a valid identifier, n counts groups in the module),
    `kind` (pointwise | reduction | matmul) and `route` (kernel | library_gemm). Groups of
@@ -28,7 +28,7 @@ Options:
   route of every matmul group (tests; backends without a GEMM library).
 - `hbm_gbps`, `gemm_tflops`, `sm_count` (integers): override the GPU model (HBM GB/s,
   bf16/f16 matmul TFLOP/s, SM count).
-- `report=true`: print the fusion report (`fuseopt.fusion_report`) to stderr, so that
+- `report=true`: print the fusion report (`fuseopt.passes.nn_fuse.report`) to stderr, so that
   stdout still carries the IR (`fuse-opt ... -p 'nn-fuse{report=true}' > out.mlir`).
 - `dot=FILE`: write the fused graph as Graphviz DOT to FILE.
 """
@@ -45,13 +45,21 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from fuseopt.cost_model import H100, KERNEL, ROUTES, UNFUSED, GPUSpec, choose_route, estimate_routes
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import nn
-from fuseopt.fusion_report import fusion_dot, fusion_report
-from fuseopt.passes.fusion_grouping import FusionGroup, find_groups
-from fuseopt.passes.fusion_legality import MATMUL, VIEW_TYPES
-from fuseopt.passes.fusion_outlining import outline_group, sort_block_topologically
+from fuseopt.passes.nn_fuse.cost_model import (
+    H100,
+    KERNEL,
+    ROUTES,
+    UNFUSED,
+    GPUSpec,
+    choose_route,
+    estimate_routes,
+)
+from fuseopt.passes.nn_fuse.grouping import FusionGroup, find_groups
+from fuseopt.passes.nn_fuse.legality import MATMUL, VIEW_TYPES
+from fuseopt.passes.nn_fuse.outlining import outline_group, sort_block_topologically
+from fuseopt.passes.nn_fuse.report import fusion_dot, fusion_report
 
 SUMMARY_OPS = 4
 """How many distinct op names a kernel name lists."""
@@ -73,8 +81,7 @@ def _group_io(group: FusionGroup) -> tuple[list[SSAValue], list[SSAValue]]:
     members = set(group.ops)
     inputs = dict.fromkeys(v for op in group.ops for v in op.operands if v.owner not in members)
     outputs = [
-        r for op in group.ops for r in op.results
-        if any(u.operation not in members for u in r.uses)
+        r for op in group.ops for r in op.results if any(u.operation not in members for u in r.uses)
     ]
     return list(inputs), outputs
 
@@ -144,17 +151,17 @@ class NNFusePass(ModulePass):
         excluded: set[Operation] = set()
         bypassed_epilogue: set[Operation] = set()
         while True:
-            routed = [(g, self.route_for(g, gpu)) for g in find_groups(
-                block, self.max_recompute, excluded)]
+            routed = [
+                (g, self.route_for(g, gpu))
+                for g in find_groups(block, self.max_recompute, excluded)
+            ]
             bypassed = [g for g, route in routed if route == UNFUSED and g.info.kind == MATMUL]
             if not bypassed:
                 break
             for g in bypassed:
                 excluded.update(op for op in g.ops if isinstance(op, nn.MatmulOp))
                 bypassed_epilogue.update(op for op in g.ops if not isinstance(op, nn.MatmulOp))
-        return [
-            (g, UNFUSED if set(g.ops) <= bypassed_epilogue else route) for g, route in routed
-        ]
+        return [(g, UNFUSED if set(g.ops) <= bypassed_epilogue else route) for g, route in routed]
 
     def _fuse_block(self, block: Block, gpu: GPUSpec, counter: int) -> int:
         summaries: dict[nn.FusionOp, list[Operation]] = {}

@@ -28,12 +28,11 @@ from xdsl.ir import Block, Operation, Region
 from xdsl.passes import PassPipeline
 
 from fuseopt import registry
-from fuseopt.api import KernelRecord, check_options, check_precision
-from fuseopt.cost_model import is_eager_kernel
-from fuseopt.diagnostics import CompileError
+from fuseopt.backends.contract import KernelRecord, check_options, check_precision
+from fuseopt.diagnostics import CompileError, ConfigurationError
 from fuseopt.dialects import nn
-from fuseopt.frontends.fx.errors import ConfigurationError
-from fuseopt.frontends.fx.types import torch_dtype
+from fuseopt.dialects.dtypes import torch_dtype
+from fuseopt.passes.nn_fuse.cost_model import is_eager_kernel
 from fuseopt.pipelines import PIPELINES, PRECISION, run_pipeline
 
 OPTIONS = ("pipeline", "precision")
@@ -74,8 +73,9 @@ def _single_op_source(op: Operation, name: str) -> str:
     for i, arg in enumerate(block.args):
         clone.operands[i] = arg
     block.add_ops([clone, func.ReturnOp(*clone.results)])
-    fn = func.FuncOp(name, ([a.type for a in block.args], [r.type for r in clone.results]),
-                     Region(block))
+    fn = func.FuncOp(
+        name, ([a.type for a in block.args], [r.type for r in clone.results]), Region(block)
+    )
     return str(ModuleOp([fn]))
 
 
@@ -103,7 +103,11 @@ def kernel_records(fn: func.FuncOp) -> list[KernelRecord]:
             name = f"unfused_{unfused}_{op.name.split('.', 1)[-1]}"
             records.append(
                 KernelRecord(
-                    name, (op.name,), "unfused", _single_op_source(op, name), ".mlir",
+                    name,
+                    (op.name,),
+                    "unfused",
+                    _single_op_source(op, name),
+                    ".mlir",
                     "reference interpreter",
                 )
             )

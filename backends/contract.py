@@ -1,0 +1,171 @@
+"""The backend contract: what a fuseopt backend implements, and the registry of backends.
+
+Writing a backend (the contract the Triton and CUDA backends implement)
+-----------------------------------------------------------------------
+A backend is an object with one method,
+
+    backend.compile(module, func_name, options) -> CompiledFunction
+
+called once per compiled region of each ATen graph (forward, backward, and again for
+every new input shape):
+- `module`: the nn IR of the region as the frontend imported it (composites intact, no
+  pass run yet). The backend owns it and may rewrite it in place, typically with
+  `fuseopt.run_pipeline(module, "standard")` (ends in tile IR; "fuse" stops after nn-fuse).
+- `func_name`: the `func.func` to compile; its arguments are the region's inputs, in
+  order, and its results the region's outputs.
+- `options`: the user's keyword options (`fuseopt.compile(..., **options)` or
+  `torch.compile(..., options={...})`) without the frontend's own keys (`backend`,
+  `strict`), plus `mode` when one is set. Reject unknown keys with `check_options`.
+
+The returned CompiledFunction has:
+- `__call__(*tensors) -> Sequence[torch.Tensor]`: the function's results, with the
+  function's result dtypes, on the inputs' device;
+- `kernels`: one `KernelRecord` per kernel it launches. Fill `name`, `ops`, `schedule`,
+  `source` (the emitted text), `suffix` (".py" for Triton, ".cu" for CUDA) and `launch`
+  (the launch configuration in words); the frontend fills `region`;
+- optionally `fused_module`: the nn module right after `fuseopt.pipelines.FUSE` (clone it
+  before lowering further), which `fusion_report()` tabulates; without it the frontend
+  runs FUSE on its own copy of the imported module.
+
+`CompiledModule.save(directory)` then writes every record's `source` as
+`<region>_<name><suffix>` with an index (`index.md`, `index.json`: kernel, region, fused
+ops, schedule, launch, file); records with the same source share one file.
+
+Errors: a `ConfigurationError` (BackendUnavailableError, a bad option) reaches the
+user. Anything else `compile` raises makes that region run eagerly, logged as a
+fallback on logger `fuseopt`; the option `strict=True` raises it instead (backend tests).
+
+Plugging in: define `make_backend() -> Backend` in `fuseopt/backends/<name>/__init__.py`;
+"triton" and "cuda" are in BACKENDS already, so defining that function is all it takes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from xdsl.dialects.builtin import ModuleOp
+
+from fuseopt.diagnostics import BackendUnavailableError, ConfigurationError
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+"""The values `mode` may take (besides None), as in `torch.compile`."""
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """One kernel a compiled model launches.
+
+    Attributes: `name` (an identifier); `ops`, the nn ops it computes (fused into one
+    kernel); `schedule` (for example "pointwise", "row_reduction", "matmul"); `source`,
+    the emitted kernel source when there is one; `suffix`, the file suffix `save()`
+    gives the source (".py", ".cu", ".mlir"); `launch`, the launch configuration in words
+    (grid, block, warps); `region`, the nn function (graph region) it belongs to, filled
+    in by the frontend.
+    """
+
+    name: str
+    ops: tuple[str, ...]
+    schedule: str
+    source: str | None = None
+    suffix: str = ".txt"
+    launch: str = ""
+    region: str = ""
+
+
+class CompiledFunction(Protocol):
+    """What `Backend.compile` returns (see the module docstring)."""
+
+    kernels: Sequence[KernelRecord]
+
+    def __call__(self, *inputs: torch.Tensor) -> Sequence[torch.Tensor]:
+        """Run on the function's arguments; return its results."""
+        ...
+
+
+class Backend(Protocol):
+    """A fuseopt backend (see the module docstring)."""
+
+    def compile(
+        self, module: ModuleOp, func_name: str, options: Mapping[str, Any]
+    ) -> CompiledFunction:
+        """Compile `func_name` of `module`."""
+        ...
+
+
+def check_options(backend: str, options: Mapping[str, Any], known: Collection[str]) -> None:
+    """Raise a ConfigurationError naming the keys of `options` not in `known`."""
+    unknown = sorted(set(options) - set(known) - {"mode"})
+    if unknown:
+        raise ConfigurationError(
+            f"backend '{backend}' has no option(s) {', '.join(map(repr, unknown))} "
+            f"(its options: {', '.join(sorted(set(known) | {'mode'}))})"
+        )
+
+
+def check_mode(mode: object) -> None:
+    """Raise a ConfigurationError unless `mode` is None or one of MODES."""
+    if mode is not None and mode not in MODES:
+        raise ConfigurationError(f"unknown mode {mode!r}; modes are: {', '.join(MODES)}")
+
+
+def check_precision(precision: object) -> str:
+    """`precision` if it is one of `fuseopt.pipelines.PRECISIONS`, else a
+    ConfigurationError (the numerics policy: docs/numerics.md)."""
+    from fuseopt.pipelines import PRECISIONS
+
+    if precision not in PRECISIONS:
+        raise ConfigurationError(
+            f"unknown precision {precision!r}; precisions are: {', '.join(PRECISIONS)}"
+        )
+    return str(precision)
+
+
+def _package_backend(name: str) -> Callable[[], Backend]:
+    def factory() -> Backend:
+        package = f"fuseopt.backends.{name}"
+        try:
+            module = importlib.import_module(package)
+        except ImportError as e:
+            raise BackendUnavailableError(f"backend '{name}' is not available: {e}") from None
+        make = getattr(module, "make_backend", None)
+        if make is None:
+            raise BackendUnavailableError(
+                f"backend '{name}' is not available yet ({package} has no runtime); "
+                f"use backend='interpret' (available: {', '.join(available_backends())})"
+            )
+        return make()
+
+    return factory
+
+
+BACKENDS: dict[str, Callable[[], Backend]] = {
+    "interpret": _package_backend("interpret"),
+    "triton": _package_backend("triton"),
+    "cuda": _package_backend("cuda"),
+}
+"""fuseopt backends by name (lazy factories)."""
+
+
+def available_backends() -> list[str]:
+    """Names of the backends that can be built now."""
+    names = []
+    for name in BACKENDS:
+        try:
+            if hasattr(importlib.import_module(f"fuseopt.backends.{name}"), "make_backend"):
+                names.append(name)
+        except ImportError:
+            continue
+    return names
+
+
+def resolve_backend(name: object) -> Backend:
+    """The backend called `name`, or a BackendUnavailableError saying why not."""
+    if not isinstance(name, str) or name not in BACKENDS:
+        raise BackendUnavailableError(
+            f"unknown backend {name!r}; fuseopt backends are: {', '.join(BACKENDS)}"
+        )
+    return BACKENDS[name]()
