@@ -59,6 +59,7 @@ from xdsl.traits import (
     Pure,
 )
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 from fuseopt.dialects.syntax import (
     array_values,
@@ -1396,6 +1397,23 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[values])
 
 
+class FusionKind(StrEnum):
+    """The iteration space of a fusion group (nn-fuse's `kind` attribute)."""
+
+    POINTWISE = "pointwise"
+    REDUCTION = "reduction"
+    MATMUL = "matmul"
+
+
+class Route(StrEnum):
+    """How a fusion group is lowered (nn-fuse's `route` attribute, from its cost model):
+    a generated kernel, a library GEMM with its epilogue, or its ops one at a time."""
+
+    KERNEL = "kernel"
+    LIBRARY_GEMM = "library_gemm"
+    UNFUSED = "unfused"
+
+
 @irdl_op_definition
 class FusionOp(IRDLOperation):
     """A fusion group: ops that become one kernel, intermediates kept on chip.
@@ -1416,6 +1434,10 @@ class FusionOp(IRDLOperation):
     name = "nn.fusion"
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
+    # set by nn-fuse
+    kind = opt_attr_def(StringAttr)
+    route = opt_attr_def(StringAttr)
+    kernel_name = opt_attr_def(StringAttr)
     body = region_def("single_block")
     traits = traits_def(IsolatedFromAbove())
 
@@ -1430,7 +1452,18 @@ class FusionOp(IRDLOperation):
             operands=[inputs], result_types=[result_types], regions=[body], attributes=attributes
         )
 
+    @property
+    def route_kind(self) -> Route:
+        """How the group is lowered: its `route`; a group nn-fuse did not route (written
+        by hand) is a generated kernel, the only lowering every group has."""
+        return Route.KERNEL if self.route is None else Route(self.route.data)
+
     def verify_(self) -> None:
+        for name, values in (("kind", FusionKind), ("route", Route)):
+            attr = getattr(self, name)
+            if attr is not None and attr.data not in values.__members__.values():
+                known = ", ".join(f'"{v.value}"' for v in values)
+                raise VerifyException(f"{name} must be one of {known}, got {attr}")
         block = self.body.block
         arg_types = [a.type for a in block.args]
         in_types = [v.type for v in self.inputs]

@@ -40,7 +40,9 @@ allowed) and an integer of the element type for integer tiles (0 or 1 for i1). T
 dims produced by convert-nn-to-tile are powers of two, except in `whole_tensor` kernels
 (one program, whole-tensor tiles, one nn op: both backends print those specially).
 
-Kernel attributes a printer reads (set by convert-nn-to-tile, then tile-promote):
+Kernel attributes later stages read are declared on `tile.kernel` and typed (set by
+convert-nn-to-tile, then tile-promote; `KERNEL_ATTRIBUTE_STAGES` says which); a stage
+that needs one that is missing raises a located error naming the stage that sets it:
 `schedule` ("pointwise", "row_reduction", "row_reduction_looped", "matmul",
 "whole_tensor"), `iteration_sizes` / `block_sizes` (per iteration dim), `reduce_dim`,
 `block_k` and `group_m` (matmul), `candidates` (autotuning configs as pass options),
@@ -66,6 +68,7 @@ from typing import ClassVar
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseArrayBase,
     FloatAttr,
     IndexType,
@@ -109,6 +112,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from fuseopt.diagnostics import error_at
 from fuseopt.dialects.syntax import (
     array_values,
     int_array,
@@ -132,6 +136,7 @@ from fuseopt.dialects.tile_verification import (
     check_kernel_nn_ops,
     check_launch_knobs,
     check_tile_box,
+    check_tiling_attributes,
     fill_attr,
     fill_value,
 )
@@ -172,6 +177,46 @@ SHARED = MemorySpaceAttr(MemorySpace.SHARED)
 
 OPERAND_STAGING = (MemorySpace.SHARED, MemorySpace.REGISTERS)
 """Where a matmul kernel may stage its operand tiles (its `operand_staging`)."""
+
+
+class Schedule(StrEnum):
+    """How convert-nn-to-tile laid a kernel out: its `schedule` attribute, which both
+    printers and tile-promote dispatch on."""
+
+    POINTWISE = "pointwise"
+    ROW_REDUCTION = "row_reduction"
+    ROW_REDUCTION_LOOPED = "row_reduction_looped"
+    MATMUL = "matmul"
+    WHOLE_TENSOR = "whole_tensor"
+
+
+KERNEL_ATTRIBUTE_STAGES: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "schedule",
+            "iteration_sizes",
+            "block_sizes",
+            "reduce_dim",
+            "block_k",
+            "group_m",
+            "candidates",
+        ),
+        "convert-nn-to-tile",
+    ),
+    **dict.fromkeys(
+        (
+            "num_warps",
+            "num_stages",
+            "vector_width",
+            "shared_bytes",
+            "row_cache",
+            "operand_staging",
+        ),
+        "tile-promote",
+    ),
+}
+"""The attributes `tile.kernel` declares besides its name and grid, and the stage that
+sets each (named in the error when a later stage needs one that is missing)."""
 
 
 def memory_space(t: MemRefType) -> MemorySpace:
@@ -252,10 +297,12 @@ class ReturnOp(IRDLOperation):
 class KernelOp(IRDLOperation):
     """A kernel: a symbol whose body runs once per program of a `grid`-dimensional grid.
 
-    The entry block's arguments are the kernel's buffers (global memrefs). Attributes
-    record the schedule and tuning decisions (`schedule`, block sizes, `num_warps`,
-    `num_stages`, `vector_width`, `candidates`, `operand_staging` = "shared" |
-    "registers", ...); see convert-nn-to-tile and tile-promote. Unless `schedule` is
+    The entry block's arguments are the kernel's buffers (global memrefs). Declared,
+    verified attributes record the schedule and tuning decisions (`schedule`, a
+    Schedule; block sizes, `num_warps`, `num_stages`, `vector_width`, `candidates`,
+    `operand_staging` = "shared" | "registers", ...; see the module docstring);
+    `require_schedule`, `require_int` and `require_launch_knobs` read them for stages
+    that cannot go on without them. Unless `schedule` is
     "whole_tensor", the only nn ops in the body are elementwise ones and splat
     `nn.constant`s. The launch knobs must be in range (`num_warps` a power of two up to
     32, `num_stages` 1 to 8; see the module docstring).
@@ -274,6 +321,21 @@ class KernelOp(IRDLOperation):
     name = "tile.kernel"
     sym_name = attr_def(StringAttr)
     grid = attr_def(IntegerAttr)
+    # set by convert-nn-to-tile
+    schedule = opt_attr_def(StringAttr)
+    iteration_sizes = opt_attr_def(DenseArrayBase)
+    block_sizes = opt_attr_def(DenseArrayBase)
+    reduce_dim = opt_attr_def(IntegerAttr)
+    block_k = opt_attr_def(IntegerAttr)
+    group_m = opt_attr_def(IntegerAttr)
+    candidates = opt_attr_def(ArrayAttr)
+    # set by tile-promote
+    num_warps = opt_attr_def(IntegerAttr)
+    num_stages = opt_attr_def(IntegerAttr)
+    vector_width = opt_attr_def(IntegerAttr)
+    shared_bytes = opt_attr_def(IntegerAttr)
+    row_cache = opt_attr_def(ArrayAttr)
+    operand_staging = opt_attr_def(StringAttr)
     body = region_def("single_block")
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
     RESERVED: ClassVar[tuple[str, ...]] = ("sym_name", "grid")
@@ -303,6 +365,47 @@ class KernelOp(IRDLOperation):
         """The kernel's buffer parameter types."""
         return [a.type for a in self.body.block.args]  # type: ignore[misc]
 
+    @property
+    def schedule_kind(self) -> Schedule | None:
+        """The `schedule` attribute as a Schedule (None when there is none)."""
+        return None if self.schedule is None else Schedule(self.schedule.data)
+
+    def require_schedule(self) -> Schedule:
+        """The schedule, or a CompileError located at the kernel when it has none: a
+        stage that dispatches on it never guesses one."""
+        return Schedule(self.require("schedule").data)  # type: ignore[attr-defined]
+
+    def require_int(self, name: str) -> int:
+        """The value of integer attribute `name`, or a located CompileError."""
+        return self.require(name).value.data  # type: ignore[attr-defined]
+
+    def require_launch_knobs(self) -> tuple[int, int]:
+        """(`num_warps`, `num_stages`), or a located CompileError when tile-promote has
+        not set them."""
+        return self.require_int("num_warps"), self.require_int("num_stages")
+
+    def require(self, name: str) -> Attribute:
+        """Declared attribute `name`, or a CompileError located at the kernel that names
+        the stage that sets it (KERNEL_ATTRIBUTE_STAGES)."""
+        attr = getattr(self, name)
+        if attr is None:
+            raise error_at(
+                self,
+                f"tile.kernel @{self.sym_name.data} has no `{name}` attribute "
+                f"({KERNEL_ATTRIBUTE_STAGES[name]} sets it)",
+            )
+        return attr
+
+    def int_attr(self, name: str) -> int | None:
+        """The value of integer attribute `name` (one of the declared ones), or None."""
+        attr = getattr(self, name)
+        return None if attr is None else attr.value.data
+
+    def array_attr(self, name: str) -> tuple[int, ...] | None:
+        """The values of i64 array attribute `name` (`iteration_sizes`, `block_sizes`)."""
+        attr = getattr(self, name)
+        return None if attr is None else array_values(attr)
+
     def verify_(self) -> None:
         check_i64(self.grid, "grid")
         if not 1 <= self.grid_rank <= 3:
@@ -315,14 +418,15 @@ class KernelOp(IRDLOperation):
             raise VerifyException("tile.kernel body must end in tile.return")
         if enclosing_kernel(self) is not None:
             raise VerifyException("tile.kernel cannot be nested in another kernel")
-        staging = self.attributes.get("operand_staging")
-        if staging is not None and (
-            not isinstance(staging, StringAttr) or staging.data not in OPERAND_STAGING
-        ):
+        staging = self.operand_staging
+        if staging is not None and staging.data not in OPERAND_STAGING:
             raise VerifyException(f'operand_staging must be "shared" or "registers", got {staging}')
+        if self.schedule is not None and self.schedule.data not in Schedule.__members__.values():
+            known = ", ".join(f'"{k.value}"' for k in Schedule)
+            raise VerifyException(f"schedule must be one of {known}, got {self.schedule}")
         check_launch_knobs(self)
-        schedule = self.attributes.get("schedule")
-        check_kernel_nn_ops(self, schedule.data if isinstance(schedule, StringAttr) else None)
+        check_tiling_attributes(self, len(self.body.block.args))
+        check_kernel_nn_ops(self, self.schedule.data if self.schedule is not None else None)
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
+    DictionaryAttr,
     FileLineColLoc,
     FloatAttr,
     IndexType,
@@ -23,7 +24,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from fuseopt.dialects import nn
-from fuseopt.dialects.syntax import is_bool, is_float, shape_str
+from fuseopt.dialects.syntax import array_values, is_bool, is_float, shape_str
 
 TILE_NN_OPS = nn.ELEMENTWISE_OPS
 """The nn ops a tiled kernel applies to tiles, besides splat `nn.constant`: the
@@ -142,6 +143,52 @@ def check_launch_knobs(kernel: Operation) -> None:
         if not least <= value <= most:
             kind = "a power of two" if power_of_two else "an integer"
             raise VerifyException(f"{name} must be {kind} from {least} to {most}, got {value}")
+
+
+def check_tiling_attributes(kernel: Operation, n_params: int) -> None:
+    """convert-nn-to-tile's and tile-promote's structured kernel attributes, where
+    present: `iteration_sizes` and `block_sizes` are i64 arrays of one positive size per
+    iteration dim, `reduce_dim` one of those dims, `block_k`/`group_m` positive i64,
+    `candidates` a list of dictionaries of i64 integers, `row_cache` distinct parameter
+    indices."""
+    sizes, blocks = (kernel.attributes.get(n) for n in ("iteration_sizes", "block_sizes"))
+    for name, attr in (("iteration_sizes", sizes), ("block_sizes", blocks)):
+        if attr is not None:
+            check_i64(attr, name)
+            if any(v < 1 for v in array_values(attr)):
+                raise VerifyException(f"{name} must be positive, got {list(array_values(attr))}")
+    rank = len(array_values(sizes)) if sizes is not None else None
+    if blocks is not None and rank is not None and len(array_values(blocks)) != rank:
+        raise VerifyException(
+            f"block_sizes has {len(array_values(blocks))} entries for {rank} iteration dims"
+        )
+    for name in ("reduce_dim", "block_k", "group_m"):
+        attr = kernel.attributes.get(name)
+        if attr is None:
+            continue
+        if not isinstance(attr, IntegerAttr):
+            raise VerifyException(f"{name} must be an integer, got {attr}")
+        check_i64(attr, name)
+        value = attr.value.data
+        least = 0 if name == "reduce_dim" else 1
+        if value < least or (name == "reduce_dim" and rank is not None and value >= rank):
+            raise VerifyException(f"{name} is out of range: {value}")
+    candidates = kernel.attributes.get("candidates")
+    if candidates is not None:
+        for c in candidates.data:  # type: ignore[attr-defined]
+            if not isinstance(c, DictionaryAttr) or not all(
+                isinstance(v, IntegerAttr) for v in c.data.values()
+            ):
+                raise VerifyException(f"candidates must be dictionaries of integers, got {c}")
+    cached = kernel.attributes.get("row_cache")
+    if cached is not None:
+        indices = [a.value.data if isinstance(a, IntegerAttr) else None for a in cached.data]  # type: ignore[attr-defined]
+        if any(i is None or not 0 <= i < n_params for i in indices) or len(set(indices)) != len(
+            indices
+        ):
+            raise VerifyException(
+                f"row_cache must list distinct parameter indices below {n_params}, got {cached}"
+            )
 
 
 def check_kernel_nn_ops(kernel: Operation, schedule: str | None) -> None:

@@ -55,7 +55,6 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float16Type,
     ModuleOp,
-    StringAttr,
     TensorType,
     f32,
 )
@@ -64,7 +63,6 @@ from xdsl.passes import ModulePass
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_float
-from fuseopt.passes.nn_fuse.cost_model import LIBRARY_GEMM
 from fuseopt.passes.nn_fuse.legality import VIEW_TYPES
 
 
@@ -202,8 +200,7 @@ def widen_fusion(fusion: nn.FusionOp) -> None:
     block = fusion.body.block
     if not any(is_narrow_float(v.type) for op in block.ops for v in (*op.operands, *op.results)):
         return
-    route = fusion.attributes.get("route")
-    library = isinstance(route, StringAttr) and route.data == LIBRARY_GEMM
+    library = fusion.route_kind == nn.Route.LIBRARY_GEMM
     _RegionWidener(block, wide_matmuls=not library).run()
 
 

@@ -105,15 +105,13 @@ class TilePromotePass(ModulePass):
 def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int, row_budget: int) -> None:
     """Apply the three promotion steps to one kernel (idempotent). `budget` bounds the
     kernel's shared memory, `row_budget` its row cache."""
-    schedule = kernel.attributes.get("schedule")
-    kind = schedule.data if isinstance(schedule, StringAttr) else "pointwise"
+    kind = kernel.require_schedule()
     used = 0
-    if kind == "row_reduction_looped":
-        done = kernel.attributes.get("shared_bytes")
-        if "row_cache" not in kernel.attributes:
+    if kind == tile.Schedule.ROW_REDUCTION_LOOPED:
+        if kernel.row_cache is None:
             used = _cache_rows(kernel, row_budget)
-        elif isinstance(done, IntegerAttr):  # promoted before: keep what it recorded
-            used = done.value.data
+        elif kernel.shared_bytes is not None:  # promoted before: keep what it recorded
+            used = kernel.shared_bytes.value.data
     tiles = [o for o in kernel.walk() if isinstance(o, tile.LoadOp | tile.StoreOp | tile.DotOp)]
     shapes = [_tile_shape(o) for o in tiles]
     biggest = max((math.prod(s) for s in shapes), default=1)
@@ -128,7 +126,7 @@ def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int, row_budget: 
     inner_size = min((b.get_shape()[-1] for b in globals_ if b.get_shape()), default=1)
     knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow)
     n_stages = knobs.num_stages
-    if kind == "matmul":
+    if kind == tile.Schedule.MATMUL:
         n_stages = stages
         while n_stages > 1 and matmul_shared_bytes(kernel, n_stages, budget) > budget:
             n_stages -= 1
@@ -136,11 +134,11 @@ def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int, row_budget: 
         staging = "shared" if used <= budget else "registers"
         if staging == "registers":
             used = 0
-        kernel.attributes["operand_staging"] = StringAttr(staging)
-    kernel.attributes["num_warps"] = IntegerAttr(knobs.num_warps, i64)
-    kernel.attributes["num_stages"] = IntegerAttr(n_stages, i64)
-    kernel.attributes["vector_width"] = IntegerAttr(knobs.vector_width, i64)
-    kernel.attributes["shared_bytes"] = IntegerAttr(used, i64)
+        kernel.operand_staging = StringAttr(staging)
+    kernel.num_warps = IntegerAttr(knobs.num_warps, i64)
+    kernel.num_stages = IntegerAttr(n_stages, i64)
+    kernel.vector_width = IntegerAttr(knobs.vector_width, i64)
+    kernel.shared_bytes = IntegerAttr(used, i64)
 
 
 def matmul_shared_bytes(kernel: tile.KernelOp, stages: int, budget: int) -> int:
@@ -254,7 +252,7 @@ def _cache_rows(kernel: tile.KernelOp, budget: int) -> int:
             load.result.replace_all_uses_with(new.result)
             block.erase_op(load)
     if cached:
-        kernel.attributes["row_cache"] = ArrayAttr([IntegerAttr(i, i64) for i in cached])
+        kernel.row_cache = ArrayAttr([IntegerAttr(i, i64) for i in cached])
     return used
 
 

@@ -35,7 +35,7 @@ INJECTED = 'pointwise\\n#include <stdlib.h>\\nint evil = system(\\"id\\");\\n\\"
 """A schedule attribute (MLIR string escapes) whose lines would be C++ or close a docstring."""
 
 EXP_KERNEL = """
-tile.kernel @NAME grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) attributes {schedule = "SCHEDULE"} {
+tile.kernel @NAME grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) attributes {schedule = "SCHEDULE", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %p = tile.program_id 0
   %c16 = arith.constant 16 : index
   %o = arith.muli %p, %c16 : index
@@ -69,25 +69,12 @@ def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
-def test_cuda_schedule_text_stays_in_its_comment() -> None:
-    (k,) = print_cuda(fuseopt.parse(kernel("k", schedule=INJECTED)))
-    assert "system(" not in k.source and "evil" not in k.source.replace("_evil_", "")
-    assert not any(line.startswith("int ") for line in k.source.splitlines())
-    assert k.source.count("#include <stdlib.h>") == 0
-    head = k.source.splitlines()[0]
-    assert re.fullmatch(r"// fuseopt CUDA kernel `k` \(schedule: [A-Za-z0-9_]+\)", head), head
-    assert re.fullmatch(r"[A-Za-z0-9_]+", k.schedule)  # records (fusion report, index.md)
-
-
-def test_triton_schedule_text_stays_in_its_docstring() -> None:
-    printed = print_triton(fuseopt.parse(kernel("k", schedule=INJECTED)))
-    source = printed.source
-    assert re.fullmatch(r"[A-Za-z0-9_]+", printed.kernels[0].schedule)
-    tree = ast.parse(source)
-    (k,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "k"]
-    doc = ast.get_docstring(k) or ""
-    assert re.fullmatch(r"Schedule [A-Za-z0-9_]+\.", doc), doc
-    assert "system(" not in source
+def test_schedule_text_never_reaches_a_printer() -> None:
+    """A schedule is one of the tiler's names: the verifier rejects any other text (an
+    injection attempt here) with a located error, so neither printer ever sees it."""
+    with pytest.raises(fuseopt.CompileError, match="schedule must be one of") as e:
+        fuseopt.parse(kernel("k", schedule=INJECTED), "inj.mlir")
+    assert "inj.mlir:2:1" in str(e.value)
 
 
 def triton_run(text: str, cache: Path) -> tuple[torch.Tensor, ...]:
@@ -196,8 +183,7 @@ def test_cuda_kernel_named_like_a_math_function_builds_and_runs(tmp_path: Path) 
     from fuseopt.backends.cuda.backend import CudaBackend
     from fuseopt.backends.cuda.emulation import EmulatedFunction
 
-    error = "pointwise\\n#error injected\\n"
-    text = kernel("expf", schedule=error) + kernel("launch_expf", op="neg")
+    text = kernel("expf") + kernel("launch_expf", op="neg")
     fn = CudaBackend().compile(fuseopt.parse(text + host("expf", "launch_expf")), "main", {})
     x = torch.arange(64.0) / 8
     y, z = EmulatedFunction(fn, tmp_path)(x)

@@ -91,7 +91,7 @@ def _run_tile_ir(text: str, cache: Path, *inputs: torch.Tensor) -> tuple[torch.T
 
 
 REDUCE = """
-tile.kernel @k grid 1 (%x: memref<4x8xT>, %y: memref<4xT>) {
+tile.kernel @k grid 1 (%x: memref<4x8xT>, %y: memref<4xT>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %c0 = arith.constant 0 : index
   %v = tile.load %x[%c0, %c0] : memref<4x8xT> -> tensor<4x8xT>
   %r = tile.reduce KIND %v axis 1 : tensor<4x8xT> -> tensor<4xT>
@@ -186,7 +186,8 @@ def cast_module(pairs: list[tuple[str, str]], n: int = 32) -> str:
         [f"memref<{n}x{s}>" for s in sources] + [f"memref<{n}x{d}>" for _, d in pairs]
     )
     return "\n".join(
-        [f"tile.kernel @casts grid 1 ({', '.join(params)}) {{", *body, "  tile.return", "}",
+        [f"tile.kernel @casts grid 1 ({', '.join(params)}) attributes {{schedule = \"pointwise\", "
+         "num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {", *body, "  tile.return", "}",
          f"func.func @main({', '.join(host)}) {{",
          f"  tile.launch @casts grid [1] ({args}) : {types}", "  func.return", "}"]
     )  # fmt: skip

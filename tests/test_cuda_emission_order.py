@@ -9,7 +9,7 @@ from fuseopt.backends.cuda.emission_order import late_loads_order, written_param
 from fuseopt.dialects import tile
 
 KERNEL = """
-tile.kernel @k grid 1 (%a: memref<8xf32>, %w: memref<8xf32>, %o: memref<8xf32>) {
+tile.kernel @k grid 1 (%a: memref<8xf32>, %w: memref<8xf32>, %o: memref<8xf32>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %c0 = arith.constant 0 : index
   %wt = tile.load %w[%c0] : memref<8xf32> -> tensor<8xf32>
   %wn = nn.neg %wt : tensor<8xf32>

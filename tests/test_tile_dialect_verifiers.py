@@ -28,7 +28,9 @@ from fuseopt.dialects import tile
 
 I64_MIN = -(2**63)
 
-ROW_MAX = f"""tile.kernel @k grid 1 (%x: memref<3xi64>, %y: memref<1xi64>) {{
+ROW_MAX = f"""tile.kernel @k grid 1 (%x: memref<3xi64>, %y: memref<1xi64>) attributes {{
+  schedule = "row_reduction", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 2 : i64
+}} {{
   %c0 = arith.constant 0 : index
   %t = tile.load %x[%c0] fill {I64_MIN} : memref<3xi64> -> tensor<4xi64>
   %r = tile.reduce max %t axis 0 : tensor<4xi64> -> tensor<i64>

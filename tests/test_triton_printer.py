@@ -123,7 +123,7 @@ def test_nn_ir_is_a_clear_error() -> None:
 def test_unprintable_tile_is_a_located_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.mlir"
     bad.write_text(
-        """tile.kernel @odd grid 1 (%x: memref<6xf32>, %y: memref<6xf32>) {
+        """tile.kernel @odd grid 1 (%x: memref<6xf32>, %y: memref<6xf32>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %c0 = arith.constant 0 : index
   %t = tile.load %x[%c0] : memref<6xf32> -> tensor<6xf32>
   tile.store %t, %y[%c0] : tensor<6xf32>, memref<6xf32>

@@ -26,7 +26,6 @@ from collections.abc import Callable
 
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
-    IntegerAttr,
     MemRefType,
     TensorType,
     f32,
@@ -58,8 +57,7 @@ class KernelEmitter:
         self.c_name = c_name
         self.names = NameTable()
         self.names.taken.update({"fo_tid", "fo_lane", "fo_warp", "fo_smem", c_name})
-        attrs = kernel.attributes
-        warps = _int_attr(attrs.get("num_warps"), 4)
+        warps = kernel.require_int("num_warps")
         if warps not in (1, 2, 4, 8, 16, 32):
             raise self.error(f"num_warps must be a power of two up to 32, got {warps}")
         # WMMA accumulators live in registers: keep them near 64 per thread (the gated
@@ -73,10 +71,7 @@ class KernelEmitter:
             warps *= 2
         self.warps = warps
         self.nt = warps * 32
-        widest = max(
-            (op_table.element_bytes(t.element_type) for t in kernel.param_types), default=4
-        )
-        self.vector = _int_attr(attrs.get("vector_width"), max(1, 16 // widest))
+        self.vector = kernel.require_int("vector_width")
         if self.vector & (self.vector - 1):
             self.vector = 1
         self.values: dict[SSAValue, Val | Buffer | str] = {}
@@ -406,10 +401,6 @@ class KernelEmitter:
             lay, lambda k, j: f"{self.slot(out, k, j)} = {expr([self.slot(x, k, j) for x in ins])};"
         )
         self.values[result] = out
-
-
-def _int_attr(attr: Attribute | None, default: int) -> int:
-    return attr.value.data if isinstance(attr, IntegerAttr) else default
 
 
 # --------------------------------------------------------------------------- core ops

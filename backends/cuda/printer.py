@@ -17,13 +17,13 @@ from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.utils.target import Target
 
 from fuseopt.backends.cuda import op_table
 from fuseopt.backends.cuda.emission_order import written_params
 from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
-from fuseopt.backends.cuda.names import NameTable, sanitize
+from fuseopt.backends.cuda.names import NameTable
 from fuseopt.backends.cuda.prelude import CP_ASYNC, PRELUDE, WMMA_INCLUDE
 from fuseopt.backends.cuda.whole_tensor import print_whole_tensor
 from fuseopt.diagnostics import error_at
@@ -95,13 +95,12 @@ def _host_launcher(
 
 def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) -> CudaKernel:
     """Print one kernel as a self-contained translation unit."""
-    schedule_attr = k.attributes.get("schedule")
-    schedule = schedule_attr.data if isinstance(schedule_attr, StringAttr) else "custom"
+    schedule = k.require_schedule()
     ops = tuple(o.name for o in k.walk() if o.dialect_name() == "nn")
     own_grid: tuple[int, ...] | None = None
     wmma = cp_async = False
     tables: list[str] = []
-    whole = print_whole_tensor(k, c_name) if schedule == "whole_tensor" else None
+    whole = print_whole_tensor(k, c_name) if schedule == tile.Schedule.WHOLE_TENSOR else None
     if whole is not None:
         body, threads, blocks = whole
         smem, own_grid = 0, (blocks,)
@@ -111,13 +110,10 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
         threads, smem, wmma, tables = em.nt, em.smem_bytes, em.uses_wmma, em.constants
         cp_async = em.uses_cp_async
     launch_grid = own_grid or grid or (1,) * k.grid_rank
-    warps = k.attributes.get("num_warps")
-    shown = sanitize(schedule, "custom")  # input text: only identifier characters go out
     head = [
-        f"// fuseopt CUDA kernel `{c_name}` (schedule: {shown})",
+        f"// fuseopt CUDA kernel `{c_name}` (schedule: {schedule.value})",
         f"// launch: grid ({', '.join(map(str, launch_grid))}), block ({threads}), "
-        f"dynamic shared memory {smem} bytes"
-        + (f", num_warps {warps.value.data}" if isinstance(warps, IntegerAttr) else ""),
+        f"dynamic shared memory {smem} bytes, num_warps {k.require_int('num_warps')}",
         f"// build: nvcc -arch=sm_90 -c {c_name}.cu",
     ]
     parts = ["\n".join(head) + "\n", PRELUDE]
@@ -135,7 +131,15 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
         for i, t in enumerate(k.param_types)
     )
     return CudaKernel(
-        k.sym_name.data, c_name, "\n".join(parts), threads, smem, own_grid, shown, ops, params
+        k.sym_name.data,
+        c_name,
+        "\n".join(parts),
+        threads,
+        smem,
+        own_grid,
+        schedule.value,
+        ops,
+        params,
     )
 
 

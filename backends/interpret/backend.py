@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import PassPipeline
 
@@ -45,11 +45,6 @@ def find_func(module: ModuleOp, name: str) -> func.FuncOp:
         if isinstance(op, func.FuncOp) and op.sym_name.data == name:
             return op
     raise CompileError(f"no function @{name} in the compiled module")
-
-
-def _attr(op: nn.FusionOp, key: str, default: str) -> str:
-    a = op.attributes.get(key)
-    return a.data if isinstance(a, StringAttr) else default
 
 
 def group_source(op: nn.FusionOp, name: str) -> str:
@@ -87,13 +82,13 @@ def kernel_records(fn: func.FuncOp) -> list[KernelRecord]:
     for op in fn.body.block.ops:
         if isinstance(op, nn.FusionOp):
             body = [o for o in op.body.block.ops if not isinstance(o, nn.YieldOp | nn.ConstantOp)]
-            route = _attr(op, "route", "kernel")
-            name = _attr(op, "kernel_name", f"fusion_{len(records)}")
+            route = op.route_kind
+            name = op.kernel_name.data if op.kernel_name is not None else f"fusion_{len(records)}"
             records.append(
                 KernelRecord(
                     name,
                     tuple(o.name for o in body),
-                    _attr(op, "kind", "fusion"),
+                    op.kind.data if op.kind is not None else "fusion",
                     group_source(op, name),
                     ".mlir",
                     f"route {route}, reference interpreter",

@@ -42,7 +42,7 @@ from fuseopt.backends.triton.indexing import (
     loop_range,
 )
 from fuseopt.backends.triton.kernel_memory import MemoryPrinter
-from fuseopt.backends.triton.names import NameTable, sanitize
+from fuseopt.backends.triton.names import NameTable
 from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import nn, tile
 from fuseopt.dialects.syntax import array_values, is_float
@@ -116,10 +116,9 @@ class KernelPrinter(MemoryPrinter):
             self.expr[arg] = self.names.fresh(f"{hint}_ptr")
             params.append(self.expr[arg])
         self._body(k.body.block)
-        schedule = k.attributes.get("schedule")
-        about = sanitize(schedule.data) if hasattr(schedule, "data") else "custom"
-        blocks = k.attributes.get("block_sizes")
-        sizes = f"; block sizes {list(array_values(blocks))}" if blocks is not None else ""
+        about = k.require_schedule().value
+        blocks = k.array_attr("block_sizes")
+        sizes = f"; block sizes {list(blocks)}" if blocks is not None else ""
         head = [
             "@triton.jit",
             f"def {self.py_name}({', '.join(params)}):",

@@ -182,8 +182,7 @@ def _check_origin(op: Operation, offsets: list[SSAValue]) -> None:
 
 def is_whole_tensor(kernel: tile.KernelOp) -> bool:
     """Is `kernel` a whole-tensor fallback (printed with torch)?"""
-    schedule = kernel.attributes.get("schedule")
-    return getattr(schedule, "data", None) == "whole_tensor"
+    return kernel.require_schedule() == tile.Schedule.WHOLE_TENSOR
 
 
 __all__ = ["is_whole_tensor", "print_torch_kernel"]

@@ -51,7 +51,6 @@ from xdsl.dialects.builtin import (
     FunctionType,
     MemRefType,
     ModuleOp,
-    StringAttr,
     TensorType,
     UnitAttr,
 )
@@ -242,10 +241,8 @@ class HostLowering:
                 if inner not in outs:
                     outs[inner] = self._result_buffer(r)
                 self.buffers[r] = outs[inner]
-            name = op.attributes.get("kernel_name")
-            hint = name.data if isinstance(name, StringAttr) else "fused"
-            route = op.attributes.get("route")
-            if isinstance(route, StringAttr) and route.data == "library_gemm":
+            hint = op.kernel_name.data if op.kernel_name is not None else "fused"
+            if op.route_kind == nn.Route.LIBRARY_GEMM:
                 self._library_gemm(group, ins, outs, hint)
             else:
                 self._group(group, ins, outs, hint)

@@ -204,7 +204,8 @@ class KernelEmitter:
         params = [self.view_type(v) for v in g.inputs]
         params += [self.view_type(v, operand=False) for v in twice]
         params += [self.view_type(v) for v in g.outputs]
-        kernel = tile.KernelOp(self.name, 1, params, self._attributes())
+        kernel = tile.KernelOp(self.name, 1, params)
+        self._annotate(kernel)
         entry = kernel.body.block
         n, k = len(self.launch_inputs), len(g.inputs)
         self.operand_params = dict(zip(g.inputs, entry.args[:k], strict=True))
@@ -228,28 +229,28 @@ class KernelEmitter:
             entry.insert_op_before(op, first)  # type: ignore[arg-type]
         return kernel, [grid]
 
-    def _attributes(self) -> dict[str, Attribute]:
+    def _annotate(self, kernel: tile.KernelOp) -> None:
+        """Record the schedule, sizes and autotuning candidates on `kernel`."""
         sp, b = self.space, self.blocks
-        schedule = sp.kind
-        if sp.kind == REDUCTION:
-            schedule = "row_reduction_looped" if b.looped else "row_reduction"
-        attrs: dict[str, Attribute] = {
-            "schedule": StringAttr(schedule),
-            "iteration_sizes": int_array(sp.sizes),
-            "block_sizes": int_array([b.dims.get(d, 1) for d in range(len(sp.sizes))]),
-        }
+        schedule = (
+            tile.Schedule(sp.kind)
+            if sp.kind != REDUCTION
+            else (tile.Schedule.ROW_REDUCTION_LOOPED if b.looped else tile.Schedule.ROW_REDUCTION)
+        )
+        kernel.schedule = StringAttr(schedule)
+        kernel.iteration_sizes = int_array(sp.sizes)
+        kernel.block_sizes = int_array([b.dims.get(d, 1) for d in range(len(sp.sizes))])
         if sp.kind == MATMUL:
-            attrs["block_k"] = IntegerAttr(b.block_k, i64)
-            attrs["group_m"] = IntegerAttr(b.group_m, i64)
+            kernel.block_k = IntegerAttr(b.block_k, i64)
+            kernel.group_m = IntegerAttr(b.group_m, i64)
         if sp.reduce_dim is not None:
-            attrs["reduce_dim"] = IntegerAttr(sp.reduce_dim, i64)
-        attrs["candidates"] = ArrayAttr(
+            kernel.reduce_dim = IntegerAttr(sp.reduce_dim, i64)
+        kernel.candidates = ArrayAttr(
             [
                 DictionaryAttr({k: IntegerAttr(v, i64) for k, v in c.items()})
                 for c in candidates(sp, b)
             ]
         )
-        return attrs
 
     def blocks_along(self, d: int) -> int:
         """How many blocks cover iteration dim `d`."""

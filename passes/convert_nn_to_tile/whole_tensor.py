@@ -27,12 +27,8 @@ def whole_tensor_kernel(name: str, op: Operation) -> tuple[tile.KernelOp, list[S
         assert isinstance(t, TensorType)
         return MemRefType(t.element_type, list(t.get_shape()) or [1])
 
-    kernel = tile.KernelOp(
-        name,
-        1,
-        [param(v) for v in [*inputs, r]],
-        {"schedule": StringAttr("whole_tensor")},
-    )
+    kernel = tile.KernelOp(name, 1, [param(v) for v in [*inputs, r]])
+    kernel.schedule = StringAttr(tile.Schedule.WHOLE_TENSOR)
     entry = kernel.body.block
     zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
     entry.add_op(zero)

@@ -54,9 +54,9 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuseopt.dialects import nn
 
-KERNEL, LIBRARY_GEMM, UNFUSED = "kernel", "library_gemm", "unfused"
-"""The values of a group's `route` attribute."""
-ROUTES = (KERNEL, LIBRARY_GEMM, UNFUSED)
+KERNEL, LIBRARY_GEMM, UNFUSED = nn.Route.KERNEL, nn.Route.LIBRARY_GEMM, nn.Route.UNFUSED
+"""The values of a group's `route` attribute (`nn.Route`)."""
+ROUTES = tuple(nn.Route)
 
 FREE_VIEWS = (nn.ReshapeOp, nn.TransposeOp, nn.SliceOp, nn.BroadcastOp)
 """Ops that are strided views in eager PyTorch (no kernel, no traffic)."""

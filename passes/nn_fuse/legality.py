@@ -77,8 +77,12 @@ VIEW_TYPES: tuple[type[Operation], ...] = (
 )
 """Ops that only move elements; inside a group they become indexing."""
 
-POINTWISE, REDUCTION, MATMUL = "pointwise", "reduction", "matmul"
-"""The values of a group's `kind` attribute."""
+POINTWISE, REDUCTION, MATMUL = (
+    nn.FusionKind.POINTWISE,
+    nn.FusionKind.REDUCTION,
+    nn.FusionKind.MATMUL,
+)
+"""The values of a group's `kind` attribute (`nn.FusionKind`)."""
 
 
 class OpClass(Enum):

@@ -168,7 +168,7 @@ class NNFusePass(ModulePass):
         for group, route in self._routed_groups(block, gpu):
             if not group.computes or route == UNFUSED:
                 continue
-            fusion = outline_group(block, group.ops, {"kind": group.info.kind, "route": route})
+            fusion = outline_group(block, group.ops, nn.FusionKind(group.info.kind), route)
             summaries[fusion] = group.ops
         if not summaries:
             return counter
@@ -178,7 +178,7 @@ class NNFusePass(ModulePass):
             if isinstance(op, nn.FusionOp) and op in summaries:
                 rest = dict(op.attributes)
                 op.attributes.clear()
-                op.attributes["kernel_name"] = StringAttr(kernel_name(counter, summaries[op]))
+                op.kernel_name = StringAttr(kernel_name(counter, summaries[op]))
                 op.attributes.update(rest)
                 counter += 1
         return counter

@@ -25,10 +25,10 @@ from fuseopt.passes.nn_fuse.legality import fusion_operands
 
 
 def outline_group(
-    block: Block, ops: Sequence[Operation], attributes: dict[str, str]
+    block: Block, ops: Sequence[Operation], kind: nn.FusionKind, route: nn.Route
 ) -> nn.FusionOp:
-    """Replace `ops` (top-level ops of `block`, in program order) with one nn.fusion
-    carrying `attributes` (as string attributes); return the new op."""
+    """Replace `ops` (top-level ops of `block`, in program order) with one nn.fusion of
+    `kind` lowered by `route`; return the new op."""
     members = set(ops)
     constants, inputs = fusion_operands(ops)
     outputs = [
@@ -54,8 +54,9 @@ def outline_group(
         inputs,
         [v.type for v in outputs],
         Region(body),
-        {k: StringAttr(v) for k, v in attributes.items()},
     )
+    fusion.kind = StringAttr(kind)
+    fusion.route = StringAttr(route)
     block.insert_op_before(fusion, ops[0])
     for old, new in zip(outputs, fusion.results, strict=True):
         new.name_hint = old.name_hint

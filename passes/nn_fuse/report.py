@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, SSAValue
 
 from fuseopt.dialects import nn
 from fuseopt.passes.nn_fuse.cost_model import (
@@ -75,9 +75,8 @@ class FunctionReport:
         return sum(getattr(r, field) for r in self.rows)
 
 
-def _attr(op: Operation, key: str, default: str = "?") -> str:
-    a = op.attributes.get(key)
-    return a.data if isinstance(a, StringAttr) else default
+def _text(attr: StringAttr | None, default: str = "?") -> str:
+    return default if attr is None else attr.data
 
 
 def _functions(module: ModuleOp) -> Iterator[tuple[str, Block]]:
@@ -91,14 +90,14 @@ def _fusion_row(op: nn.FusionOp, gpu: GPUSpec) -> GroupRow:
     inner = [o for o in body.ops if not isinstance(o, nn.YieldOp | nn.ConstantOp)]
     term = body.last_op
     assert isinstance(term, nn.YieldOp)
-    route = _attr(op, "route", "kernel")
+    route = op.route_kind
     everything = [o for o in body.ops if not isinstance(o, nn.YieldOp)]
     estimates = estimate_routes(everything, list(body.args), list(term.values), gpu)
     before = estimates[UNFUSED]
     after = estimates.get(route, estimates["kernel"])
     return GroupRow(
-        _attr(op, "kernel_name", "nn.fusion"),
-        _attr(op, "kind"),
+        _text(op.kernel_name, "nn.fusion"),
+        _text(op.kind),
         route,
         tuple(o.name for o in inner),
         before.read_bytes,
@@ -251,7 +250,7 @@ def fusion_dot(module: ModuleOp) -> str:
                 for r in op.results:
                     ids[r] = n
                 continue
-            label = f"{_attr(op, 'kernel_name')} ({_attr(op, 'kind')}, {_attr(op, 'route')})"
+            label = f"{_text(op.kernel_name)} ({_text(op.kind)}, {_text(op.route)})"
             out.append(f"    subgraph cluster_{f_index}_{g_index} {{")
             out.append(f"      label={_quote(label)}; style=filled; fillcolor=lightblue;")
             body = op.body.block

@@ -1,7 +1,7 @@
 // RUN: fuse-opt %s -t cuda | filecheck %s
 // A kernel whose name is hostile text: the C identifier is sanitized.
 
-tile.kernel @"k\"); system(\"rm -rf /\"); //" grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) {
+tile.kernel @"k\"); system(\"rm -rf /\"); //" grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %p = tile.program_id 0
   %c16 = arith.constant 16 : index
   %o = arith.muli %p, %c16 : index

@@ -6,7 +6,7 @@
 // CHECK:       def constants(
 // CHECK:           {{[a-z_0-9]+}} = tl.full([8], -2.5, tl.float32).to(tl.bfloat16)
 // CHECK:           {{[a-z_0-9]+}} = tl.full([8], 1.5, tl.float16)
-tile.kernel @constants grid 1 (%o0: memref<8xbf16>, %o1: memref<8xf16>) {
+tile.kernel @constants grid 1 (%o0: memref<8xbf16>, %o1: memref<8xf16>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %c0 = arith.constant 0 : index
   %b = nn.constant dense<-2.5> : tensor<8xbf16>
   %h = nn.constant dense<1.5> : tensor<8xf16>

@@ -30,7 +30,7 @@
 // CHECK-NEXT:      {{[a-z_0-9]+}} = fuseopt_widen_bf16([[B]]) != 0
 // CHECK-NEXT:      {{[a-z_0-9]+}} = [[H]].to(tl.float32) != 0
 // CHECK-NEXT:      {{[a-z_0-9]+}} = [[F]] != 0
-tile.kernel @casts grid 1 (%in_f32: memref<8xf32>, %in_f16: memref<8xf16>, %in_bf16: memref<8xbf16>, %in_i64: memref<8xi64>, %in_i1: memref<8xi1>, %o0: memref<8xbf16>, %o1: memref<8xbf16>, %o2: memref<8xbf16>, %o3: memref<8xbf16>, %o4: memref<8xf16>, %o5: memref<8xf16>, %o6: memref<8xi1>, %o7: memref<8xi1>, %o8: memref<8xi1>) {
+tile.kernel @casts grid 1 (%in_f32: memref<8xf32>, %in_f16: memref<8xf16>, %in_bf16: memref<8xbf16>, %in_i64: memref<8xi64>, %in_i1: memref<8xi1>, %o0: memref<8xbf16>, %o1: memref<8xbf16>, %o2: memref<8xbf16>, %o3: memref<8xbf16>, %o4: memref<8xf16>, %o5: memref<8xf16>, %o6: memref<8xi1>, %o7: memref<8xi1>, %o8: memref<8xi1>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %c0 = arith.constant 0 : index
   %f = tile.load %in_f32[%c0] : memref<8xf32> -> tensor<8xf32>
   %h = tile.load %in_f16[%c0] : memref<8xf16> -> tensor<8xf16>

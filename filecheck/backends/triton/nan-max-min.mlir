@@ -19,7 +19,7 @@
 // CHECK:           [[T:t[_0-9]*]] = tl.load(h_ptr
 // CHECK-NEXT:      mx = fuseopt_bf16(tl.reduce([[T]].to(tl.float32), 1, fuseopt_max))
 // CHECK-NEXT:      mn = fuseopt_bf16(tl.reduce([[T]].to(tl.float32), 1, fuseopt_min))
-tile.kernel @nan_rules grid 1 (%x: memref<4x8xf32>, %y: memref<4x8xf32>, %h: memref<4x8xbf16>, %out: memref<4x8xf32>, %hmax: memref<4xbf16>, %hmin: memref<4xbf16>) {
+tile.kernel @nan_rules grid 1 (%x: memref<4x8xf32>, %y: memref<4x8xf32>, %h: memref<4x8xbf16>, %out: memref<4x8xf32>, %hmax: memref<4xbf16>, %hmin: memref<4xbf16>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %c0 = arith.constant 0 : index
   %a = tile.load %x[%c0, %c0] : memref<4x8xf32> -> tensor<4x8xf32>
   %b = tile.load %y[%c0, %c0] : memref<4x8xf32> -> tensor<4x8xf32>

@@ -16,7 +16,7 @@
 // CHECK-NEXT:          [[C1:offs[_0-9]*]] = tl.arange(0, 128)
 // CHECK-NEXT:          {{row_[0-9]+}} = tl.load(src_ptr + pid * 300 + [[I]][:, None] * 100 + [[C1]][None, :], mask={{.*}}([[C1]][None, :] < 100), other=0.0, eviction_policy="evict_last")
 // CHECK:               tl.store(out_ptr + pid * 300 + [[I]][:, None] * 100 + [[C1]][None, :], d, mask={{.*}}([[C1]][None, :] < 100))
-tile.kernel @row_cache grid 1 (%src: memref<2x3x100xf32>, %out: memref<2x3x100xf32>) attributes {schedule = "row_reduction_looped", block_sizes = array<i64: 1, 1, 128>} {
+tile.kernel @row_cache grid 1 (%src: memref<2x3x100xf32>, %out: memref<2x3x100xf32>) attributes {schedule = "row_reduction_looped", block_sizes = array<i64: 1, 1, 128>, num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c3 = arith.constant 3 : index

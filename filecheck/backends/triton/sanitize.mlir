@@ -1,17 +1,17 @@
 // RUN: fuse-opt %s -t triton | filecheck %s
-// Input text never becomes Python: a schedule attribute with newlines and quotes
-// reaches the docstring as one identifier; kernels named like the module's helpers
+// Input text never becomes Python (a schedule is one of the tiler's names: the
+// verifier rejects any other text, dialects/tile/invalid.mlir); kernels named like the module's helpers
 // (`fuseopt_tanh`), a launcher's parameters (`buf0`, `grid`) or `INTERPRETED` are
 // renamed, so no definition shadows another.
 
 // CHECK:       def fuseopt_tanh(x):
 // CHECK:       def u_fuseopt_tanh(x_ptr, y_ptr):
-// CHECK-NEXT:      """Schedule pointwise_import_os_include_stdlib_h_int_evil_sy."""
+// CHECK-NEXT:      """Schedule pointwise."""
 // CHECK:           e = fuseopt_tanh(t)
 // CHECK:       def launch_u_fuseopt_tanh(buf0, buf1, grid=(4,)):
 // CHECK-NEXT:      """Launch u_fuseopt_tanh over `grid` programs."""
 // CHECK-NEXT:      u_fuseopt_tanh[grid](buf0, buf1,
-tile.kernel @fuseopt_tanh grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) attributes {schedule = "pointwise\n\"\"\"\nimport os\n#include <stdlib.h>\nint evil = system(\"id\");"} {
+tile.kernel @fuseopt_tanh grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %p = tile.program_id 0
   %c16 = arith.constant 16 : index
   %o = arith.muli %p, %c16 : index
@@ -25,7 +25,7 @@ tile.kernel @fuseopt_tanh grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) attrib
 // CHECK:       def launch_buf0(buf0_1, buf1, grid=(4,)):
 // CHECK-NEXT:      """Launch buf0 over `grid` programs."""
 // CHECK-NEXT:      buf0[grid](buf0_1, buf1,
-tile.kernel @buf0 grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) {
+tile.kernel @buf0 grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %p = tile.program_id 0
   %c16 = arith.constant 16 : index
   %o = arith.muli %p, %c16 : index
@@ -42,7 +42,7 @@ tile.kernel @buf0 grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) {
 // CHECK-NEXT:      launch_buf0(x, y1)
 // CHECK-NEXT:      launch_grid(x, y2)
 // CHECK-NEXT:      launch_INTERPRETED(x, y3)
-tile.kernel @grid grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) {
+tile.kernel @grid grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %p = tile.program_id 0
   %c16 = arith.constant 16 : index
   %o = arith.muli %p, %c16 : index
@@ -52,7 +52,7 @@ tile.kernel @grid grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) {
   tile.return
 }
 
-tile.kernel @INTERPRETED grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) {
+tile.kernel @INTERPRETED grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %p = tile.program_id 0
   %c16 = arith.constant 16 : index
   %o = arith.muli %p, %c16 : index

@@ -232,3 +232,40 @@ func.func @yield_outside() -> () {
   nn.yield %c : tensor<4xf32>
 }
 // CHECK: error: 'nn.yield' op {{.*}}nn.fusion
+
+// -----
+
+// nn-fuse's routing attributes are declared on nn.fusion and checked.
+func.func @fusion_route(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.fusion ins(%x : tensor<4xf32>) -> tensor<4xf32> attributes {route = "cublas"} {
+  ^bb0(%a: tensor<4xf32>):
+    %e = nn.exp %a : tensor<4xf32>
+    nn.yield %e : tensor<4xf32>
+  }
+  func.return %0 : tensor<4xf32>
+}
+// CHECK: error: 'nn.fusion' op route must be one of "kernel", "library_gemm", "unfused", got "cublas"
+
+// -----
+
+func.func @fusion_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.fusion ins(%x : tensor<4xf32>) -> tensor<4xf32> attributes {kind = "scan"} {
+  ^bb0(%a: tensor<4xf32>):
+    %e = nn.exp %a : tensor<4xf32>
+    nn.yield %e : tensor<4xf32>
+  }
+  func.return %0 : tensor<4xf32>
+}
+// CHECK: error: 'nn.fusion' op kind must be one of "pointwise", "reduction", "matmul", got "scan"
+
+// -----
+
+func.func @fusion_name(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.fusion ins(%x : tensor<4xf32>) -> tensor<4xf32> attributes {kernel_name = 3 : i64} {
+  ^bb0(%a: tensor<4xf32>):
+    %e = nn.exp %a : tensor<4xf32>
+    nn.yield %e : tensor<4xf32>
+  }
+  func.return %0 : tensor<4xf32>
+}
+// CHECK: error: {{.*}}should be of base attribute string

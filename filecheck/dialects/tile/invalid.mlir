@@ -707,7 +707,7 @@ tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {num_stages = -3 : i64} {
 tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {num_stages = "3"} {
   tile.return
 }
-// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op num_stages must be an integer, got "3"
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op "3" should be of base attribute integer
 
 // -----
 
@@ -715,3 +715,40 @@ tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {vector_width = 3 : i64} {
   tile.return
 }
 // CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op vector_width must be a power of two from 1 to 16, got 3
+
+// -----
+
+// A schedule is one of the tiler's: any other text (here an injection attempt, which the
+// printers would otherwise have to sanitize) is rejected.
+tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {schedule = "pointwise\n#include <stdlib.h>"} {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op schedule must be one of "pointwise", "row_reduction", "row_reduction_looped", "matmul", "whole_tensor", got "pointwise\0A#include <stdlib.h>"
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {iteration_sizes = array<i64: 8, 4>, block_sizes = array<i64: 8>} {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op block_sizes has 1 entries for 2 iteration dims
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {iteration_sizes = array<i64: 8>, reduce_dim = 1 : i64} {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op reduce_dim is out of range: 1
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {row_cache = [1 : i64]} {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op row_cache must list distinct parameter indices below 1, got [1 : i64]
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {candidates = [{block = 8 : i64}, "big"]} {
+  tile.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:1: error: 'tile.kernel' op candidates must be dictionaries of integers, got "big"
