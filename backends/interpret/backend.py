@@ -82,7 +82,7 @@ def kernel_records(fn: func.FuncOp) -> list[KernelRecord]:
     for op in fn.body.block.ops:
         if isinstance(op, nn.FusionOp):
             body = [o for o in op.body.block.ops if not isinstance(o, nn.YieldOp | nn.ConstantOp)]
-            route = op.route_kind
+            route = op.route_kind.value
             name = op.kernel_name.data if op.kernel_name is not None else f"fusion_{len(records)}"
             records.append(
                 KernelRecord(

@@ -237,7 +237,7 @@ class KernelEmitter:
             if sp.kind != REDUCTION
             else (tile.Schedule.ROW_REDUCTION_LOOPED if b.looped else tile.Schedule.ROW_REDUCTION)
         )
-        kernel.schedule = StringAttr(schedule)
+        kernel.schedule = StringAttr(schedule.value)
         kernel.iteration_sizes = int_array(sp.sizes)
         kernel.block_sizes = int_array([b.dims.get(d, 1) for d in range(len(sp.sizes))])
         if sp.kind == MATMUL:

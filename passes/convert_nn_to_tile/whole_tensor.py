@@ -28,7 +28,7 @@ def whole_tensor_kernel(name: str, op: Operation) -> tuple[tile.KernelOp, list[S
         return MemRefType(t.element_type, list(t.get_shape()) or [1])
 
     kernel = tile.KernelOp(name, 1, [param(v) for v in [*inputs, r]])
-    kernel.schedule = StringAttr(tile.Schedule.WHOLE_TENSOR)
+    kernel.schedule = StringAttr(tile.Schedule.WHOLE_TENSOR.value)
     entry = kernel.body.block
     zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
     entry.add_op(zero)

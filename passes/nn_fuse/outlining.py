@@ -55,8 +55,8 @@ def outline_group(
         [v.type for v in outputs],
         Region(body),
     )
-    fusion.kind = StringAttr(kind)
-    fusion.route = StringAttr(route)
+    fusion.kind = StringAttr(kind.value)
+    fusion.route = StringAttr(nn.Route(route).value)
     block.insert_op_before(fusion, ops[0])
     for old, new in zip(outputs, fusion.results, strict=True):
         new.name_hint = old.name_hint

@@ -90,7 +90,7 @@ def _fusion_row(op: nn.FusionOp, gpu: GPUSpec) -> GroupRow:
     inner = [o for o in body.ops if not isinstance(o, nn.YieldOp | nn.ConstantOp)]
     term = body.last_op
     assert isinstance(term, nn.YieldOp)
-    route = op.route_kind
+    route = op.route_kind.value
     everything = [o for o in body.ops if not isinstance(o, nn.YieldOp)]
     estimates = estimate_routes(everything, list(body.args), list(term.values), gpu)
     before = estimates[UNFUSED]
