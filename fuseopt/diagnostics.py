@@ -385,9 +385,14 @@ def _redefinition(scope: Operation, message: str) -> Operation | None:
 
 
 def _first_line(error: Exception) -> str:
+    """The message of a verifier error on one line. IRDL's constraint errors say which
+    operand "does not verify:" on one line and why on the next: both are kept."""
     text = str(error)
     text = text.removeprefix("Operation does not verify: ")
-    return text.split("\n", 1)[0]
+    lines = text.split("\n")
+    if lines[0].endswith("does not verify:") and len(lines) > 1:
+        return f"{lines[0]} {lines[1].strip()}"
+    return lines[0]
 
 
 class ConfigurationError(CompileError):

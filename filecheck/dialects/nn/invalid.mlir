@@ -269,3 +269,12 @@ func.func @fusion_name(%x: tensor<4xf32>) -> tensor<4xf32> {
   func.return %0 : tensor<4xf32>
 }
 // CHECK: error: {{.*}}should be of base attribute string
+
+// -----
+
+// An IRDL constraint error says what does not verify and why, on one line.
+func.func @result_not_a_tensor(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "nn.exp"(%x) : (tensor<4xf32>) -> f32
+  func.return %x : tensor<4xf32>
+}
+// CHECK: error: 'nn.exp' op result 'result' at position 0 does not verify: f32 should be of base attribute tensor
