@@ -32,6 +32,7 @@ from typing import IO, Any
 import torch
 
 from fuseopt.backends.kernel_cache import KernelCache, cache_key
+from fuseopt.pipelines import LoweringOptions
 
 log = logging.getLogger("fuseopt")
 
@@ -120,13 +121,13 @@ class AutotunedFunction:
         fn: Any,
         ir_text: str,
         func_name: str,
-        tile_options: Mapping[str, int],
+        lowering: LoweringOptions,
         cache: KernelCache,
         key: str,
         timer: Timer | None = None,
     ):
         self.fn, self.ir_text, self.func_name = fn, ir_text, func_name
-        self.tile_options, self.cache, self.key = dict(tile_options), cache, key
+        self.lowering, self.cache, self.key = lowering, cache, key
         self.timer = timer or do_bench_timer
         self.tuned: dict[str, Any] = {}
         self.choices: dict[str, dict[str, Any]] = {}
@@ -188,7 +189,7 @@ class AutotunedFunction:
         for label, config in labelled:
             try:
                 compiled = tb.compile_variant(
-                    self.ir_text, self.func_name, {**self.tile_options, **config}, self.cache
+                    self.ir_text, self.func_name, self.lowering.forcing(config), self.cache
                 )
                 module = tb.load_compiled(
                     compiled, interpret=device.type != "cuda", cache=self.cache

@@ -27,6 +27,9 @@ InputFactory = Callable[[], tuple[torch.Tensor, ...]]
 
 FUSEOPT_AUTOTUNE_MODE = "max-autotune"
 """The `mode` fuseopt.compile is given for the autotuned fuseopt systems."""
+AUTOTUNING_BACKENDS = ("triton",)
+"""The fuseopt backends that tune under FUSEOPT_AUTOTUNE_MODE (the cuda backend refuses
+the mode: it does not autotune yet, so it has no autotuned row)."""
 
 EAGER = "eager"
 TORCH_COMPILE = "torch.compile"
@@ -288,6 +291,6 @@ def make_systems(
     ]
     for backend in backends:
         systems.append(Fuseopt(backend, None))
-        if device.type == "cuda" and backend != "interpret":
+        if device.type == "cuda" and backend in AUTOTUNING_BACKENDS:
             systems.append(Fuseopt(backend, FUSEOPT_AUTOTUNE_MODE))
     return systems

@@ -7,16 +7,19 @@ appended here as it lands.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import get_type_hints
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from fuseopt import registry
-from fuseopt.diagnostics import CompileError, verify_module
+from fuseopt.diagnostics import CompileError, ConfigurationError, verify_module
+from fuseopt.passes.convert_nn_to_tile.heuristics import FORCEABLE, TileOptions
 
 FUSE = "nn-decompose,canonicalize,cse,nn-fuse"
 """The nn-level pipeline: composites into primitives, cleanup, then fusion groups."""
@@ -50,6 +53,60 @@ def with_precision(spec: str, precision: str) -> str:
     return ",".join(passes)
 
 
+@dataclass(frozen=True)
+class LoweringOptions:
+    """How a backend lowers fused nn IR (after FUSE) to tile IR, as an object: the
+    tiler's options (forced sizes and the target's limits) and the numerics policy.
+    Backends build their tile stage from it (`passes`), never from pipeline text; the
+    autotuner re-lowers a candidate with `forcing`."""
+
+    tile: TileOptions = field(default_factory=TileOptions)
+    precision: str = "f32"
+
+    def forcing(self, sizes: Mapping[str, int]) -> LoweringOptions:
+        """These options with the tile sizes in `sizes` forced (keys are the tiler's
+        option names, `block-rows` or `block_rows`; a ConfigurationError for others)."""
+        forced: dict[str, int] = {}
+        for key, value in sizes.items():
+            name = key.replace("-", "_")
+            if name not in FORCEABLE:
+                allowed = ", ".join(n.replace("_", "-") for n in FORCEABLE)
+                raise ConfigurationError(f"{key!r} is not a tile size (tile sizes: {allowed})")
+            forced[name] = int(value)
+        return replace(self, tile=replace(self.tile, **forced))
+
+    def passes(self) -> list[ModulePass]:
+        """The tile stage as pass objects: the numerics policy (for "f32"), tiling with
+        these options, memory promotion."""
+        from fuseopt.passes.convert_nn_to_tile.convert_nn_to_tile import ConvertNNToTilePass
+        from fuseopt.passes.nn_widen_intermediates import NNWidenIntermediatesPass
+        from fuseopt.passes.tile_promote import TilePromotePass
+
+        if self.precision not in PRECISIONS:
+            raise ConfigurationError(
+                f"unknown precision {self.precision!r}; precisions are: {', '.join(PRECISIONS)}"
+            )
+        sizes = {f.name: getattr(self.tile, f.name) for f in fields(TileOptions)}
+        tiling = ConvertNNToTilePass(**sizes)
+        policy: list[ModulePass] = [NNWidenIntermediatesPass()] if self.precision == "f32" else []
+        return [*policy, tiling, TilePromotePass()]
+
+    def spec(self) -> str:
+        """The tile stage as `-p` text (what `fuse-opt` would run; a cache key)."""
+        return ",".join(str(p.pipeline_pass_spec()) for p in self.passes())
+
+
+def run_passes(
+    module: ModuleOp, passes: Sequence[ModulePass], ctx: Context | None = None
+) -> ModuleOp:
+    """Run pass objects on `module` in place, verifying after every pass; return it."""
+    ctx = ctx or registry.make_context()
+    for p in passes:
+        p.apply(ctx, module)
+        verify_module(module)
+    return module
+
+
 def run_pipeline(module: ModuleOp, spec: str = STANDARD, ctx: Context | None = None) -> ModuleOp:
     """Run the pass pipeline `spec` (a `-p` string or a name in PIPELINES) on `module`
     in place, verifying after every pass, and return it."""
@@ -65,10 +122,7 @@ def run_pipeline(module: ModuleOp, spec: str = STANDARD, ctx: Context | None = N
     except (ValueError, KeyError) as e:  # unknown pass, bad option
         why = describe_bad_option(spec) or str(e)
         raise CompileError(f"bad pass pipeline {spec!r}: {why}") from None
-    for p in pipeline.passes:
-        p.apply(ctx, module)
-        verify_module(module)
-    return module
+    return run_passes(module, pipeline.passes, ctx)
 
 
 def empty_pass_name(spec: str) -> str | None:

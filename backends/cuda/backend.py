@@ -31,40 +31,20 @@ from fuseopt.backends.cuda.runtime import (
     current_stream,
     device_arch,
 )
-from fuseopt.diagnostics import CompileError, error_at
+from fuseopt.backends.cuda_graphs import CudaGraphFunction
+from fuseopt.backends.targets import CUDA
+from fuseopt.diagnostics import CompileError, ConfigurationError, error_at
 from fuseopt.dialects import tile
 from fuseopt.dialects.dtypes import torch_dtype
-from fuseopt.passes.tile_promote import ROW_CACHE_BUDGET
-
-CUDA_ROW_CHUNK = 4096
-"""Columns per step of a looped row reduction (the tiler's default is 2048). With the row
-cached in shared memory (64 KiB for a 32768-wide bf16 row) only three programs fit an SM,
-so each needs more threads: 4096-column chunks give 8 warps instead of 4. On an H200
-(2026-11-22, same run): 32768-wide softmax 95.2 -> 74.5 us (1k rows), 328.3 -> 253.3
-(4k rows); 1024x131072 online softmax 301.3 -> 290.1, layernorm 263.1 -> 263.2."""
 
 
 def tile_pipeline(precision: str = "f32") -> str:
-    """The pass pipeline from imported nn IR to promoted tile IR, under numerics policy
-    `precision` (`fuseopt.pipelines.PRECISIONS`).
-
-    A looped row reduction whose rows fit tile-promote's shared-memory row cache
-    (`row-cache-bytes`, the same number as tile-promote's default ROW_CACHE_BUDGET)
-    keeps one loop per reduction level: HBM is read once either way, and
-    each loop folds its reduction per thread and combines across the block once, while
-    the online form needs a block-wide combine per chunk (on the H100, 32768-wide bf16
-    softmax rows took 109 us instead of 101 us with it, 4096 rows 359 instead of 329).
-    Longer rows, which the cache cannot hold, compute their statistics online: one read
-    fewer from HBM (1024x131072 softmax: 324 us online, 378 us with three loops).
-    Looped rows go in chunks of CUDA_ROW_CHUNK (`row-chunk`).
-    """
+    """The CUDA target's pipeline from imported nn IR to promoted tile IR as `-p` text
+    (`fuse-opt -p "$(...)"`, tests), derived from the pass objects the backend runs
+    (`backends/targets.py` CUDA)."""
     from fuseopt import pipelines
 
-    standard = pipelines.STANDARD
-    if "tile-promote" not in standard:
-        standard = pipelines.FUSE + ",convert-nn-to-tile,tile-promote"
-    tiling = f"convert-nn-to-tile{{row-cache-bytes={ROW_CACHE_BUDGET} row-chunk={CUDA_ROW_CHUNK}}}"
-    return pipelines.with_precision(standard.replace("convert-nn-to-tile", tiling, 1), precision)
+    return pipelines.FUSE + "," + CUDA.lowering({"precision": precision}).spec()
 
 
 @dataclass(frozen=True)
@@ -287,6 +267,26 @@ class CudaFunction:
             self._run(bufs, dev, index)
         return tuple(bufs[s] for s, _, _ in plan.outputs)  # type: ignore[misc]
 
+    def host(self, interpret: bool = False) -> Callable[..., tuple[torch.Tensor, ...]]:
+        """The host function without input checks (what `cuda_graphs.CudaGraphFunction`
+        records): `host(*inputs, device=...)` takes inputs `check` returned, allocates
+        the outputs, launches every step on the current stream and returns the outputs.
+        `interpret` must be False (CUDA kernels run on a GPU only)."""
+        if interpret:
+            raise CompileError("the cuda backend has no interpreter; run on a CUDA device")
+        plan = self.plan
+
+        def run(*inputs: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, ...]:
+            bufs: list[torch.Tensor | None] = [None] * len(plan.slots)
+            for (s, _, _), x in zip(plan.inputs, inputs, strict=True):
+                bufs[s] = x
+            for s, shape, dt in plan.outputs:
+                bufs[s] = torch.empty(shape, dtype=dt, device=device)
+            self._run(bufs, device, device.index or 0)
+            return tuple(bufs[s] for s, _, _ in plan.outputs)  # type: ignore[misc]
+
+        return run
+
     def _run(self, bufs: list[torch.Tensor | None], dev: torch.device, index: int) -> None:
         stream = current_stream(dev)
         for i, step in enumerate(self.plan.steps):
@@ -306,16 +306,37 @@ class CudaFunction:
 class CudaBackend:
     """`backend="cuda"`: CUDA C++ kernels compiled with NVRTC or nvcc."""
 
-    def compile(self, module: ModuleOp, func_name: str, options: Mapping[str, Any]) -> CudaFunction:
+    def compile(
+        self, module: ModuleOp, func_name: str, options: Mapping[str, Any]
+    ) -> CudaFunction | CudaGraphFunction:
         """Lower `func_name` of `module` to tile IR and print its kernels.
 
-        Options: `precision` ("f32" or "eager": docs/numerics.md)."""
-        from fuseopt.backends.contract import check_precision
-        from fuseopt.pipelines import run_pipeline
+        Options: `precision` ("f32" or "eager": docs/numerics.md) and forced tile sizes
+        by convert-nn-to-tile option name (`block-rows`, `block-m`, ...; powers of two).
+        Modes: "default"; "reduce-overhead" replays CUDA graphs of the host function
+        (`backends/cuda_graphs.py`) when it launches more than one kernel;
+        "max-autotune" and "max-autotune-no-cudagraphs" are not supported yet (a
+        ConfigurationError: the Triton backend tunes). Unknown options are rejected."""
+        from fuseopt.backends.contract import check_mode, check_options
+        from fuseopt.pipelines import FUSE, run_passes, run_pipeline
 
-        precision = check_precision(options.get("precision", "f32"))
-        run_pipeline(module, tile_pipeline(precision))
+        mode = options.get("mode")
+        check_mode(mode)
+        if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
+            raise ConfigurationError(
+                f"mode={mode!r} is not supported by the cuda backend yet (it does not "
+                "autotune); use mode='default' or 'reduce-overhead', force tile sizes with "
+                "options such as block_rows=..., or backend='triton', which tunes"
+            )
+        check_options("cuda", options, CUDA.option_names())
+        lowering = CUDA.lowering(options)
+        run_pipeline(module, FUSE)
+        run_passes(module, lowering.passes())
         fn = CudaFunction(module, func_name, print_cuda(module))
         if torch.cuda.is_available():
             fn.compile_all()
+        launches = sum(isinstance(s, Launch) for s in fn.plan.steps)
+        if mode == "reduce-overhead" and launches > 1:
+            # one launch: replaying a graph costs more host time than the direct launch
+            return CudaGraphFunction(fn)
         return fn

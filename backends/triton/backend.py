@@ -25,53 +25,20 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.backends.contract import KernelRecord
+from fuseopt.backends.cuda_graphs import CudaGraphFunction
 from fuseopt.backends.kernel_cache import KernelCache, cache_key
+from fuseopt.backends.targets import TRITON
 from fuseopt.backends.triton.printer import KernelInfo, assemble, print_triton, standalone
 from fuseopt.backends.triton.runtime import (
-    CudaGraphFunction,
     TritonFunction,
     install_fast_launchers,
     load_module,
 )
 from fuseopt.diagnostics import CompileError
+from fuseopt.pipelines import LoweringOptions
 
 NAMESPACE = "triton"
 """The kernel cache namespace of this backend."""
-TILE_OPTIONS = (
-    "block",
-    "block-rows",
-    "block-cols",
-    "block-m",
-    "block-n",
-    "block-k",
-    "group-m",
-    "max-row-block",
-)
-"""convert-nn-to-tile options a user may force through backend options."""
-
-MAX_ROW_BLOCK = 32768
-"""Rows up to this many elements stay whole in one program's registers (up to 32 warps).
-Triton has no shared-memory row cache, so the looped schedule (the tiler's default past
-8192) reads a row from HBM once per pass (three for softmax); one pass reads it once."""
-
-
-def _tile_stage(tile_options: Mapping[str, int | str]) -> str:
-    """The passes after FUSE that end in tile IR (STANDARD's tail), with forced sizes and
-    the numerics policy (`tile_options["precision"]`, default "f32": see
-    `fuseopt.pipelines.PRECISIONS`)."""
-    from fuseopt import pipelines
-
-    standard = pipelines.STANDARD
-    if standard.startswith(pipelines.FUSE + ",") and "convert-nn-to-tile" in standard:
-        rest = standard[len(pipelines.FUSE) + 1 :]
-    else:  # STANDARD does not end in tile IR yet
-        rest = "convert-nn-to-tile,tile-promote"
-    sizes = {k: v for k, v in tile_options.items() if k != "precision"}
-    rest = pipelines.with_precision(rest, str(tile_options.get("precision", "f32")))
-    if not sizes:
-        return rest
-    forced = " ".join(f"{k}={v}" for k, v in sorted(sizes.items()))
-    return rest.replace("convert-nn-to-tile", f"convert-nn-to-tile{{{forced}}}")
 
 
 def is_tile_ir(module: ModuleOp) -> bool:
@@ -85,18 +52,19 @@ def is_tile_ir(module: ModuleOp) -> bool:
     )
 
 
-def lower(module: ModuleOp, tile_options: Mapping[str, int | str] | None = None) -> ModuleOp:
-    """Run FUSE, then the tile stage, in place; return a clone taken after FUSE.
+def lower(module: ModuleOp, lowering: LoweringOptions | None = None) -> ModuleOp:
+    """Run FUSE, then the tile stage `lowering` builds (the Triton target's defaults when
+    None), in place; return a clone taken after FUSE.
 
     A module already in tile IR is left as it is (it can be printed directly).
     """
-    from fuseopt.pipelines import FUSE, run_pipeline
+    from fuseopt.pipelines import FUSE, run_passes, run_pipeline
 
     if is_tile_ir(module):
         return module.clone()
     run_pipeline(module, FUSE)
     fused = module.clone()
-    run_pipeline(module, _tile_stage(tile_options or {}))
+    run_passes(module, (lowering or TRITON.defaults).passes())
     return fused
 
 
@@ -115,10 +83,10 @@ def print_and_store(
     func_name: str,
     key: str,
     cache: KernelCache,
-    tile_options: Mapping[str, int | str],
+    lowering: LoweringOptions,
 ) -> Compiled:
     """Lower, print and cache; the index describes kernels and the host function."""
-    fused = lower(module, tile_options)
+    fused = lower(module, lowering)
     printed = print_triton(module)
     host = printed.hosts.get(func_name)
     if host is None:
@@ -259,26 +227,15 @@ def compile_module(
 
     Options: `mode` (None, "default", "reduce-overhead", "max-autotune",
     "max-autotune-no-cudagraphs"), `cache_dir` (overrides FUSEOPT_CACHE_DIR),
-    forced tile sizes by convert-nn-to-tile option name ("block-m": 64, ...).
+    forced tile sizes by convert-nn-to-tile option name ("block-m": 64, ...), `precision`.
     """
-    from fuseopt.backends.contract import check_mode, check_options, check_precision
+    from fuseopt.backends.contract import check_mode, check_options
 
     options = dict(options or {})
     mode = options.get("mode")
     check_mode(mode)
-    known = {
-        "cache_dir",
-        "precision",
-        *TILE_OPTIONS,
-        *(o.replace("-", "_") for o in TILE_OPTIONS),
-    }
-    check_options(NAMESPACE, options, known)
-    tile_options: dict[str, int | str] = {"max-row-block": MAX_ROW_BLOCK} | {
-        k.replace("_", "-"): int(v)
-        for k, v in options.items()
-        if k.replace("_", "-") in TILE_OPTIONS
-    }
-    tile_options["precision"] = check_precision(options.get("precision", "f32"))
+    check_options(NAMESPACE, options, {"cache_dir", *TRITON.option_names()})
+    lowering = TRITON.lowering(options)
     cache = cache or KernelCache(options.get("cache_dir"))
     try:
         cache.ensure_root()
@@ -289,15 +246,15 @@ def compile_module(
             f"the kernel cache directory cannot be used (FUSEOPT_CACHE_DIR or cache_dir): {e}"
         ) from None
     text = str(module)
-    key = variant_key(text, func_name, tile_options)
+    key = variant_key(text, func_name, lowering)
     compiled = from_cache(key, cache)
     if compiled is None:
-        compiled = print_and_store(module, func_name, key, cache, tile_options)
+        compiled = print_and_store(module, func_name, key, cache, lowering)
     fn = wrap(compiled, cache, key)
     if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
         from fuseopt.backends.autotune import AutotunedFunction
 
-        fn = AutotunedFunction(fn, text, func_name, tile_options, cache, key)  # type: ignore[assignment]
+        fn = AutotunedFunction(fn, text, func_name, lowering, cache, key)  # type: ignore[assignment]
     if mode in ("reduce-overhead", "max-autotune") and len(compiled.index["launches"]) > 1:
         # one launch: replaying a graph costs more host time than the direct launch
         return CudaGraphFunction(fn)
@@ -346,23 +303,22 @@ def wrap(compiled: Compiled, cache: KernelCache, key: str) -> TritonFunction:
     )
 
 
-def variant_key(ir_text: str, func_name: str, tile_options: Mapping[str, int | str]) -> str:
-    """The cache key of `func_name` in nn IR `ir_text` lowered with `tile_options`."""
-    return cache_key(
-        ir=ir_text, function=func_name, pipeline=_tile_stage(tile_options), backend=NAMESPACE
-    )
+def variant_key(ir_text: str, func_name: str, lowering: LoweringOptions) -> str:
+    """The cache key of `func_name` in nn IR `ir_text` lowered with `lowering`."""
+    return cache_key(ir=ir_text, function=func_name, pipeline=lowering.spec(), backend=NAMESPACE)
 
 
 def compile_variant(
-    ir_text: str, func_name: str, tile_options: Mapping[str, int | str], cache: KernelCache
+    ir_text: str, func_name: str, lowering: LoweringOptions, cache: KernelCache
 ) -> Compiled:
-    """`ir_text` lowered with forced tile sizes and printed (through the cache)."""
+    """`ir_text` lowered with `lowering` (forced tile sizes) and printed (through the
+    cache)."""
     from fuseopt import parse
 
-    key = variant_key(ir_text, func_name, tile_options)
+    key = variant_key(ir_text, func_name, lowering)
     compiled = from_cache(key, cache)
     if compiled is None:
-        compiled = print_and_store(parse(ir_text), func_name, key, cache, tile_options)
+        compiled = print_and_store(parse(ir_text), func_name, key, cache, lowering)
     return compiled
 
 

@@ -71,9 +71,7 @@ from fuseopt.passes.convert_nn_to_tile.analysis import (
 )
 from fuseopt.passes.convert_nn_to_tile.emitter import KernelEmitter
 from fuseopt.passes.convert_nn_to_tile.heuristics import (
-    MAX_ROW_BLOCK,
     MAX_TILE_ELEMENTS,
-    ROW_CHUNK,
     Blocks,
     TileOptions,
     choose_blocks,
@@ -87,7 +85,7 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 @dataclass(frozen=True)
-class ConvertNNToTilePass(ModulePass):
+class ConvertNNToTilePass(TileOptions, ModulePass):
     """Tile nn.fusion groups into tile.kernels; functions become buffer-passing host code.
 
     Options force tile sizes (powers of two): `block` (flat pointwise), `block-rows` /
@@ -103,17 +101,7 @@ class ConvertNNToTilePass(ModulePass):
 
     name = "convert-nn-to-tile"
 
-    block: int | None = None
-    block_rows: int | None = None
-    block_cols: int | None = None
-    block_m: int | None = None
-    block_n: int | None = None
-    block_k: int | None = None
-    group_m: int | None = None
-    max_row_block: int = MAX_ROW_BLOCK
-    row_chunk: int = ROW_CHUNK
-    online_stats: bool = True
-    row_cache_bytes: int = 0
+    # the options are TileOptions' fields (heuristics.py), declared there once
 
     def options(self) -> TileOptions:
         """The forced sizes as TileOptions (a CompileError when one is invalid)."""

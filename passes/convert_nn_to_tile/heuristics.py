@@ -88,6 +88,20 @@ class TileOptions:
                 raise ValueError(f"{f.name.replace('_', '-')}={v} must be a positive power of two")
 
 
+FORCEABLE = (
+    "block",
+    "block_rows",
+    "block_cols",
+    "block_m",
+    "block_n",
+    "block_k",
+    "group_m",
+    "max_row_block",
+)
+"""The TileOptions fields a user may force through a backend's options (as `block-rows`
+or `block_rows`) and the autotuner varies; the others are a target's own settings."""
+
+
 @dataclass(frozen=True)
 class Blocks:
     """A schedule's tile sizes: `dims` maps iteration dim -> block; `looped` marks a

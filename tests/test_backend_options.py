@@ -1,0 +1,115 @@
+"""Backend options and modes as objects (issue 16): both GPU backends check their options
+against their target description, apply forced tile sizes through LoweringOptions, and
+honour or refuse every mode; no layer below the API imports it, and no backend edits
+pipeline text."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import fuseopt
+from fuseopt.backends.cuda.backend import CudaBackend, CudaFunction
+from fuseopt.backends.cuda_graphs import CudaGraphFunction
+from fuseopt.backends.targets import CUDA, TRITON
+from fuseopt.diagnostics import ConfigurationError
+from fuseopt.passes.convert_nn_to_tile.convert_nn_to_tile import ConvertNNToTilePass
+from fuseopt.pipelines import LoweringOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ROWS = """
+func.func @rows(%x: tensor<64x256xf32>) -> tensor<64x1xf32> {
+  %m = nn.mean %x [1] {keepdim} : tensor<64x256xf32> -> tensor<64x1xf32>
+  %e = nn.exp %m : tensor<64x1xf32>
+  func.return %e : tensor<64x1xf32>
+}
+"""
+
+TWO_KERNELS = """
+func.func @two(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
+  %m = nn.softmax %x axis 1 : tensor<64x256xf32>
+  %t = nn.transpose %m [1, 0] : tensor<64x256xf32> -> tensor<256x64xf32>
+  %s = nn.softmax %t axis 1 : tensor<256x64xf32>
+  %b = nn.transpose %s [1, 0] : tensor<256x64xf32> -> tensor<64x256xf32>
+  func.return %b : tensor<64x256xf32>
+}
+"""
+
+
+def test_cuda_rejects_an_unknown_option_on_a_cpu_machine() -> None:
+    compiled = fuseopt.compile(lambda x: x * 2, backend="cuda", not_an_option=1)
+    with pytest.raises(ConfigurationError, match="no option.*'not_an_option'.*block_rows"):
+        compiled(torch.randn(4))
+
+
+@pytest.mark.parametrize("mode", ["max-autotune", "max-autotune-no-cudagraphs"])
+def test_cuda_refuses_the_autotune_modes_clearly(mode: str) -> None:
+    with pytest.raises(ConfigurationError, match="not supported by the cuda backend"):
+        CudaBackend().compile(fuseopt.parse(ROWS), "rows", {"mode": mode})
+
+
+def test_cuda_applies_forced_tile_sizes() -> None:
+    default = CudaBackend().compile(fuseopt.parse(ROWS), "rows", {})
+    forced = CudaBackend().compile(fuseopt.parse(ROWS), "rows", {"block_rows": 4})
+    assert isinstance(default, CudaFunction) and isinstance(forced, CudaFunction)
+    grids = [s.grid for s in forced.plan.steps if hasattr(s, "grid")]
+    assert grids == [(16,)], grids  # 64 rows, 4 per program
+    assert [s.grid for s in default.plan.steps if hasattr(s, "grid")] != grids
+
+
+def test_cuda_reduce_overhead_replays_graphs_of_multi_kernel_functions() -> None:
+    fn = CudaBackend().compile(fuseopt.parse(TWO_KERNELS), "two", {"mode": "reduce-overhead"})
+    assert isinstance(fn, CudaGraphFunction)
+    assert len(fn.kernels) >= 2  # forwarded to the compiled function
+    one = CudaBackend().compile(fuseopt.parse(ROWS), "rows", {"mode": "reduce-overhead"})
+    assert isinstance(one, CudaFunction)  # one launch: the direct launch is cheaper
+
+
+def test_bad_tile_sizes_are_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError, match="must be an integer"):
+        CUDA.lowering({"block_rows": "4"})
+    with pytest.raises(ConfigurationError, match="unknown precision"):
+        TRITON.lowering({"precision": "f8"})
+    with pytest.raises(ConfigurationError, match="is not a tile size"):
+        LoweringOptions().forcing({"row-cache-bytes": 4})
+
+
+def test_lowering_options_build_pass_objects() -> None:
+    lowering = TRITON.lowering({"block-rows": 4, "precision": "eager"})
+    passes = lowering.passes()
+    tiling = next(p for p in passes if isinstance(p, ConvertNNToTilePass))
+    assert tiling.block_rows == 4 and tiling.max_row_block == 32768
+    assert [p.name for p in passes] == ["convert-nn-to-tile", "tile-promote"]
+    assert CUDA.defaults.spec() == (
+        "nn-widen-intermediates,convert-nn-to-tile{row_chunk=4096 row_cache_bytes=98304},"
+        "tile-promote"
+    )
+
+
+def _sources(*folders: str) -> list[Path]:
+    return [p for f in folders for p in (ROOT / f).rglob("*.py")]
+
+
+def test_nothing_below_the_api_imports_it() -> None:
+    """Backends, passes, frontends and dialects import down: never `fuseopt.api`; and
+    backends, passes and dialects import no frontend."""
+    api = re.compile(r"^\s*(from fuseopt\.api import|import fuseopt\.api|from fuseopt import api)")
+    front = re.compile(r"^\s*(from|import) fuseopt\.frontends")
+    for path in _sources("backends", "passes", "frontends", "dialects"):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            assert not api.match(line), f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+            if path.parts[len(ROOT.parts)] != "frontends":
+                assert not front.match(line), f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+
+
+def test_no_backend_splices_pipeline_text() -> None:
+    """Backends build their tile stage from pass objects: no `.replace` on pipeline
+    text (a pass name inside a replace call)."""
+    splice = re.compile(r"\.replace\(\s*[\"'](convert-nn-to-tile|tile-promote|nn-fuse)")
+    for path in _sources("backends"):
+        text = path.read_text()
+        assert not splice.search(text), path.relative_to(ROOT)
