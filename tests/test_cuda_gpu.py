@@ -225,3 +225,27 @@ def test_operand_staging_forms_run_on_the_gpu(m: int, d: int, di: int, staging: 
     got = out.float().cpu().numpy().reshape(expected[0].shape)
     scale = max(float(np.abs(expected[0]).max()), 1e-6)
     assert float(np.abs(got - expected[0]).max()) / scale < 2e-2
+
+
+def _two_softmaxes(x: torch.Tensor) -> torch.Tensor:
+    """Two row kernels (softmax over rows, then over the transposed rows)."""
+    return torch.softmax(torch.softmax(x * 1.5, -1).t() * 2.0, -1).t()
+
+
+def test_reduce_overhead_replays_cuda_graphs_on_the_cuda_backend() -> None:
+    """mode="reduce-overhead" wraps the CUDA backend's function in CudaGraphFunction:
+    results equal the plain function's on the same inputs, on fresh input addresses
+    (static graph) and repeated ones (in-place graph), and outputs are never overwritten
+    while the caller holds them."""
+    import fuseopt
+    from fuseopt.backends.cuda_graphs import CudaGraphFunction
+
+    plain = fuseopt.compile(_two_softmaxes, backend="cuda", strict=True)
+    graphs = fuseopt.compile(_two_softmaxes, backend="cuda", mode="reduce-overhead", strict=True)
+    xs = [torch.randn(64, 256, device="cuda") for _ in range(4)]
+    expected = [plain(x) for x in xs]
+    got = [graphs(x) for x in xs] + [graphs(xs[0]), graphs(xs[0])]
+    for out, want in zip(got, [*expected, expected[0], expected[0]], strict=True):
+        torch.testing.assert_close(out, want, rtol=0, atol=0)
+    region = graphs.regions[0]
+    assert isinstance(region.compiled, CudaGraphFunction), type(region.compiled)

@@ -30,7 +30,7 @@ Backends set two of these knobs through the same options, not rules of their own
 - the CUDA backend passes `row-cache-bytes` = tile-promote's shared-memory budget: a
   looped reduction whose rows its row cache holds keeps one loop per reduction level
   (re-reads hit shared memory), longer rows compute their statistics online
-  (`online`); and `row-chunk=4096` (backends/cuda/backend.py CUDA_ROW_CHUNK).
+  (`online`); and `row-chunk=4096` (backends/targets.py CUDA_ROW_CHUNK).
 """
 
 from __future__ import annotations
