@@ -45,6 +45,7 @@ from xdsl.passes import ModulePass
 
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile
+from fuseopt.dialects.dtypes import element_bytes
 from fuseopt.dialects.tile_verification import LAUNCH_KNOB_RANGES
 from fuseopt.passes.convert_nn_to_tile.heuristics import launch_knobs
 
@@ -63,12 +64,6 @@ fall in different banks (the CUDA printer's layout)."""
 
 SHARED_ALIGN = 128
 """Alignment (bytes) of every shared-memory buffer the CUDA printer allocates."""
-
-
-def element_bytes(t: Attribute) -> int:
-    """Bytes per element of a buffer or tile element type."""
-    width = getattr(t, "bitwidth", None) or getattr(getattr(t, "width", None), "data", 32)
-    return max(1, int(width) // 8)
 
 
 @dataclass(frozen=True)

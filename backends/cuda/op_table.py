@@ -15,12 +15,16 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
     Float32Type,
-    IndexType,
     IntegerType,
 )
 from xdsl.ir import Attribute
 
 from fuseopt.dialects import nn
+from fuseopt.dialects.dtypes import (  # noqa: F401 - element_bytes: the table's, for the printer
+    UnsupportedTypeError,
+    element_bytes,
+    element_info,
+)
 
 FLOAT_UNARY: dict[type[nn.UnaryElementwiseOp], str] = {
     nn.NegOp: "(-{0})",
@@ -115,18 +119,11 @@ COMPARE: dict[str, str] = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": 
 
 
 def c_type(t: Attribute) -> str:
-    """The C++ storage type of an element type (f32, f16, bf16, i1, i64, index)."""
-    if isinstance(t, Float32Type):
-        return "float"
-    if isinstance(t, Float16Type):
-        return "__half"
-    if isinstance(t, BFloat16Type):
-        return "__nv_bfloat16"
-    if isinstance(t, IndexType):
-        return "long long"
-    if isinstance(t, IntegerType):
-        return "bool" if t.width.data == 1 else "long long"
-    raise ValueError(f"no CUDA type for element type {t}")
+    """The C++ storage type of an element type (`dialects/dtypes.py`: every width)."""
+    try:
+        return element_info(t).c_type
+    except UnsupportedTypeError:
+        raise ValueError(f"no CUDA type for element type {t}") from None
 
 
 def compute_kind(t: Attribute) -> str:
@@ -136,11 +133,6 @@ def compute_kind(t: Attribute) -> str:
     if isinstance(t, IntegerType) and t.width.data == 1:
         return "bool"
     return "int"
-
-
-def element_bytes(t: Attribute) -> int:
-    """Bytes of one stored element."""
-    return {"float": 4, "__half": 2, "__nv_bfloat16": 2, "bool": 1, "long long": 8}[c_type(t)]
 
 
 def to_compute(expr: str, t: Attribute, kind: str) -> str:

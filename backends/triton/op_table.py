@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.dialects.dtypes import UnsupportedTypeError, element_info
 
 
 @dataclass(frozen=True)
@@ -272,25 +273,16 @@ measures it against eager)."""
 
 
 def triton_dtype(t: Attribute) -> str:
-    """The `tl` dtype of an element type."""
-    if isinstance(t, Float32Type):
-        return "tl.float32"
-    if isinstance(t, Float16Type):
-        return "tl.float16"
-    if isinstance(t, BFloat16Type):
-        return "tl.bfloat16"
-    if isinstance(t, Float64Type):
-        return "tl.float64"
-    if isinstance(t, IntegerType):
-        return {1: "tl.int1", 8: "tl.int8", 16: "tl.int16", 32: "tl.int32", 64: "tl.int64"}[
-            t.width.data
-        ]
-    raise ValueError(f"no Triton dtype for {t}")
+    """The `tl` dtype of an element type (`dialects/dtypes.py`)."""
+    try:
+        return element_info(t).triton
+    except UnsupportedTypeError:
+        raise ValueError(f"no Triton dtype for {t}") from None
 
 
 def torch_dtype(t: Attribute) -> str:
     """The `torch` dtype of an element type (as source text)."""
-    return triton_dtype(t).replace("tl.", "torch.").replace("torch.int1", "torch.bool")
+    return str(element_info(t).torch)
 
 
 def convert(expr: str, src: Attribute, dst: Attribute) -> tuple[str, tuple[str, ...]]:
@@ -326,15 +318,7 @@ def is_float_type(t: Attribute) -> bool:
 
 def element_bits(t: Attribute) -> int:
     """The storage width of an element type in bits (i1 is stored as a byte)."""
-    if isinstance(t, Float32Type):
-        return 32
-    if isinstance(t, Float16Type | BFloat16Type):
-        return 16
-    if isinstance(t, Float64Type):
-        return 64
-    if isinstance(t, IntegerType):
-        return max(8, t.width.data)
-    raise ValueError(f"no storage width for {t}")
+    return 8 * element_info(t).bytes
 
 
 def is_16bit_float(t: Attribute) -> bool:

@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
-from fuseopt.passes.tile_promote import element_bytes
+from fuseopt.dialects.dtypes import element_bytes
 
 if TYPE_CHECKING:
     from fuseopt.passes.convert_nn_to_tile.emitter import Context, KernelEmitter

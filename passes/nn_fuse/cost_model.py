@@ -46,13 +46,12 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseIntOrFPElementsAttr,
     Float16Type,
-    Float32Type,
-    IntegerType,
     TensorType,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.dialects.dtypes import element_bytes
 
 KERNEL, LIBRARY_GEMM, UNFUSED = nn.Route.KERNEL, nn.Route.LIBRARY_GEMM, nn.Route.UNFUSED
 """The values of a group's `route` attribute (`nn.Route`)."""
@@ -96,17 +95,6 @@ class GPUSpec:
 
 H100 = GPUSpec()
 """The default target."""
-
-
-def element_bytes(element_type: Attribute) -> int:
-    """Bytes per element of an nn element type (i1 is stored as one byte)."""
-    if isinstance(element_type, Float32Type):
-        return 4
-    if isinstance(element_type, Float16Type | BFloat16Type):
-        return 2
-    if isinstance(element_type, IntegerType):
-        return max(1, element_type.width.data // 8)
-    return 8
 
 
 def value_bytes(v: SSAValue) -> int:
