@@ -188,6 +188,13 @@ class LogOp(UnaryElementwiseOp):
 
 
 @irdl_op_definition
+class Log1pOp(UnaryElementwiseOp):
+    """log(1 + x), accurate where 1 + x rounds. Example: `%r = nn.log1p %x : tensor<4xf32>`."""
+
+    name = "nn.log1p"
+
+
+@irdl_op_definition
 class SqrtOp(UnaryElementwiseOp):
     """Square root. Example: `%r = nn.sqrt %x : tensor<4xf32>`."""
 
@@ -1536,6 +1543,7 @@ NN = Dialect(
         AbsOp,
         ExpOp,
         LogOp,
+        Log1pOp,
         SqrtOp,
         RsqrtOp,
         ReciprocalOp,

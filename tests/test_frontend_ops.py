@@ -45,6 +45,7 @@ CASES: dict[str, tuple[Callable, Callable[[torch.dtype], list[torch.Tensor]]]] =
     "abs": (torch.abs, lambda d: [_x(d)]),
     "exp": (torch.exp, lambda d: [_x(d)]),
     "log": (torch.log, lambda d: [_p(d)]),
+    "log1p": (lambda a: torch.log1p(a - 0.9), lambda d: [_p(d)]),
     "sqrt": (torch.sqrt, lambda d: [_p(d)]),
     "rsqrt": (torch.rsqrt, lambda d: [_p(d)]),
     "reciprocal": (torch.reciprocal, lambda d: [_p(d)]),

@@ -66,6 +66,8 @@ FUNCTIONS: dict[str, tuple[Fn, Fn]] = {
     "div_scalar": (lambda t: t / 3.7, _wide),
     "erf": (torch.erf, _wide),
     "log": (torch.log, _positive),
+    "log1p": (torch.log1p, _positive_small),
+    "log1p_tiny": (torch.log1p, lambda w: w * 1e-6),
     "sqrt": (torch.sqrt, _positive),
     "rsqrt": (torch.rsqrt, _positive),
     "sin": (torch.sin, _small),

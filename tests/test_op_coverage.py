@@ -52,7 +52,7 @@ TILE_PRINTER_EXCEPTIONS: dict[type[Operation], str] = {}
 def _named_in(paths: list[Path]) -> set[str]:
     names: set[str] = set()
     for p in paths:
-        names.update(re.findall(r"\bnn\.([A-Z][A-Za-z]*Op)\b", p.read_text()))
+        names.update(re.findall(r"\bnn\.([A-Z][A-Za-z0-9]*Op)\b", p.read_text()))
     return names
 
 
@@ -97,7 +97,7 @@ def test_the_triton_printer_prints_every_elementwise_op_on_tiles() -> None:
 def test_the_cuda_printer_prints_every_elementwise_op_on_tiles() -> None:
     emitter_rules = _named_in(_source("backends/cuda/kernel_emitter.py"))
     emitter_rules |= set(
-        re.findall(r"\bnn\.([A-Z][A-Za-z]*Op)\b", inspect.getsource(cuda_table.unary))
+        re.findall(r"\bnn\.([A-Z][A-Za-z0-9]*Op)\b", inspect.getsource(cuda_table.unary))
     )
     covered = (
         set(cuda_table.FLOAT_UNARY)

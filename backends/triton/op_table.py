@@ -69,6 +69,7 @@ TRITON_OPS: dict[type[Operation], Rule] = {
     nn.AbsOp: Rule("tl.abs({0})"),
     nn.ExpOp: Rule("fuseopt_exp({0})", helpers=("fuseopt_exp",)),
     nn.LogOp: Rule("tl.log({0})"),
+    nn.Log1pOp: Rule("fuseopt_log1p({0})", helpers=("fuseopt_log1p",)),
     nn.SqrtOp: Rule("tl.sqrt_rn({0})"),
     nn.RsqrtOp: Rule("tl.rsqrt({0})"),
     nn.ReciprocalOp: Rule("tl.div_rn(1.0, {0})"),
@@ -176,6 +177,18 @@ def fuseopt_exp(x):
     else:
         return fuseopt_libdevice.exp(x)
 """,
+    "fuseopt_log1p": """@triton.jit
+def fuseopt_log1p(x):
+    # GPU: libdevice's log1pf, eager's own. The CPU interpreter has no libdevice: there
+    # log(w) * (x / (w - 1)) with w = 1 + x rounded, which corrects w's rounding, and x
+    # itself where w rounds to 1 (Goldberg's theorem 4); +inf stays +inf
+    if INTERPRETED:
+        w = 1.0 + x
+        exact = (w == 1.0) | (w == float("inf"))
+        return tl.where(exact, x, tl.log(w) * (x / tl.where(exact, 1.0, w - 1.0)))
+    else:
+        return fuseopt_libdevice.log1p(x)
+""",
     "fuseopt_sigmoid": """@triton.jit
 def fuseopt_sigmoid(x):
     # 1 / (1 + exp(-x)), eager's formula; on the GPU with libdevice's expf and
@@ -263,6 +276,7 @@ GPU_ACCURACY: dict[type[Operation], tuple[Accuracy, str]] = {
     nn.GeluOp: ("libm", "eager's formulas over tl.erf or fuseopt_tanh"),
     nn.ErfOp: ("libm", "tl.erf, which Triton lowers to libdevice's erff"),
     nn.LogOp: ("libm", "tl.log, which Triton lowers to libdevice's logf"),
+    nn.Log1pOp: ("libm", "libdevice.log1p"),
     nn.SinOp: ("libm", "tl.sin, which Triton lowers to libdevice's sinf"),
     nn.CosOp: ("libm", "tl.cos, which Triton lowers to libdevice's cosf"),
     nn.RsqrtOp: ("measured", "tl.rsqrt: rsqrt.approx.ftz.f32 (a subnormal x gives inf)"),

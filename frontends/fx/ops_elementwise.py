@@ -105,6 +105,7 @@ for _target, _op, _float_only in [
     (aten.relu.default, nn.ReluOp, False),
     (aten.exp.default, nn.ExpOp, True),
     (aten.log.default, nn.LogOp, True),
+    (aten.log1p.default, nn.Log1pOp, True),
     (aten.sqrt.default, nn.SqrtOp, True),
     (aten.rsqrt.default, nn.RsqrtOp, True),
     (aten.reciprocal.default, nn.ReciprocalOp, True),

@@ -51,6 +51,7 @@ UNARY: dict[type[nn.UnaryElementwiseOp], Callable[[np.ndarray], np.ndarray]] = {
     nn.AbsOp: np.abs,
     nn.ExpOp: np.exp,
     nn.LogOp: np.log,
+    nn.Log1pOp: np.log1p,
     nn.SqrtOp: np.sqrt,
     nn.RsqrtOp: lambda x: 1 / np.sqrt(x),
     nn.ReciprocalOp: lambda x: 1 / x,
