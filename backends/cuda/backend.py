@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.backends.cuda.printer import CudaKernel, print_cuda
 from fuseopt.backends.cuda.runtime import (
@@ -33,9 +33,10 @@ from fuseopt.backends.cuda.runtime import (
 )
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
 from fuseopt.backends.targets import CUDA
-from fuseopt.diagnostics import CompileError, ConfigurationError, error_at
-from fuseopt.dialects import tile
+from fuseopt.diagnostics import CompileError, ConfigurationError
+from fuseopt.dialects import tile_host
 from fuseopt.dialects.dtypes import torch_dtype
+from fuseopt.dialects.tile_host import read_host
 
 
 def tile_pipeline(precision: str = "f32") -> str:
@@ -60,61 +61,54 @@ Step = Callable[[list[torch.Tensor | None], torch.device], None] | Launch
 
 
 class HostPlan:
-    """The host function as a list of steps over a slot per SSA value."""
+    """The host function (`dialects/tile_host.py`'s reading of it) as a list of steps
+    over a slot per SSA value."""
 
     def __init__(self, f: func.FuncOp, kernels: dict[str, CudaKernel]):
-        block = f.body.block
+        host = read_host(f, "the cuda backend", "run")
         self.slots: dict[object, int] = {}
-        outputs = tile.output_params(f)
         self.inputs: list[tuple[int, tuple[int, ...], torch.dtype]] = []
         self.outputs: list[tuple[int, tuple[int, ...], torch.dtype]] = []
-        for arg, out in zip(block.args, outputs, strict=True):
-            t = arg.type
-            assert isinstance(t, MemRefType)
-            spec = (self._slot(arg), tuple(t.get_shape()), torch_dtype(t.element_type))
-            (self.outputs if out else self.inputs).append(spec)
+        for p in host.params:
+            spec = (self._slot(p.value), p.shape, torch_dtype(p.element))
+            (self.outputs if p.output else self.inputs).append(spec)
         self.steps: list[Step] = []
         self.launches: list[str] = []
-        for op in block.ops:
-            self._plan(op, kernels)
+        for step in host.steps:
+            self._plan(step, kernels)
 
     def _slot(self, v: object) -> int:
         return self.slots.setdefault(v, len(self.slots))
 
-    def _plan(self, op: object, kernels: dict[str, CudaKernel]) -> None:
-        if isinstance(op, tile.AllocOp):
-            t = op.result.type
-            assert isinstance(t, MemRefType)
-            s, shape, dt = self._slot(op.result), tuple(t.get_shape()), torch_dtype(t.element_type)
+    def _plan(self, step: tile_host.Step, kernels: dict[str, CudaKernel]) -> None:
+        if isinstance(step, tile_host.Alloc):
+            s, shape, dt = self._slot(step.value), step.shape, torch_dtype(step.element)
 
             def alloc(b: list, dev: torch.device, s=s, shape=shape, dt=dt) -> None:
                 b[s] = torch.empty(shape, dtype=dt, device=dev)
 
             self.steps.append(alloc)
-        elif isinstance(op, tile.ViewOp):
-            t = op.result.type
-            assert isinstance(t, MemRefType)
-            s, src, shape = self._slot(op.result), self._slot(op.source), tuple(t.get_shape())
+        elif isinstance(step, tile_host.View):
+            s, src, shape = self._slot(step.value), self._slot(step.source), step.shape
 
             def view(b: list, dev: torch.device, s=s, src=src, shape=shape) -> None:
                 b[s] = b[src].view(shape)
 
             self.steps.append(view)
-        elif isinstance(op, tile.LaunchOp):
-            name = op.kernel.root_reference.data
-            k = kernels[name]
-            grid = k.grid or op.grid_sizes
-            args = [self._slot(a) for a in op.args]
+        elif isinstance(step, tile_host.Launch):
+            k = kernels[step.kernel]
+            grid = k.grid or step.grid
+            args = [self._slot(a) for a in step.args]
             self.launches.append(k.c_name)
 
             self.steps.append(Launch(k, tuple(grid), args))
-        elif isinstance(op, tile.GemmOp):
-            a, bb, c = self._slot(op.lhs), self._slot(op.rhs), self._slot(op.out)
-            ta, tb = op.transpose_a is not None, op.transpose_b is not None
+        else:
+            a, bb, c = self._slot(step.lhs), self._slot(step.rhs), self._slot(step.out)
+            ta, tb = step.transpose_a, step.transpose_b
             self.launches.append("library_gemm")
             # torch.mm / torch.bmm when the ranks allow: torch.matmul's broadcasting
             # dispatch costs several microseconds of host time per call
-            shapes = [tuple(v.type.get_shape()) for v in (op.lhs, op.rhs, op.out)]  # type: ignore[attr-defined]
+            shapes = [tuple(v.type.get_shape()) for v in (step.lhs, step.rhs, step.out)]  # type: ignore[attr-defined]
             product = torch.matmul
             if all(len(sh) == 2 for sh in shapes):
                 product = torch.mm
@@ -128,11 +122,6 @@ class HostPlan:
                 product(x.mT if ta else x, y.mT if tb else y, out=b[c])
 
             self.steps.append(gemm)
-        elif isinstance(op, func.ReturnOp):
-            if op.arguments:
-                raise error_at(op, "host functions return through {tile.output} buffers")
-        else:
-            raise error_at(op, f"the cuda backend cannot run {op.name} in a host function")  # type: ignore[attr-defined]
 
 
 def _record(cls: type, k: CudaKernel, grid: tuple[int, ...] | None) -> Any:

@@ -1,0 +1,124 @@
+"""The one reader of tile host functions, for every backend.
+
+A host function of tile IR (what convert-nn-to-tile makes of an nn function) takes its
+inputs and its `{tile.output}` buffers as memrefs and holds only buffer allocations,
+views, kernel launches and library GEMMs, then a `func.return` without operands.
+`read_host` checks that and returns it as plain data, `HostFunction`: its parameters
+and its steps in order. The Triton printer prints the steps as Python, the CUDA backend
+plans them as launches over buffer slots; anything else in a host function is one
+located error, worded for the backend that met it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import Attribute, SSAValue
+
+from fuseopt.diagnostics import error_at
+from fuseopt.dialects import tile
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A buffer of the host function: its SSA value, shape and element type."""
+
+    value: SSAValue
+    shape: tuple[int, ...]
+    element: Attribute
+
+
+@dataclass(frozen=True)
+class Param(Buffer):
+    """A parameter: an input, or an `{tile.output}` the function writes."""
+
+    output: bool
+
+
+@dataclass(frozen=True)
+class Alloc(Buffer):
+    """`tile.alloc` on the host: a temporary global buffer."""
+
+
+@dataclass(frozen=True)
+class View(Buffer):
+    """`tile.view`: `source` reinterpreted under this shape."""
+
+    source: SSAValue
+
+
+@dataclass(frozen=True)
+class Launch:
+    """`tile.launch`: kernel `kernel` over `grid` with buffers `args`."""
+
+    kernel: str
+    grid: tuple[int, ...]
+    args: tuple[SSAValue, ...]
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """`tile.gemm`: `out = lhs @ rhs` (transposes as flagged) by a library GEMM."""
+
+    op: tile.GemmOp
+    lhs: SSAValue
+    rhs: SSAValue
+    out: SSAValue
+    transpose_a: bool
+    transpose_b: bool
+
+
+Step = Alloc | View | Launch | Gemm
+
+
+@dataclass(frozen=True)
+class HostFunction:
+    """A host function read by `read_host`: its name, parameters and steps."""
+
+    name: str
+    params: tuple[Param, ...]
+    steps: tuple[Step, ...]
+
+
+def _buffer(v: SSAValue) -> tuple[SSAValue, tuple[int, ...], Attribute]:
+    t = v.type
+    assert isinstance(t, MemRefType)  # the tile verifiers check every host buffer
+    return v, tuple(t.get_shape()), t.element_type
+
+
+def read_host(f: func.FuncOp, backend: str, verb: str) -> HostFunction:
+    """Host function `f` as data. An op a host function cannot hold, or a `func.return`
+    with operands, is a CompileError located at it: "`backend` cannot `verb` OP in a
+    host function" (as "the triton target cannot print ...")."""
+    block = f.body.block
+    params = tuple(
+        Param(*_buffer(arg), output=out)
+        for arg, out in zip(block.args, tile.output_params(f), strict=True)
+    )
+    steps: list[Step] = []
+    for op in block.ops:
+        if isinstance(op, tile.AllocOp):
+            steps.append(Alloc(*_buffer(op.result)))
+        elif isinstance(op, tile.ViewOp):
+            steps.append(View(*_buffer(op.result), source=op.source))
+        elif isinstance(op, tile.LaunchOp):
+            steps.append(Launch(op.kernel.root_reference.data, op.grid_sizes, tuple(op.args)))
+        elif isinstance(op, tile.GemmOp):
+            steps.append(
+                Gemm(
+                    op,
+                    op.lhs,
+                    op.rhs,
+                    op.out,
+                    op.transpose_a is not None,
+                    op.transpose_b is not None,
+                )
+            )
+        elif isinstance(op, func.ReturnOp):
+            if op.arguments:
+                raise error_at(op, "host functions return through {tile.output} buffers")
+        else:
+            raise error_at(op, f"{backend} cannot {verb} {op.name} in a host function")
+    return HostFunction(f.sym_name.data, params, tuple(steps))

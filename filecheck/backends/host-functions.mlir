@@ -1,0 +1,32 @@
+// One reader of tile host functions (dialects/tile_host.py) serves both backends: an op
+// a host function cannot hold is one located error, worded for the backend (the cuda
+// backend's wording: tests/test_tile_host.py).
+// RUN: not fuse-opt %s -t triton 2>&1 | filecheck %s --check-prefix=TRITON
+// RUN: sed -e 's/^  %c = .*//' %s | fuse-opt -t triton | filecheck %s --check-prefix=HOST
+
+// TRITON: host-functions.mlir:[[# @LINE + 12]]:3: error: the triton target cannot print arith.constant in a host function
+// HOST:      def main(x, *, device):
+// HOST-NEXT:     """Run the host code: 2 launch(es); returns the outputs."""
+// HOST-NEXT:     y = torch.empty((64,), dtype=torch.float32, device=device)
+// HOST-NEXT:     tmp = torch.empty((64,), dtype=torch.float32, device=device)
+// HOST-NEXT:     view = tmp.view((8, 8))
+// HOST-NEXT:     launch_k(x, tmp)
+// HOST-NEXT:     launch_k(view, y)
+// HOST-NEXT:     return (y, )
+func.func @main(%x: memref<64xf32>, %y: memref<64xf32> {tile.output}) {
+  %tmp = tile.alloc : memref<64xf32>
+  %view = tile.view %tmp : memref<64xf32> -> memref<8x8xf32>
+  %c = arith.constant 0 : index
+  tile.launch @k grid [4] (%x, %tmp) : memref<64xf32>, memref<64xf32>
+  tile.launch @k grid [4] (%view, %y) : memref<8x8xf32>, memref<64xf32>
+  func.return
+}
+tile.kernel @k grid 1 (%x: memref<64xf32>, %y: memref<64xf32>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
+  %p = tile.program_id 0
+  %c16 = arith.constant 16 : index
+  %o = arith.muli %p, %c16 : index
+  %t = tile.load %x[%o] : memref<64xf32> -> tensor<16xf32>
+  %e = nn.exp %t : tensor<16xf32>
+  tile.store %e, %y[%o] : tensor<16xf32>, memref<64xf32>
+  tile.return
+}

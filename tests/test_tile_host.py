@@ -1,0 +1,46 @@
+"""The one reader of tile host functions (dialects/tile_host.py) and its two users."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import fuseopt
+from fuseopt.backends.cuda.backend import CudaFunction
+from fuseopt.backends.cuda.printer import print_cuda
+from fuseopt.dialects import tile_host
+
+HOST = (Path(__file__).resolve().parents[1] / "filecheck/backends/host-functions.mlir").read_text()
+"""A host function with an allocation, a view, two launches and a stray constant."""
+
+CLEAN = HOST.replace("  %c = arith.constant 0 : index\n", "")
+
+
+def _main(text: str):  # noqa: ANN202
+    module = fuseopt.parse(text, "host.mlir")
+    (f,) = [op for op in module.ops if getattr(op, "sym_name", None) and op.name == "func.func"]
+    return module, f
+
+
+def test_read_host_gives_params_and_steps_in_order() -> None:
+    _, f = _main(CLEAN)
+    host = tile_host.read_host(f, "a test", "read")
+    assert [(p.shape, p.output) for p in host.params] == [((64,), False), ((64,), True)]
+    kinds = [type(s).__name__ for s in host.steps]
+    assert kinds == ["Alloc", "View", "Launch", "Launch"]
+    view = host.steps[1]
+    assert isinstance(view, tile_host.View) and view.shape == (8, 8)
+    assert view.source is host.steps[0].value  # type: ignore[union-attr]
+
+
+def test_the_cuda_backend_reads_host_functions_through_it() -> None:
+    module, _ = _main(CLEAN)
+    fn = CudaFunction(module, "main", print_cuda(module))
+    assert fn.plan.launches == ["k", "k"]
+    module, _ = _main(HOST)
+    with pytest.raises(fuseopt.CompileError) as e:
+        CudaFunction(module, "main", print_cuda(module))
+    message = str(e.value)
+    assert "host.mlir:" in message
+    assert "the cuda backend cannot run arith.constant in a host function" in message
