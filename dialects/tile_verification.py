@@ -126,16 +126,24 @@ the matmul K loop, elements per 16-byte access (16 one-byte elements), and bytes
 shared memory (a 32-bit launch parameter)."""
 
 
+def _i64_value(kernel: Operation, name: str) -> int | None:
+    """The value of `kernel`'s attribute `name`, which must be an i64 integer (None when
+    it is absent)."""
+    attr = kernel.attributes.get(name)
+    if attr is None:
+        return None
+    if not isinstance(attr, IntegerAttr):
+        raise VerifyException(f"{name} must be an integer, got {attr}")
+    check_i64(attr, name)
+    return attr.value.data
+
+
 def check_launch_knobs(kernel: Operation) -> None:
     """Each attribute of LAUNCH_KNOB_RANGES on `kernel` is an i64 integer in its range."""
     for name, (least, most, power_of_two) in LAUNCH_KNOB_RANGES.items():
-        attr = kernel.attributes.get(name)
-        if attr is None:
+        value = _i64_value(kernel, name)
+        if value is None:
             continue
-        if not isinstance(attr, IntegerAttr):
-            raise VerifyException(f"{name} must be an integer, got {attr}")
-        check_i64(attr, name)
-        value = attr.value.data
         if power_of_two and (value < 1 or value & (value - 1)):
             raise VerifyException(
                 f"{name} must be a power of two from {least} to {most}, got {value}"
@@ -163,13 +171,9 @@ def check_tiling_attributes(kernel: Operation, n_params: int) -> None:
             f"block_sizes has {len(array_values(blocks))} entries for {rank} iteration dims"
         )
     for name in ("reduce_dim", "block_k", "group_m"):
-        attr = kernel.attributes.get(name)
-        if attr is None:
+        value = _i64_value(kernel, name)
+        if value is None:
             continue
-        if not isinstance(attr, IntegerAttr):
-            raise VerifyException(f"{name} must be an integer, got {attr}")
-        check_i64(attr, name)
-        value = attr.value.data
         least = 0 if name == "reduce_dim" else 1
         if value < least or (name == "reduce_dim" and rank is not None and value >= rank):
             raise VerifyException(f"{name} is out of range: {value}")
