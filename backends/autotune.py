@@ -278,9 +278,13 @@ MATMUL_KNOBS = ((4, 3), (8, 3), (4, 4), (8, 4))
 
 
 def with_knobs(k: Mapping[str, Any], warps: int, stages: int) -> dict[str, Any]:
-    """Kernel entry `k` launched with other num_warps / num_stages (index and source)."""
-    old = f"num_warps={k['num_warps']}, num_stages={k['num_stages']})"
-    source = k["source"].replace(old, f"num_warps={warps}, num_stages={stages})")
+    """Kernel entry `k` launched with other num_warps / num_stages: the index's knobs,
+    and a source whose launcher the printer prints anew with them."""
+    from fuseopt.backends.triton.printer import launcher_source
+
+    grid = tuple(k["grid"])
+    launch = launcher_source(k["python"], k["launcher"], k["params"], grid, warps, stages)
+    source = k["kernel_source"] + "\n\n" + launch + "\n"
     return {**k, "num_warps": warps, "num_stages": stages, "source": source}
 
 

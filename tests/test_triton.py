@@ -275,17 +275,31 @@ def test_hugging_face_llama_decoder_layer(dtype: torch.dtype) -> None:
     }
 
 
-def test_autotune_knob_variant_rewrites_the_launcher() -> None:
-    from fuseopt.backends.autotune import with_knobs
+def test_autotune_knob_variant_reprints_the_launcher(_private_cache: Path) -> None:
+    """A knob variant's source is the printed kernel and a launcher the printer prints
+    anew with the other knobs (no text of the printed source is edited)."""
+    import ast
 
-    k = {
-        "num_warps": 8,
-        "num_stages": 3,
-        "source": "def launch_k(buf0, grid=(4,)):\n    k[grid](buf0, num_warps=8, num_stages=3)\n",
-    }
-    tuned = with_knobs(k, 4, 4)
-    assert tuned["num_warps"] == 4 and tuned["num_stages"] == 4
-    assert "num_warps=4, num_stages=4)" in tuned["source"] and k["num_warps"] == 8
+    from fuseopt.backends.autotune import with_knobs
+    from fuseopt.backends.kernel_cache import KernelCache
+
+    text = """func.func @main(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
+  %e = nn.exp %x : tensor<64x256xf32>
+  func.return %e : tensor<64x256xf32>
+}"""
+    fn = triton_backend.compile_module(
+        fuseopt.parse(text), "main", {}, KernelCache(str(_private_cache))
+    )
+    (k,) = [k for k in fn.index["kernels"] if k["triton"]]
+    tuned = with_knobs(k, 8, 4)
+    assert tuned["num_warps"] == 8 and tuned["num_stages"] == 4
+    assert tuned["source"].startswith(k["kernel_source"])
+    assert f"num_warps={k['num_warps']}, num_stages={k['num_stages']})" in k["source"]
+    assert "num_warps=8, num_stages=4)" in tuned["source"]
+    assert tuned["source"].replace("num_warps=8, num_stages=4", "") == k["source"].replace(
+        f"num_warps={k['num_warps']}, num_stages={k['num_stages']}", ""
+    )
+    ast.parse(tuned["source"])
 
 
 GEMMS_NN = """func.func @main(%x: tensor<2x5x32xf32>, %w: tensor<48x32xf32>, %v: tensor<2x32x5xf32>)

@@ -113,6 +113,8 @@ def print_and_store(
                 "triton": k.triton,
                 "helpers": list(k.helpers),
                 "args": [[list(sh), d] for sh, d in k.args],
+                "kernel_source": k.kernel_source,
+                "params": list(k.params),
             }
             for k in printed.kernels
         ],
@@ -145,6 +147,8 @@ KERNEL_FIELDS: dict[str, type | tuple[type, ...]] = {
     "num_stages": int,
     "ops": list,
     "source": str,
+    "kernel_source": str,
+    "params": list,
 }
 """Fields of a kernel entry in index.json that the backend reads, with their types."""
 
@@ -343,6 +347,8 @@ def store_assembled(
             k.get("triton", True),
             tuple(k.get("helpers", ())),
             [(tuple(sh), d) for sh, d in k.get("args", [])],
+            k["kernel_source"],
+            tuple(k["params"]),
         )  # fmt: skip
         for k in kernels
     ]

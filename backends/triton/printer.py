@@ -60,6 +60,29 @@ class KernelInfo:
     triton: bool = True
     helpers: tuple[str, ...] = ()
     args: list[tuple[tuple[int, ...], str]] = field(default_factory=list)
+    kernel_source: str = ""
+    """The `@triton.jit` function alone (`source` without the launcher)."""
+    params: tuple[str, ...] = ()
+    """The launcher's parameter names."""
+
+
+def launcher_source(
+    py_name: str,
+    launcher: str,
+    params: tuple[str, ...] | list[str],
+    grid: tuple[int, ...],
+    warps: int,
+    stages: int,
+) -> str:
+    """The launcher of kernel `py_name`: `launcher(*params, grid=...)` launching it with
+    `warps` and `stages` (the autotuner prints other knobs through it)."""
+    return "\n".join(
+        [
+            f"def {launcher}({', '.join(params)}, grid={grid!r}):",
+            f'    """Launch {py_name} over `grid` programs."""',
+            f"    {py_name}[grid]({', '.join(params)}, num_warps={warps}, num_stages={stages})",
+        ]
+    )
 
 
 @dataclass
@@ -137,13 +160,7 @@ def _print_kernel(
     helpers.update(printed.helpers)
     warps, stages = k.require_launch_knobs()
     own_helpers = tuple(sorted(printed.helpers))
-    launch = "\n".join(
-        [
-            f"def {launcher}({', '.join(params)}, grid={grid!r}):",
-            f'    """Launch {py_name} over `grid` programs."""',
-            f"    {py_name}[grid]({', '.join(params)}, num_warps={warps}, num_stages={stages})",
-        ]
-    )
+    launch = launcher_source(py_name, launcher, params, grid, warps, stages)
     return KernelInfo(
         k.sym_name.data,
         py_name,
@@ -155,6 +172,8 @@ def _print_kernel(
         ops,
         printed.source + "\n\n" + launch + "\n",
         helpers=own_helpers,
+        kernel_source=printed.source,
+        params=tuple(params),
     )
 
 
