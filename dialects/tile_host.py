@@ -5,8 +5,9 @@ inputs and its `{tile.output}` buffers as memrefs and holds only buffer allocati
 views, kernel launches and library GEMMs, then a `func.return` without operands.
 `read_host` checks that and returns it as plain data, `HostFunction`: its parameters
 and its steps in order. The Triton printer prints the steps as Python, the CUDA backend
-plans them as launches over buffer slots; anything else in a host function is one
-located error, worded for the backend that met it.
+plans them as launches over buffer slots, the tile interpreter checks a host function
+with it before running it; anything else in a host function is one located error,
+worded for the reader that met it.
 """
 
 from __future__ import annotations

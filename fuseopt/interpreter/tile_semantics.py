@@ -34,6 +34,7 @@ from xdsl.interpreters.scf import ScfFunctions
 
 from fuseopt.dialects import tile
 from fuseopt.dialects.syntax import array_values, is_float
+from fuseopt.dialects.tile_host import read_host
 from fuseopt.interpreter.dtypes import compute_dtype, storage_dtype, to_element_type, to_tensor
 from fuseopt.interpreter.nn_semantics import NNFunctions
 
@@ -264,6 +265,10 @@ def run_host_function(
     `new_buffer`) and returned in order.
     """
     types = list(target.function_type.inputs.data)
+    if all(isinstance(t, MemRefType) for t in types):
+        # the same reading of a host function as both printers: what they reject (an
+        # op a host function cannot hold) is rejected here too, located
+        read_host(target, "the tile interpreter", "run")
     outputs = tile.output_params(target)
     n_inputs = len(types) - sum(outputs)
     if len(arrays) != n_inputs:
