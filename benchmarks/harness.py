@@ -15,8 +15,13 @@ Per instance (one workload at one shape):
 4. time correct systems (median), count their kernels (torch.profiler on a GPU; the
    compiler's own kernel records too, for fuseopt), and for tiny shapes measure
    launch-inclusive time; then the warm compile time;
-5. derive % of roofline and the speedups over each baseline; when fuseopt systems are
-   compared, attach fuseopt's HBM traffic model (`benchmarks.traffic`).
+5. derive % of roofline, host overhead (median minus kernel time) and the speedups
+   over each baseline; when fuseopt systems are compared, attach fuseopt's HBM traffic
+   model (`benchmarks.traffic`).
+
+The reference runs in the workload's `reference_dtype` (float64; float32 for whole
+models). A training workload (`Workload.training`) keeps its parameters trainable: its
+module runs a whole training step, with gradients, inside the harness's no_grad.
 """
 
 from __future__ import annotations
@@ -168,6 +173,7 @@ def _time_system(
     if kernel_profile is not None:
         entry["kernels"] = kernel_profile.kernels
         entry["kernel_us"] = kernel_profile.kernel_us
+        entry["host_us"] = max(0.0, entry["time_us"] - kernel_profile.kernel_us)
         entry["kernel_names"] = list(kernel_profile.names[:12])
 
 
@@ -250,6 +256,8 @@ def _check_and_time(
     )
     if prepared.fallback_ops:
         entry["fallback_ops"] = prepared.fallback_ops
+    if prepared.fallback_reasons:
+        entry["fallback_reasons"] = prepared.fallback_reasons
     _poison_allocator(expected, config.device)
     stats = reference.error_of(prepared.fn(*check_inputs), tuple(d for _, d in expected))
     verdict = judge(stats, tolerance)
@@ -290,8 +298,16 @@ def run_instance(
     ceilings: Ceilings,
     config: RunConfig,
     log: Log = print,
+    carried: dict[str, dict] | None = None,
+    traffic_model: bool = True,
 ) -> dict:
-    """Run every system on one workload instance; returns the instance's result record."""
+    """Run every system on one workload instance; returns the instance's result record.
+
+    `carried` holds system entries an earlier run measured (`benchmarks.suite`'s resume):
+    those systems are not run again. `traffic_model=False` skips fuseopt's HBM model (an
+    export of the whole program: slow and uninformative for whole models).
+    """
+    carried = carried or {}
     dims, dtype, device = shape.dims, config.dtype, config.device
     result: dict[str, Any] = {
         "workload": workload.name,
@@ -304,8 +320,9 @@ def run_instance(
         "systems": {},
     }
     with torch.no_grad():
-        model = workload.make_model(dims, dtype, device, config.seed + 7).eval()
-        model.requires_grad_(False)
+        model = workload.make_model(dims, dtype, device, config.seed + 7)
+        if not workload.training:
+            model.eval().requires_grad_(False)
         check_inputs = workload.make_inputs(dims, dtype, device, config.seed + 1)
         reference = Reference(workload, model, check_inputs)
         eager_out = as_tuple(model(*check_inputs))
@@ -315,17 +332,21 @@ def run_instance(
         tolerance = tolerance_from_eager(eager_stats, dtype)
         result["eager_error"] = _error_dict(eager_stats)
         result["tolerance"] = {"rel_l2": tolerance.rel_l2, "max_rel": tolerance.max_rel}
-        if any(s.reports_traffic for s in systems):
+        result["reference_dtype"] = str(workload.reference_dtype).removeprefix("torch.")
+        if traffic_model and any(s.reports_traffic for s in systems):
             result["fusion_model"] = fusion_traffic(model, check_inputs)
-        if not eager_is_sane(eager_stats, dtype):
+        if not eager_is_sane(eager_stats, dtype, workload.sanity_rel_l2):
             reason = (
-                f"FAILED (eager disagrees with the float64 reference: rel_l2 "
-                f"{eager_stats.rel_l2:.2e}; reference suspect, nothing timed)"
+                f"FAILED (eager disagrees with the {result['reference_dtype']} reference: "
+                f"rel_l2 {eager_stats.rel_l2:.2e}; reference suspect, nothing timed)"
             )
             for system in systems:
                 result["systems"][system.name] = {"status": "FAILED", "reason": reason}
             return result
         for system in systems:
+            if system.name in carried:
+                result["systems"][system.name] = carried[system.name]
+                continue
             entry = run_system(
                 system,
                 model,

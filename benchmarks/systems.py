@@ -27,6 +27,10 @@ InputFactory = Callable[[], tuple[torch.Tensor, ...]]
 
 FUSEOPT_AUTOTUNE_MODE = "max-autotune"
 """The `mode` fuseopt.compile is given for the autotuned fuseopt systems."""
+REDUCE_OVERHEAD = "reduce-overhead"
+"""The CUDA-graph mode of torch.compile and fuseopt (for launch-bound work: decode)."""
+MODE_SUFFIXES = {None: "", FUSEOPT_AUTOTUNE_MODE: "-autotune", REDUCE_OVERHEAD: "-reduce-overhead"}
+"""How a fuseopt mode shows in a system's name (``fuseopt-triton-autotune``)."""
 AUTOTUNING_BACKENDS = ("triton",)
 """The fuseopt backends that tune under FUSEOPT_AUTOTUNE_MODE (the cuda backend refuses
 the mode: it does not autotune yet, so it has no autotuned row)."""
@@ -55,6 +59,7 @@ class Prepared:
     kernels: int | None = None
     hbm_bytes_model: int | None = None
     fallback_ops: int | None = None
+    fallback_reasons: list[str] | None = None
 
 
 class System:
@@ -66,6 +71,8 @@ class System:
     """Autotuning systems compile for much longer; ``--autotune-budget-s`` limits them."""
     reports_traffic: bool = False
     """Whether the instance's fuseopt HBM traffic model (`benchmarks.traffic`) applies."""
+    launch_bound_only: bool = False
+    """A CUDA-graph mode: compared only where launches dominate (the model suite's decode)."""
 
     def availability(self, device: torch.device, quick: bool) -> str | None:
         """None if the system can run on `device`; otherwise the n/a or skip reason."""
@@ -114,9 +121,13 @@ class TorchCompile(System):
         self.description = description
         self.cpu_compile = cpu_compile
         self.autotunes = mode is not None and "autotune" in mode
+        self.launch_bound_only = mode == REDUCE_OVERHEAD
 
     def availability(self, device: torch.device, quick: bool) -> str | None:
-        """Skipped on CPU unless asked for: Inductor's C++ compile takes ~25 s cold there."""
+        """Skipped on CPU unless asked for: Inductor's C++ compile takes ~25 s cold there.
+        CUDA graphs (reduce-overhead) need a GPU."""
+        if self.launch_bound_only and device.type != "cuda":
+            return "n/a (CUDA graphs need a GPU)"
         if device.type == "cpu" and not self.cpu_compile:
             return (
                 "skipped (on CPU Inductor's C++ compile takes tens of seconds; "
@@ -165,11 +176,11 @@ def _report_bytes(compiled: Any) -> int | None:
     if not regions:
         return None
     try:
-        from fuseopt.api import _fused_module
+        from fuseopt.api import fused_module
         from fuseopt.passes.nn_fuse.report import build_report
 
         rows = [
-            r for region in regions for rep in build_report(_fused_module(region)) for r in rep.rows
+            r for region in regions for rep in build_report(fused_module(region)) for r in rep.rows
         ]
     except Exception:  # the report is informational; never fail a benchmark over it
         return None
@@ -184,9 +195,9 @@ class Fuseopt(System):
     def __init__(self, backend: str, mode: str | None):
         self.backend = backend
         self.mode = mode
-        self.autotunes = mode is not None
-        suffix = "-autotune" if mode else ""
-        self.name = f"fuseopt-{backend}{suffix}"
+        self.autotunes = mode == FUSEOPT_AUTOTUNE_MODE
+        self.launch_bound_only = mode == REDUCE_OVERHEAD
+        self.name = f"fuseopt-{backend}{MODE_SUFFIXES[mode]}"
         self.description = f"fuseopt.compile(backend={backend!r}, mode={mode!r})"
 
     def _compile_fn(self) -> Callable[..., Any]:
@@ -204,8 +215,11 @@ class Fuseopt(System):
 
         Backends are detected with `fuseopt.api.available_backends()` (a backend exists
         once its package defines ``make_backend``), so a backend that lands later is
-        timed by the same harness with no change here.
+        timed by the same harness with no change here. CUDA graphs (reduce-overhead)
+        need a GPU.
         """
+        if self.launch_bound_only and device.type != "cuda":
+            return "n/a (CUDA graphs need a GPU)"
         try:
             self._compile_fn()
         except SystemUnavailable as exc:
@@ -247,6 +261,7 @@ class Fuseopt(System):
             kernels=len(kernels) if kernels is not None else None,
             hbm_bytes_model=_report_bytes(fn),
             fallback_ops=len(fallbacks) if fallbacks is not None else None,
+            fallback_reasons=fallback_reasons(fallbacks) if fallbacks else None,
         )
 
     def warm_compile_s(self, model: torch.nn.Module, make_inputs: InputFactory) -> float | None:
@@ -268,6 +283,52 @@ class Fuseopt(System):
         eager under fuseopt's name. Ops without an nn lowering still run eagerly; their
         count is recorded (`fallback_ops`)."""
         return compile_fn(model, inputs, backend=self.backend, mode=self.mode, strict=True)
+
+
+class FuseoptDynamo(Fuseopt):
+    """`torch.compile(model, backend="fuseopt", options={"backend": ..., "strict": True})`:
+    fuseopt as a Dynamo backend, the way a torch.compile user reaches it.
+
+    The mode travels in the options (torch.compile takes a mode or options, not both).
+    Dynamo's compiled module keeps no fuseopt records, so kernels and eager fallbacks
+    are not counted here (the profiler still counts launches on a GPU).
+    """
+
+    def __init__(self, backend: str, mode: str | None):
+        super().__init__(backend, mode)
+        self.name = f"torch.compile({self.name})"
+        self.description = (
+            f'torch.compile(backend="fuseopt", options={{"backend": {backend!r}, '
+            f'"mode": {mode!r}, "strict": True}})'
+        )
+
+    def _compile(
+        self,
+        compile_fn: Callable[..., Any],
+        model: torch.nn.Module,
+        inputs: tuple[torch.Tensor, ...],
+    ) -> Any:
+        """A fresh Dynamo compile through the registered ``fuseopt`` backend, strict (a
+        backend failure raises instead of running eagerly)."""
+        torch._dynamo.reset()
+        options: dict[str, Any] = {"backend": self.backend, "strict": True}
+        if self.mode is not None:
+            options["mode"] = self.mode
+        return torch.compile(model, backend="fuseopt", options=options, dynamic=False)
+
+
+FALLBACK_REASONS_KEPT = 8
+"""How many distinct eager-fallback reasons a row records (the count is always whole)."""
+
+
+def fallback_reasons(fallbacks: list[Any]) -> list[str]:
+    """The distinct ``op: reason`` lines of fuseopt's eager fallbacks, with counts."""
+    counts: dict[str, int] = {}
+    for record in fallbacks:
+        key = f"{getattr(record, 'target', '?')}: {getattr(record, 'reason', '?')}"
+        counts[key] = counts.get(key, 0) + 1
+    lines = [f"{n}x {key}" for key, n in counts.items()]
+    return lines[:FALLBACK_REASONS_KEPT]
 
 
 def default_backends(device: torch.device) -> tuple[str, ...]:
@@ -293,4 +354,26 @@ def make_systems(
         systems.append(Fuseopt(backend, None))
         if device.type == "cuda" and backend in AUTOTUNING_BACKENDS:
             systems.append(Fuseopt(backend, FUSEOPT_AUTOTUNE_MODE))
+    return systems
+
+
+def make_model_systems(
+    device: torch.device, backends: tuple[str, ...], cpu_compile: bool
+) -> list[System]:
+    """The model suite's systems: `make_systems`' (baselines, fuseopt per backend and
+    its autotuned mode), then torch.compile and fuseopt in reduce-overhead (CUDA graphs;
+    decode only), then every fuseopt (backend, mode) again through
+    ``torch.compile(backend="fuseopt")``."""
+    systems = make_systems(device, backends, cpu_compile)
+    systems.append(
+        TorchCompile(
+            f"{TORCH_COMPILE}-{REDUCE_OVERHEAD}",
+            REDUCE_OVERHEAD,
+            f'torch.compile(mode="{REDUCE_OVERHEAD}")',
+            cpu_compile,
+        )
+    )
+    systems += [Fuseopt(backend, REDUCE_OVERHEAD) for backend in backends]
+    fuseopt = [s for s in systems if isinstance(s, Fuseopt)]
+    systems += [FuseoptDynamo(s.backend, s.mode) for s in fuseopt]
     return systems

@@ -49,7 +49,12 @@ class Workload:
     - `flops(dims)` counts matrix-multiply FLOPs (0 for memory-bound families);
     - `rowwise`: outputs rows depend only on the same rows of the first input (the
       other inputs are shared parameters), so a huge float64 reference may be computed
-      in chunks of rows.
+      in chunks of rows;
+    - `reference_dtype`: the dtype of the reference run of the same module (float64;
+      float32 for whole models, whose float64 runs are slow and gain nothing);
+    - `training`: the module runs a training step (its parameters stay trainable);
+    - `sanity_rel_l2`: the largest error of eager against the reference that still
+      trusts the reference (None: `benchmarks.accuracy.EAGER_SANITY` of the dtype).
     """
 
     name: str
@@ -61,6 +66,9 @@ class Workload:
     min_bytes: Callable[[Dims, torch.dtype], int]
     flops: Callable[[Dims], int] = field(default=lambda dims: 0)
     rowwise: bool = False
+    reference_dtype: torch.dtype = torch.float64
+    training: bool = False
+    sanity_rel_l2: float | None = None
 
     def shapes_for(self, quick: bool) -> tuple[Shape, ...]:
         """The shapes a run uses: the tiny quick shape, or every full-size shape."""
