@@ -118,8 +118,14 @@ def _error_dict(stats: Any) -> dict[str, float | int]:
 
 
 def _short(exc: BaseException) -> str:
+    """The first line of an error; Dynamo's BackendCompilerFailed shows the backend's
+    own error (its first line only names the backend)."""
+    inner = getattr(exc, "inner_exception", None)
+    prefix = ""
+    if isinstance(inner, BaseException):
+        prefix, exc = f"{type(exc).__name__}: ", inner
     text = f"{type(exc).__name__}: {exc}".strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]
+    return (prefix + (text[0] if text else type(exc).__name__))[:300]
 
 
 def _free(device: torch.device) -> None:

@@ -11,7 +11,7 @@ import statistics
 from typing import Any
 
 from benchmarks.harness import geometric_mean
-from benchmarks.systems import BASELINES, MAX_AUTOTUNE
+from benchmarks.systems import BASELINES, MAX_AUTOTUNE, TORCH_COMPILE
 
 
 def is_timed(entry: dict) -> bool:
@@ -20,7 +20,9 @@ def is_timed(entry: dict) -> bool:
 
 
 def summarize(doc: dict) -> dict[str, Any]:
-    """Per-system summary: geometric-mean speedups, worst workload, median % of roofline.
+    """Per-system summary by wall time (the do_bench median): geometric-mean speedups,
+    the worst instance against torch.compile and against max-autotune, the median % of
+    roofline; the same by kernel time under ``kernel_`` keys (a diagnostic).
 
     Also a "best fuseopt" line: per instance the fastest correct fuseopt system.
     """
@@ -29,9 +31,10 @@ def summarize(doc: dict) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for name in names:
         summary[name] = _system_summary(results, lambda r, n=name: r["systems"].get(n, {}))
-        if name == MAX_AUTOTUNE:  # against itself: 1.00x by definition
-            summary[name]["worst_vs_max_autotune"] = None
-            summary[name]["kernel_worst_vs_max_autotune"] = None
+        for base in (MAX_AUTOTUNE, TORCH_COMPILE):
+            if name == base:  # against itself: 1.00x by definition
+                for key in ("", "kernel_"):
+                    summary[name][f"{key}worst_vs_{WORST_KEYS[base]}"] = None
     fuseopt = [n for n in names if n.startswith("fuseopt")]
 
     def best_fuseopt(result: dict) -> dict:
@@ -51,6 +54,10 @@ def _has_kernel_time(entry: dict) -> bool:
     return is_timed(entry) and bool(entry.get("kernel_us"))
 
 
+WORST_KEYS = {TORCH_COMPILE: "torch_compile", MAX_AUTOTUNE: "max_autotune"}
+"""The baselines whose worst instance the summary names, and their key in it."""
+
+
 def _system_summary(results: list[dict], pick: Any) -> dict[str, Any]:
     """One system's summary over `results`, by do_bench median and, where torch.profiler
     measured it (GPU runs), by kernel time: the device time per call, free of host
@@ -59,7 +66,7 @@ def _system_summary(results: list[dict], pick: Any) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for key, field, has in (("", "time_us", is_timed), ("kernel_", "kernel_us", _has_kernel_time)):
         vs: dict[str, list[float]] = {base: [] for base in BASELINES}
-        worst: tuple[float, str] | None = None
+        worst: dict[str, tuple[float, str] | None] = dict.fromkeys(WORST_KEYS)
         roofline_pcts: list[float] = []
         for result in results:
             entry = pick(result)
@@ -73,17 +80,20 @@ def _system_summary(results: list[dict], pick: Any) -> dict[str, Any]:
                 base_entry = result["systems"].get(base, {})
                 if has(base_entry):
                     vs[base].append(base_entry[field] / entry[field])
-            mat = result["systems"].get(MAX_AUTOTUNE, {})
-            if has(mat):
-                ratio = mat[field] / entry[field]
-                if worst is None or ratio < worst[0]:
-                    worst = (ratio, label)
-            if result["bound"] == "memory":
+            for base in WORST_KEYS:
+                base_entry = result["systems"].get(base, {})
+                if has(base_entry):
+                    ratio = base_entry[field] / entry[field]
+                    if worst[base] is None or ratio < worst[base][0]:
+                        worst[base] = (ratio, label)
+            if result["bound"] == "memory" and result.get("roofline_us"):
                 roofline_pcts.append(100.0 * result["roofline_us"] / entry[field])
         summary[f"{key}geomean_speedup"] = {base: geometric_mean(v) for base, v in vs.items()}
-        summary[f"{key}worst_vs_max_autotune"] = (
-            {"speedup": worst[0], "instance": worst[1]} if worst else None
-        )
+        for base, base_key in WORST_KEYS.items():
+            found = worst[base]
+            summary[f"{key}worst_vs_{base_key}"] = (
+                {"speedup": found[0], "instance": found[1]} if found else None
+            )
         summary[f"{key}median_pct_roofline_memory_bound"] = (
             statistics.median(roofline_pcts) if roofline_pcts else None
         )

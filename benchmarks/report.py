@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchmarks.records import is_timed as _ok
 from benchmarks.records import merge_runs, runs_of, summarize
-from benchmarks.systems import BASELINES, EAGER, MAX_AUTOTUNE
+from benchmarks.systems import BASELINES, EAGER, MAX_AUTOTUNE, TORCH_COMPILE
 
 __all__ = ["merge_runs", "render_markdown", "summarize", "write_reports"]
 
@@ -98,7 +98,8 @@ def _run_rows(run: dict, prefix: str) -> list[str]:
 
 
 def _header(doc: dict) -> list[str]:
-    lines = [f"# fuseopt benchmarks: {doc['environment']['device_name']}", ""]
+    title = doc.get("title", "fuseopt benchmarks")
+    lines = [f"# {title}: {doc['environment']['device_name']}", ""]
     if not doc["timings_meaningful"]:
         lines += [
             f"> Timings are **{NOT_MEANINGFUL}**: this run only exercises the harness "
@@ -107,6 +108,12 @@ def _header(doc: dict) -> list[str]:
         ]
     if not doc.get("complete", True):
         lines += ["> A run did not finish; the tables hold what it measured.", ""]
+    if doc.get("pending"):
+        lines += [
+            f"> {doc['pending']} (instance, system) pair(s) were skipped for time (budget or "
+            "per-system limit): rerunning with `--resume results.json` measures them.",
+            "",
+        ]
     runs = runs_of(doc)
     if len(runs) > 1:
         lines += [
@@ -121,46 +128,68 @@ def _header(doc: dict) -> list[str]:
     return lines
 
 
+def _worst_text(worst: dict | None) -> str:
+    return f"{worst['speedup']:.2f}x ({worst['instance']})" if worst else ""
+
+
 def _summary_table(doc: dict, key: str) -> list[str]:
     lines = [
         "| system | ok / FAILED / n/a / skipped | vs eager | vs torch.compile | "
-        "vs max-autotune | worst vs max-autotune | median % roofline |",
-        "|---|---|---|---|---|---|---|",
+        "vs max-autotune | worst vs torch.compile | worst vs max-autotune | "
+        "median % roofline |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, s in doc["summary"].items():
         c = s["counts"]
         counts = f"{c.get('ok', 0)} / {c.get('FAILED', 0)} / {c.get('n/a', 0)} / "
         counts += f"{c.get('skipped', 0)}"
         geo = s.get(f"{key}geomean_speedup", {})
-        worst = s.get(f"{key}worst_vs_max_autotune")
-        worst_text = f"{worst['speedup']:.2f}x ({worst['instance']})" if worst else ""
+        worst_tc = _worst_text(s.get(f"{key}worst_vs_torch_compile"))
+        worst_ma = _worst_text(s.get(f"{key}worst_vs_max_autotune"))
         speedups = " | ".join(f"{geo[b]:.2f}x" if geo.get(b) else "" for b in BASELINES)
         pct = _fmt(s.get(f"{key}median_pct_roofline_memory_bound"))
-        lines.append(f"| {name} | {counts} | {speedups} | {worst_text} | {pct} |")
+        lines.append(f"| {name} | {counts} | {speedups} | {worst_tc} | {worst_ma} | {pct} |")
     lines.append("")
     return lines
+
+
+def _has_kernel_summary(doc: dict) -> bool:
+    return any(s.get("kernel_geomean_speedup", {}).get(EAGER) for s in doc["summary"].values())
 
 
 def _summary_lines(doc: dict) -> list[str]:
     lines = ["## Summary", ""]
     lines.append(
-        "Geometric-mean speedup over each baseline (instances where both ran correctly), "
-        "the worst instance against torch.compile max-autotune, and the median % of "
-        "roofline over memory-bound instances."
+        "By wall time (the do_bench median of a whole call, what a user waits for): "
+        "geometric-mean speedup over each baseline (instances where both ran correctly), "
+        "the worst instance against torch.compile and against max-autotune, and the "
+        "median % of roofline over memory-bound instances."
     )
     lines.append("")
     lines += _summary_table(doc, "")
-    if any(s.get("kernel_geomean_speedup", {}).get(EAGER) for s in doc["summary"].values()):
+    if _has_kernel_summary(doc):
         lines += [
-            "By kernel time (torch.profiler: the device time of one call's kernels, without "
-            "host overhead; the medians of short kernels above are host-bound and noisy, "
-            "see `*` below):",
+            "By kernel time (torch.profiler, without host overhead): a diagnostic, "
+            "tabulated in the details below.",
             "",
         ]
-        lines += _summary_table(doc, "kernel_")
     if not any(name.startswith("fuseopt") for name in doc["summary"]):
         lines += ["No fuseopt system was compared in this run (`--backend none`).", ""]
     return lines
+
+
+def _kernel_summary_lines(doc: dict) -> list[str]:
+    """The summary table again by kernel time (a diagnostic: host overhead left out)."""
+    if not doc.get("summary") or not _has_kernel_summary(doc):
+        return []
+    return [
+        "### Summary by kernel time",
+        "",
+        "The same summary over torch.profiler's device time of one call's kernels, without "
+        "host overhead (the medians of short kernels are host-bound and noisy, see `*`).",
+        "",
+        *_summary_table(doc, "kernel_"),
+    ]
 
 
 def _times_table(doc: dict, names: list[str]) -> list[str]:
@@ -189,10 +218,11 @@ def _times_table(doc: dict, names: list[str]) -> list[str]:
 
 
 def _details_table(doc: dict, names: list[str]) -> list[str]:
-    lines = ["## Details", ""]
+    lines = ["## Details", "", *_kernel_summary_lines(doc)]
     lines.append(
         "Speedups are the baseline's time over this system's. Kernels and kernel time "
-        "come from torch.profiler (per call); launch time is host wall clock per call over "
+        "come from torch.profiler (per call); host us is the median minus the kernel "
+        "time (Python, guards, launches); launch time is host wall clock per call over "
         "back-to-back calls (tiny shapes only). `again us` is a second do_bench median of "
         "the same callable right after the first: their gap is the row's noise. "
         "HBM bytes: the compiler's fusion-report model (fuseopt only); the workload's "
@@ -215,6 +245,7 @@ def _details_table(doc: dict, names: list[str]) -> list[str]:
         "x max-autotune",
         "kernels",
         "kernel us",
+        "host us",
         "launch us",
         "HBM bytes",
         "compile cold s",
@@ -244,6 +275,7 @@ def _details_table(doc: dict, names: list[str]) -> list[str]:
                 _fmt(sp.get(MAX_AUTOTUNE), 2),
                 _kernels(e),
                 _fmt(e.get("kernel_us")),
+                _fmt(e.get("host_us")),
                 _fmt(e.get("launch_us")),
                 str(e.get("hbm_bytes_model") or ""),
                 _fmt(e.get("compile_cold_s"), 2),
@@ -323,13 +355,28 @@ def _notes(doc: dict, names: list[str]) -> list[str]:
     return lines
 
 
+def _fallbacks(doc: dict, names: list[str]) -> list[str]:
+    """The ops each fuseopt system left to eager PyTorch, per instance (never silent)."""
+    lines = []
+    for r in _sorted(doc["results"]):
+        for n in names:
+            e = r["systems"].get(n, {})
+            if e.get("fallback_reasons"):
+                reasons = "; ".join(e["fallback_reasons"])
+                lines.append(f"- {r['workload']} {r['shape']}, {n}: {reasons}")
+    if not lines:
+        return []
+    return ["## Ops run eagerly", "", "fuseopt's eager fallbacks (op: reason):", "", *lines, ""]
+
+
 def render_markdown(doc: dict) -> str:
     """The human-readable report: header, summary, time table, details, reasons."""
     names = [s["name"] for s in doc["config"]["systems"]]
     lines = _header(doc) + _summary_lines(doc) + _times_table(doc, names)
     if doc.get("chart"):
-        lines += [f"![speedup over eager per workload]({doc['chart']})", ""]
+        lines += [f"![wall-time speedup per instance]({doc['chart']})", ""]
     lines += _traffic_table(doc) + _details_table(doc, names) + _notes(doc, names)
+    lines += _fallbacks(doc, names)
     return "\n".join(lines)
 
 
@@ -340,8 +387,16 @@ def write_markdown(doc: dict, out_dir: Path) -> Path:
     return path
 
 
+def chart_baseline(doc: dict) -> str:
+    """The system the chart divides by: torch.compile where any instance timed it (the
+    summary's reference), else eager (CPU runs, where torch.compile is skipped)."""
+    timed = any(_ok(r["systems"].get(TORCH_COMPILE, {})) for r in doc["results"])
+    return TORCH_COMPILE if timed else EAGER
+
+
 def write_chart(doc: dict, out_dir: Path) -> Path | None:
-    """Draw speedup over eager per instance for every non-eager system (log scale).
+    """Draw the wall-time speedup over `chart_baseline` per instance for every other
+    system (log scale).
 
     Returns None (and draws nothing) when matplotlib is not installed.
     """
@@ -353,7 +408,8 @@ def write_chart(doc: dict, out_dir: Path) -> Path | None:
     except ImportError:
         return None
     results = _sorted(doc["results"])
-    names = [s["name"] for s in doc["config"]["systems"] if s["name"] != EAGER]
+    base = chart_baseline(doc)
+    names = [s["name"] for s in doc["config"]["systems"] if s["name"] != base]
     names = [n for n in names if any(_ok(r["systems"].get(n, {})) for r in results)]
     labels = [f"{r['workload']}\n{r['shape']}" for r in results]
     width_in = min(24.0, max(8.0, 0.3 * len(results) * max(1, len(names)) + 2.0))
@@ -363,17 +419,17 @@ def write_chart(doc: dict, out_dir: Path) -> Path | None:
         xs, ys = [], []
         for j, r in enumerate(results):
             e = r["systems"].get(name, {})
-            speed = e.get("speedup", {}).get(EAGER)
+            speed = e.get("speedup", {}).get(base)
             if _ok(e) and speed:
                 xs.append(j + (i - (len(names) - 1) / 2) * width)
                 ys.append(speed)
         ax.bar(xs, ys, width=width, label=name)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
-    ax.set_ylabel("speedup over eager (x)")
+    ax.set_ylabel(f"wall-time speedup over {base} (x)")
     ax.set_xticks(range(len(results)))
     ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
-    title = f"fuseopt benchmarks, {doc['environment']['device_name']}"
+    title = f"{doc.get('title', 'fuseopt benchmarks')}, {doc['environment']['device_name']}"
     if not doc["timings_meaningful"]:
         title += f" ({NOT_MEANINGFUL})"
     ax.set_title(title)
