@@ -8,7 +8,8 @@ Two error measures, both computed in float64:
 - ``max_rel = max|out - ref| / max|ref|`` (catches a few wrong elements that the
   L2 norm would average away: a bad mask, an unwritten tail).
 
-A system passes when it has no NaN/Inf, the right shape and dtype, and both measures
+A system passes when it has no NaN/Inf, the right shape and dtype, integer outputs
+(argmax indices) equal to the reference's, and both measures
 are within a bound derived from eager PyTorch's own error on the same inputs
 (`TOLERANCE_SLACK` times eager's, never below a per-dtype floor): a fused kernel may
 round differently from eager, but not be meaningfully worse than it.
@@ -58,6 +59,8 @@ class ErrorStats:
     max_diff: float = 0.0
     max_ref: float = 0.0
     nonfinite: int = 0
+    mismatched: int = 0
+    """Integer elements (indices, counts) that differ from the reference: any is wrong."""
 
     @property
     def rel_l2(self) -> float:
@@ -76,6 +79,7 @@ class ErrorStats:
         self.max_diff = max(self.max_diff, other.max_diff)
         self.max_ref = max(self.max_ref, other.max_ref)
         self.nonfinite += other.nonfinite
+        self.mismatched += other.mismatched
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,7 @@ def compare(out: torch.Tensor, ref: torch.Tensor) -> ErrorStats:
         max_diff=float(diff.abs().max().item()) if diff.numel() else 0.0,
         max_ref=float(ref.abs().max().item()) if ref.numel() else 0.0,
         nonfinite=nonfinite,
+        mismatched=0 if out.is_floating_point() else int((out64 != ref).sum().item()),
     )
 
 
@@ -194,6 +199,8 @@ def judge(stats: ErrorStats, tolerance: Tolerance) -> Verdict:
     """Pass/fail of one system's error statistics against the tolerance, with the reason."""
     if stats.nonfinite:
         return Verdict(False, f"{stats.nonfinite} NaN/Inf elements in the output", stats)
+    if stats.mismatched:
+        return Verdict(False, f"wrong result: {stats.mismatched} integer elements differ", stats)
     measures = f"rel_l2 {stats.rel_l2:.2e} (bound {tolerance.rel_l2:.2e}), "
     measures += f"max_rel {stats.max_rel:.2e} (bound {tolerance.max_rel:.2e})"
     if stats.rel_l2 > tolerance.rel_l2 or stats.max_rel > tolerance.max_rel:

@@ -264,6 +264,11 @@ def _check_and_time(
         entry["fallback_ops"] = prepared.fallback_ops
     if prepared.fallback_reasons:
         entry["fallback_reasons"] = prepared.fallback_reasons
+    if prepared.kernels == 0 and prepared.fallback_ops:
+        # every op ran in eager PyTorch: timing it would time eager under this name
+        reasons = "; ".join(prepared.fallback_reasons or [])
+        entry["reason"] = f"FAILED (compiled no kernel, every op ran eagerly: {reasons})"[:300]
+        return
     _poison_allocator(expected, config.device)
     stats = reference.error_of(prepared.fn(*check_inputs), tuple(d for _, d in expected))
     verdict = judge(stats, tolerance)

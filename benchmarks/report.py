@@ -57,7 +57,8 @@ def host_bound(entry: dict) -> bool:
 
 def _cell(entry: dict) -> str:
     if _ok(entry):
-        return _fmt(entry["time_us"]) + ("*" if host_bound(entry) else "")
+        eager = "\u2020" if entry.get("fallback_ops") else ""
+        return _fmt(entry["time_us"]) + ("*" if host_bound(entry) else "") + eager
     return {"FAILED": "FAILED", "skipped": "skipped"}.get(entry.get("status", ""), "n/a")
 
 
@@ -212,6 +213,12 @@ def _times_table(doc: dict, names: list[str]) -> list[str]:
             f"\\* host-bound: the median is over {HOST_BOUND_RATIO:g}x the profiled kernel "
             "time (`kernel us` in the details), so host work (Python, guards, launches) "
             "shows in it.",
+            "",
+        ]
+    if any(_ok(e) and e.get("fallback_ops") for r in doc["results"] for e in r["systems"].values()):
+        lines += [
+            "\u2020 some ops ran in eager PyTorch inside this system's time (fuseopt's "
+            "fallbacks: see Ops run eagerly).",
             "",
         ]
     return lines

@@ -13,6 +13,7 @@ read ``n/a``.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -302,6 +303,21 @@ class FuseoptDynamo(Fuseopt):
             f'"mode": {mode!r}, "strict": True}})'
         )
 
+    def prepare(self, model: torch.nn.Module, make_inputs: InputFactory) -> Prepared:
+        """Compile and run once, counting the eager fallbacks fuseopt logs (its records
+        are not reachable through Dynamo)."""
+        collector = _FallbackLog()
+        logger = logging.getLogger("fuseopt")
+        logger.addHandler(collector)
+        try:
+            prepared = super().prepare(model, make_inputs)
+        finally:
+            logger.removeHandler(collector)
+        if collector.ops:
+            prepared.fallback_ops = collector.ops
+            prepared.fallback_reasons = collector.reasons[:FALLBACK_REASONS_KEPT]
+        return prepared
+
     def _compile(
         self,
         compile_fn: Callable[..., Any],
@@ -315,6 +331,22 @@ class FuseoptDynamo(Fuseopt):
         if self.mode is not None:
             options["mode"] = self.mode
         return torch.compile(model, backend="fuseopt", options=options, dynamic=False)
+
+
+class _FallbackLog(logging.Handler):
+    """Collects fuseopt's "N op(s) run eagerly in PyTorch: ..." warnings."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.ops = 0
+        self.reasons: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Count the ops of one fallback warning and keep its text."""
+        if "run eagerly" in str(record.msg) and len(record.args or ()) >= 3:
+            _, count, text = record.args[:3]  # type: ignore[index]
+            self.ops += int(count)
+            self.reasons.append(str(text))
 
 
 FALLBACK_REASONS_KEPT = 8
