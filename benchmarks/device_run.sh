@@ -2,6 +2,18 @@
 # The one script to run on the GPU machine, from the repository root, with $OUT set:
 #
 #     bash benchmarks/device_run.sh [BUDGET_S] [extra benchmarks.run arguments...]
+#     SUITE=models bash benchmarks/device_run.sh [BUDGET_S] [extra arguments...]
+#     SUITE=breadth bash benchmarks/device_run.sh [BUDGET_S] [extra arguments...]
+#
+# SUITE (default "workloads") picks the suite: `workloads` is the PERFORMANCE.md suite
+# (steps 1-5 below); `models` (python -m benchmarks.models) and `breadth` (python -m
+# benchmarks.breadth) write into $OUT/results/<gpu>/<suite>/ and are measured over
+# several runs of this same command: each run resumes from the committed
+# benchmarks/results/<gpu>/<suite>/results.json when there is one (what it measured is
+# kept, only the pending rows and systems run), starts nothing new after its budget, and
+# writes the merged record. Copy $OUT/results/<gpu>/<suite>/ over
+# benchmarks/results/<gpu>/<suite>/ and rerun until the run prints "0 (instance, system)
+# pair(s) still pending". These two suites skip the GPU tests unless SKIP_GPU_TESTS=0.
 #
 # BUDGET_S (default 500) is the wall-clock budget of the whole script, install included;
 # the default finishes under 9 minutes. It:
@@ -29,6 +41,12 @@ set -u -o pipefail
 
 BUDGET_S=${1:-500}
 shift || true
+SUITE=${SUITE:-workloads}
+case $SUITE in
+    workloads) ;;
+    models | breadth) SKIP_GPU_TESTS=${SKIP_GPU_TESTS:-1} ;;
+    *) echo "error: SUITE must be workloads, models or breadth, not '$SUITE'"; exit 2 ;;
+esac
 START=$(date +%s)
 : "${OUT:?set OUT to the output folder}"
 mkdir -p "$OUT/results"
@@ -85,6 +103,29 @@ BENCH_S=$(($(left) - 25))
 if ((BENCH_S < 60)); then
     echo "== benchmarks: not run, only ${BENCH_S}s of the budget left"
     exit 1
+fi
+
+if [[ $SUITE != workloads ]]; then
+    DEST="$DEST/$SUITE"
+    COMMITTED="benchmarks/results/$SLUG/$SUITE/results.json"
+    RESUME=()
+    [[ -f "$COMMITTED" ]] && RESUME=(--resume "$COMMITTED")
+    TIMEOUT_S=${SYSTEM_TIMEOUT_S:-150}
+    # a system started at the budget may run for TIMEOUT_S more; leave it that and 30 s
+    START_S=$((BENCH_S - TIMEOUT_S - 30))
+    ((START_S > 0)) || START_S=0
+    echo "== $SUITE into $DEST: ${BENCH_S}s in all; rows and systems start until" \
+        "${START_S}s (each stopped after ${TIMEOUT_S}s)${RESUME:+; resuming from $COMMITTED}"
+    timeout -k 10 "$BENCH_S" python3 -m "benchmarks.$SUITE" --out "$DEST" \
+        --budget-s "$START_S" --system-timeout-s "$TIMEOUT_S" "${RESUME[@]}" "$@"
+    STATUS=$?
+    if ((STATUS != 0)); then
+        echo "benchmarks.$SUITE exit status $STATUS (124: cut at ${BENCH_S}s); re-rendering"
+        [[ -f "$DEST/results.json" ]] && python3 -m benchmarks.report "$DEST/results.json"
+    fi
+    echo "== done in $(($(date +%s) - START))s; copy $DEST/ over benchmarks/results/$SLUG/$SUITE/" \
+        "and rerun this command while pairs are pending"
+    exit 0
 fi
 COMPILED_S=$((BENCH_S * ${COMPILED_PCT:-75} / 100))
 AUTOTUNE_S=$((BENCH_S * ${AUTOTUNE_PCT:-55} / 100))
