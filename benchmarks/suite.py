@@ -8,9 +8,10 @@ the JSON and Markdown after every instance (a run cut short still leaves what it
 measured) and renders the reports at the end.
 
 A suite with ``--resume FILE`` starts from an earlier run's record: systems that
-record already measured (ok, FAILED or n/a) are kept as they were, and only the rest
-(never run, or skipped by a time budget) run now. Rerunning the same command until
-nothing is pending is how a suite longer than one budgeted run is measured.
+record already measured (ok, FAILED, n/a, or stopped by the per-system time limit) are
+kept as they were, and only the rest (never run, or skipped by a time budget) run
+now. Rerunning the same command until nothing is pending is how a suite longer than
+one budgeted run is measured.
 """
 
 from __future__ import annotations
@@ -174,11 +175,13 @@ def load_record(path: Path) -> dict:
 
 
 def is_pending(entry: dict) -> bool:
-    """Whether a system entry still needs a run: absent, or skipped (budget, timeout)."""
-    return (
-        not entry
-        or entry.get("status") == "skipped"
-        and "--cpu-compile" not in entry.get("reason", "")
+    """Whether a system entry still needs a run: absent, or skipped by a time budget.
+
+    A system stopped by ``--system-timeout-s`` is a result (it did not finish in that
+    time), not pending: resuming would only stop it again.
+    """
+    return not entry or (
+        entry.get("status") == "skipped" and BUDGET_REASON in entry.get("reason", "")
     )
 
 
