@@ -1,5 +1,9 @@
 """mode="max-autotune": time the tiling pass's candidate configurations, keep the fastest.
 
+The shared part (candidates, distinct configurations and their labels, the timer,
+random buffers, progress, device names) serves both GPU backends; `AutotunedFunction`
+below is the Triton backend's tuner, `fuseopt.backends.cuda.autotune` the CUDA one's.
+
 convert-nn-to-tile records on every kernel a `candidates` attribute: a few alternative
 tile sizes, as convert-nn-to-tile options (`{"block-rows": 4}`, `{"block-m": 64, ...}`).
 At the first call on a CUDA device, `AutotunedFunction`:
@@ -179,13 +183,11 @@ class AutotunedFunction:
 
         base = self.fn.index
         wanted = candidate_configs(self.fn.module)
-        configs: list[dict[str, int]] = []
-        for cs in wanted.values():
-            configs += [c for c in cs if c not in configs]
+        configs = distinct_configs(wanted)
         variants: list[tuple[str, dict[str, int], dict[str, Any], Any]] = []
         triton_kernels = [k for k in base["kernels"] if k.get("triton", True)]
         progress = Progress(len(triton_kernels) * (1 + len(configs)))
-        labelled = [("heuristic", {}), *((_label(c), c) for c in configs)]
+        labelled = [("heuristic", {}), *((config_label(c), c) for c in configs)]
         for label, config in labelled:
             try:
                 compiled = tb.compile_variant(
@@ -288,7 +290,17 @@ def with_knobs(k: Mapping[str, Any], warps: int, stages: int) -> dict[str, Any]:
     return {**k, "num_warps": warps, "num_stages": stages, "source": source}
 
 
-def _label(config: Mapping[str, int]) -> str:
+def distinct_configs(wanted: Mapping[str, Sequence[dict[str, int]]]) -> list[dict[str, int]]:
+    """The distinct configurations among every kernel's candidates (`candidate_configs`),
+    in first-seen order: one lowering each."""
+    configs: list[dict[str, int]] = []
+    for cs in wanted.values():
+        configs += [c for c in cs if c not in configs]
+    return configs
+
+
+def config_label(config: Mapping[str, int]) -> str:
+    """A configuration in words (`block-m=64 block-n=128`), for timings and choices."""
     return " ".join(f"{k}={v}" for k, v in sorted(config.items()))
 
 
@@ -306,7 +318,9 @@ __all__ = [
     "AutotunedFunction",
     "Progress",
     "candidate_configs",
+    "config_label",
     "device_name",
+    "distinct_configs",
     "do_bench_timer",
     "random_buffers",
     "with_knobs",

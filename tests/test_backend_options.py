@@ -47,9 +47,11 @@ def test_cuda_rejects_an_unknown_option_on_a_cpu_machine() -> None:
 
 
 @pytest.mark.parametrize("mode", ["max-autotune", "max-autotune-no-cudagraphs"])
-def test_cuda_refuses_the_autotune_modes_clearly(mode: str) -> None:
-    with pytest.raises(ConfigurationError, match="not supported by the cuda backend"):
-        CudaBackend().compile(fuseopt.parse(ROWS), "rows", {"mode": mode})
+def test_cuda_tunes_under_the_autotune_modes(mode: str) -> None:
+    from fuseopt.backends.cuda.autotune import CudaAutotunedFunction
+
+    fn = CudaBackend().compile(fuseopt.parse(ROWS), "rows", {"mode": mode})
+    assert isinstance(fn, CudaAutotunedFunction)  # one launch: no graphs (tests/test_cuda_modes.py)
 
 
 def test_cuda_applies_forced_tile_sizes() -> None:

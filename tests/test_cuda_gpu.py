@@ -58,6 +58,7 @@ def _check(
 
     w = _W()
     w.rowwise = rowwise  # type: ignore[attr-defined]
+    w.reference_dtype = torch.float64  # type: ignore[attr-defined]
     ref = accuracy.Reference(w, model, inputs)  # type: ignore[arg-type]
     with torch.no_grad():
         eager = accuracy.as_tuple(model(*inputs))

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from xdsl.dialects import func
@@ -33,10 +33,13 @@ from fuseopt.backends.cuda.runtime import (
 )
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
 from fuseopt.backends.targets import CUDA
-from fuseopt.diagnostics import CompileError, ConfigurationError
+from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile_host
 from fuseopt.dialects.dtypes import torch_dtype
 from fuseopt.dialects.tile_host import read_host
+
+if TYPE_CHECKING:
+    from fuseopt.backends.cuda.autotune import CudaAutotunedFunction
 
 
 def tile_pipeline(precision: str = "f32") -> str:
@@ -297,35 +300,36 @@ class CudaBackend:
 
     def compile(
         self, module: ModuleOp, func_name: str, options: Mapping[str, Any]
-    ) -> CudaFunction | CudaGraphFunction:
+    ) -> CudaFunction | CudaGraphFunction | CudaAutotunedFunction:
         """Lower `func_name` of `module` to tile IR and print its kernels.
 
         Options: `precision` ("f32" or "eager": docs/numerics.md) and forced tile sizes
         by convert-nn-to-tile option name (`block-rows`, `block-m`, ...; powers of two).
-        Modes: "default"; "reduce-overhead" replays CUDA graphs of the host function
+        Unknown options are rejected. Modes, as on the Triton backend: "default";
+        "reduce-overhead" replays CUDA graphs of the host function
         (`backends/cuda_graphs.py`) when it launches more than one kernel;
-        "max-autotune" and "max-autotune-no-cudagraphs" are not supported yet (a
-        ConfigurationError: the Triton backend tunes). Unknown options are rejected."""
+        "max-autotune-no-cudagraphs" tunes tile sizes and warps per kernel at the first
+        call on a device (`backends/cuda/autotune.py`); "max-autotune" tunes and
+        replays graphs."""
         from fuseopt.backends.contract import check_mode, check_options
+        from fuseopt.backends.cuda.autotune import CudaAutotunedFunction
         from fuseopt.pipelines import FUSE, run_passes, run_pipeline
 
         mode = options.get("mode")
         check_mode(mode)
-        if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
-            raise ConfigurationError(
-                f"mode={mode!r} is not supported by the cuda backend yet (it does not "
-                "autotune); use mode='default' or 'reduce-overhead', force tile sizes with "
-                "options such as block_rows=..., or backend='triton', which tunes"
-            )
         check_options("cuda", options, CUDA.option_names())
         lowering = CUDA.lowering(options)
+        text = str(module)
         run_pipeline(module, FUSE)
         run_passes(module, lowering.passes())
+        fn: CudaFunction | CudaAutotunedFunction
         fn = CudaFunction(module, func_name, print_cuda(module))
         if torch.cuda.is_available():
             fn.compile_all()
         launches = sum(isinstance(s, Launch) for s in fn.plan.steps)
-        if mode == "reduce-overhead" and launches > 1:
+        if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
+            fn = CudaAutotunedFunction(fn, text, func_name, lowering)
+        if mode in ("reduce-overhead", "max-autotune") and launches > 1:
             # one launch: replaying a graph costs more host time than the direct launch
             return CudaGraphFunction(fn)
         return fn
