@@ -1,9 +1,12 @@
-"""What each backend's target is, as objects: the tile options it lowers with.
+"""What each backend's target is, as objects: the facts its lowering depends on.
 
-A `TargetDescription` holds the facts a backend's lowering depends on (row block
-limits, looped-row chunking, the shared-memory row cache) in one place; a backend builds
-its tile stage from `lowering(options)`: the target's `LoweringOptions` with the user's
-forced tile sizes and numerics policy applied. No pipeline text is edited.
+A `TargetDescription` declares, once per backend, the target facts that tiling and
+memory promotion read: the longest row a program keeps whole, the chunk a looped row
+reduction reads per step, the shared memory a program may use and the part of it the
+row cache holds. A backend builds its tile stage from `lowering(options)`: the
+target's `LoweringOptions` (`defaults`) with the user's forced tile sizes and numerics
+policy applied, run as pass objects (`fuseopt.pipelines.pipeline_passes`). No pipeline
+text is edited.
 """
 
 from __future__ import annotations
@@ -13,17 +16,43 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fuseopt.diagnostics import ConfigurationError
-from fuseopt.passes.convert_nn_to_tile.heuristics import FORCEABLE, TileOptions
-from fuseopt.passes.tile_promote import ROW_CACHE_BUDGET
+from fuseopt.passes.convert_nn_to_tile.heuristics import (
+    FORCEABLE,
+    MAX_ROW_BLOCK,
+    ROW_CHUNK,
+    TileOptions,
+)
+from fuseopt.passes.tile_promote import ROW_CACHE_BUDGET, SHARED_BUDGET
 from fuseopt.pipelines import PRECISIONS, LoweringOptions
 
 
 @dataclass(frozen=True)
 class TargetDescription:
-    """A backend's target: its `name` and the `defaults` it lowers with."""
+    """A backend's target (`name`) and its facts:
+
+    - `max_row_block`: the longest row (elements, a power of two) one program keeps
+      whole before a row reduction loops over chunks;
+    - `row_chunk`: columns per step of such a loop;
+    - `row_cache_bytes`: shared memory per program the target's row cache holds (0: no
+      row cache); the tiler keeps one loop per reduction level for rows that fit;
+    - `shared_bytes`: shared memory one program may use (memory promotion's budget).
+    """
 
     name: str
-    defaults: LoweringOptions
+    max_row_block: int = MAX_ROW_BLOCK
+    row_chunk: int = ROW_CHUNK
+    row_cache_bytes: int = 0
+    shared_bytes: int = SHARED_BUDGET
+
+    @property
+    def defaults(self) -> LoweringOptions:
+        """How this target lowers when the user forces nothing."""
+        tile = TileOptions(
+            max_row_block=self.max_row_block,
+            row_chunk=self.row_chunk,
+            row_cache_bytes=self.row_cache_bytes,
+        )
+        return LoweringOptions(tile, shared_bytes=self.shared_bytes)
 
     def option_names(self) -> set[str]:
         """The backend options that set the lowering: `precision` and the forced tile
@@ -45,7 +74,7 @@ class TargetDescription:
         return replace(self.defaults, precision=str(precision)).forcing(sizes)
 
 
-TRITON = TargetDescription("triton", LoweringOptions(TileOptions(max_row_block=32768)))
+TRITON = TargetDescription("triton", max_row_block=32768)
 """Triton: rows up to 32768 elements stay whole in one program's registers (up to 32
 warps). Triton has no shared-memory row cache, so the looped schedule (the tiler's
 default past 8192) reads a row from HBM once per pass (three for softmax); one pass
@@ -58,15 +87,15 @@ fit an SM, so each needs more threads: 4096-column chunks give 8 warps instead o
 an H200 (2026-11-22, same run): 32768-wide softmax 95.2 -> 74.5 us (1k rows), 328.3 ->
 253.3 (4k rows); 1024x131072 online softmax 301.3 -> 290.1, layernorm 263.1 -> 263.2."""
 
-CUDA = TargetDescription(
-    "cuda",
-    LoweringOptions(TileOptions(row_cache_bytes=ROW_CACHE_BUDGET, row_chunk=CUDA_ROW_CHUNK)),
-)
+CUDA = TargetDescription("cuda", row_chunk=CUDA_ROW_CHUNK, row_cache_bytes=ROW_CACHE_BUDGET)
 """CUDA: a looped row reduction whose rows fit tile-promote's shared-memory row cache
-(`row-cache-bytes`, the same number as tile-promote's ROW_CACHE_BUDGET) keeps one loop
+(`row_cache_bytes`, the same number as tile-promote's ROW_CACHE_BUDGET) keeps one loop
 per reduction level: HBM is read once either way, and each loop folds its reduction per
 thread and combines across the block once, while the online form needs a block-wide
 combine per chunk (on the H100, 32768-wide bf16 softmax rows took 109 us instead of
 101 us with it, 4096 rows 359 instead of 329). Longer rows, which the cache cannot hold,
 compute their statistics online: one read fewer from HBM (1024x131072 softmax: 324 us
 online, 378 us with three loops). Looped rows go in chunks of CUDA_ROW_CHUNK."""
+
+TARGETS = {t.name: t for t in (TRITON, CUDA)}
+"""The GPU backends' targets, by backend name."""

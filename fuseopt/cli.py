@@ -31,13 +31,14 @@ from pathlib import Path
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
 from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from fuseopt import registry
 from fuseopt.diagnostics import CompileError, parse_module
-from fuseopt.pipelines import PIPELINES, describe_bad_option, empty_pass_name
+from fuseopt.pipelines import PIPELINES, describe_bad_option, empty_pass_name, pipeline_passes
 
 
 class CommandLineError(Exception):
@@ -83,9 +84,6 @@ class FuseOptMain(xDSLOptMain):
         if not self.args.passes.strip():
             self.args.passes = ""
         check_pass_names(self.args.passes)
-        if self.args.pipeline:
-            named = PIPELINES[self.args.pipeline]
-            self.args.passes = f"{named},{self.args.passes}" if self.args.passes else named
         try:
             super().setup_pipeline()
         except ValueError as e:  # a bad option value: say which pass and option
@@ -93,6 +91,9 @@ class FuseOptMain(xDSLOptMain):
             if why is None:
                 raise
             raise ValueError(why) from e
+        if self.args.pipeline:  # the named pipeline's pass objects run first
+            named = pipeline_passes(self.args.pipeline)
+            self.pipeline = PassPipeline((*named, *self.pipeline.passes), self.pipeline.callback)
 
     def register_all_dialects(self) -> None:
         for name, factory in registry.all_dialects().items():

@@ -1,8 +1,12 @@
-"""The named pass pipelines, in one place.
+"""The named pass pipelines, in one place, as pass objects.
 
+`pipeline_passes(name, lowering)` builds a named pipeline as pass objects: "fuse" (the
+nn level) or "standard" (fuse, then the tile stage that a `LoweringOptions` builds: the
+numerics policy, tiling with its options, memory promotion). The backends run it with
+their target's lowering (`fuseopt/backends/targets.py`), the CLI's `--pipeline` and
+`run_pipeline(module, name)` with the default one; nobody edits pipeline text.
 `fuse-opt -p "$(python -c 'import fuseopt.pipelines as p; print(p.STANDARD)')"` runs
-the same passes as the Python API. Each later stage (nn-fuse, nn-to-tile, ...) is
-appended here as it lands.
+the same passes from the spec text (`pipeline_spec`).
 """
 
 from __future__ import annotations
@@ -20,20 +24,25 @@ from xdsl.utils.exceptions import ArgSpecParseError
 from fuseopt import registry
 from fuseopt.diagnostics import CompileError, ConfigurationError, verify_module
 from fuseopt.passes.convert_nn_to_tile.heuristics import FORCEABLE, TileOptions
+from fuseopt.passes.tile_promote import SHARED_BUDGET
 
-FUSE = "nn-decompose,canonicalize,cse,nn-fuse"
-"""The nn-level pipeline: composites into primitives, cleanup, then fusion groups."""
+FUSE_PASSES = ("nn-decompose", "canonicalize", "cse", "nn-fuse")
+"""The nn-level pipeline's passes: composites into primitives, cleanup, then fusion
+groups."""
+
+FUSE = ",".join(FUSE_PASSES)
+"""The nn-level pipeline as `-p` text."""
 
 PRECISION = "nn-widen-intermediates"
 """The numerics policy: fusion groups compute 16-bit floats in f32 and round once at their
 outputs (dropped for `precision="eager"`, which rounds every op as eager PyTorch does)."""
 
 STANDARD = FUSE + "," + PRECISION + ",convert-nn-to-tile,tile-promote"
-"""The standard pipeline: the fuse pipeline, the numerics policy, then tiling and memory
-promotion (tile IR)."""
+"""The standard pipeline as `-p` text: the fuse pipeline, the numerics policy, then
+tiling and memory promotion (tile IR); `pipeline_spec(pipeline_passes("standard"))`."""
 
 PIPELINES: dict[str, str] = {"fuse": FUSE, "standard": STANDARD}
-"""Named pipelines, by name."""
+"""Named pipelines, by name, as `-p` text (`pipeline_passes` builds them as objects)."""
 
 PRECISIONS = ("f32", "eager")
 """Values of the backends' `precision` option: "f32" (the default) computes fusion groups
@@ -41,27 +50,18 @@ in f32 and rounds once at their outputs; "eager" rounds every op's result to its
 as eager PyTorch does (the pipelines without `PRECISION`)."""
 
 
-def with_precision(spec: str, precision: str) -> str:
-    """Pass pipeline `spec` under numerics policy `precision` (one of PRECISIONS): as it
-    is for "f32", without the `PRECISION` pass for "eager". Raises ValueError for any
-    other value."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if precision == "f32":
-        return spec
-    passes = [p for p in spec.split(",") if p.strip().split("{")[0] != PRECISION]
-    return ",".join(passes)
-
-
 @dataclass(frozen=True)
 class LoweringOptions:
     """How a backend lowers fused nn IR (after FUSE) to tile IR, as an object: the
-    tiler's options (forced sizes and the target's limits) and the numerics policy.
+    tiler's options (forced sizes and the target's limits), the numerics policy and
+    the shared-memory budget of memory promotion.
     Backends build their tile stage from it (`passes`), never from pipeline text; the
     autotuner re-lowers a candidate with `forcing`."""
 
     tile: TileOptions = field(default_factory=TileOptions)
     precision: str = "f32"
+    shared_bytes: int = SHARED_BUDGET
+    """Shared memory one program may use (tile-promote's budget)."""
 
     def forcing(self, sizes: Mapping[str, int]) -> LoweringOptions:
         """These options with the tile sizes in `sizes` forced (keys are the tiler's
@@ -89,11 +89,29 @@ class LoweringOptions:
         sizes = {f.name: getattr(self.tile, f.name) for f in fields(TileOptions)}
         tiling = ConvertNNToTilePass(**sizes)
         policy: list[ModulePass] = [NNWidenIntermediatesPass()] if self.precision == "f32" else []
-        return [*policy, tiling, TilePromotePass()]
+        return [*policy, tiling, TilePromotePass(shared_bytes=self.shared_bytes)]
 
     def spec(self) -> str:
         """The tile stage as `-p` text (what `fuse-opt` would run; a cache key)."""
-        return ",".join(str(p.pipeline_pass_spec()) for p in self.passes())
+        return pipeline_spec(self.passes())
+
+
+def pipeline_passes(name: str, lowering: LoweringOptions | None = None) -> list[ModulePass]:
+    """Named pipeline `name` (a key of PIPELINES) as pass objects: "fuse", or
+    "standard" with the tile stage `lowering` builds (the default tile options when
+    None; a backend passes its target's). A CompileError for another name."""
+    if name not in PIPELINES:
+        raise CompileError(f"no pipeline named {name!r} (pipelines: {', '.join(PIPELINES)})")
+    passes = registry.all_passes()
+    fuse = [passes[flag]()() for flag in FUSE_PASSES]
+    if name == "fuse":
+        return fuse
+    return [*fuse, *(lowering or LoweringOptions()).passes()]
+
+
+def pipeline_spec(passes: Sequence[ModulePass]) -> str:
+    """Pass objects as `-p` text (options that differ from their defaults shown)."""
+    return ",".join(str(p.pipeline_pass_spec()) for p in passes)
 
 
 def run_passes(
@@ -108,9 +126,10 @@ def run_passes(
 
 
 def run_pipeline(module: ModuleOp, spec: str = STANDARD, ctx: Context | None = None) -> ModuleOp:
-    """Run the pass pipeline `spec` (a `-p` string or a name in PIPELINES) on `module`
-    in place, verifying after every pass, and return it."""
-    spec = PIPELINES.get(spec, spec)
+    """Run the pass pipeline `spec` (a name in PIPELINES, built as pass objects, or a
+    `-p` string) on `module` in place, verifying after every pass, and return it."""
+    if spec in PIPELINES:
+        return run_passes(module, pipeline_passes(spec), ctx)
     if (empty := empty_pass_name(spec)) is not None:
         raise CompileError(f"bad pass pipeline {spec!r}: {empty}")
     ctx = ctx or registry.make_context()

@@ -115,3 +115,56 @@ def test_no_backend_splices_pipeline_text() -> None:
     for path in _sources("backends"):
         text = path.read_text()
         assert not splice.search(text), path.relative_to(ROOT)
+
+
+def test_named_pipelines_are_pass_objects_matching_their_text() -> None:
+    from fuseopt.pipelines import (
+        FUSE,
+        PIPELINES,
+        STANDARD,
+        pipeline_passes,
+        pipeline_spec,
+        run_pipeline,
+    )
+
+    assert pipeline_spec(pipeline_passes("fuse")) == FUSE
+    assert pipeline_spec(pipeline_passes("standard")) == STANDARD
+    assert set(PIPELINES) == {"fuse", "standard"}
+    cuda = pipeline_spec(pipeline_passes("standard", CUDA.defaults))
+    assert cuda == FUSE + "," + CUDA.defaults.spec()
+    with pytest.raises(fuseopt.CompileError, match="no pipeline named 'tile'"):
+        pipeline_passes("tile")
+    by_name = run_pipeline(fuseopt.parse(TWO_KERNELS), "standard")
+    by_text = run_pipeline(fuseopt.parse(TWO_KERNELS), STANDARD)
+    assert str(by_name) == str(by_text)
+
+
+def test_targets_declare_their_facts_once() -> None:
+    from fuseopt.passes.convert_nn_to_tile.heuristics import MAX_ROW_BLOCK, TileOptions
+    from fuseopt.passes.tile_promote import ROW_CACHE_BUDGET, SHARED_BUDGET
+
+    assert (TRITON.max_row_block, TRITON.row_chunk, TRITON.row_cache_bytes) == (32768, 2048, 0)
+    assert (CUDA.max_row_block, CUDA.row_chunk) == (MAX_ROW_BLOCK, 4096)
+    assert CUDA.row_cache_bytes == ROW_CACHE_BUDGET
+    assert TRITON.shared_bytes == CUDA.shared_bytes == SHARED_BUDGET
+    for target in (TRITON, CUDA):
+        tile = target.defaults.tile
+        assert (tile.max_row_block, tile.row_chunk, tile.row_cache_bytes) == (
+            target.max_row_block,
+            target.row_chunk,
+            target.row_cache_bytes,
+        )
+    # the pass's options are TileOptions' fields: one list
+    from dataclasses import fields
+
+    tiler = {f.name for f in fields(ConvertNNToTilePass)} - {"name"}
+    assert tiler == {f.name for f in fields(TileOptions)}
+    for path in _sources("backends", "passes"):
+        for line in path.read_text().splitlines():
+            assert not re.match(r"\s*MAX_ROW_BLOCK\s*=", line) or path.name == "heuristics.py"
+
+
+def test_no_autotuner_edits_generated_source() -> None:
+    """Tuning variants are re-lowered or re-printed, never edited as text."""
+    for path in (ROOT / "backends" / "autotune.py", ROOT / "backends" / "cuda" / "autotune.py"):
+        assert ".replace(" not in path.read_text(), path.relative_to(ROOT)

@@ -54,7 +54,7 @@ from fuseopt.backends.cuda.runtime import LoadedKernel, compile_cubin, device_ar
 from fuseopt.diagnostics import CompileError, parse_module
 from fuseopt.dialects import tile, tile_host
 from fuseopt.dialects.dtypes import torch_dtype
-from fuseopt.pipelines import FUSE, LoweringOptions, run_passes, run_pipeline
+from fuseopt.pipelines import LoweringOptions, pipeline_passes, run_passes
 from fuseopt.registry import make_context
 
 log = logging.getLogger("fuseopt")
@@ -122,8 +122,7 @@ def kernel_launches(
 def lower_variant(ir_text: str, lowering: LoweringOptions) -> ModuleOp:
     """nn IR `ir_text` through FUSE and the tile stage `lowering` builds."""
     module = parse_module(make_context(), ir_text, "<autotune>")
-    run_pipeline(module, FUSE)
-    return run_passes(module, lowering.passes())
+    return run_passes(module, pipeline_passes("standard", lowering))
 
 
 def with_warps(module: ModuleOp, names: Sequence[str], warps: int) -> ModuleOp:

@@ -1,6 +1,7 @@
 """The "cuda" backend of `fuseopt.compile`: nn IR -> tile IR -> CUDA C++ -> cubins.
 
-`CudaBackend.compile` runs the standard pipeline to tile IR, prints every kernel
+`CudaBackend.compile` runs the standard pipeline to tile IR (pass objects with the CUDA
+target's tile options, `backends/targets.py`), prints every kernel
 (`printer.print_cuda`) and plans the host function (`HostPlan`): buffer allocations,
 views, kernel launches and library GEMMs (`torch.matmul`, i.e. cuBLAS, into the
 out-param). Cubins are built on first use on a GPU (the device's architecture is
@@ -46,9 +47,9 @@ def tile_pipeline(precision: str = "f32") -> str:
     """The CUDA target's pipeline from imported nn IR to promoted tile IR as `-p` text
     (`fuse-opt -p "$(...)"`, tests), derived from the pass objects the backend runs
     (`backends/targets.py` CUDA)."""
-    from fuseopt import pipelines
+    from fuseopt.pipelines import pipeline_passes, pipeline_spec
 
-    return pipelines.FUSE + "," + CUDA.lowering({"precision": precision}).spec()
+    return pipeline_spec(pipeline_passes("standard", CUDA.lowering({"precision": precision})))
 
 
 @dataclass(frozen=True)
@@ -313,15 +314,14 @@ class CudaBackend:
         replays graphs."""
         from fuseopt.backends.contract import check_mode, check_options
         from fuseopt.backends.cuda.autotune import CudaAutotunedFunction
-        from fuseopt.pipelines import FUSE, run_passes, run_pipeline
+        from fuseopt.pipelines import pipeline_passes, run_passes
 
         mode = options.get("mode")
         check_mode(mode)
         check_options("cuda", options, CUDA.option_names())
         lowering = CUDA.lowering(options)
         text = str(module)
-        run_pipeline(module, FUSE)
-        run_passes(module, lowering.passes())
+        run_passes(module, pipeline_passes("standard", lowering))
         fn: CudaFunction | CudaAutotunedFunction
         fn = CudaFunction(module, func_name, print_cuda(module))
         if torch.cuda.is_available():

@@ -4,7 +4,8 @@
 1. key the work: SHA-256 of the nn IR text, function, pipeline, tile options and tool
    versions (`fuseopt.backends.kernel_cache.cache_key`);
 2. on a cache hit, load the printed module and its index from the cache (no pass runs);
-3. otherwise run `pipelines.TILE` (fuse, tile, promote), print with `print_triton`,
+3. otherwise run the standard pipeline as pass objects with the Triton target's tile
+   options (`backends/targets.py` TRITON, forced sizes applied), print with `print_triton`,
    and store the source, its index and the tile IR in the cache (atomic writes);
 4. mode="max-autotune": time the tiling pass's candidate configurations on the GPU
    (`fuseopt.backends.autotune`), per kernel, at the first call on a device;
@@ -58,11 +59,11 @@ def lower(module: ModuleOp, lowering: LoweringOptions | None = None) -> ModuleOp
 
     A module already in tile IR is left as it is (it can be printed directly).
     """
-    from fuseopt.pipelines import FUSE, run_passes, run_pipeline
+    from fuseopt.pipelines import pipeline_passes, run_passes
 
     if is_tile_ir(module):
         return module.clone()
-    run_pipeline(module, FUSE)
+    run_passes(module, pipeline_passes("fuse"))
     fused = module.clone()
     run_passes(module, (lowering or TRITON.defaults).passes())
     return fused

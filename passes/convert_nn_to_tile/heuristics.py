@@ -23,14 +23,15 @@ The rules (element counts are per program; H100: 4 warps x 32 threads x 8 elemen
 - no tile may exceed MAX_TILE_ELEMENTS (2^20) elements: forced sizes past it are a
   located error.
 
-Backends set two of these knobs through the same options, not rules of their own:
-- the Triton backend passes `max-row-block=32768` (backends/triton/backend.py
-  MAX_ROW_BLOCK): Triton has no shared-memory row cache, so keeping rows up to 32768
-  whole in one program reads them from HBM once, where looping would read them twice;
-- the CUDA backend passes `row-cache-bytes` = tile-promote's shared-memory budget: a
-  looped reduction whose rows its row cache holds keeps one loop per reduction level
-  (re-reads hit shared memory), longer rows compute their statistics online
-  (`online`); and `row-chunk=4096` (backends/targets.py CUDA_ROW_CHUNK).
+Backends set some of these knobs through the same options, from their target
+descriptions (backends/targets.py), not rules of their own:
+- Triton passes `max-row-block=32768` (TRITON): Triton has no shared-memory row cache,
+  so keeping rows up to 32768 whole in one program reads them from HBM once, where
+  looping would read them twice;
+- CUDA passes `row-cache-bytes` = tile-promote's row-cache budget: a looped reduction
+  whose rows its row cache holds keeps one loop per reduction level (re-reads hit
+  shared memory), longer rows compute their statistics online (`online`); and
+  `row-chunk=4096` (CUDA_ROW_CHUNK).
 """
 
 from __future__ import annotations
