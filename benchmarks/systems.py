@@ -32,9 +32,9 @@ REDUCE_OVERHEAD = "reduce-overhead"
 """The CUDA-graph mode of torch.compile and fuseopt (for launch-bound work: decode)."""
 MODE_SUFFIXES = {None: "", FUSEOPT_AUTOTUNE_MODE: "-autotune", REDUCE_OVERHEAD: "-reduce-overhead"}
 """How a fuseopt mode shows in a system's name (``fuseopt-triton-autotune``)."""
-AUTOTUNING_BACKENDS = ("triton",)
-"""The fuseopt backends that tune under FUSEOPT_AUTOTUNE_MODE (the cuda backend refuses
-the mode: it does not autotune yet, so it has no autotuned row)."""
+AUTOTUNING_BACKENDS = ("triton", "cuda")
+"""The fuseopt backends that tune under FUSEOPT_AUTOTUNE_MODE (both GPU backends; the
+interpreter has nothing to time)."""
 
 EAGER = "eager"
 TORCH_COMPILE = "torch.compile"

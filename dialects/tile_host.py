@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Attribute, SSAValue
 
 from fuseopt.diagnostics import error_at
@@ -81,6 +81,22 @@ class HostFunction:
     name: str
     params: tuple[Param, ...]
     steps: tuple[Step, ...]
+
+
+def is_host_function(f: func.FuncOp) -> bool:
+    """Is `f` a host function of tile IR: memref parameters and no results? (An nn
+    function returns tensors, also one without parameters, as a region that only
+    builds constants: `arange` positions, a causal mask.)"""
+    signature = f.function_type
+    return not signature.outputs.data and all(
+        isinstance(t, MemRefType) for t in signature.inputs.data
+    )
+
+
+def is_tile_module(module: ModuleOp) -> bool:
+    """Is `module` tile IR already: it has functions, and every one is a host function?"""
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    return bool(funcs) and all(is_host_function(f) for f in funcs)
 
 
 def _buffer(v: SSAValue) -> tuple[SSAValue, tuple[int, ...], Attribute]:

@@ -60,3 +60,42 @@ def test_the_tile_interpreter_reads_host_functions_through_it() -> None:
         fuseopt.CompileError, match="the tile interpreter cannot run arith.constant"
     ):
         fuseopt.interpret(module, "main", x)
+
+
+NO_PARAMETERS = """
+func.func @positions() -> (tensor<1x16xi64>, tensor<1x16xi1>) {
+  %0 = nn.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]> : tensor<16xi64>
+  %1 = nn.constant 3 : tensor<16xi64>
+  %2 = nn.add %0, %1 : tensor<16xi64>
+  %3 = nn.reshape %2 : tensor<16xi64> -> tensor<1x16xi64>
+  %4 = nn.constant 9 : tensor<1x16xi64>
+  %5 = nn.compare gt, %3, %4 : tensor<1x16xi64>
+  func.return %3, %5 : tensor<1x16xi64>, tensor<1x16xi1>
+}
+"""
+"""An nn function without parameters, as Dynamo cuts from a Hugging Face model between
+graph breaks: only constants (`arange` positions) and what is computed from them."""
+
+
+def test_an_nn_function_without_parameters_is_not_tile_ir(tmp_path: Path) -> None:
+    """A function with no parameters has vacuously "only memref parameters"; it is still
+    nn IR (it returns tensors): every reader lowers or interprets it as nn, and the
+    Triton backend compiles it (it used to skip lowering and fail printing nn.constant)."""
+    import torch
+
+    from fuseopt.backends.kernel_cache import KernelCache
+    from fuseopt.backends.triton.backend import compile_module
+
+    module = fuseopt.parse(NO_PARAMETERS, "positions.mlir")
+    (f,) = [op for op in module.ops if op.name == "func.func"]
+    assert not tile_host.is_host_function(f) and not tile_host.is_tile_module(module)
+    expected = torch.arange(16).view(1, 16) + 3
+    positions, above = fuseopt.interpret(module, "positions")
+    assert (torch.as_tensor(positions) == expected).all()
+    assert (torch.as_tensor(above) == (expected > 9)).all()
+    fn = compile_module(module, "positions", {}, KernelCache(str(tmp_path)))
+    positions, above = fn()
+    assert torch.equal(positions, expected) and torch.equal(above, expected > 9)
+    lowered = fuseopt.parse(NO_PARAMETERS, "positions.mlir")
+    fuseopt.run_pipeline(lowered, "standard")
+    assert tile_host.is_tile_module(lowered)

@@ -36,21 +36,11 @@ from fuseopt.backends.triton.runtime import (
     load_module,
 )
 from fuseopt.diagnostics import CompileError
+from fuseopt.dialects import tile_host
 from fuseopt.pipelines import LoweringOptions
 
 NAMESPACE = "triton"
 """The kernel cache namespace of this backend."""
-
-
-def is_tile_ir(module: ModuleOp) -> bool:
-    """Is `module` already host code of tile IR (every function takes memrefs)?"""
-    from xdsl.dialects import func
-    from xdsl.dialects.builtin import MemRefType
-
-    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
-    return bool(funcs) and all(
-        all(isinstance(t, MemRefType) for t in f.function_type.inputs.data) for f in funcs
-    )
 
 
 def lower(module: ModuleOp, lowering: LoweringOptions | None = None) -> ModuleOp:
@@ -61,7 +51,7 @@ def lower(module: ModuleOp, lowering: LoweringOptions | None = None) -> ModuleOp
     """
     from fuseopt.pipelines import pipeline_passes, run_passes
 
-    if is_tile_ir(module):
+    if tile_host.is_tile_module(module):
         return module.clone()
     run_passes(module, pipeline_passes("fuse"))
     fused = module.clone()

@@ -251,9 +251,7 @@ def print_triton(module: ModuleOp) -> TritonModuleSource:
     Raises a located CompileError for an op or type the target cannot print.
     """
     for op in module.ops:
-        if isinstance(op, func.FuncOp) and not all(
-            isinstance(t, MemRefType) for t in op.function_type.inputs.data
-        ):
+        if isinstance(op, func.FuncOp) and not tile_host.is_host_function(op):
             raise error_at(
                 op,
                 "-t triton prints tile IR (host functions on memrefs); this function takes "

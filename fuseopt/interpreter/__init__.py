@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.interpreter import Interpreter
 
+from fuseopt.dialects import tile_host
 from fuseopt.interpreter.dtypes import to_tensor
 from fuseopt.interpreter.errors import EmptyReductionError, InterpretError
 from fuseopt.interpreter.nn_semantics import NNFunctions
@@ -47,7 +48,7 @@ def interpret(
         names = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)]
         raise InterpretError(f"no function @{func_name} in the module (have: {names})")
     arg_types = target.function_type.inputs.data
-    if any(isinstance(t, MemRefType) for t in arg_types):  # a host function of tile IR
+    if tile_host.is_host_function(target):
         from fuseopt.interpreter.tile_semantics import run_host_function
 
         try:
