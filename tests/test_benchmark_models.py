@@ -76,9 +76,13 @@ def test_quick_run_writes_json_and_markdown(quick_run):
     assert "| llama | train |" in markdown and "## Ops run eagerly" in markdown
 
 
-def test_decode_through_triton_interpreter(tmp_path):
+@pytest.mark.parametrize("scenario", ["prefill", "decode"])
+def test_llama_through_triton_interpreter(tmp_path, scenario):
+    """The Triton backend compiles every region of a Llama prefill (one builds only
+    constants: positions and the causal mask) and decode step, and is right."""
     argv = ["--quick", "--out", str(tmp_path), "--no-warm-compile", "--no-chart"]
-    assert models.main([*argv, "--only", "llama:decode", "--systems", "fuseopt-triton"]) == 0
+    only = ["--only", f"llama:{scenario}", "--systems", "fuseopt-triton"]
+    assert models.main([*argv, *only]) == 0
     [row] = json.loads((tmp_path / "results.json").read_text())["results"]
     entry = row["systems"]["fuseopt-triton"]
     assert entry["status"] == "ok" and entry["kernels_compiled"] > 0, entry
