@@ -1,1 +1,1 @@
-"""fuseopt's benchmark suite: the PERFORMANCE.md workloads, harness and results."""
+"""fuseopt's benchmark suite: the workload suite, harness and results."""

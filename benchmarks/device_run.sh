@@ -5,7 +5,7 @@
 #     SUITE=models bash benchmarks/device_run.sh [BUDGET_S] [extra arguments...]
 #     SUITE=breadth bash benchmarks/device_run.sh [BUDGET_S] [extra arguments...]
 #
-# SUITE (default "workloads") picks the suite: `workloads` is the PERFORMANCE.md suite
+# SUITE (default "workloads") picks the suite: `workloads` is the workload suite
 # (steps 1-5 below); `models` (python -m benchmarks.models) and `breadth` (python -m
 # benchmarks.breadth) write into $OUT/results/<gpu>/<suite>/ and are measured over
 # several runs of this same command: each run resumes from the committed
@@ -28,7 +28,7 @@
 #      budget the compiled systems of the remaining instances are recorded as
 #      "skipped (time budget ... spent)" and only eager runs; max-autotune and the
 #      fuseopt autotuned mode get a shorter budget (GEMM autotuning: 25-50 s a shape, H100).
-#      PERFORMANCE.md's baseline rows run first, then memory-bound, then GEMM work;
+#      the baseline rows run first, then memory-bound, then GEMM work;
 #   5. when results for this GPU are committed in benchmarks/results/<gpu>/, also
 #      writes them merged with this run into $OUT/results/<gpu>-merged/ (a later
 #      instance replaces an earlier one unless it timed fewer systems).

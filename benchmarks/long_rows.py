@@ -2,7 +2,7 @@
 
 These rows take the looped schedule on both backends (Triton keeps rows up to 32768
 whole; the CUDA backend up to 8192), where the statistics are computed online in one
-pass (`passes/convert_nn_to_tile/online.py`) and the outputs in a second. Not a PERFORMANCE.md
+pass (`passes/convert_nn_to_tile/online.py`) and the outputs in a second. Not a workload-suite
 workload: a check that the looped schedule is correct and near the memory roofline.
 
     python -m benchmarks.long_rows [--rows 1024] [--cols 131072] [--out FILE.md]

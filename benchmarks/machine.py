@@ -1,6 +1,6 @@
 """The machine under test: versions, and the two measured ceilings of the roofline.
 
-PERFORMANCE.md's method: measure the copy bandwidth (a large device-to-device copy,
+The method of docs/performance.md: measure the copy bandwidth (a large device-to-device copy,
 bytes read plus bytes written) and the bf16 matmul rate (8192^3) first, on the same
 GPU in the same process, and use those, not datasheet numbers, as the roofline.
 """

@@ -1,4 +1,4 @@
-"""``python -m benchmarks.run``: the PERFORMANCE.md workload suite.
+"""``python -m benchmarks.run``: the workload suite (docs/performance.md).
 
 Measures the machine's copy bandwidth and bf16 matmul rate, then for every workload
 instance checks each system (eager, torch.compile, torch.compile max-autotune,
@@ -43,14 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.run",
         description=(
-            "Run the PERFORMANCE.md workloads: check every system against a float64 "
+            "Run the workload suite: check every system against a float64 "
             "reference, time the correct ones, write JSON + Markdown + PNG results."
         ),
     )
     add_common_arguments(
         parser,
         budget_help="after S seconds, skip the remaining compiled systems (recorded as "
-        "skipped); PERFORMANCE.md's baseline rows run first",
+        "skipped); the baseline rows run first",
     )
     parser.add_argument(
         "--in-order",
@@ -85,7 +85,7 @@ def _table_order() -> list[tuple[Workload, Shape]]:
 
 
 def _priority(workload: Workload, shape: Shape) -> int:
-    """Run order under a time budget: PERFORMANCE.md's baseline rows, then memory-bound
+    """Run order under a time budget: the baseline rows, then memory-bound
     workloads (cheap to compile), then GEMM workloads (autotuning takes ~45 s each)."""
     if (workload.name, shape.label) in PERFORMANCE_BASELINE_ROWS:
         return 0

@@ -1,6 +1,6 @@
 """What every benchmark suite shares: its command line, the loop over instances, resuming.
 
-Three suites use it: `benchmarks.run` (the PERFORMANCE.md workloads), `benchmarks.models`
+Three suites use it: `benchmarks.run` (the workload suite), `benchmarks.models`
 (Hugging Face models) and `benchmarks.breadth` (single ops and short patterns). Each
 names its instances (a `Workload` at a `Shape`) and the systems to compare on each; this
 module measures the machine, runs every instance through `benchmarks.harness`, rewrites

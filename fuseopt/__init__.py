@@ -1,7 +1,7 @@
 """fuseopt: an MLIR-style kernel-fusion compiler on xDSL.
 
 PyTorch programs (or `.mlir` text in the `nn` dialect) are fused, tiled and printed as
-Triton or CUDA C++ kernels. See README.md and DESIGN.md.
+Triton or CUDA C++ kernels. See README.md and docs/ (docs/api.md for this API).
 
 Public API:
 - `parse(text, name)`: parse and verify MLIR text into a module;
@@ -14,12 +14,13 @@ Public API:
 
 from xdsl.dialects.builtin import ModuleOp
 
-from fuseopt.diagnostics import CompileError, parse_module
+from fuseopt.diagnostics import CompileError, ConfigurationError, parse_module
 from fuseopt.interpreter import interpret
 from fuseopt.pipelines import run_pipeline
 from fuseopt.registry import make_context
 
 __version__ = "0.1.0"
+"""fuseopt's version: the one place it is written (pyproject.toml reads it)."""
 
 
 def parse(text: str, name: str = "<input>") -> ModuleOp:
@@ -40,4 +41,13 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'fuseopt' has no attribute {name!r}")
 
 
-__all__ = ["CompileError", "compile", "export", "interpret", "parse", "run_pipeline"]
+__all__ = [
+    "CompileError",
+    "ConfigurationError",
+    "__version__",
+    "compile",
+    "export",
+    "interpret",
+    "parse",
+    "run_pipeline",
+]

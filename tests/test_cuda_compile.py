@@ -1,6 +1,6 @@
 """Every generated `.cu` compiles with `nvcc -arch=sm_90 -c` (skipped without nvcc).
 
-Sources come from every PERFORMANCE.md workload at its PERFORMANCE.md shape (and a few
+Sources come from every workload of the workload suite at its benchmark shape (and a few
 at a tiny shape: other tile sizes and masks), from matmuls in each operand staging
 tile-promote can choose, and from random nn graphs (tests/random_nn_graphs.py). Identical translation units are compiled once; the rest
 go to nvcc in a few batched invocations running in parallel, so the file stays

@@ -3,7 +3,7 @@
 The printed kernels are compiled with g++ against stand-in CUDA headers and run with
 one CPU thread per CUDA thread (barriers, shuffles and WMMA emulated), then compared
 with the reference interpreter on random inputs with non-trivial weights. Shapes are
-small but chosen to hit the tile configurations of the PERFORMANCE.md sizes (rows of
+small but chosen to hit the tile configurations of the benchmark sizes (rows of
 5120, 8192 and 32768 elements; 128x128 matmul tiles) and ragged edges, and each form
 of matmul operand staging tile-promote can choose (cp.async pipelines of 3 and 2
 stages, one synchronous stage, operands in registers). Skipped without g++.

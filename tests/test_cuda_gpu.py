@@ -1,7 +1,7 @@
-"""The CUDA backend on a GPU: every PERFORMANCE.md workload against eager and float64.
+"""The CUDA backend on a GPU: every workload of the workload suite against eager and float64.
 
 Skipped without a CUDA GPU. Each case compiles the workload's eager module with
-`fuseopt.compile(..., backend="cuda")` at a PERFORMANCE.md shape, runs it on fresh
+`fuseopt.compile(..., backend="cuda")` at a benchmark shape, runs it on fresh
 random inputs (non-trivial weights), and judges it with the benchmark's correctness
 gate (`benchmarks.accuracy`): error against a float64 reference within 2x eager's own
 error (at least a per-dtype floor), no NaN/Inf. Ragged shapes (not multiples of the

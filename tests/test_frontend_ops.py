@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 from test_frontend_common import check, positive, randn
 
+import fuseopt
+
 A = (4, 8)
 
 
@@ -38,6 +40,7 @@ CASES: dict[str, tuple[Callable, Callable[[torch.dtype], list[torch.Tensor]]]] =
     "minimum": (torch.minimum, lambda d: [_x(d), _x(d, 1, (8,))]),
     "pow_scalar": (lambda a: a**1.5, lambda d: [_p(d)]),
     "pow_square": (lambda a: a**2, lambda d: [_x(d)]),
+    "square": (torch.square, lambda d: [_x(d)]),
     "pow_tensor": (torch.pow, lambda d: [_p(d), _x(d, 1)]),
     "pow_base_scalar": (lambda a: 2.0**a, lambda d: [_x(d)]),
     # unary math and activations
@@ -189,6 +192,12 @@ def test_op(name: str, dtype: torch.dtype) -> None:
     fn, make_inputs = CASES[name]
     options = {"attention": "nn"} if name.startswith("sdpa") else {}
     check(fn, make_inputs(dtype), **options)
+
+
+def test_square_exports_without_decomposition() -> None:
+    """`fuseopt.export` (no decompositions: aten.square stays) imports square as x * x."""
+    text = fuseopt.export(lambda a: torch.square(a), (torch.randn(3, 4),))
+    assert "nn.mul %a, %a : tensor<3x4xf32>" in text, text
 
 
 def test_integer_and_mixed_promotion() -> None:

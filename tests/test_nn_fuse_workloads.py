@@ -1,7 +1,7 @@
-"""nn-fuse on the PERFORMANCE.md workloads, written as nn MLIR with composite ops and run
+"""nn-fuse on the workload suite, written as nn MLIR with composite ops and run
 through the fuse pipeline (`fuseopt.pipelines.FUSE`: nn-decompose, canonicalize, cse, nn-fuse).
 
-- group counts at the PERFORMANCE.md shapes (structure only: nothing is executed);
+- group counts at the benchmark shapes (structure only: nothing is executed);
 - routes chosen by the cost model for the mlp presets;
 - numerics: the same workloads at tiny shapes, interpreted before and after fusion
   on random inputs with non-trivial weights.
@@ -124,7 +124,7 @@ def gated_mlp(m: int, d: int, di: int) -> str:
 }}"""
 
 
-# (name, PERFORMANCE.md text, tiny text, expected groups (exact, or ("<=", n)))
+# (name, benchmark-shape text, tiny text, expected groups (exact, or ("<=", n)))
 WORKLOADS = [
     ("rmsnorm", rmsnorm(1, 2048, 5120), rmsnorm(2, 3, 16), 1),
     ("rmsnorm_decode", rmsnorm(1, 1, 5120), rmsnorm(1, 1, 8), 1),

@@ -1,7 +1,7 @@
 """convert-nn-to-tile and tile-promote, checked numerically: the tile interpreter runs
 the lowered program (kernels program by program) and must agree with the nn reference.
 
-Covers every PERFORMANCE.md workload at tiny shapes (f32 and bf16) through the full
+Covers every workload of the workload suite at tiny shapes (f32 and bf16) through the full
 pipeline, at one element and at ragged sizes under tiny forced tiles; forced tile sizes
 (ragged edges, rows longer than one block, K loops, grouped program order, dual GEMM),
 batched matmuls, the library-GEMM route, group splitting, the standard pipeline stage

@@ -1,4 +1,4 @@
-"""Every PERFORMANCE.md workload, as the FX frontend captures it (benchmarks/workloads:
+"""Every workload of the workload suite, as the FX frontend captures it (benchmarks/workloads:
 mlp_stacked and the Llama block included, attention converted to nn ops), lowered to
 tile IR and run by the tile interpreter program by program: each compiled region must
 compute what the nn reference computes on random inputs, under the heuristic tile sizes,

@@ -1,6 +1,6 @@
 """The Triton backend on the CPU: kernels run in Triton's interpreter.
 
-- every PERFORMANCE.md workload at tiny shapes (bf16 and f32) against a float64
+- every workload of the workload suite at tiny shapes (bf16 and f32) against a float64
   reference, no worse than twice eager's error, with the expected kernel counts;
 - the kernel cache: a hit on the second compile, a corrupt entry rebuilt, two processes
   compiling the same model at once;

@@ -1,7 +1,7 @@
 """The Triton backend on a CUDA GPU (skipped without one).
 
 Self-contained checks for one batched run on the H100 (well under two minutes):
-- every PERFORMANCE.md workload at realistic sizes (bf16) against a float64 reference,
+- every workload of the workload suite at realistic sizes (bf16) against a float64 reference,
   no worse than twice eager's error (the benchmark's gate, `benchmarks.accuracy`);
 - mode="reduce-overhead": CUDA graphs replay on the same input buffers, read inputs in
   place, and never overwrite results the caller still holds;
@@ -26,7 +26,7 @@ from test_triton_helpers import check_workload, workload
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 COPY_BANDWIDTH = 3.0e12
-"""Bytes/s of a large device-to-device copy on the H100 (PERFORMANCE.md)."""
+"""Bytes/s of a large device-to-device copy on the H100 (docs/performance.md)."""
 
 SHAPES: list[tuple[str, str, dict[str, int]]] = [
     ("rmsnorm", "decode", {"batch": 1, "seq": 1, "hidden": 5120}),
@@ -45,7 +45,7 @@ SHAPES: list[tuple[str, str, dict[str, int]]] = [
     ("gated_mlp", "4096x4096x11008", {"m": 4096, "d": 4096, "di": 11008}),
     ("llama_block", "h4096_s2048", {"hidden": 4096, "heads": 32, "seq": 2048, "di": 11008}),
 ]
-"""(workload, label, dims): PERFORMANCE.md shapes (shapes that share kernels with another
+"""(workload, label, dims): benchmark shapes (shapes that share kernels with another
 entry or with the autotuning tests where possible: Triton compiles each source once)."""
 
 REPORT: list[str] = []

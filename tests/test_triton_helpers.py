@@ -1,4 +1,4 @@
-"""Shared by the Triton backend tests (CPU and GPU): run a PERFORMANCE.md workload through
+"""Shared by the Triton backend tests (CPU and GPU): run a workload of the workload suite through
 `fuseopt.compile(backend="triton")` and judge it against a float64 reference with the
 benchmark's own correctness gate (`benchmarks.accuracy`: at most twice eager's error,
 never below a per-dtype floor). No tests here."""
@@ -15,7 +15,7 @@ from benchmarks.workloads import Dims, Workload, all_workloads
 
 
 def workload(name: str) -> Workload:
-    """The PERFORMANCE.md workload family called `name`."""
+    """The workload family called `name`."""
     return {w.name: w for w in all_workloads()}[name]
 
 

@@ -3,7 +3,7 @@
 ``python -m benchmarks.breadth`` (see `benchmarks.breadth.__main__`); the cases are in
 `benchmarks.breadth.cases`. A `Case` is a function of some inputs and some weights,
 with a few shapes; `Case.workload()` makes it a `benchmarks.workloads.Workload`, so the
-suite runs through the same harness as the PERFORMANCE.md workloads: float64
+suite runs through the same harness as the workload suite: float64
 reference, tolerance from eager's own error, FAILED rows never timed.
 
 Inputs are described, not drawn, by `TensorSpec` (shape and kind of values); the cost

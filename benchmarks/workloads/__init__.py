@@ -1,4 +1,4 @@
-"""The PERFORMANCE.md workloads: what each computes, at which shapes, and its cost floor.
+"""The workload suite: what each computes, at which shapes, and its cost floor.
 
 A `Workload` is one family (``rmsnorm``, ``mlp``...) with its full-size shapes (run on
 the GPU) and one tiny shape for ``--quick`` (run anywhere, plumbing only). Each family
@@ -111,7 +111,7 @@ def element_size(dtype: torch.dtype) -> int:
 
 
 def all_workloads() -> tuple[Workload, ...]:
-    """Every PERFORMANCE.md workload family, in the order the tables list them."""
+    """Every workload family of the workload suite, in the order the tables list them."""
     from benchmarks.workloads.activations import GELU_BIAS, SOFTMAX
     from benchmarks.workloads.llama import LLAMA_BLOCK
     from benchmarks.workloads.mlp import GATED_MLP, MLP, MLP_HEAVY, MLP_STACKED
@@ -175,4 +175,4 @@ PERFORMANCE_BASELINE_ROWS = frozenset(
         ("gated_mlp", "4096x4096x11008"),
     }
 )
-"""The instances of PERFORMANCE.md's baseline table: run first when a time budget is set."""
+"""The instances of the baseline table: run first when a time budget is set."""

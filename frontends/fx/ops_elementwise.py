@@ -119,6 +119,12 @@ for _target, _op, _float_only in [
     register(_target)(_unary(_op, _float_only))
 
 
+@register(aten.square.default)
+def square(ctx: ImportContext, node: Node) -> Imported:
+    """square(x) = x * x (integers and bool promote as torch does: bool to int64)."""
+    return ctx.elementwise(lambda v: nn.MulOp(v, v), node.args[0])
+
+
 @register(aten.gelu.default)
 def gelu(ctx: ImportContext, node: Node) -> Imported:
     """gelu(x, approximate='none'|'tanh')."""

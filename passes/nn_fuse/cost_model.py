@@ -64,11 +64,11 @@ FREE_VIEWS = (nn.ReshapeOp, nn.TransposeOp, nn.SliceOp, nn.BroadcastOp)
 @dataclass(frozen=True)
 class GPUSpec:
     """The target GPU as the cost model sees it. Defaults: an H100 SXM 80GB, measured
-    numbers from PERFORMANCE.md where there are some."""
+    numbers measured on the H100 (benchmarks/results) where there are some."""
 
     name: str = "H100 SXM 80GB"
     hbm_bytes_per_s: float = 3.0e12
-    """Measured device-to-device copy bandwidth (PERFORMANCE.md: 3.0 TB/s)."""
+    """Measured device-to-device copy bandwidth (measured on the H100: 3.0 TB/s)."""
     matmul_flops_per_s_16bit: float = 686e12
     """Dense bf16/f16 tensor-core throughput, measured (8192^3 bf16 matmul)."""
     matmul_flops_per_s_32bit: float = 50e12
