@@ -54,7 +54,12 @@ class CompiledModule:
     """
 
     def __init__(
-        self, model: Callable[..., Any], backend: str, mode: str | None, options: Mapping[str, Any]
+        self,
+        model: Callable[..., Any],
+        backend: str,
+        mode: str | None,
+        options: Mapping[str, Any],
+        dynamic: bool | None = None,
     ):
         self.model = model
         self.backend = backend
@@ -65,7 +70,7 @@ class CompiledModule:
             mode=mode,
             record=self.record,
         )
-        self._compiled = torch.compile(_entry_point(model), backend=compiler, dynamic=False)
+        self._compiled = torch.compile(_entry_point(model), backend=compiler, dynamic=dynamic)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the compiled model (compiling on first use and for new shapes).
@@ -162,15 +167,54 @@ class CompiledModule:
             raise CompileError(f"cannot save kernels to '{out}': {e.strerror}") from None
         return index
 
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The compiled forward: the same as calling the CompiledModule."""
+        return self(*args, **kwargs)
+
     def __getattr__(self, name: str) -> Any:
-        """Other attributes are the model's (`parameters()`, `eval()`, `config`, ...)."""
+        """Other attributes are the model's (`parameters()`, `eval()`, `config`, ...).
+
+        A method the model's own classes define (not PyTorch's: Hugging Face's
+        `generate`, a user's `predict`) runs with the model's calls routed through the
+        compiled forward while it runs, so `compiled.generate(...)` decodes with the
+        compiled model (torch.nn.Module's `_compiled_call_impl`, set for the call and
+        restored after it).
+        """
         model = self.__dict__.get("model")
         if model is None or name.startswith("__"):
             raise AttributeError(name)
-        return getattr(model, name)
+        value = getattr(model, name)
+        if inspect.ismethod(value) and value.__self__ is model and _defined_by_model(model, name):
+            return self._through_compiled_forward(value)
+        return value
+
+    def _through_compiled_forward(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        """`method` of the model, calling the compiled forward wherever it calls the model."""
+        model = self.model
+
+        @functools.wraps(method)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            previous = getattr(model, "_compiled_call_impl", None)
+            model._compiled_call_impl = self.__call__
+            try:
+                return method(*args, **kwargs)
+            finally:
+                model._compiled_call_impl = previous
+
+        return run
 
     def __repr__(self) -> str:
         return f"CompiledModule({type(self.model).__name__}, backend={self.backend!r})"
+
+
+def _defined_by_model(model: Any, name: str) -> bool:
+    """Whether the method `name` of nn.Module `model` comes from a class of the model's
+    own (its class, a base or a mixin such as Hugging Face's GenerationMixin), not from
+    PyTorch (`torch.nn.Module` and torch's own classes)."""
+    if not isinstance(model, torch.nn.Module):
+        return False
+    owner = next((c for c in type(model).__mro__ if name in vars(c)), object)
+    return owner is not object and not owner.__module__.startswith("torch.")
 
 
 def _entry_point(model: Callable[..., Any]) -> Callable[..., Any]:
@@ -180,15 +224,33 @@ def _entry_point(model: Callable[..., Any]) -> Callable[..., Any]:
     code object. Compiling `model` itself would share one count among every
     CompiledModule of the same class (or function), so the ninth silently ran eagerly;
     a fresh code object gives each CompiledModule its own cache.
+
+    The function runs in the globals of the model's own code (its `forward`'s module):
+    Dynamo resolves the globals of an inlined function through the root frame's when
+    they are the same dictionary, and otherwise imports the function's module by name,
+    which fails for a class defined by exec'd source (notebooks, generated code) while
+    `torch.compile(model)` works.
     """
 
+    # a module is entered through `_call_impl` (hooks, then forward), never through
+    # `__call__`, which a method run by `_through_compiled_forward` routes back here
+    call = model._call_impl if isinstance(model, torch.nn.Module) else model
+
     def call_model(*args: Any, **kwargs: Any) -> Any:
-        return model(*args, **kwargs)
+        return call(*args, **kwargs)
 
     code = call_model.__code__.replace()  # a distinct code object, same instructions
     return types.FunctionType(
-        code, call_model.__globals__, call_model.__name__, None, call_model.__closure__
+        code, _model_globals(model), call_model.__name__, None, call_model.__closure__
     )
+
+
+def _model_globals(model: Callable[..., Any]) -> dict[str, Any]:
+    """The globals of the code `model` runs first: its class's `forward` for a module,
+    the function's own otherwise (this module's when there are none)."""
+    forward = getattr(type(model), "forward", None) if isinstance(model, torch.nn.Module) else None
+    code_owner = inspect.unwrap(forward or model)
+    return getattr(code_owner, "__globals__", None) or globals()
 
 
 def fused_module(region: RegionRecord) -> ModuleOp:
@@ -243,6 +305,7 @@ def compile(
     example_inputs: Any = None,
     backend: str = DEFAULT_BACKEND,
     mode: str | None = None,
+    dynamic: bool | None = None,
     **options: Any,
 ) -> CompiledModule:
     """Compile a PyTorch model (an `nn.Module` or function) with fuseopt.
@@ -252,12 +315,21 @@ def compile(
     use. Extra keyword options go to the backend (`strict=True`: a backend failure is
     raised rather than run eagerly). An unknown or unavailable backend, or an unknown
     `mode`, raises a ConfigurationError at once.
+
+    `dynamic` is torch.compile's: None (the default) traces the first shapes statically
+    and, when a size changes, once more with that size symbolic; True traces symbolic
+    sizes from the start; False recompiles for every new shape (up to Dynamo's
+    recompile limit, then the model runs eagerly). A symbolic graph is one Dynamo entry
+    (no further recompiles); fuseopt's kernels are still generated per concrete shape,
+    on first use of each (docs/api.md, "Shapes").
     """
     if not callable(model):
         raise CompileError(f"fuseopt.compile needs an nn.Module or a function, got {model!r}")
     check_mode(mode)
     resolve_backend(backend)
-    compiled = CompiledModule(model, backend, mode, options)
+    if dynamic not in (None, True, False):
+        raise ConfigurationError(f"dynamic must be None, True or False, got {dynamic!r}")
+    compiled = CompiledModule(model, backend, mode, options, dynamic)
     if example_inputs is not None:
         try:
             compiled(*_as_args(example_inputs))

@@ -242,3 +242,70 @@ def test_compiled_module_forwards_model_attributes(
     assert compiled.up is model.up and compiled.training == model.training
     with pytest.raises(AttributeError):
         compiled.no_such_attribute  # noqa: B018
+
+
+EXEC_SOURCE = """
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) * 2
+
+    def predict(self, x):
+        return self(x).argmax(-1)
+"""
+
+
+def _exec_module() -> Any:
+    """A module whose class comes from exec'd source (no importable module behind it)."""
+    import types
+
+    namespace = types.ModuleType("fuseopt_test_generated_source")
+    exec(compile(EXEC_SOURCE, "<generated>", "exec"), namespace.__dict__)
+    return randomize(namespace.Net())
+
+
+def test_a_class_defined_by_exec_compiles() -> None:
+    """As torch.compile does: Dynamo resolves the forward's globals through the entry
+    point's, and never imports the class's (nonexistent) module."""
+    model = _exec_module()
+    x = randn(4, 8)
+    with torch.no_grad():
+        compiled = fuseopt.compile(model, x, backend="interpret")
+        assert_close(compiled(x), model(x))
+    assert compiled.kernels and not compiled.fallbacks
+
+
+def test_the_model_s_own_methods_call_the_compiled_forward() -> None:
+    """`compiled.predict(x)` (a method of the model's class) runs the compiled forward
+    inside it; torch.nn.Module's methods stay the model's; the model is left as it was."""
+    model = _exec_module()
+    x = randn(4, 8)
+    compiled = fuseopt.compile(model, backend="interpret")
+    with torch.no_grad():
+        assert torch.equal(compiled.predict(x), model.predict(x))
+        assert compiled.kernels, "predict ran the uncompiled forward"
+        assert_close(compiled.forward(x), model(x))
+    assert getattr(model, "_compiled_call_impl", None) is None
+    assert compiled.state_dict().keys() == model.state_dict().keys()
+
+
+def test_shape_changes_do_not_hit_the_recompile_limit(caplog: pytest.LogCaptureFixture) -> None:
+    """With torch.compile's default dynamic=None, twelve batch sizes make one symbolic
+    Dynamo graph (specialized per shape by fuseopt), never Dynamo's recompile limit and
+    its silent eager fallback; dynamic=False keeps the old static behaviour."""
+    model = randomize(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU()))
+    compiled = fuseopt.compile(model, backend="interpret")
+    with torch.no_grad(), caplog.at_level(logging.WARNING):
+        for batch in range(1, 13):
+            x = randn(batch, 4, seed=batch)
+            assert_close(compiled(x), model(x))
+    assert not [r for r in caplog.records if "recompile_limit" in r.getMessage()]
+    assert len({k.region for k in compiled.kernels}) >= 12  # every shape compiled
+    with pytest.raises(ConfigurationError, match="dynamic must be"):
+        fuseopt.compile(model, backend="interpret", dynamic="yes")

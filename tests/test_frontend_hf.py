@@ -208,3 +208,27 @@ def test_llama_gradients() -> None:
     graphs = {f.graph for f in compiled.fallbacks}
     assert not [g for g in graphs if g.startswith("backward")], compiled.fusion_report()
     assert any(k.region.startswith("backward") for k in compiled.kernels)
+
+
+def test_generate_runs_the_compiled_forward() -> None:
+    """`compiled.generate(...)` of a Llama for causal LM decodes with the compiled
+    forward (greedy: the same tokens as eager), through prefill and the decode steps."""
+    torch._dynamo.reset()
+    config = transformers.LlamaConfig(
+        hidden_size=HIDDEN,
+        intermediate_size=2 * HIDDEN,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
+        num_hidden_layers=1,
+        vocab_size=64,
+        max_position_embeddings=64,
+    )
+    config._attn_implementation = "eager"
+    model = _init(transformers.LlamaForCausalLM(config), torch.float32)
+    ids = torch.randint(0, 64, (1, 5), generator=torch.Generator().manual_seed(2))
+    compiled = fuseopt.compile(model, backend="interpret")
+    with torch.no_grad():
+        expected = model.generate(ids, max_new_tokens=6, do_sample=False)
+        actual = compiled.generate(ids, max_new_tokens=6, do_sample=False)
+    assert torch.equal(actual, expected), (actual, expected)
+    assert len({k.region for k in compiled.kernels}) >= 2  # prefill and decode compiled
