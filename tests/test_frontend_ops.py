@@ -41,6 +41,20 @@ CASES: dict[str, tuple[Callable, Callable[[torch.dtype], list[torch.Tensor]]]] =
     "pow_scalar": (lambda a: a**1.5, lambda d: [_p(d)]),
     "pow_square": (lambda a: a**2, lambda d: [_x(d)]),
     "square": (torch.square, lambda d: [_x(d)]),
+    # boolean ops (masks as models build them) and triangles
+    "bitwise_and": (lambda a: torch.where((a > 0) & (a < 1), a, -a), lambda d: [_x(d)]),
+    "bitwise_or_not": (lambda a: torch.where((a > 0.5) | ~(a > -0.5), a, 0.0), lambda d: [_x(d)]),
+    "bitwise_xor": (lambda a, b: (a > 0) ^ (b > 0), lambda d: [_x(d), _x(d, 1)]),
+    "logical_and_or": (
+        lambda a, b: torch.logical_and(a, b > 0) | torch.logical_or(a > 1, b),
+        lambda d: [_x(d), _x(d, 1)],
+    ),
+    "tril": (torch.tril, lambda d: [_x(d)]),
+    "triu_diagonal": (lambda a: torch.triu(a, 2) + torch.tril(a, -3), lambda d: [_x(d)]),
+    "causal_mask_fill": (
+        lambda a: a.masked_fill(~torch.ones(8, 8, dtype=torch.bool).tril()[:4], -1.0),
+        lambda d: [_x(d)],
+    ),
     "pow_tensor": (torch.pow, lambda d: [_p(d), _x(d, 1)]),
     "pow_base_scalar": (lambda a: 2.0**a, lambda d: [_x(d)]),
     # unary math and activations
@@ -198,6 +212,15 @@ def test_square_exports_without_decomposition() -> None:
     """`fuseopt.export` (no decompositions: aten.square stays) imports square as x * x."""
     text = fuseopt.export(lambda a: torch.square(a), (torch.randn(3, 4),))
     assert "nn.mul %a, %a : tensor<3x4xf32>" in text, text
+
+
+def test_integer_bitwise_ops_fall_back_with_a_reason() -> None:
+    """bitwise_and of integers has no nn lowering: it runs eagerly, logged, and right."""
+    x = torch.arange(12).reshape(3, 4)
+    compiled = check(lambda a: (a & 6) + 1, [x], allow_fallback=True)
+    assert [f.reason for f in compiled.fallbacks] == [
+        "bitwise ops are lowered for bool tensors only"
+    ]
 
 
 def test_integer_and_mixed_promotion() -> None:

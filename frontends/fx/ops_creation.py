@@ -1,5 +1,6 @@
 """Converters for tensor-creating ATen ops: full, zeros, ones (and their `_like` and
-`new_` forms), scalar_tensor and arange, as nn constants."""
+`new_` forms), scalar_tensor and arange, as nn constants; tril and triu as selects under
+index comparisons."""
 
 from __future__ import annotations
 
@@ -68,3 +69,42 @@ def arange(ctx: ImportContext, node: Node) -> Imported:
     storage = TensorType(f32 if is_float(t.element_type) else i64, t.get_shape())
     dense = DenseIntOrFPElementsAttr.from_list(storage, data)
     return ctx.cast(ctx.emit(nn.ConstantOp(dense, dense.type)), t.element_type)
+
+
+def _indices(ctx: ImportContext, count: int, offset: int, shape: list[int]) -> Imported:
+    """The i64 values offset, offset + 1, ... along one axis of `shape` (the axis of
+    size `count`; the others size 1), broadcast later by the caller."""
+    dense = DenseIntOrFPElementsAttr.from_list(
+        TensorType(i64, [count]), [offset + i for i in range(count)]
+    )
+    return ctx.reshape(ctx.emit(nn.ConstantOp(dense, dense.type)), shape)
+
+
+def _triangle(keep: str) -> object:
+    """tril (`keep` = "le": columns up to row + diagonal) or triu ("ge"), as a select
+    between the input and zero under an index comparison (constants fold per shape)."""
+
+    def convert(ctx: ImportContext, node: Node) -> Imported:
+        x = ctx.value(node.args[0])
+        diagonal = ctx.arg(1, "diagonal", 0)
+        if not isinstance(diagonal, int):
+            raise ctx.fail(f"the diagonal must be a static integer, got {diagonal!r}")
+        t = ctx.out_type()
+        shape = list(t.get_shape())
+        if len(shape) < 2:
+            raise ctx.fail("tril/triu need at least two dimensions")
+        rows, cols = shape[-2], shape[-1]
+        if rows * cols == 0:
+            raise ctx.fail("tril/triu of an empty matrix is not lowered")
+        full = [*shape[:-2], rows, cols]
+        row_limit = ctx.broadcast(_indices(ctx, rows, diagonal, [rows, 1]), full)
+        col = ctx.broadcast(_indices(ctx, cols, 0, [1, cols]), full)
+        mask = ctx.emit(nn.CompareOp(keep, col, row_limit))
+        zero = ctx.constant(0, t.element_type, full)
+        return ctx.emit(nn.SelectOp(mask, x, zero))
+
+    return convert
+
+
+register(aten.tril.default)(_triangle("le"))
+register(aten.triu.default)(_triangle("ge"))

@@ -10,7 +10,7 @@ in opmath (f32 for f16/bf16) and rounded once, as PyTorch's kernels compute them
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -156,6 +156,63 @@ def logical_not(ctx: ImportContext, node: Node) -> Imported:
     return ctx.elementwise(
         lambda v: nn.CompareOp("eq", v, _const_like(ctx, 0, v)), x, compute=compute
     )
+
+
+def _boolean(combine: Callable[[ImportContext, SSAValue, SSAValue], SSAValue]) -> Callable:
+    """A binary op on i1 tensors (bitwise_and/or/xor of bools, logical_and/or/xor of
+    any dtype: operands are compared with zero first), as nn.select and nn.compare."""
+
+    def convert(ctx: ImportContext, node: Node) -> Imported:
+        a, b = node.args[0], node.args[1]
+        logical = node.target.__name__.startswith("logical")
+        if not logical and ctx.out_val().dtype != torch.bool:
+            raise ctx.fail("bitwise ops are lowered for bool tensors only")
+        shape = ctx.out_type().get_shape()
+        x, y = (_truth(ctx, v, shape) for v in (a, b))
+        return ctx.cast(combine(ctx, x, y), ctx.element(ctx.out_val().dtype))
+
+    def _truth(ctx: ImportContext, v: Any, shape: Sequence[int]) -> SSAValue:
+        value = ctx.val(v)
+        if isinstance(value, torch.Tensor) and value.dtype == torch.bool or isinstance(v, bool):
+            return ctx.operand(v, ctx.element(torch.bool), shape)
+        dtype = value.dtype if isinstance(value, torch.Tensor) else torch.float32
+        element = ctx.element(dtype)
+        x = ctx.operand(v, element, shape)
+        return ctx.emit(nn.CompareOp("ne", x, ctx.constant(0, element, shape)))
+
+    return convert
+
+
+def _and(ctx: ImportContext, x: SSAValue, y: SSAValue) -> SSAValue:
+    return ctx.emit(nn.SelectOp(x, y, _const_like(ctx, False, x)))
+
+
+def _or(ctx: ImportContext, x: SSAValue, y: SSAValue) -> SSAValue:
+    return ctx.emit(nn.SelectOp(x, _const_like(ctx, True, x), y))
+
+
+def _xor(ctx: ImportContext, x: SSAValue, y: SSAValue) -> SSAValue:
+    return ctx.emit(nn.CompareOp("ne", x, y))
+
+
+for _targets, _combine in [
+    ((aten.bitwise_and.Tensor, aten.bitwise_and.Scalar, aten.logical_and.default), _and),
+    ((aten.bitwise_or.Tensor, aten.bitwise_or.Scalar, aten.logical_or.default), _or),
+    ((aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar, aten.logical_xor.default), _xor),
+    ((aten.__and__.Tensor, aten.__and__.Scalar), _and),  # `a & b` before decomposition
+    ((aten.__or__.Tensor, aten.__or__.Scalar), _or),
+    ((aten.__xor__.Tensor, aten.__xor__.Scalar), _xor),
+]:
+    register(*_targets)(_boolean(_combine))
+
+
+@register(aten.bitwise_not.default)
+def bitwise_not(ctx: ImportContext, node: Node) -> Imported:
+    """bitwise_not of a bool tensor: (x == false)."""
+    if ctx.out_val().dtype != torch.bool:
+        raise ctx.fail("bitwise_not is lowered for bool tensors only")
+    x = ctx.value(node.args[0])
+    return ctx.emit(nn.CompareOp("eq", x, _const_like(ctx, False, x)))
 
 
 @register(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
