@@ -60,16 +60,25 @@ Specs = Callable[[Dims], tuple[TensorSpec, ...]]
 
 class OpModule(nn.Module):
     """``fn(*inputs, *weights)`` as a module whose weights are (frozen) parameters, so
-    ``.to(torch.float64)`` makes the reference and compilers see ordinary weights."""
+    ``.to(torch.float64)`` makes the reference and compilers see ordinary weights.
+
+    The weights are plain attributes `weight0`, `weight1`, ... read one by one in
+    `forward`: Dynamo on the H100's torch 2.11 failed (NotImplementedError) on every
+    case when they were star-unpacked from an `nn.ParameterList`."""
 
     def __init__(self, fn: Callable[..., torch.Tensor], weights: list[torch.Tensor]):
         super().__init__()
         self.fn = fn
-        self.weights = nn.ParameterList(nn.Parameter(w, requires_grad=False) for w in weights)
+        self.weight_names = tuple(f"weight{i}" for i in range(len(weights)))
+        for name, w in zip(self.weight_names, weights, strict=True):
+            self.register_parameter(name, nn.Parameter(w, requires_grad=False))
 
     def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
         """Apply the case's function."""
-        return self.fn(*inputs, *self.weights)
+        if not self.weight_names:
+            return self.fn(*inputs)
+        weights = [getattr(self, name) for name in self.weight_names]
+        return self.fn(*inputs, *weights)
 
 
 def _label(dims: Dims) -> str:
