@@ -1388,6 +1388,45 @@ class LinearOp(IRDLOperation):
 
 
 @irdl_op_definition
+class TorchCallOp(IRDLOperation):
+    """A PyTorch op fuseopt does not lower, kept as a call: `target` names the ATen op,
+    `call` its arguments (JSON with single quotes, tensors as operand references: see
+    `fuseopt.dialects.torch_call`). A fusion barrier: nn-fuse never groups it; the
+    backends and the reference interpreter run it with PyTorch. `fuseopt.export` writes
+    one for every op without an nn lowering, so any model exports.
+
+    Example:
+        %e = nn.torch_call "aten.embedding.default"(%w, %ids) {call = "{'args':[{'operand':0},{'operand':1}],'kwargs':{}}"} : (tensor<64x32xf32>, tensor<1x8xi64>) -> tensor<1x8x32xf32>
+    """
+
+    name = "nn.torch_call"
+    target = attr_def(StringAttr)
+    call = attr_def(StringAttr)
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    assembly_format = "$target `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs)"
+
+    def __init__(
+        self, target: str, call: str, inputs: Sequence[SSAValue], result_types: Sequence[Attribute]
+    ):
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_types],
+            attributes={"target": StringAttr(target), "call": StringAttr(call)},
+        )
+
+    def verify_(self) -> None:
+        from fuseopt.dialects import torch_call
+
+        try:
+            torch_call.check(self.target.data, self.call.data, len(self.inputs))
+        except ValueError as e:
+            raise VerifyException(str(e)) from None
+        for v in (*self.inputs, *self.outputs):
+            check_element_type(tensor_type(v, "a value"), "a value")
+
+
+@irdl_op_definition
 class YieldOp(IRDLOperation):
     """Terminator of `nn.fusion`: the values the group returns.
 
@@ -1581,6 +1620,7 @@ NN = Dialect(
         RmsNormOp,
         LayerNormOp,
         LinearOp,
+        TorchCallOp,
         FusionOp,
         YieldOp,
     ],

@@ -963,6 +963,46 @@ class ViewOp(IRDLOperation):
 
 
 @irdl_op_definition
+class TorchCallOp(IRDLOperation):
+    """Host side: run a PyTorch op on buffers (`nn.torch_call` lowered): the call reads
+    `ins`, and its results are copied into `outs` (one buffer per result, of the
+    result's shape and element type). The call text is `nn.torch_call`'s.
+
+    Example:
+        tile.torch_call "aten.embedding.default"(%w, %ids) into (%e) {call = "{'args':[{'operand':0},{'operand':1}],'kwargs':{}}"} : (memref<64x32xf32>, memref<1x8xi64>) -> (memref<1x8x32xf32>)
+    """
+
+    name = "tile.torch_call"
+    target = attr_def(StringAttr)
+    call = attr_def(StringAttr)
+    ins = var_operand_def(MemRefType)
+    outs = var_operand_def(MemRefType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$target `(` $ins `)` `into` ` ` `(` $outs `)` attr-dict `:` "
+        "`(` type($ins) `)` `->` `(` type($outs) `)`"
+    )
+
+    def __init__(self, target: str, call: str, ins: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        super().__init__(
+            operands=[ins, outs],
+            attributes={"target": StringAttr(target), "call": StringAttr(call)},
+        )
+
+    def verify_(self) -> None:
+        from fuseopt.dialects import torch_call
+
+        if enclosing_kernel(self) is not None:
+            raise VerifyException("tile.torch_call is a host op; it cannot appear in a kernel")
+        if not self.outs:
+            raise VerifyException("tile.torch_call needs at least one output buffer")
+        try:
+            torch_call.check(self.target.data, self.call.data, len(self.ins))
+        except ValueError as e:
+            raise VerifyException(str(e)) from None
+
+
+@irdl_op_definition
 class GemmOp(IRDLOperation):
     """Host side: `c = a @ b` by a library GEMM (cuBLAS), f32 accumulation.
 
@@ -1335,6 +1375,7 @@ TILE = Dialect(
         BarrierOp,
         ViewOp,
         GemmOp,
+        TorchCallOp,
         DotOp,
         ReduceOp,
         BroadcastOp,
@@ -1363,6 +1404,7 @@ __all__ = [
     "ReduceOp",
     "ReturnOp",
     "StoreOp",
+    "TorchCallOp",
     "TransposeOp",
     "ViewOp",
     "memory_space",

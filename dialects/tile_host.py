@@ -2,7 +2,7 @@
 
 A host function of tile IR (what convert-nn-to-tile makes of an nn function) takes its
 inputs and its `{tile.output}` buffers as memrefs and holds only buffer allocations,
-views, kernel launches and library GEMMs, then a `func.return` without operands.
+views, kernel launches, library GEMMs and calls of PyTorch ops, then a `func.return` without operands.
 `read_host` checks that and returns it as plain data, `HostFunction`: its parameters
 and its steps in order. The Triton printer prints the steps as Python, the CUDA backend
 plans them as launches over buffer slots, the tile interpreter checks a host function
@@ -71,7 +71,18 @@ class Gemm:
     transpose_b: bool
 
 
-Step = Alloc | View | Launch | Gemm
+@dataclass(frozen=True)
+class TorchCall:
+    """`tile.torch_call`: PyTorch's `target` on `ins` (the `call` text says how), its
+    results copied into `outs`."""
+
+    target: str
+    call: str
+    ins: tuple[SSAValue, ...]
+    outs: tuple[SSAValue, ...]
+
+
+Step = Alloc | View | Launch | Gemm | TorchCall
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,8 @@ def read_host(f: func.FuncOp, backend: str, verb: str) -> HostFunction:
                     op.transpose_b is not None,
                 )
             )
+        elif isinstance(op, tile.TorchCallOp):
+            steps.append(TorchCall(op.target.data, op.call.data, tuple(op.ins), tuple(op.outs)))
         elif isinstance(op, func.ReturnOp):
             if op.arguments:
                 raise error_at(op, "host functions return through {tile.output} buffers")

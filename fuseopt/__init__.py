@@ -8,6 +8,8 @@ Public API:
 - `interpret(module, func_name, *arrays)`: run nn IR on NumPy arrays (the reference);
 - `run_pipeline(module, spec)`: run a named or spelled-out pass pipeline;
 - `export(model, example_inputs)`: a PyTorch model's forward as nn MLIR text;
+- `load_mlir(source, func_name=None, backend="triton")`: nn IR compiled, called with
+  tensors;
 - `compile(model, example_inputs=None, backend="triton", mode=None)`: a PyTorch model
   compiled with fuseopt (see `fuseopt.api`; `torch.compile(backend="fuseopt")` too).
 """
@@ -38,6 +40,10 @@ def __getattr__(name: str) -> object:
         from fuseopt import api
 
         return getattr(api, name)
+    if name == "load_mlir":
+        from fuseopt.load import load_mlir
+
+        return load_mlir
     raise AttributeError(f"module 'fuseopt' has no attribute {name!r}")
 
 
@@ -47,6 +53,7 @@ __all__ = [
     "__version__",
     "compile",
     "export",
+    "load_mlir",
     "interpret",
     "parse",
     "run_pipeline",

@@ -380,8 +380,11 @@ def export(model: Callable[..., Any], example_inputs: Any) -> str:
     """The nn-dialect MLIR text of `model`'s forward on `example_inputs` (what
     `fuse-opt` reads): `func.func @forward`, parameters and buffers first, then inputs.
 
-    Raises CompileError when PyTorch cannot capture the model, and UnsupportedOpError
-    (a located CompileError) for an op outside the op table.
+    An op without an nn lowering is kept as an `nn.torch_call` of its ATen op (a fusion
+    barrier the backends run with PyTorch), so every model exports; the text runs again
+    through `fuseopt.load_mlir`. Raises CompileError when PyTorch cannot capture the
+    model, and UnsupportedOpError (a located CompileError) for an op that cannot even be
+    kept as a call (an argument of an unknown kind, a non-tensor result).
     """
     from fuseopt.frontends.fx.importer import import_graph
 
@@ -401,4 +404,4 @@ def export(model: Callable[..., Any], example_inputs: Any) -> str:
     except Exception as e:  # PyTorch's capture errors are many types
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CompileError(f"torch.export could not capture the model: {first}") from None
-    return str(import_graph(program.graph_module, "forward"))
+    return str(import_graph(program.graph_module, "forward", opaque=True))

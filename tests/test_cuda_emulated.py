@@ -55,6 +55,15 @@ CASES = {
     "mlp_128_tiles": mlp(256, 256, 1024),
     "mlp_ragged": mlp(50, 72, 100),
     "gated_mlp": gated_mlp(32, 64, 48),
+    # a PyTorch op kept as a call between kernels: the host plan runs it in PyTorch
+    "torch_call_between_kernels": """
+func.func @main(%x: tensor<6x100xbf16>) -> tensor<6x100xbf16> {
+  %e = nn.exp %x : tensor<6x100xbf16>
+  %c = nn.torch_call "aten.cumsum.default"(%e) {call = "{'args':[{'operand':0},1],'kwargs':{}}"} : (tensor<6x100xbf16>) -> tensor<6x100xbf16>
+  %r = nn.rsqrt %c : tensor<6x100xbf16>
+  func.return %r : tensor<6x100xbf16>
+}
+""",
 }
 
 

@@ -176,13 +176,21 @@ def test_backend_failure_falls_back(
 
 
 def test_export_errors() -> None:
-    """export: an op outside the table is a located error; uncapturable input is clear."""
+    """export: an op outside the table is kept as a located nn.torch_call; one that
+    cannot be kept (a float64 result) is a located error; uncapturable input is clear."""
 
     def conv(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         return F.conv1d(torch.relu(x), w)
 
-    with pytest.raises(UnsupportedOpError, match="aten.conv1d.default") as info:
-        fuseopt.export(conv, (randn(1, 2, 8), randn(3, 2, 3)))
+    text = fuseopt.export(conv, (randn(1, 2, 8), randn(3, 2, 3)))
+    (call,) = [line for line in text.splitlines() if "nn.torch_call" in line]
+    assert '"aten.conv1d.default"' in call, text
+
+    def widen(x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x).double() * 2
+
+    with pytest.raises(UnsupportedOpError, match="cannot be kept as a call") as info:
+        fuseopt.export(widen, (randn(2, 3),))
     assert info.value.location is not None and info.value.location.file == __file__
     assert "test_frontend_api.py:" in str(info.value)
     with pytest.raises(fuseopt.CompileError, match="could not capture"):

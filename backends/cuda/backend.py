@@ -35,7 +35,7 @@ from fuseopt.backends.cuda.runtime import (
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
 from fuseopt.backends.targets import CUDA
 from fuseopt.diagnostics import CompileError
-from fuseopt.dialects import tile_host
+from fuseopt.dialects import tile_host, torch_call
 from fuseopt.dialects.dtypes import torch_dtype
 from fuseopt.dialects.tile_host import read_host
 
@@ -106,6 +106,9 @@ class HostPlan:
             self.launches.append(k.c_name)
 
             self.steps.append(Launch(k, tuple(grid), args))
+        elif isinstance(step, tile_host.TorchCall):
+            self.launches.append(step.target)
+            self.steps.append(self._torch_call(step))
         else:
             a, bb, c = self._slot(step.lhs), self._slot(step.rhs), self._slot(step.out)
             ta, tb = step.transpose_a, step.transpose_b
@@ -126,6 +129,18 @@ class HostPlan:
                 product(x.mT if ta else x, y.mT if tb else y, out=b[c])
 
             self.steps.append(gemm)
+
+    def _torch_call(self, step: tile_host.TorchCall) -> Step:
+        """The PyTorch op on its input slots, each result copied into its output slot."""
+        ins = [self._slot(v) for v in step.ins]
+        outs = [(self._slot(v), tuple(v.type.get_shape())) for v in step.outs]  # type: ignore[attr-defined]
+
+        def call(b: list, dev: torch.device) -> None:
+            results = torch_call.invoke(step.target, step.call, [b[i] for i in ins], dev)
+            for (slot, shape), r in zip(outs, results, strict=True):
+                b[slot].copy_(r.reshape(shape))
+
+        return call
 
 
 def _record(cls: type, k: CudaKernel, grid: tuple[int, ...] | None) -> Any:

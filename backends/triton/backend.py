@@ -36,7 +36,7 @@ from fuseopt.backends.triton.runtime import (
     load_module,
 )
 from fuseopt.diagnostics import CompileError
-from fuseopt.dialects import tile_host
+from fuseopt.dialects import tile_host, torch_call
 from fuseopt.pipelines import LoweringOptions
 
 NAMESPACE = "triton"
@@ -185,13 +185,19 @@ def _torch_dtype(text: str) -> torch.dtype:
 
 
 def kernel_records(compiled: Compiled) -> list[KernelRecord]:
-    """One record per kernel launch of the host function (library GEMMs included)."""
+    """One record per kernel launch of the host function (library GEMMs and calls of
+    PyTorch ops included)."""
     by_name = {k["name"]: k for k in compiled.index["kernels"]}
     records = []
     for name in compiled.index["launches"]:
         if name == "library_gemm":
             records.append(
                 KernelRecord("library_gemm", ("nn.matmul",), "library_gemm", None, ".py", "cuBLAS")
+            )
+            continue
+        if name not in by_name and torch_call.TARGET.fullmatch(name):
+            records.append(
+                KernelRecord(name, ("nn.torch_call",), "torch_call", None, ".py", "PyTorch")
             )
             continue
         k = by_name[name]

@@ -9,7 +9,8 @@ Steps:
 3. the output node becomes `func.return`.
 
 An op outside the table, or one whose arguments the table cannot take, raises
-`UnsupportedOpError` naming the node and its source line.
+`UnsupportedOpError` naming the node and its source line; or, with `opaque=True` (what
+`fuseopt.export` uses), becomes an `nn.torch_call` of the ATen op.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
 
 from fuseopt.diagnostics import verify_module
+from fuseopt.dialects import nn, torch_call
 from fuseopt.dialects.dtypes import UnsupportedTypeError
 from fuseopt.frontends.fx import (  # noqa: F401 - importing fills the op table
     ops_attention,
@@ -46,12 +48,62 @@ def ssa_name(name: str) -> str:
     return cleaned if cleaned and not cleaned[0].isdigit() else f"v{cleaned}"
 
 
-def import_node(block: Block, env: dict[Node, Imported], node: Node) -> Imported:
-    """Convert one `call_function` node, emitting its nn ops at the end of `block`."""
+def import_node(
+    block: Block, env: dict[Node, Imported], node: Node, opaque: bool = False
+) -> Imported:
+    """Convert one `call_function` node, emitting its nn ops at the end of `block`.
+
+    With `opaque`, an op without an nn lowering (or one its converter refuses) becomes
+    an `nn.torch_call` instead of an UnsupportedOpError, when its arguments can be
+    written (see `opaque_call`)."""
     converter = OP_TABLE.get(node.target)
     if converter is None:
+        if opaque:
+            return opaque_call(block, env, node, "no nn lowering for this op")
         raise UnsupportedOpError(node, "no nn lowering for this op")
-    return converter(ImportContext(block, env, node), node)
+    if not opaque:
+        return converter(ImportContext(block, env, node), node)
+    mark = block.last_op
+    try:
+        return converter(ImportContext(block, env, node), node)
+    except UnsupportedOpError as e:
+        while block.last_op is not mark:  # drop what the converter emitted before failing
+            block.last_op.detach()  # type: ignore[union-attr]
+        return opaque_call(block, env, node, e.reason)
+
+
+def opaque_call(block: Block, env: dict[Node, Imported], node: Node, why: str) -> Imported:
+    """`node` as an `nn.torch_call`: its ATen op and arguments, tensors as operands.
+    An UnsupportedOpError (saying `why` it has no lowering) when it cannot be written:
+    not an ATen op, an argument of another kind, a result that is not a tensor."""
+    operands: list[SSAValue] = []
+    index: dict[Node, int] = {}
+
+    def operand(v: object) -> int | None:
+        if not isinstance(v, Node):
+            return None
+        value = env.get(v)
+        if not isinstance(value, SSAValue):
+            raise torch_call.CallEncodingError(f"argument {v.name} is not a tensor value")
+        if v not in index:
+            index[v] = len(operands)
+            operands.append(value)
+        return index[v]
+
+    target = str(node.target)
+    if not torch_call.TARGET.fullmatch(target):
+        raise UnsupportedOpError(node, f"{why}; and not an ATen op, so not kept as a call")
+    try:
+        call = torch_call.encode(node.args, dict(node.kwargs), operand)
+        val = node.meta.get("val")
+        results = list(val) if isinstance(val, tuple | list) else [val]
+        types = [tensor_type(r) for r in results]
+    except (torch_call.CallEncodingError, UnsupportedTypeError) as e:
+        raise UnsupportedOpError(node, f"{why}; and it cannot be kept as a call: {e}") from None
+    op = nn.TorchCallOp(target, call, operands, types)
+    ctx = ImportContext(block, env, node)
+    ctx.emit(op)
+    return tuple(op.outputs) if isinstance(val, tuple | list) else op.outputs[0]
 
 
 def placeholder_value(block: Block, node: Node) -> SSAValue:
@@ -84,8 +136,11 @@ def _flatten(value: object) -> Iterable[object]:
         yield value
 
 
-def import_graph(gm: GraphModule | torch.fx.Graph, func_name: str = "forward") -> ModuleOp:
-    """Import an ATen FX graph as `func.func @func_name` in a new, verified module."""
+def import_graph(
+    gm: GraphModule | torch.fx.Graph, func_name: str = "forward", opaque: bool = False
+) -> ModuleOp:
+    """Import an ATen FX graph as `func.func @func_name` in a new, verified module
+    (with `opaque`, ops without an nn lowering become `nn.torch_call`s)."""
     graph = gm.graph if isinstance(gm, GraphModule) else gm
     block = Block()
     env: dict[Node, Imported] = {}
@@ -94,7 +149,7 @@ def import_graph(gm: GraphModule | torch.fx.Graph, func_name: str = "forward") -
         if node.op == "placeholder":
             env[node] = placeholder_value(block, node)
         elif node.op == "call_function":
-            env[node] = import_node(block, env, node)
+            env[node] = import_node(block, env, node, opaque)
         elif node.op == "output":
             returned = output_values(env, node)
         else:

@@ -31,6 +31,7 @@ from xdsl.interpreter import (
 from fuseopt.dialects import nn
 from fuseopt.interpreter.dtypes import compute_dtype, to_element_type
 from fuseopt.interpreter.errors import EmptyReductionError
+from fuseopt.interpreter.torch_calls import run_torch_call
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -141,6 +142,12 @@ class NNFunctions(InterpreterFunctions):
         else:
             data = np.full(t.get_shape(), v.value.data)
         return (_result(t, data),)
+
+    @impl(nn.TorchCallOp)
+    def run_torch_call(self, interpreter: Interpreter, op: nn.TorchCallOp, args: PythonValues):
+        elements = [v.type.element_type for v in op.inputs]  # type: ignore[attr-defined]
+        outs = [r.type.element_type for r in op.outputs]  # type: ignore[attr-defined]
+        return tuple(run_torch_call(op.target.data, op.call.data, args, elements, outs))
 
     @impl(nn.MatmulOp)
     def run_matmul(self, interpreter: Interpreter, op: nn.MatmulOp, args: PythonValues):

@@ -37,6 +37,7 @@ from fuseopt.dialects.syntax import array_values, is_float
 from fuseopt.dialects.tile_host import read_host
 from fuseopt.interpreter.dtypes import compute_dtype, storage_dtype, to_element_type, to_tensor
 from fuseopt.interpreter.nn_semantics import NNFunctions
+from fuseopt.interpreter.torch_calls import run_torch_call
 
 
 class TileRuntimeError(ValueError):
@@ -140,6 +141,17 @@ class TileFunctions(InterpreterFunctions):
             b = np.swapaxes(b, -1, -2)
         assert isinstance(op.out.type, MemRefType)
         out[...] = to_element_type(np.matmul(a, b), op.out.type.element_type)
+        return ()
+
+    @impl(tile.TorchCallOp)
+    def run_torch_call(self, interpreter: Interpreter, op: tile.TorchCallOp, args: PythonValues):
+        ins, outs = args[: len(op.ins)], args[len(op.ins) :]
+        elements = [v.type.element_type for v in op.ins]  # type: ignore[attr-defined]
+        out_elements = [v.type.element_type for v in op.outs]  # type: ignore[attr-defined]
+        results = run_torch_call(op.target.data, op.call.data, ins, elements, out_elements)
+        for out, value in zip(outs, results, strict=True):
+            out = np.asarray(out)
+            out[...] = value.reshape(out.shape)
         return ()
 
     # ----------------------------------------------------------------- kernels

@@ -242,6 +242,9 @@ class HostLowering:
             raise error_at(
                 op, f"convert-nn-to-tile: run nn-decompose first ({op.name} is a composite)"
             )
+        if isinstance(op, nn.TorchCallOp):
+            self._torch_call(op)
+            return
         if op.dialect_name() != "nn":
             raise error_at(op, f"convert-nn-to-tile: cannot lower {op.name} on the host")
         r = op.results[0]
@@ -282,6 +285,15 @@ class HostLowering:
             self._whole_tensor(op, ins, outs, self._hint(op))
             return
         self._group(group, ins, outs, self._hint(op))
+
+    def _torch_call(self, op: nn.TorchCallOp) -> None:
+        """`tile.torch_call` on the operands' buffers, into a buffer per result."""
+        outs = []
+        for r in op.outputs:
+            self.buffers[r] = self._result_buffer(r)
+            outs.append(self.buffers[r])
+        ins = [self.buffers[x] for x in op.inputs]
+        self.block.add_op(tile.TorchCallOp(op.target.data, op.call.data, ins, outs))
 
     def _hint(self, op: Operation) -> str:
         return f"{self.f.sym_name.data}_{op.name.split('.')[-1]}"
