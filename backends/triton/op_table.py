@@ -341,10 +341,12 @@ def is_16bit_float(t: Attribute) -> bool:
 
 
 def literal(value: float | int | bool, element: Attribute) -> str:
-    """A Python literal for a scalar of `element` type (inf and NaN included)."""
+    """A Python literal for a scalar of `element` type (inf and NaN included; i1 as
+    True/False, so that `tl.where(c, flag, False)` stays a boolean: with 0 it would be
+    int32, and a later `tl.where` on it a non-boolean condition, which Triton deprecates)."""
     if isinstance(element, IntegerType):
         if element.width.data == 1:
-            return "1" if value else "0"
+            return "True" if value else "False"
         return str(int(value))
     v = float(value)
     if math.isnan(v):
