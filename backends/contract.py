@@ -97,13 +97,27 @@ class Backend(Protocol):
 
 
 def check_options(backend: str, options: Mapping[str, Any], known: Collection[str]) -> None:
-    """Raise a ConfigurationError naming the keys of `options` not in `known`."""
+    """Raise a ConfigurationError naming the keys of `options` not in `known`, and listing
+    the known ones once each (see `describe_options`)."""
     unknown = sorted(set(options) - set(known) - {"mode"})
     if unknown:
         raise ConfigurationError(
             f"backend '{backend}' has no option(s) {', '.join(map(repr, unknown))} "
-            f"(its options: {', '.join(sorted(set(known) | {'mode'}))})"
+            f"(its options: {describe_options({*known, 'mode'})})"
         )
+
+
+def describe_options(known: Collection[str]) -> str:
+    """`known` option names for an error message, each once: a name accepted both as
+    `block_rows` and `block-rows` is listed as `block_rows`, with a note on the '-'."""
+    names = {k.replace("-", "_") if k.replace("-", "_") in known else k for k in known}
+    dashed = {n for n in names if n.replace("_", "-") in known and "_" in n}
+    listing = ", ".join(sorted(names))
+    if not dashed:
+        return listing
+    undashed = sorted(n for n in names if "_" in n and n not in dashed)
+    but = f" (not in {', '.join(undashed)})" if undashed else ""
+    return f"{listing}; '-' may replace '_'{but}"
 
 
 def check_mode(mode: object) -> None:

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 import fuseopt
 from fuseopt import api
-from fuseopt.backends.contract import KernelRecord
+from fuseopt.backends.contract import KernelRecord, describe_options
 from fuseopt.diagnostics import BackendUnavailableError, ConfigurationError
 from fuseopt.frontends.fx.errors import UnsupportedOpError
 
@@ -122,6 +122,34 @@ def test_torch_compile_entry_point_and_options() -> None:
     bad = torch.compile(model, backend="fuseopt", options={"backend": "interpret", "bogus": 1})
     with pytest.raises(Exception, match="has no option.*'bogus'"), torch.no_grad():
         bad(randn(2, 8))
+
+
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_option_errors_list_each_option_once(backend: str) -> None:
+    """An unknown option's error lists the backend's options once each: `block_cols`,
+    not `block-cols, block_cols` (issue 21 item 13); a note says '-' may replace '_'."""
+    if backend not in api.available_backends():
+        pytest.skip(f"backend {backend} is not available here")
+    with pytest.raises(ConfigurationError, match="has no option") as info:
+        fuseopt.compile(MLP(), randn(2, 8), backend=backend, bogus=3)
+    listing = str(info.value).split("(its options: ", 1)[1]
+    names, _, note = listing.partition("; ")
+    names_list = names.split(", ")
+    assert len(names_list) == len(set(names_list))
+    assert "block_cols" in names_list and "block-cols" not in names_list
+    assert "mode" in names_list and "precision" in names_list
+    assert note.startswith("'-' may replace '_'")
+
+
+def test_describe_options_names_each_option_once() -> None:
+    """Both spellings of a name make one entry; the note names the exceptions."""
+    assert describe_options({"pipeline", "precision", "mode"}) == "mode, pipeline, precision"
+    assert describe_options({"block-rows", "block_rows", "mode"}) == (
+        "block_rows, mode; '-' may replace '_'"
+    )
+    assert describe_options({"block-m", "block_m", "cache_dir"}) == (
+        "block_m, cache_dir; '-' may replace '_' (not in cache_dir)"
+    )
 
 
 def test_backend_errors() -> None:
