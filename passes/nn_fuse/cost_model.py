@@ -3,7 +3,9 @@
 nn-fuse uses it to pick each group's route, and the fusion report uses it to show the
 HBM bytes and kernels before and after fusion. Everything here is arithmetic on shapes
 and dtypes; the GPU constants are in `GPUSpec` (H100 defaults, overridable through the
-nn-fuse options).
+nn-fuse options, which choose the routes). `gpu_specs.py` derives a `GPUSpec` for other
+GPUs from their datasheets; the fusion report of a compiled model estimates its times
+on the compile device's with it.
 
 Traffic (bytes moved to or from HBM):
 - eager (before fusion): every op that computes is one kernel that reads its operands and
