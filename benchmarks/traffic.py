@@ -55,5 +55,5 @@ def fusion_traffic(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> 
         "bytes_after": int(sum(r.bytes_after for r in rows)),
         "kernels_before": int(sum(r.kernels_before for r in rows)),
         "kernels_after": int(sum(r.kernels_after for r in rows)),
-        "groups": sum(1 for r in rows if r.name != "eager"),
+        "groups": sum(1 for r in rows if r.fused),
     }

@@ -285,11 +285,11 @@ def test_report_totals_and_rows() -> None:
     assert f"({row.bytes_before} -> {row.bytes_after} bytes)" in text
 
 
-def test_report_counts_eager_ops() -> None:
+def test_report_counts_ops_outside_groups() -> None:
     module = fuseopt.run_pipeline(fuseopt.parse(CASES["gated_mlp"]), "nn-fuse")
     (rep,) = build_report(module)
-    assert [r.name for r in rep.rows] == ["fused_0_matmul_silu_mul", "eager"]
-    assert rep.rows[1].ops == ("nn.matmul",)
+    assert [r.name for r in rep.rows] == ["fused_0_matmul_silu_mul", "library GEMMs"]
+    assert rep.rows[1].ops == ("nn.matmul",) and rep.rows[1].route == "library"
     assert rep.total("kernels_after") == 2
 
 

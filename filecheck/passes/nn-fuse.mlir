@@ -371,13 +371,20 @@ func.func @outputs_of_two_sizes(%b: tensor<8xf32>, %x: tensor<4x8xf32>) -> (tens
 // CHECK-NEXT:  nn.fusion {{.*}} attributes {kernel_name = "fused_0_matmul_relu", kind = "matmul", route = "kernel"}
 // CHECK:       nn.fusion {{.*}} attributes {kernel_name = "fused_1_matmul_add_relu", kind = "matmul", route = "library_gemm"}
 // CHECK:       func.return
+// REPORT:       cost model: H100 SXM 80GB (nn-fuse's model, set by its options hbm_gbps, gemm_tflops, sm_count): 3000 GB/s HBM, 686 TFLOP/s 16-bit GEMM, 132 SMs
 // REPORT-LABEL: nn-fuse report for @routes
 // REPORT-NEXT:  group
 // REPORT-NEXT:  fused_0_matmul_relu      matmul  kernel        2  42467328 67108864 8912896 33554432  2 -> 1
 // REPORT-NEXT:  fused_1_matmul_add_relu  matmul  library_gemm  3  671088640 402653184 536870912 268435456  3 -> 2
-// REPORT-NEXT:  eager                    -       unfused       2  917504 131072 917504 131072  2 -> 2
+// REPORT-NEXT:  library GEMMs            matmul  library       1  786432 65536 786432 65536  1 -> 1
+// REPORT-NEXT:  unfused ops              -       per_op        1  131072 65536 131072 65536  1 -> 1
 // REPORT-NEXT:  total                                          7  714473472 469893120 546701312 302120960  7 -> 5
 // REPORT-NEXT:  HBM traffic saved: 28.3% (1184366592 -> 848822272 bytes); kernels: 7 -> 5
+// REPORT:       routes:
+// REPORT-NEXT:    kernel        one generated kernel per group, a GEMM in the group included
+// REPORT-NEXT:    library_gemm  GEMM by a GEMM library, then one generated kernel for the epilogue
+// REPORT-NEXT:    library       GEMM alone by a GEMM library; nn-fuse left it unfused (fusing would not pay)
+// REPORT-NEXT:    per_op        an op outside every group, one generated kernel each
 func.func @routes(%x: tensor<128x1024xbf16>, %w: tensor<1024x256xbf16>, %r: tensor<128x256xbf16>, %y: tensor<16384x256xbf16>, %w2: tensor<256x1024xbf16>, %z: tensor<8192x8192xbf16>, %w3: tensor<8192x8192xbf16>) -> (tensor<128x256xbf16>, tensor<16384x1024xbf16>, tensor<8192x8192xbf16>) {
   %t = nn.matmul %x, %w : tensor<128x1024xbf16>, tensor<1024x256xbf16> -> tensor<128x256xbf16>
   %o = nn.add %t, %r : tensor<128x256xbf16>

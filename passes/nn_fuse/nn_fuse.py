@@ -59,7 +59,7 @@ from fuseopt.passes.nn_fuse.cost_model import (
 from fuseopt.passes.nn_fuse.grouping import FusionGroup, find_groups
 from fuseopt.passes.nn_fuse.legality import MATMUL, VIEW_TYPES
 from fuseopt.passes.nn_fuse.outlining import outline_group, sort_block_topologically
-from fuseopt.passes.nn_fuse.report import fusion_dot, fusion_report
+from fuseopt.passes.nn_fuse.report import ReportTarget, fusion_dot, fusion_report
 
 SUMMARY_OPS = 4
 """How many distinct op names a kernel name lists."""
@@ -135,7 +135,7 @@ class NNFusePass(ModulePass):
                 continue  # declarations, or CFGs nn-fuse does not handle
             counter = self._fuse_block(fn.body.block, gpu, counter)
         if self.report:
-            sys.stderr.write(fusion_report(op, gpu))
+            sys.stderr.write(fusion_report(op, ReportTarget(gpu)))
         if self.dot:
             try:
                 with open(self.dot, "w", encoding="utf-8") as f:
