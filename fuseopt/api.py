@@ -10,12 +10,16 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import platform
 import re
+import shutil
+import subprocess
 import types
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from xdsl.dialects.builtin import ModuleOp
@@ -41,7 +45,67 @@ from fuseopt.diagnostics import (  # noqa: F401 - the errors the API raises, re-
 from fuseopt.frontends.fx.dynamo_backend import DEFAULT_BACKEND, fuseopt_backend
 from fuseopt.frontends.fx.partition import CompileRecord, FallbackRecord, RegionRecord
 
+if TYPE_CHECKING:
+    from fuseopt.passes.nn_fuse.cost_model import GPUSpec
+    from fuseopt.passes.nn_fuse.report import FunctionReport, ReportTarget
+
 _FILE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+
+GRAPH_KINDS: dict[str, tuple[str, str]] = {
+    "forward": (
+        "training forward",
+        "compiled with gradients on (outside torch.no_grad()); its backward graph compiles "
+        "at the first .backward(), and a call under torch.no_grad() compiles an inference "
+        "graph",
+    ),
+    "backward": ("training backward", "compiled at the first .backward()"),
+    "inference": (
+        "inference",
+        "compiled without gradients (under torch.no_grad(), or nothing requires grad)",
+    ),
+}
+"""What the graphs AOTAutograd hands fuseopt are, by the prefix of their names
+(`forward0`, `backward1`, `inference2`; the regions and kernels of a graph are named
+`<graph>_<n>`): a short name, and when such a graph is compiled."""
+
+RUNNERS: dict[str, tuple[str, str]] = {
+    "triton": ("Triton kernel", "cuBLAS via torch"),
+    "cuda": ("CUDA C++ kernel", "cuBLAS via torch"),
+    "interpret": ("NumPy kernel of the reference interpreter", "NumPy matmul"),
+}
+"""What runs each backend's generated kernels and library GEMMs on a GPU (the fusion
+report's legend); on the CPU, `torch.matmul` runs the library GEMMs and Triton
+interprets its kernels."""
+
+DOT_SUFFIXES = (".dot", ".gv")
+"""File suffixes `fusion_graph` writes as DOT text."""
+RENDERED_SUFFIXES = (".svg", ".png")
+"""File suffixes `fusion_graph` renders with Graphviz's `dot`."""
+
+
+@dataclass(frozen=True)
+class CompiledGraph:
+    """One graph AOTAutograd handed fuseopt (`forward0`, `inference1`, ...): its
+    compiled regions, their kernels, and the ops left to PyTorch."""
+
+    name: str
+    regions: tuple[RegionRecord, ...]
+    kernels: tuple[KernelRecord, ...]
+    fallbacks: tuple[FallbackRecord, ...]
+
+    @property
+    def kind(self) -> str:
+        """What the graph is ("training forward", "inference", ...), from its name."""
+        return GRAPH_KINDS.get(self._prefix, (self.name, ""))[0]
+
+    @property
+    def explanation(self) -> str:
+        """When such a graph is compiled (see GRAPH_KINDS); empty if unknown."""
+        return GRAPH_KINDS.get(self._prefix, ("", ""))[1]
+
+    @property
+    def _prefix(self) -> str:
+        return self.name.rstrip("0123456789")
 
 
 class CompiledModule:
@@ -49,8 +113,9 @@ class CompiledModule:
 
     `kernels` lists one KernelRecord per kernel compiled so far (every graph: forward,
     backward, recompilations for new shapes); `fallbacks` the ops run eagerly;
-    `regions` the compiled regions; `fusion_report()` describes all of them and
-    `save(directory)` writes the kernels' sources.
+    `regions` the compiled regions; `graphs` all of these by graph;
+    `fusion_report()` describes them graph by graph, `fusion_graph(path)` draws their
+    fusion groups and `save(directory)` writes the kernels' sources.
     """
 
     def __init__(
@@ -64,6 +129,8 @@ class CompiledModule:
         self.model = model
         self.backend = backend
         self.record = CompileRecord()
+        self.device: torch.device | None = None
+        """The device of the first call's tensors (None before the first call)."""
         compiler = functools.partial(
             fuseopt_backend,
             options={**options, "backend": backend},
@@ -78,6 +145,8 @@ class CompiledModule:
         A fuseopt error raised while compiling (a bad option, say) comes out as itself,
         not wrapped in Dynamo's BackendCompilerFailed.
         """
+        if self.device is None:
+            self.device = _call_device(self.model, args, kwargs)
         try:
             return self._compiled(*args, **kwargs)
         except torch._dynamo.exc.BackendCompilerFailed as e:
@@ -100,28 +169,80 @@ class CompiledModule:
         """The compiled regions (nn functions), in compilation order."""
         return list(self.record.regions)
 
-    def fusion_report(self) -> str:
-        """A text report: per compiled region the nn-fuse table (groups, HBM bytes and
-        kernels before and after fusion), then every kernel, then the eager ops."""
-        from fuseopt.passes.nn_fuse.report import fusion_report
-
-        kernels = self.record.kernels
-        lines = [
-            f"fuseopt ({self.backend}): {len(self.record.regions)} region(s), "
-            f"{len(kernels)} kernel(s), {len(self.record.fallbacks)} op(s) run eagerly"
+    @property
+    def graphs(self) -> list[CompiledGraph]:
+        """The graphs compiled so far, in compilation order, each with its regions,
+        kernels and fallbacks."""
+        graph_of = {r.func_name: r.graph for r in self.record.regions}
+        return [
+            CompiledGraph(
+                name,
+                tuple(r for r in self.record.regions if r.graph == name),
+                tuple(k for k in self.record.kernels if graph_of.get(k.region) == name),
+                tuple(f for f in self.record.fallbacks if f.graph == name),
+            )
+            for name in _graph_names(self.record)
         ]
-        for region in self.record.regions:
-            lines.append(fusion_report(fused_module(region)).rstrip("\n"))
-        lines.append("kernels:")
-        for k in kernels:
-            launch = f" ({k.launch})" if k.launch else ""
-            lines.append(f"  {k.region}/{k.name} [{k.schedule}]{launch}: {', '.join(k.ops)}")
-        if self.record.fallbacks:
-            lines.append(f"eager fallback: {len(self.record.fallbacks)} op(s)")
-            for f in self.record.fallbacks:
-                where = f" at {f.location}" if f.location else ""
-                lines.append(f"  {f.graph}: {f.target}{where}: {f.reason}")
-        return "\n".join(lines)
+
+    def fusion_report(self) -> str:
+        """A text report: which graphs were compiled (training forward, backward,
+        inference), the cost model's GPU (the compile device's when fuseopt knows it,
+        else which it assumed) and what runs each route on the device; then per graph
+        the nn-fuse table of each region (groups, HBM bytes, kernels and estimated time
+        before and after fusion), its kernels and the ops left to PyTorch (eager
+        fallbacks)."""
+        from fuseopt.passes.nn_fuse.report import build_report, model_line, route_legend
+
+        target = report_target(self.backend, self.device)
+        graphs = self.graphs
+        reports = {r.func_name: build_report(fused_module(r), target.gpu) for r in self.regions}
+        routes = [row.route for rep in reports.values() for f in rep for row in f.rows]
+        lines = [
+            f"fuseopt ({self.backend} backend): {len(graphs)} graph(s), "
+            f"{len(self.record.regions)} region(s), {len(self.record.kernels)} kernel(s), "
+            f"{len(self.record.fallbacks)} op(s) run eagerly (left to PyTorch)",
+            "graphs compiled: " + (", ".join(f"{g.name} ({g.kind})" for g in graphs) or "none yet"),
+            model_line(target),
+            route_legend(routes, target).rstrip("\n"),
+        ]
+        for graph in graphs:
+            lines.extend(_graph_section(graph, reports, target.gpu))
+        return "\n".join(line for line in lines if line)
+
+    def fusion_graph(self, path: str | Path) -> Path:
+        """Draw the fusion groups of every compiled graph (a cluster per graph, per
+        region, per group) and return the path written.
+
+        A path ending in `.dot` (or `.gv`) gets the Graphviz DOT text; `.svg` or `.png`
+        is rendered by Graphviz's `dot`, which must be on PATH (a CompileError suggesting
+        the `.dot` path otherwise). Raises CompileError when nothing was compiled yet or
+        the file cannot be written, ConfigurationError for another suffix.
+        """
+        from fuseopt.passes.nn_fuse.report import graphs_dot
+
+        out = Path(path)
+        suffix = out.suffix.lower()
+        if suffix not in DOT_SUFFIXES + RENDERED_SUFFIXES:
+            raise ConfigurationError(
+                f"fusion_graph writes {', '.join(DOT_SUFFIXES)} (DOT text) or renders "
+                f"{', '.join(RENDERED_SUFFIXES)} (with Graphviz); got '{out}'"
+            )
+        if not self.record.regions:
+            raise CompileError(
+                "nothing compiled yet: call the compiled model (or pass "
+                "example_inputs to fuseopt.compile) before fusion_graph()"
+            )
+        text = graphs_dot(
+            [(f"{g.name} ({g.kind})", [fused_module(r) for r in g.regions]) for g in self.graphs]
+        )
+        if suffix in RENDERED_SUFFIXES:
+            _render_dot(text, out)
+            return out
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise CompileError(f"cannot write '{out}': {e.strerror}") from None
+        return out
 
     def save(self, directory: str | Path) -> Path:
         """Write each kernel's source into `directory` (created if needed) as
@@ -215,6 +336,130 @@ def _defined_by_model(model: Any, name: str) -> bool:
         return False
     owner = next((c for c in type(model).__mro__ if name in vars(c)), object)
     return owner is not object and not owner.__module__.startswith("torch.")
+
+
+def _call_device(model: Callable[..., Any], args: Any, kwargs: Any) -> torch.device:
+    """The device a call computes on: its first tensor's, else the model's first
+    parameter's or buffer's, else the CPU."""
+    for leaf in torch.utils._pytree.tree_leaves((args, kwargs)):
+        if isinstance(leaf, torch.Tensor):
+            return leaf.device
+    if isinstance(model, torch.nn.Module):
+        for t in [*model.parameters(), *model.buffers()]:
+            return t.device
+    return torch.device("cpu")
+
+
+def _graph_names(record: CompileRecord) -> list[str]:
+    """The names of the graphs compiled, in order: those the frontend listed, then any
+    other its regions or fallbacks name."""
+    names = [*record.graphs, *(r.graph for r in record.regions)]
+    names += [f.graph for f in record.fallbacks]
+    return list(dict.fromkeys(names))
+
+
+def _graph_section(
+    graph: CompiledGraph, reports: Mapping[str, Sequence[FunctionReport]], gpu: GPUSpec
+) -> list[str]:
+    """The report's lines for one graph: a title, each region's nn-fuse tables, the
+    kernels and the eager fallbacks."""
+    from fuseopt.passes.nn_fuse.report import format_tables
+
+    lines = [f"== graph {graph.name}: {graph.kind} ==", graph.explanation]
+    if not graph.regions:
+        lines.append("no region compiled (every op left to PyTorch)")
+    for region in graph.regions:
+        lines.append(format_tables(reports[region.func_name], gpu).rstrip("\n"))
+    lines.append(f"kernels ({len(graph.kernels)}):")
+    for k in graph.kernels:
+        launch = f" ({k.launch})" if k.launch else ""
+        lines.append(f"  {k.region}/{k.name} [{k.schedule}]{launch}: {', '.join(k.ops)}")
+    lines.append(f"eager fallback (ops left to PyTorch): {len(graph.fallbacks) or 'none'}")
+    for f in graph.fallbacks:
+        where = f" at {f.location}" if f.location else ""
+        lines.append(f"  {f.graph}: {f.target}{where}: {f.reason}")
+    return lines
+
+
+def report_target(backend: str, device: torch.device | None) -> ReportTarget:
+    """The fusion report's `ReportTarget` for `backend` on `device`: the device's GPU
+    model when it is a GPU fuseopt knows by name (`gpu_specs.KNOWN_GPUS`, with the SM
+    count PyTorch reports), else the default H100 model, saying why it was assumed;
+    and what runs each route there (RUNNERS)."""
+    from fuseopt.passes.nn_fuse.nn_fuse import NNFusePass
+    from fuseopt.passes.nn_fuse.report import ReportTarget
+
+    routing = NNFusePass().gpu()
+    generated, library = RUNNERS.get(backend, ("generated kernel", "a GEMM library"))
+    if device is None or device.type != "cuda":
+        cpu = device is None or device.type == "cpu"
+        what = f"a CPU, {_cpu_name()}" if cpu else f"'{device.type}'"
+        on = "the CPU" if cpu else what
+        if backend == "triton" and cpu:
+            generated += " (Triton's CPU interpreter)"
+        if backend != "interpret":
+            library = f"torch.matmul on {on}"
+        basis = f"assumed: the compile device is {what}"
+        return ReportTarget(
+            routing, basis, f"{backend} backend on {on}", generated, library, routing
+        )
+    gpu, basis = _gpu_model(device, routing)
+    name = torch.cuda.get_device_name(device)
+    return ReportTarget(gpu, basis, f"{backend} backend on {name}", generated, library, routing)
+
+
+def _gpu_model(device: torch.device, default: GPUSpec) -> tuple[GPUSpec, str]:
+    """The cost model of CUDA `device` and why: its datasheet's when fuseopt knows the
+    GPU, else `default` with the device's SM count."""
+    from fuseopt.passes.nn_fuse.gpu_specs import known_gpu, spec_of
+
+    props = torch.cuda.get_device_properties(device)
+    sms = int(getattr(props, "multi_processor_count", 0)) or None
+    sheet = known_gpu(props.name)
+    if sheet is not None:
+        return spec_of(sheet, sms), f"the compile device, {props.name}"
+    gpu = replace(default, sm_count=sms or default.sm_count)
+    return gpu, (
+        f"assumed: {props.name} is not in fuseopt's GPU table, so {default.name} figures "
+        f"with its {gpu.sm_count} SMs"
+    )
+
+
+def _cpu_name() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), else what `platform` says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _render_dot(text: str, out: Path) -> None:
+    """Render DOT `text` to `out` (its suffix names the format) with Graphviz's `dot`."""
+    exe = shutil.which("dot")
+    if exe is None:
+        raise CompileError(
+            f"rendering '{out}' needs Graphviz's `dot` on PATH, and there is none: install "
+            f"Graphviz, or write the DOT text with fusion_graph('{out.with_suffix('.dot')}') "
+            f"and render it where Graphviz is (dot -T{out.suffix[1:].lower()} ...)"
+        )
+    fmt = out.suffix[1:].lower()
+    try:
+        done = subprocess.run(
+            [exe, f"-T{fmt}", "-o", str(out)],
+            input=text,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as e:
+        raise CompileError(f"cannot run Graphviz's dot ({exe}): {e.strerror}") from None
+    if done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0]
+        raise CompileError(f"Graphviz's dot could not render '{out}': {first}")
 
 
 def _entry_point(model: Callable[..., Any]) -> Callable[..., Any]:

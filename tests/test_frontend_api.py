@@ -68,6 +68,7 @@ def test_fusion_report(compiled_mlp: tuple[torch.nn.Module, api.CompiledModule])
     report = compiled.fusion_report()
     assert "1 region(s), 2 kernel(s), 0 op(s) run eagerly" in report
     assert "nn-fuse report for @inference0_0" in report
+    assert "graphs compiled: inference0 (inference)" in report  # under no_grad
     assert "HBM traffic saved" in report and "6 -> 2" in report  # eager kernels -> fused
     for k in compiled.kernels:
         assert k.name in report
