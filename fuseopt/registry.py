@@ -53,6 +53,12 @@ def _nn_decompose() -> type[ModulePass]:
     return NNDecomposePass
 
 
+def _nn_split_reductions() -> type[ModulePass]:
+    from fuseopt.passes.nn_split_reductions import NNSplitReductionsPass
+
+    return NNSplitReductionsPass
+
+
 def _nn_fuse() -> type[ModulePass]:
     from fuseopt.passes.nn_fuse.nn_fuse import NNFusePass
 
@@ -64,6 +70,7 @@ FUSEOPT_DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn, "tile": _tile}
 
 FUSEOPT_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "nn-decompose": _nn_decompose,
+    "nn-split-reductions": _nn_split_reductions,
     "nn-fuse": _nn_fuse,
     "nn-widen-intermediates": _nn_widen_intermediates,
     "convert-nn-to-tile": _convert_nn_to_tile,

@@ -1,0 +1,52 @@
+// RUN: fuse-opt %s --split-input-file -p nn-split-reductions,canonicalize,cse | filecheck %s
+
+// A loss reduced to a scalar: 2^20 elements in 1024 chunks of 1024 (about four programs
+// per SM in stage one); the elementwise prologue is rebuilt on the split shape (so it
+// fuses into stage one) and the partials are f32.
+// CHECK-LABEL: func.func @mse
+// CHECK:         %[[A:.*]] = nn.reshape %a : tensor<1048576xbf16> -> tensor<1024x1024xbf16>
+// CHECK:         %[[B:.*]] = nn.reshape %b : tensor<1048576xbf16> -> tensor<1024x1024xbf16>
+// CHECK:         %[[D:.*]] = nn.sub %[[A]], %[[B]] : tensor<1024x1024xbf16>
+// CHECK:         %[[S:.*]] = nn.mul %[[D]], %[[D]] : tensor<1024x1024xbf16>
+// CHECK:         %[[W:.*]] = nn.cast %[[S]] : tensor<1024x1024xbf16> -> tensor<1024x1024xf32>
+// CHECK:         %[[P:.*]] = nn.mean %[[W]] [1] : tensor<1024x1024xf32> -> tensor<1024xf32>
+// CHECK:         %[[T:.*]] = nn.mean %[[P]] [0] : tensor<1024xf32> -> tensor<f32>
+// CHECK:         %[[R:.*]] = nn.cast %[[T]] : tensor<f32> -> tensor<bf16>
+// CHECK:         func.return %[[R]]
+func.func @mse(%a: tensor<1048576xbf16>, %b: tensor<1048576xbf16>) -> tensor<bf16> {
+  %d = nn.sub %a, %b : tensor<1048576xbf16>
+  %s = nn.mul %d, %d : tensor<1048576xbf16>
+  %m = nn.mean %s [0] : tensor<1048576xbf16> -> tensor<bf16>
+  func.return %m : tensor<bf16>
+}
+
+// -----
+
+// Few long rows with keepdim: max stays in its type; the reduced axes come back as 1.
+// CHECK-LABEL: func.func @few_rows
+// CHECK:         %[[V:.*]] = nn.reshape %x : tensor<4x64x4096xf32> -> tensor<4x256x1024xf32>
+// CHECK:         %[[P:.*]] = nn.reduce_max %[[V]] [2] : tensor<4x256x1024xf32> -> tensor<4x256xf32>
+// CHECK:         %[[T:.*]] = nn.reduce_max %[[P]] [1] : tensor<4x256xf32> -> tensor<4xf32>
+// CHECK:         nn.reshape %[[T]] : tensor<4xf32> -> tensor<4x1x1xf32>
+func.func @few_rows(%x: tensor<4x64x4096xf32>) -> tensor<4x1x1xf32> {
+  %m = nn.reduce_max %x [1, 2] keepdim : tensor<4x64x4096xf32> -> tensor<4x1x1xf32>
+  func.return %m : tensor<4x1x1xf32>
+}
+
+// -----
+
+// Left alone: many rows (one program per row fills the GPU), short rows, a middle
+// axis, and a row length without a power-of-two factor of 1024.
+// CHECK-LABEL: func.func @unchanged
+// CHECK-NOT:     nn.reshape
+// CHECK:         nn.sum %x [1] : tensor<512x131072xf32> -> tensor<512xf32>
+// CHECK:         nn.sum %y [0] : tensor<40000xf32> -> tensor<f32>
+// CHECK:         nn.sum %z [1] : tensor<2x65536x2xf32> -> tensor<2x2xf32>
+// CHECK:         nn.sum %w [0] : tensor<100001xf32> -> tensor<f32>
+func.func @unchanged(%x: tensor<512x131072xf32>, %y: tensor<40000xf32>, %z: tensor<2x65536x2xf32>, %w: tensor<100001xf32>) -> (tensor<512xf32>, tensor<f32>, tensor<2x2xf32>, tensor<f32>) {
+  %a = nn.sum %x [1] : tensor<512x131072xf32> -> tensor<512xf32>
+  %b = nn.sum %y [0] : tensor<40000xf32> -> tensor<f32>
+  %c = nn.sum %z [1] : tensor<2x65536x2xf32> -> tensor<2x2xf32>
+  %d = nn.sum %w [0] : tensor<100001xf32> -> tensor<f32>
+  func.return %a, %b, %c, %d : tensor<512xf32>, tensor<f32>, tensor<2x2xf32>, tensor<f32>
+}

@@ -1,0 +1,222 @@
+"""`nn-split-reductions`: reductions with few, long rows in two stages that fill the GPU.
+
+The tiler runs a reduction as one program per output row. A reduction to a scalar (a
+loss), or one over a handful of rows of millions of elements, therefore runs on one
+or a few of the GPU's SMs. This pass rewrites such a reduction, before nn-fuse, into two
+reductions of the same kind:
+
+    %r = nn.sum %x [1, 2] : tensor<4x1024x4096xbf16> -> tensor<4xbf16>
+
+becomes (S splits of C elements per row, S * C = the reduced count)
+
+    %w = nn.cast %x : tensor<4x1024x4096xbf16> -> tensor<4x1024x4096xf32>
+    %v = nn.reshape %w : tensor<4x1024x4096xf32> -> tensor<4x256x16384xf32>
+    %p = nn.sum %v [2] : tensor<4x256x16384xf32> -> tensor<4x256xf32>
+    %q = nn.sum %p [1] : tensor<4x256xf32> -> tensor<4xf32>
+    %r = nn.cast %q : tensor<4xf32> -> tensor<4xbf16>
+
+Stage one has rows * S programs (each a row-reduction of C elements, its elementwise
+prologue fused in by nn-fuse); stage two reduces S partials per row. Partials of a sum
+or mean are f32 whatever the input type, so splitting loses no precision; a mean of
+equal chunks' means is the mean. max and min keep their type. The result is
+deterministic (no atomics): the same order every run.
+
+The reshape is pushed up through the single-use elementwise ops that compute the
+reduction's input (`(a - b)^2` of a loss), down to their inputs, so that nn-fuse fuses
+them into stage one and the reshapes are views of the inputs.
+
+Which reductions: the reduced axes are the trailing ones (a full reduction, or a row
+reduction; reductions over middle axes are left as they are), there are fewer than
+`max_rows` rows, each of at least `min_length` elements, and the row length has a power
+of two factor of at least `min_chunk`. C is the largest power-of-two factor of the row
+length up to `max_chunk` and up to length * rows / `programs` (so that stage one has
+about `programs` programs or more); S = length / C must be at least 2. Everything else
+is left unchanged, so the shapes one program per row already fills (many rows) compile
+as before.
+
+Options: `max_rows` (default 264: two programs per SM of an H100), `min_length` (65536),
+`min_chunk` (1024), `max_chunk` (16384), `programs` (528: four per SM).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from fuseopt.dialects import nn
+from fuseopt.dialects.syntax import is_float
+
+WIDENED = (nn.SumOp, nn.MeanOp)
+"""Reductions whose partials are kept in f32."""
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """How one reduction splits: `rows` outputs, each of `splits` chunks of `chunk`."""
+
+    rows: int
+    splits: int
+    chunk: int
+
+
+def plan_split(
+    shape: tuple[int, ...],
+    axes: tuple[int, ...],
+    max_rows: int,
+    min_length: int,
+    min_chunk: int,
+    max_chunk: int,
+    programs: int,
+) -> SplitPlan | None:
+    """The split of a reduction over `axes` of `shape`, or None to leave it as it is."""
+    rank = len(shape)
+    if not axes or sorted(axes) != list(range(rank - len(axes), rank)):
+        return None  # not the trailing axes
+    length = math.prod(shape[rank - len(axes) :])
+    rows = math.prod(shape[: rank - len(axes)])
+    if rows >= max_rows or length < min_length:
+        return None
+    cap = max(min_chunk, min(max_chunk, length * rows // programs))
+    chunk = 1
+    while chunk * 2 <= cap and length % (chunk * 2) == 0:
+        chunk *= 2
+    if chunk < min_chunk or length // chunk < 2:
+        return None
+    return SplitPlan(rows, length // chunk, chunk)
+
+
+class SplitReduction(RewritePattern):
+    """Rewrites one nn reduction into two stages when `plan_split` says so."""
+
+    def __init__(self, pass_: NNSplitReductionsPass):
+        self.options = pass_
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.ReductionOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, nn.SumOp | nn.MeanOp | nn.ReduceMaxOp | nn.ReduceMinOp):
+            return
+        source = op.operands[0]
+        t = source.type
+        out = op.results[0].type
+        assert isinstance(t, TensorType) and isinstance(out, TensorType)
+        shape = tuple(t.get_shape())
+        o = self.options
+        plan = plan_split(
+            shape, op.axis_list, o.max_rows, o.min_length, o.min_chunk, o.max_chunk, o.programs
+        )
+        if plan is None:
+            return
+        kept = shape[: len(shape) - len(op.axis_list)]
+        element = t.element_type
+        ops: list[Operation] = []
+
+        def add(new: Operation) -> SSAValue:
+            ops.append(new)
+            return new.results[0]
+
+        split_shape = (*kept, plan.splits, plan.chunk)
+        x = reshaped(source, split_shape, add, op, {})
+        wide = isinstance(op, WIDENED) and is_float(element) and element != f32
+        if wide:
+            x = add(nn.CastOp(x, TensorType(f32, split_shape)))
+        partial = add(type(op)(x, [len(kept) + 1]))
+        total = add(type(op)(partial, [len(kept)]))
+        if wide:
+            total = add(nn.CastOp(total, TensorType(element, kept)))
+        if tuple(out.get_shape()) != kept:  # keepdim: the reduced axes back as size 1
+            total = add(nn.ReshapeOp(total, out))
+        rewriter.replace_op(op, ops, [total])
+
+
+ELEMENTWISE = (
+    nn.UnaryElementwiseOp,
+    nn.BinaryElementwiseOp,
+    nn.CompareOp,
+    nn.SelectOp,
+    nn.CastOp,
+)
+"""Ops a reshape moves through: same-shaped operands and result, element by element."""
+
+MAX_DEPTH = 32
+"""How many elementwise ops up from the reduction a reshape is pushed at most."""
+
+
+def reshaped(
+    value: SSAValue,
+    shape: tuple[int, ...],
+    add: Callable[[Operation], SSAValue],
+    user: Operation,
+    done: dict[SSAValue, SSAValue],
+    depth: int = 0,
+) -> SSAValue:
+    """`value` under `shape` (each value once: `done` holds what was made): an
+    elementwise op used only by `user` (all operands of its shape) is rebuilt on
+    reshaped operands, a splat constant made in the new shape, any other value
+    reshaped where it is."""
+    if value in done:
+        return done[value]
+    done[value] = _reshaped(value, shape, add, user, done, depth)
+    return done[value]
+
+
+def _reshaped(
+    value: SSAValue,
+    shape: tuple[int, ...],
+    add: Callable[[Operation], SSAValue],
+    user: Operation,
+    done: dict[SSAValue, SSAValue],
+    depth: int,
+) -> SSAValue:
+    t = value.type
+    assert isinstance(t, TensorType)
+    target = TensorType(t.element_type, shape)
+    op = value.owner
+    if isinstance(op, nn.ConstantOp) and op.splat_value is not None:
+        return add(nn.ConstantOp(op.splat_value, target))
+    movable = (
+        isinstance(op, ELEMENTWISE)
+        and depth < MAX_DEPTH
+        and len(op.results) == 1
+        and all(use.operation is user for use in value.uses)
+        and all(x.type.get_shape() == t.get_shape() for x in op.operands)  # type: ignore[attr-defined]
+    )
+    if not movable:
+        return add(nn.ReshapeOp(value, target))
+    operands = [reshaped(x, shape, add, op, done, depth + 1) for x in op.operands]
+    return add(
+        type(op).create(
+            operands=operands,
+            result_types=[target],
+            attributes=dict(op.attributes),
+            properties=dict(op.properties),
+        )
+    )
+
+
+@dataclass(frozen=True)
+class NNSplitReductionsPass(ModulePass):
+    """Split reductions with few, long rows into two stages (see the module docstring)."""
+
+    name = "nn-split-reductions"
+
+    max_rows: int = 264
+    min_length: int = 65536
+    min_chunk: int = 1024
+    max_chunk: int = 16384
+    programs: int = 528
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        walker = PatternRewriteWalker(SplitReduction(self), apply_recursively=False)
+        walker.rewrite_module(op)

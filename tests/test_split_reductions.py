@@ -1,0 +1,84 @@
+"""nn-split-reductions (passes/nn_split_reductions.py): reductions of few, long rows in
+two stages. Which shapes it splits (`plan_split`), and the numerics of split reductions
+through fuseopt.compile on the interpreter and the Triton backend against eager, at
+shapes it splits and shapes it leaves alone (FileCheck: passes/nn-split-reductions.mlir)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+from test_frontend_common import randn
+
+import fuseopt
+from fuseopt.passes.nn_split_reductions import plan_split
+
+PLAN = {
+    "max_rows": 264,
+    "min_length": 65536,
+    "min_chunk": 1024,
+    "max_chunk": 16384,
+    "programs": 528,
+}
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes", "expected"),
+    [
+        ((1 << 20,), (0,), (1, 1024, 1024)),  # a loss: ~4 programs per SM
+        ((1 << 30,), (0,), (1, 65536, 16384)),  # 2 GB of bf16: chunks capped at 16384
+        ((4, 64, 4096), (1, 2), (4, 256, 1024)),  # few long rows
+        ((3, 3 * (1 << 16)), (1,), (3, 192, 1024)),  # a ragged factor left in S
+        ((512, 131072), (1,), None),  # many rows: one program per row fills the GPU
+        ((40000,), (0,), None),  # short
+        ((2, 65536, 2), (1,), None),  # a middle axis
+        ((100001,), (0,), None),  # no power-of-two factor of 1024
+        ((65536,), (0,), (1, 64, 1024)),
+    ],
+)
+def test_plan(shape: tuple[int, ...], axes: tuple[int, ...], expected: tuple | None) -> None:
+    plan = plan_split(shape, axes, **PLAN)
+    got = None if plan is None else (plan.rows, plan.splits, plan.chunk)
+    assert got == expected
+
+
+CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[int, ...]]] = {
+    "mse": (lambda a, b: torch.nn.functional.mse_loss(a, b), (1 << 17,)),
+    "l1_sum": (lambda a, b: (a - b).abs().sum(), (2, 1 << 16)),
+    "max_rows_keepdim": (lambda a, b: (a * b).amax((1, 2), keepdim=True), (3, 16, 8192)),
+    "min": (lambda a, b: torch.minimum(a, b).amin(-1), (2, 1 << 16)),
+    "mean_ragged_factor": (lambda a, b: (a + b).mean(-1), (2, 3 * (1 << 15))),
+    "softmax_long_rows": (lambda a, b: torch.softmax(a, -1) * b, (2, 1 << 16)),
+}
+
+
+TRITON_CASES = [("mse", torch.bfloat16), ("max_rows_keepdim", torch.float32)]
+"""The Triton interpreter is slow on 2^17-element inputs: two cases cover its kernels."""
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype", "backend"),
+    [(n, d, "interpret") for n in sorted(CASES) for d in (torch.float32, torch.bfloat16)]
+    + [(n, d, "triton") for n, d in TRITON_CASES],
+    ids=str,
+)
+def test_split_reductions_match_eager(name: str, dtype: torch.dtype, backend: str) -> None:
+    fn, shape = CASES[name]
+    a, b = randn(*shape, dtype=dtype, seed=1), randn(*shape, dtype=dtype, seed=2)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, (a, b), backend=backend, strict=True)
+        got, expected = compiled(a, b), fn(a, b)
+        reference = fn(a.double(), b.double())
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    error = (got.double() - reference).abs().max().item()
+    eager_error = (expected.double() - reference).abs().max().item()
+    # the magnitude of the inputs (a sum's rounding error scales with its terms, not
+    # with the result): a lost chunk would be off by about 1/splits of it
+    magnitude = (a.double().abs().mean() + b.double().abs().mean()).item()
+    scale = max(reference.abs().max().item(), magnitude)
+    # at least as accurate as eager (f32 partials), or within one rounding of the scale
+    ulp = 2**-7 if dtype == torch.bfloat16 else 2**-22
+    assert error <= max(2 * eager_error, ulp * scale), (error, eager_error, scale)
+    assert compiled.kernels and not compiled.fallbacks
