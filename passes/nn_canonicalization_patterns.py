@@ -113,6 +113,21 @@ class FoldIdentityOperand(RewritePattern):
             rewriter.replace(op, [], [op.rhs])
 
 
+class FoldConstantCondition(RewritePattern):
+    """select(true, a, b) -> a; select(false, a, b) -> b; select(c, a, a) -> a (a mask
+    built from an all-true constant, as `ones(...).tril()` leaves one)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.SelectOp, rewriter: PatternRewriter) -> None:
+        cond, a, b = op.operands
+        if a is b:
+            rewriter.replace(op, [], [a])
+            return
+        value = splat_of(cond)
+        if value is not None:
+            rewriter.replace(op, [], [a if value else b])
+
+
 class FoldNoOpConversion(RewritePattern):
     """cast, reshape or broadcast to the operand's own type -> the operand."""
 
@@ -326,6 +341,8 @@ def patterns_for(op_type: type[Operation]) -> tuple[RewritePattern, ...]:
         found.append(FoldIdentityOperand())
     if issubclass(op_type, nn.CastOp | nn.ReshapeOp | nn.BroadcastOp):
         found += [FoldNoOpConversion(), FoldConversionChain()]
+    if op_type is nn.SelectOp:
+        found.append(FoldConstantCondition())
     if op_type is nn.TransposeOp:
         found.append(FoldTransposes())
     if op_type is nn.MatmulOp:

@@ -176,3 +176,17 @@ func.func @empty_reductions(%x: tensor<3x0xf32>, %y: tensor<3x0xbf16>) -> (tenso
   %m = nn.mean %y [1] keepdim : tensor<3x0xbf16> -> tensor<3x1xbf16>
   func.return %s, %m : tensor<3xf32>, tensor<3x1xbf16>
 }
+
+// -----
+
+// select with a constant condition (or equal branches) is the branch it takes.
+// CHECK-LABEL: func.func @select_constant_condition
+// CHECK-NEXT:    func.return %a, %b, %a : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+func.func @select_constant_condition(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xi1>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %t = nn.constant true : tensor<4xi1>
+  %f = nn.constant false : tensor<4xi1>
+  %0 = nn.select %t, %a, %b : tensor<4xf32>
+  %1 = nn.select %f, %a, %b : tensor<4xf32>
+  %2 = nn.select %c, %a, %a : tensor<4xf32>
+  func.return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
