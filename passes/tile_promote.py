@@ -78,8 +78,11 @@ class TilePromotePass(ModulePass):
     name = "tile-promote"
 
     shared_bytes: int = SHARED_BUDGET
+    """Shared memory one program may use, bytes."""
     num_stages: int = 3
+    """Matmul pipeline depth before fitting the budget."""
     row_cache_bytes: int = ROW_CACHE_BUDGET
+    """The part of the budget the row cache may take, bytes."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         least, most, _ = LAUNCH_KNOB_RANGES["num_stages"]

@@ -60,13 +60,21 @@ class TileOptions:
     """Forced tile sizes (None: use the heuristic). Values must be powers of two."""
 
     block: int | None = None
+    """Elements per program of a flat pointwise kernel."""
     block_rows: int | None = None
+    """Rows per program (2-D pointwise, row reductions)."""
     block_cols: int | None = None
+    """Columns per program: the row block, or the chunk of a looped row."""
     block_m: int | None = None
+    """Matmul output rows per program."""
     block_n: int | None = None
+    """Matmul output columns per program."""
     block_k: int | None = None
+    """Matmul reduction step."""
     group_m: int | None = None
+    """Matmul programs grouped along M (for L2 reuse)."""
     max_row_block: int = MAX_ROW_BLOCK
+    """Longest row kept whole before a reduction loops over chunks."""
     row_chunk: int = ROW_CHUNK
     """Column chunk of a looped row reduction (unless block-cols forces one)."""
     online_stats: bool = True

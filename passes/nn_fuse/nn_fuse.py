@@ -93,12 +93,19 @@ class NNFusePass(ModulePass):
     name = "nn-fuse"
 
     max_recompute: int = 8
+    """The most non-view ops a group may evaluate redundantly (0 forbids recompute)."""
     route: str = "auto"
+    """`auto` (the cost model), or `kernel`, `library_gemm` or `unfused` for every matmul group."""
     hbm_gbps: int = 3000
+    """The GPU model's HBM bandwidth, GB/s."""
     gemm_tflops: int = 686
+    """The GPU model's bf16/f16 matmul throughput, TFLOP/s."""
     sm_count: int = 132
+    """The GPU model's number of SMs."""
     report: bool = False
+    """Print the fusion report to stderr."""
     dot: str = ""
+    """Write the fused graph as Graphviz DOT to this file (quote the path)."""
 
     def gpu(self) -> GPUSpec:
         """The GPU model: H100 defaults with this pass's overrides."""
