@@ -69,7 +69,9 @@ def to_tensor(x: Any, t: TensorType) -> np.ndarray:
         x = x.detach().cpu()
         if str(x.dtype) == "torch.bfloat16":
             x = x.float()
-        x = x.numpy()
+        # a copy: Tensor.numpy() marks the storage it shares as never resizable again,
+        # and the caller's tensors may be resized (FSDP frees unsharded parameters so)
+        x = x.clone().numpy()
     a = to_element_type(np.asarray(x), t.element_type)
     if a.shape != tuple(t.get_shape()):
         raise ValueError(f"expected shape {tuple(t.get_shape())} for {t}, got {a.shape}")
