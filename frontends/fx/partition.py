@@ -75,6 +75,15 @@ DATA_MOVEMENT = {
 
 PREFIX = "fuseopt_region_"
 
+COLLECTIVE_NAMESPACES = ("_c10d_functional", "_c10d_functional_autograd", "c10d_functional")
+"""The op namespaces of torch.distributed's traced collectives (all_reduce,
+all_gather_into_tensor, reduce_scatter_tensor, wait_tensor, ...: what DTensor and
+tensor parallelism put in a graph)."""
+
+COLLECTIVE_REASON = "collective communication (runs in PyTorch between compiled regions)"
+"""The fallback reason of a collective: nn has no communication ops, so a collective
+stays an op of the graph, never inside a compiled region, and runs as PyTorch's."""
+
 
 @dataclass(frozen=True)
 class FallbackRecord:
@@ -115,7 +124,7 @@ def unsupported_reason(node: Node) -> str | None:
     if node.op != "call_function":
         return None if node.op in ("placeholder", "output", "get_attr") else node.op
     if node.target not in OP_TABLE:
-        return "no nn lowering for this op"
+        return COLLECTIVE_REASON if is_collective(node.target) else "no nn lowering for this op"
     block, env = Block(), {}
     for inp in node.all_input_nodes:
         val = inp.meta.get("val")
@@ -135,6 +144,11 @@ def unsupported_reason(node: Node) -> str | None:
         return e.reason
     except Exception as e:  # a converter bug must fall back, never crash or miscompile
         return f"import failed ({type(e).__name__}: {e})"
+
+
+def is_collective(target: object) -> bool:
+    """Whether an FX node target is a torch.distributed collective (`COLLECTIVE_NAMESPACES`)."""
+    return getattr(target, "namespace", None) in COLLECTIVE_NAMESPACES
 
 
 def _trial_arg(block: Block, val: object) -> SSAValue | None:
