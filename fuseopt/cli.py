@@ -5,10 +5,14 @@
 
 It is xDSL's opt main with fuseopt's dialects, passes and targets registered, and with
 errors for people: a parse error, verifier failure or pass failure prints
-`file:line:col: error: message` on stderr and exits 1; with `--verify-diagnostics` the
-diagnostic goes to stdout and the exit code is 0 (for FileCheck tests). Bad command
-lines (an unknown or empty target, an empty pass name as in `-p 'cse,'`) print one
-error and exit non-zero. No input produces a Python traceback; set `FUSEOPT_DEBUG=1` to
+`file:line:col: error: message` on stderr and exits 1. With `--split-input-file` every
+chunk is processed and every chunk's error reported (exit 1 if any failed); for a
+target that prints Python (`-t triton`) the chunks are separated by `# -----`, so the
+output stays one Python file. `--verify-diagnostics` checks the errors against the
+input's `// expected-error {{...}}` annotations instead, as `mlir-opt` does (see
+`fuseopt.verify_diagnostics`): exit 0 when they match, 1 with each mismatch reported.
+Bad command lines (an unknown or empty target, an empty pass name as in `-p 'cse,'`)
+print one error and exit non-zero. No input produces a Python traceback; set `FUSEOPT_DEBUG=1` to
 see one for an internal error.
 
 Output (`-o FILE`), as `mlir-opt` does it: all input is read before anything is written,
@@ -39,6 +43,21 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from fuseopt import registry
 from fuseopt.diagnostics import CompileError, parse_module
 from fuseopt.pipelines import PIPELINES, describe_bad_option, empty_pass_name, pipeline_passes
+from fuseopt.verify_diagnostics import verify_chunk
+
+PYTHON_TARGETS = frozenset({"triton"})
+"""Targets whose output is Python: their chunks are separated by `# -----` (a Python
+comment), so that `--split-input-file -t triton -o x.py` writes one valid Python file."""
+
+HELP_TEXTS = {
+    "--verify-diagnostics": "check the errors against the input's `// expected-error "
+    "{{message}}` annotations (also @+N, @-N, @above, @below, @unknown), as mlir-opt "
+    "does: exit 1 and report each mismatch, 0 when all match",
+    "--split-input-file": "split the input at `// -----` lines and process every chunk "
+    "alone, reporting each one's errors (outputs separated by `// -----`, `# -----` for "
+    "Python targets)",
+}
+"""fuse-opt's help for xDSL flags whose meaning it changes, by flag."""
 
 
 class CommandLineError(Exception):
@@ -62,6 +81,8 @@ class FuseOptMain(xDSLOptMain):
         for action in arg_parser._actions:  # argparse keeps no public handle on an option
             if "--target" in action.option_strings:
                 action.type = self.check_target
+            for flag in set(action.option_strings) & set(HELP_TEXTS):
+                action.help = HELP_TEXTS[flag]
 
     def check_target(self, text: str) -> str:
         """The `-t` value, checked while argparse reads it: an empty or unknown target is
@@ -114,8 +135,29 @@ class FuseOptMain(xDSLOptMain):
         return parse_module(self.ctx, chunk.read(), self.get_input_name(), start_offset)
 
     def run(self) -> int:
-        """Process every input chunk; return the process exit code (see the module
-        docstring for how `-o` is written)."""
+        """Process every input chunk, report every chunk's errors on stderr; return the
+        process exit code (see the module docstring for how `-o` is written)."""
+        inputs, file_extension = self.read_chunks()
+        to_file = self.args.output_file is not None
+        output: IO[str] = io.StringIO() if to_file else sys.stdout
+        failed = False
+        for i, (data, offset) in enumerate(inputs):
+            if i > 0:
+                output.write(self.chunk_separator())
+                output.flush()  # before what the chunk prints on stderr
+            problems = self.process_chunk(data, file_extension, offset, output)
+            output.flush()
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            failed = failed or bool(problems)
+        if to_file and not failed:
+            assert isinstance(output, io.StringIO)
+            write_atomically(self.args.output_file, output.getvalue())
+        return 1 if failed else 0
+
+    def read_chunks(self) -> tuple[list[tuple[bytes, int]], str]:
+        """The input's chunks (one without `--split-input-file`), each as its bytes and
+        the number of lines before it, and the input's file extension."""
         chunks, file_extension = self.prepare_input()
         inputs: list[tuple[bytes, int]] = []
         for chunk, offset in chunks:
@@ -123,28 +165,32 @@ class FuseOptMain(xDSLOptMain):
                 inputs.append((chunk.read(), offset))
             finally:
                 chunk.close()
-        to_file = self.args.output_file is not None
-        output: IO[str] = io.StringIO() if to_file else sys.stdout
-        status = 0
-        for i, (data, offset) in enumerate(inputs):
-            if i > 0:
-                output.write("// -----\n")
-            try:
-                module = self.parse_chunk(io.BytesIO(data), file_extension, offset)
-                if module is not None:
-                    self.apply_passes(module)
-                    output.write(self.output_resulting_program(module))
-            except DiagnosticException as e:
-                if not self.args.verify_diagnostics:
-                    print(_as_compile_error(e), file=sys.stderr)
-                    status = 1
-                    break
-                output.write(f"{_as_compile_error(e)}\n")
-            output.flush()
-        if to_file and status == 0:
-            assert isinstance(output, io.StringIO)
-            write_atomically(self.args.output_file, output.getvalue())
-        return status
+        return inputs, file_extension
+
+    def process_chunk(
+        self, data: bytes, file_extension: str, offset: int, output: IO[str]
+    ) -> list[CompileError]:
+        """Parse chunk `data`, run the passes and write the result to `output` (nothing
+        when it fails); return the errors to report: the chunk's diagnostic, or with
+        `--verify-diagnostics` the mismatches with the chunk's annotations."""
+        diagnostics: list[CompileError] = []
+        try:
+            module = self.parse_chunk(io.BytesIO(data), file_extension, offset)
+            if module is not None:
+                self.apply_passes(module)
+                output.write(self.output_resulting_program(module))
+        except DiagnosticException as e:
+            diagnostics.append(_as_compile_error(e))
+        if not self.args.verify_diagnostics:
+            return diagnostics
+        text = data.decode("utf-8", errors="replace")
+        return verify_chunk(text, self.get_input_name(), offset, diagnostics)
+
+    def chunk_separator(self) -> str:
+        """The line between two chunks' outputs: `// -----`, or `# -----` for a target
+        that prints Python."""
+        target = parse_spec(self.args.target).name
+        return "# -----\n" if target in PYTHON_TARGETS else "// -----\n"
 
 
 def check_pass_names(spec: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import pytest
 
 import fuseopt
 from fuseopt.cli import main
+from fuseopt.diagnostics import CompileError, SourceLocation
+from fuseopt.verify_diagnostics import parse_expectations, verify_chunk
 
 VALID = """func.func @f(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
   %0 = nn.rms_norm %x weight %w {eps = 1.0e-06 : f64} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
@@ -217,3 +220,174 @@ def test_run_pipeline_rejects_an_empty_pass_name() -> None:
     module = fuseopt.parse("func.func @f() {\n  func.return\n}")
     with pytest.raises(fuseopt.CompileError, match="1:13: empty pass name"):
         fuseopt.run_pipeline(module, "canonicalize,")
+
+
+# --verify-diagnostics: mlir-opt's meaning (issue 21 item 7)
+
+ANNOTATED = """func.func @f(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error@+1 {{needs a floating-point tensor}}
+  %0 = nn.exp %a : tensor<4xi64>
+  func.return %0 : tensor<4xi64>
+}
+"""
+
+
+def test_verify_diagnostics_passes_when_every_expected_error_fires(tmp_path: Path) -> None:
+    path, out = tmp_path / "a.mlir", tmp_path / "out.mlir"
+    path.write_text(ANNOTATED + "// -----\n" + VALID)
+    result = run_cli(str(path), "--split-input-file", "--verify-diagnostics", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert "nn.softmax" in out.read_text()  # the chunk without errors is printed
+
+
+def test_verify_diagnostics_fails_on_a_missing_expected_error(tmp_path: Path) -> None:
+    """The issue's check: an expected error that never fires is a failure, reported at
+    the annotation."""
+    path, out = tmp_path / "a.mlir", tmp_path / "out.mlir"
+    path.write_text(ANNOTATED.replace("xi64>", "xf32>"))  # now it verifies
+    result = run_cli(str(path), "--verify-diagnostics", "-o", str(out))
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f'{path}:2:6: error: expected error "needs a floating-point tensor" was not produced'
+    )
+    assert not out.exists()
+
+
+def test_verify_diagnostics_fails_on_an_unexpected_error(tmp_path: Path) -> None:
+    path = tmp_path / "a.mlir"
+    path.write_text(ANNOTATED.replace("{{needs a floating-point tensor}}", "{{something else}}"))
+    result = run_cli(str(path), "--verify-diagnostics")
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"{path}:3:3: error: unexpected error: 'nn.exp' op needs a")
+    assert lines[1] == f'{path}:2:6: error: expected error "something else" was not produced'
+    assert "Traceback" not in result.stderr
+
+
+def test_verify_diagnostics_checks_every_chunk(tmp_path: Path) -> None:
+    """Each chunk is checked against its own annotations, and all chunks are checked."""
+    wrong = ANNOTATED.replace("@+1", "@+2")
+    path = tmp_path / "a.mlir"
+    path.write_text("// -----\n".join([wrong, ANNOTATED, wrong]))
+    result = run_cli(str(path), "--split-input-file", "--verify-diagnostics")
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if ": error: " in line]
+    first, third = 3, 3 + 2 * (ANNOTATED.count("\n") + 1)
+    assert [line.split(": error: ")[0] for line in lines] == [
+        f"{path}:{first}:3",
+        f"{path}:{first - 1}:6",
+        f"{path}:{third}:3",
+        f"{path}:{third - 1}:6",
+    ]
+
+
+def test_annotation_designators() -> None:
+    """Same line, @+N, @-N, @above and @below (which skip annotation lines), @unknown;
+    lines count from the chunk's offset in its file."""
+    text = "\n".join(
+        [
+            "op  // expected-error {{same}}",  # line 11
+            "// expected-error@+2 {{two below}}",
+            "// expected-error@below {{below}}",
+            "op",  # line 14
+            "// expected-error@above {{above}}",
+            "// expected-error@-3 {{three above}}",
+            "// expected-error@unknown {{nowhere}}",
+            "// expected-error-re {{a {{[0-9]+}} b}}",
+        ]
+    )
+    found, problems = parse_expectations(text, "f.mlir", 10)
+    assert problems == []
+    assert [(e.text, e.line) for e in found] == [
+        ("same", 11),
+        ("two below", 14),
+        ("below", 14),
+        ("above", 14),
+        ("three above", 13),
+        ("nowhere", None),
+        ("a {{[0-9]+}} b", 18),
+    ]
+    assert found[-1].pattern.search("a 42 b") and not found[-1].pattern.search("a x b")
+    assert found[0].location == SourceLocation("f.mlir", 11, 8)
+
+
+def test_unreadable_annotations_are_errors_and_mentions_are_not() -> None:
+    text = "\n".join(
+        [
+            "// expected-error@+x {{bad designator}}",
+            "// expected-error {{never closed",
+            "// expected-error-re {{bad {{(}} regex}}",
+            "// expected-error@-5 {{before the file}}",
+            "// the expected-error annotations of this file",
+            "// expected-error@below {{nothing below}}",
+        ]
+    )
+    found, problems = parse_expectations(text, "f.mlir")
+    assert found == []
+    messages = [str(p) for p in problems]
+    assert messages[0] == (
+        "f.mlir:1:4: error: unknown designator '@+x' "
+        "(expected @+N, @-N, @above, @below or @unknown)"
+    )
+    assert messages[1].startswith("f.mlir:2:4: error: malformed annotation")
+    assert messages[2].startswith("f.mlir:3:4: error: invalid regular expression")
+    assert messages[3] == "f.mlir:4:4: error: @-5 points before the first line of the file"
+    assert messages[4].startswith("f.mlir:6:4: error: @below: there is no line")
+    assert len(messages) == 5
+
+
+def test_unlocated_errors_match_unknown_annotations() -> None:
+    unlocated = CompileError("no place")
+    assert verify_chunk("// expected-error@unknown {{no place}}", "f.mlir", 0, [unlocated]) == []
+    (problem,) = verify_chunk("", "f.mlir", 0, [unlocated])
+    assert str(problem) == "error: unexpected error: no place"
+
+
+def test_expected_errors_are_counted() -> None:
+    """Two annotations need two errors; an error matches one annotation."""
+    text = "op // expected-error {{same}}\n// expected-error@-1 {{same}}"
+    error = CompileError("the same", SourceLocation("f.mlir", 1, 1))
+    (problem,) = verify_chunk(text, "f.mlir", 0, [error])
+    assert str(problem) == 'f.mlir:2:4: error: expected error "same" was not produced'
+    assert verify_chunk(text, "f.mlir", 0, [error, error]) == []
+
+
+def test_only_errors_are_produced() -> None:
+    """fuse-opt emits errors only: an expected warning is never met, even by an error."""
+    error = CompileError("careful", SourceLocation("f.mlir", 1, 1))
+    problems = verify_chunk("op // expected-warning {{careful}}", "f.mlir", 0, [error])
+    assert [str(p).split(": error: ")[1] for p in problems] == [
+        "unexpected error: careful",
+        'expected warning "careful" was not produced',
+    ]
+
+
+# --split-input-file goes on after a failing chunk (issue 21 item 8)
+
+
+def test_split_input_file_reports_every_failing_chunk(tmp_path: Path) -> None:
+    bad = MALFORMED["verifier"][0]
+    path = tmp_path / "in.mlir"
+    path.write_text("// -----\n".join([bad, VALID, bad]))
+    result = run_cli(str(path), "--split-input-file")
+    assert result.returncode == 1
+    third = 3 + 2 * (VALID.count("\n") + 1)
+    assert result.stderr.splitlines() == [
+        f"{path}:3:3: error: 'nn.softmax' op axis 5 is out of range for rank 2",
+        f"{path}:{third}:3: error: 'nn.softmax' op axis 5 is out of range for rank 2",
+    ]
+    assert result.stdout.count("// -----") == 2 and "nn.rms_norm" in result.stdout
+
+
+@pytest.mark.parametrize("to_file", [True, False])
+def test_split_python_output_is_one_python_file(to_file: bool, tmp_path: Path) -> None:
+    path, out = tmp_path / "in.mlir", tmp_path / "kernels.py"
+    path.write_text(VALID + "// -----\n" + VALID.replace("@f", "@g"))
+    args = [str(path), "--split-input-file", "--pipeline", "standard", "-t", "triton"]
+    result = run_cli(*args, *(["-o", str(out)] if to_file else []))
+    assert result.returncode == 0, result.stderr
+    text = out.read_text() if to_file else result.stdout
+    ast.parse(text)
+    assert "\n# -----\n" in text and "// -----" not in text
+    assert "def f(" in text and "def g(" in text

@@ -1,7 +1,8 @@
-// Every bad input gets one located error, a non-zero exit, and no traceback.
-// RUN: fuse-opt %s --split-input-file --verify-diagnostics | filecheck %s --check-prefix=DIAG
+// Every bad input gets one located error, a non-zero exit, and no traceback; with
+// --split-input-file every chunk's error is reported (DIAG), not only the first one's.
+// RUN: not fuse-opt %s --split-input-file 2>&1 | filecheck %s --check-prefix=DIAG
 // RUN: not fuse-opt %s 2>&1 | filecheck %s --check-prefix=FIRST
-// RUN: head -n 30 %s | not fuse-opt 2>&1 | filecheck %s --check-prefix=TRUNC
+// RUN: head -n 31 %s | not fuse-opt 2>&1 | filecheck %s --check-prefix=TRUNC
 // RUN: not fuse-opt %s -p frobnicate 2>&1 | filecheck %s --check-prefix=PASS
 // RUN: not fuse-opt %s -p 'canonicalize{bogus=1}' 2>&1 | filecheck %s --check-prefix=OPTION
 // RUN: not fuse-opt %S/does-not-exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
