@@ -11,9 +11,15 @@ target that prints Python (`-t triton`) the chunks are separated by `# -----`, s
 output stays one Python file. `--verify-diagnostics` checks the errors against the
 input's `// expected-error {{...}}` annotations instead, as `mlir-opt` does (see
 `fuseopt.verify_diagnostics`): exit 0 when they match, 1 with each mismatch reported.
-Bad command lines (an unknown or empty target, an empty pass name as in `-p 'cse,'`)
-print one error and exit non-zero. No input produces a Python traceback; set `FUSEOPT_DEBUG=1` to
+Bad command lines (an unknown or empty target, an unknown pass, which gets a "did you
+mean", an empty pass name as in `-p 'cse,'`, an option value to quote) print one
+error and exit non-zero. No input produces a Python traceback; set `FUSEOPT_DEBUG=1` to
 see one for an internal error.
+
+`--help` lists every pass with its options (`fuseopt.pass_help`). `--time-passes`
+(`--mlir-timing`) prints each pass's wall-clock time on stderr; mlir-opt's names
+`--mlir-print-op-generic` and `--mlir-print-debuginfo` are aliases of xDSL's flags, and
+`--mlir-print-ir-after-all` prints the IR after every pass on stderr.
 
 Output (`-o FILE`), as `mlir-opt` does it: all input is read before anything is written,
 so `-o` may name the input file; the result goes to a temporary file beside FILE that is
@@ -30,18 +36,21 @@ import os
 import secrets
 import stat
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, ClassVar
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
-from xdsl.utils.arg_spec import parse_spec
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
+from xdsl.utils.arg_spec import parse_pipeline, parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from fuseopt import registry
-from fuseopt.diagnostics import CompileError, parse_module
+from fuseopt import __version__, registry
+from fuseopt.diagnostics import CompileError, parse_module, verify_module
+from fuseopt.pass_help import passes_help, quoting_hint, unknown_passes
 from fuseopt.pipelines import PIPELINES, describe_bad_option, empty_pass_name, pipeline_passes
 from fuseopt.verify_diagnostics import verify_chunk
 
@@ -49,10 +58,19 @@ PYTHON_TARGETS = frozenset({"triton"})
 """Targets whose output is Python: their chunks are separated by `# -----` (a Python
 comment), so that `--split-input-file -t triton -o x.py` writes one valid Python file."""
 
+MLIR_OPT_ALIASES = {
+    "--mlir-timing": "--time-passes",
+    "--mlir-print-op-generic": "--print-op-generic",
+    "--mlir-print-debuginfo": "--print-debuginfo",
+}
+"""mlir-opt's names for flags that xDSL has under other names, alias -> xDSL's flag."""
+
 HELP_TEXTS = {
     "--verify-diagnostics": "check the errors against the input's `// expected-error "
     "{{message}}` annotations (also @+N, @-N, @above, @below, @unknown), as mlir-opt "
     "does: exit 1 and report each mismatch, 0 when all match",
+    "--time-passes": "print each pass's wall-clock time on stderr",
+    "--version": "print fuse-opt's version (and xDSL's) and exit",
     "--split-input-file": "split the input at `// -----` lines and process every chunk "
     "alone, reporting each one's errors (outputs separated by `// -----`, `# -----` for "
     "Python targets)",
@@ -64,25 +82,79 @@ class CommandLineError(Exception):
     """A bad command line or an unwritable output, printed as `fuse-opt: error: ...`."""
 
 
+class PassHelpAction(argparse.Action):
+    """`-h/--help`: argparse's help, then every pass and its options (built only when
+    asked: listing them imports every pass)."""
+
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        passes: dict[str, Callable[[], type[ModulePass]]],
+        dest: str = argparse.SUPPRESS,
+        help: str | None = None,
+    ):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+        self.passes = passes
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None
+    ) -> None:
+        parser.epilog = passes_help(self.passes)
+        parser.print_help()
+        parser.exit()
+
+
 class FuseOptMain(xDSLOptMain):
     """xDSL's opt main with fuseopt's registry and located diagnostics."""
 
+    version_format: ClassVar[str] = f"fuse-opt {__version__} (xDSL {{xdsl_version}})"
+
     def __init__(self, args: Sequence[str] | None = None):
+        self.pass_times: list[tuple[str, float]] = []
+        self.pass_started = time.perf_counter()
         super().__init__(description="fuseopt's pass-pipeline driver", args=args)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        arg_parser.prog = "fuse-opt"
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter  # the pass list
         arg_parser.add_argument(
             "--pipeline",
             choices=sorted(PIPELINES),
             help="run a named pipeline from fuseopt.pipelines (before any -p passes): "
             + "; ".join(f"{name} = {spec}" for name, spec in sorted(PIPELINES.items())),
         )
+        self.register_mlir_opt_names(arg_parser)
         for action in arg_parser._actions:  # argparse keeps no public handle on an option
             if "--target" in action.option_strings:
                 action.type = self.check_target
             for flag in set(action.option_strings) & set(HELP_TEXTS):
                 action.help = HELP_TEXTS[flag]
+        options = arg_parser._optionals  # the group -h/--help is in: replace it there
+        options.conflict_handler = "resolve"
+        options.add_argument(
+            "-h",
+            "--help",
+            action=PassHelpAction,
+            passes=self.available_passes,
+            help="show this help, every pass and its options, and exit",
+        )
+        options.conflict_handler = "error"
+
+    def register_mlir_opt_names(self, arg_parser: argparse.ArgumentParser) -> None:
+        """Add mlir-opt's names: the aliases of MLIR_OPT_ALIASES and
+        `--mlir-print-ir-after-all`."""
+        for alias, flag in MLIR_OPT_ALIASES.items():
+            dest = flag.removeprefix("--").replace("-", "_")
+            arg_parser.add_argument(
+                alias, dest=dest, action="store_true", help=f"{flag} (mlir-opt's name)"
+            )
+        arg_parser.add_argument(
+            "--mlir-print-ir-after-all",
+            action="store_true",
+            help="print the IR after every pass on stderr, as mlir-opt does "
+            "(--print-between-passes prints it between passes on stdout)",
+        )
 
     def check_target(self, text: str) -> str:
         """The `-t` value, checked while argparse reads it: an empty or unknown target is
@@ -104,7 +176,7 @@ class FuseOptMain(xDSLOptMain):
     def setup_pipeline(self) -> None:
         if not self.args.passes.strip():
             self.args.passes = ""
-        check_pass_names(self.args.passes)
+        check_pass_names(self.args.passes, self.available_passes)
         try:
             super().setup_pipeline()
         except ValueError as e:  # a bad option value: say which pass and option
@@ -112,9 +184,41 @@ class FuseOptMain(xDSLOptMain):
             if why is None:
                 raise
             raise ValueError(why) from e
-        if self.args.pipeline:  # the named pipeline's pass objects run first
-            named = pipeline_passes(self.args.pipeline)
-            self.pipeline = PassPipeline((*named, *self.pipeline.passes), self.pipeline.callback)
+        named = pipeline_passes(self.args.pipeline) if self.args.pipeline else []
+        # the named pipeline's pass objects run first
+        self.pipeline = PassPipeline((*named, *self.pipeline.passes), self.between_passes)
+
+    def between_passes(
+        self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
+    ) -> None:
+        """Called before the first pass (`previous` None), between passes, and after the
+        last (`following` None): time the pass that ran, verify the module (a located
+        error), print the IR as the flags ask."""
+        if previous is None:
+            self.pass_started = time.perf_counter()
+            return
+        self.pass_times.append((previous.name, time.perf_counter() - self.pass_started))
+        if not self.args.disable_verify:
+            verify_module(module)
+        if self.args.mlir_print_ir_after_all:
+            print(f"// -----// IR Dump After {previous.name} //----- //", file=sys.stderr)
+            Printer(stream=sys.stderr).print_op(module)
+            print(file=sys.stderr)
+        if following is not None and self.args.print_between_passes:
+            print(f"IR after {previous.name}:")
+            Printer(stream=sys.stdout).print_op(module)
+            print("\n\n\n")
+        self.pass_started = time.perf_counter()
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        """Run the pipeline on `prog`; with `--time-passes`, print the passes' times on
+        stderr afterwards (also those run before a pass failed)."""
+        self.pass_times = []
+        try:
+            super().apply_passes(prog)
+        finally:
+            if self.args.time_passes and self.pass_times:
+                print(timing_report(self.pass_times), file=sys.stderr, end="")
 
     def register_all_dialects(self) -> None:
         for name, factory in registry.all_dialects().items():
@@ -193,12 +297,29 @@ class FuseOptMain(xDSLOptMain):
         return "# -----\n" if target in PYTHON_TARGETS else "// -----\n"
 
 
-def check_pass_names(spec: str) -> None:
+def timing_report(times: Sequence[tuple[str, float]]) -> str:
+    """`--time-passes` output: each pass's wall-clock time (in ms, to 0.1 ms, aligned)
+    and the total, as lines."""
+    rows = [*times, ("total", sum(seconds for _, seconds in times))]
+    width = max(len(f"{seconds * 1e3:.1f}") for _, seconds in rows)
+    lines = [f"  {seconds * 1e3:{width}.1f} ms  {name}" for name, seconds in rows]
+    return "pass timing (wall clock):\n" + "\n".join(lines) + "\n"
+
+
+def check_pass_names(spec: str, known: dict[str, Callable[[], type[ModulePass]]]) -> None:
     """Raise a CommandLineError at the first empty pass name of `spec` (see
-    `fuseopt.pipelines.empty_pass_name`)."""
+    `fuseopt.pipelines.empty_pass_name`), or for the pass names that are not in `known`
+    (with a "did you mean"). A syntax error is left for xDSL to report."""
     message = empty_pass_name(spec)
     if message is not None:
         raise CommandLineError(f"pass-pipeline:{message}")
+    try:
+        names = [pass_spec.name for pass_spec in parse_pipeline(spec)]
+    except ArgSpecParseError:
+        return
+    message = unknown_passes(names, known)
+    if message is not None:
+        raise CommandLineError(message)
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -287,14 +408,16 @@ def main(args: Sequence[str] | None = None) -> int:
 
 
 def _pipeline_error(e: ArgSpecParseError) -> str:
-    """The pass-pipeline syntax error `e` as one message plus xDSL's caret lines."""
+    """The pass-pipeline syntax error `e` as one message with a hint, plus xDSL's caret
+    lines."""
     lines = [line for line in str(e).split("\n") if line.strip()]
     # xDSL: "Error parsing ...", "pass-pipeline:L:C", the spec, the caret, the message.
     if len(lines) >= 5 and lines[1].startswith("pass-pipeline:"):
         where, spec, caret, message = lines[1], lines[2], lines[3], lines[4].strip()
-        hint = ""
+        hint = quoting_hint(spec, int(where.rsplit(":", 1)[1]))
         if "space" in message:
-            hint = " (pass options are separated by spaces: -p 'pass{a=1 b=2}')"
+            hint = "pass options are separated by spaces: -p 'pass{a=1 b=2}'"
+        hint = f" ({hint})" if hint else ""
         return f"{where}: {message}{hint}\n  {spec}\n  {caret}"
     return _one_line(e)
 

@@ -212,10 +212,15 @@ class NNSplitReductionsPass(ModulePass):
     name = "nn-split-reductions"
 
     max_rows: int = 264
+    """Split only reductions with fewer rows than this (default: two per SM of an H100)."""
     min_length: int = 65536
+    """Split only rows of at least this many elements."""
     min_chunk: int = 1024
+    """The smallest chunk C a row is split into (a power-of-two factor of its length)."""
     max_chunk: int = 16384
+    """The largest chunk C."""
     programs: int = 528
+    """About how many programs stage one should have (default: four per SM of an H100)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         walker = PatternRewriteWalker(SplitReduction(self), apply_recursively=False)

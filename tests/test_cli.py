@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +12,10 @@ from pathlib import Path
 import pytest
 
 import fuseopt
-from fuseopt.cli import main
+from fuseopt import registry
+from fuseopt.cli import main, timing_report
 from fuseopt.diagnostics import CompileError, SourceLocation
+from fuseopt.pass_help import pass_options, pass_summary, quoting_hint
 from fuseopt.verify_diagnostics import parse_expectations, verify_chunk
 
 VALID = """func.func @f(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
@@ -391,3 +394,108 @@ def test_split_python_output_is_one_python_file(to_file: bool, tmp_path: Path) -
     ast.parse(text)
     assert "\n# -----\n" in text and "// -----" not in text
     assert "def f(" in text and "def g(" in text
+
+
+# --help, pass-name and option errors, --time-passes, mlir-opt's names (issue 21 item 9)
+
+
+def test_help_lists_every_pass_and_option() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0, result.stderr
+    listing = result.stdout.split("passes and their options", 1)[1]
+    for name, factory in registry.all_passes().items():
+        assert f"\n  {name} " in listing or f"\n  {name}\n" in listing, name
+        for option in pass_options(factory()):
+            assert option.signature() in listing, (name, option)
+    assert 'dot: str = ""' in listing and "block-rows: int | None = none" in listing
+
+
+@pytest.mark.parametrize("name", sorted(registry.FUSEOPT_PASSES))
+def test_fuseopt_passes_describe_themselves_and_every_option(name: str) -> None:
+    """A new pass or option gets a docstring, which --help shows."""
+    cls = registry.FUSEOPT_PASSES[name]()
+    assert pass_summary(name, cls)
+    for option in pass_options(cls):
+        assert option.description, f"{name}: option {option.name} has no docstring"
+
+
+@pytest.mark.parametrize(
+    ("spec", "hint"),
+    [
+        ("nn-fuze", "(did you mean 'nn-fuse'?)"),
+        ("cse,canonicalise", "(did you mean 'canonicalize'?)"),
+        ("nn-decompse,tile-promot", "(did you mean 'nn-decompose' for 'nn-decompse', "),
+        ("frobnicate", "Unrecognized passes: ['frobnicate']; fuse-opt --help lists the passes"),
+    ],
+)
+def test_unknown_pass_names_get_a_suggestion(
+    spec: str, hint: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "ok.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", spec]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("fuse-opt: error: Unrecognized passes: ") and hint in error
+
+
+@pytest.mark.parametrize("value", ["g.dot", "/tmp/out/g.dot", "out/g.dot"])
+def test_an_unquoted_option_value_gets_a_hint(
+    value: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "ok.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", f"nn-fuse{{report=false dot={value}}}"]) == 1
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith("fuse-opt: error: pass-pipeline:1:")
+    assert first.endswith(f'(quote the value: dot="{value}")')
+
+
+def test_quoting_hint_only_for_option_values() -> None:
+    assert quoting_hint("nn-fuse{dot=g.dot}", 14) == 'quote the value: dot="g.dot"'
+    assert quoting_hint("nn-f.use", 5) is None  # not in a pass's options
+    assert quoting_hint("nn-fuse{a.b=1}", 10) is None  # in an option's name
+    assert quoting_hint("cse{x=1},nn-fuse", 13) is None  # after the options closed
+
+
+@pytest.mark.parametrize("flag", ["--time-passes", "--mlir-timing"])
+def test_time_passes_prints_rounded_aligned_times(
+    flag: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path, out = tmp_path / "in.mlir", tmp_path / "out.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "-p", "nn-decompose,canonicalize,cse", flag, "-o", str(out)]) == 0
+    header, *rows = capsys.readouterr().err.splitlines()
+    assert header == "pass timing (wall clock):"
+    assert [row.split()[-1] for row in rows] == ["nn-decompose", "canonicalize", "cse", "total"]
+    assert all(re.fullmatch(r" +\d+\.\d ms  [a-z-]+", row) for row in rows), rows
+    assert len({row.index(" ms") for row in rows}) == 1  # aligned
+
+
+def test_timing_report_format() -> None:
+    report = timing_report([("nn-fuse", 0.01234), ("cse", 0.00004)])
+    assert report == (
+        "pass timing (wall clock):\n  12.3 ms  nn-fuse\n   0.0 ms  cse\n  12.4 ms  total\n"
+    )
+
+
+def test_mlir_opt_flag_names(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "in.mlir"
+    path.write_text(VALID)
+    assert main([str(path), "--mlir-print-op-generic"]) == 0
+    assert '"nn.softmax"(' in capsys.readouterr().out
+    assert main([str(path), "--mlir-print-debuginfo"]) == 0
+    assert f'loc("{path}":3:3)' in capsys.readouterr().out
+    assert main([str(path), "-p", "nn-decompose,cse", "--mlir-print-ir-after-all"]) == 0
+    captured = capsys.readouterr()
+    dumps = [line for line in captured.err.splitlines() if "IR Dump After" in line]
+    assert dumps == [
+        "// -----// IR Dump After nn-decompose //----- //",
+        "// -----// IR Dump After cse //----- //",
+    ]
+    assert "IR Dump" not in captured.out and "nn.rsqrt" in captured.out
+
+
+def test_version_is_fuseopts() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"fuse-opt {fuseopt.__version__} (xDSL ")
