@@ -70,7 +70,7 @@ HELP_TEXTS = {
     "{{message}}` annotations (also @+N, @-N, @above, @below, @unknown), as mlir-opt "
     "does: exit 1 and report each mismatch, 0 when all match",
     "--time-passes": "print each pass's wall-clock time on stderr",
-    "--version": "print fuse-opt's version (and xDSL's) and exit",
+    "--version": "print fuse-opt's version and exit",
     "--split-input-file": "split the input at `// -----` lines and process every chunk "
     "alone, reporting each one's errors (outputs separated by `// -----`, `# -----` for "
     "Python targets)",
@@ -107,7 +107,7 @@ class PassHelpAction(argparse.Action):
 class FuseOptMain(xDSLOptMain):
     """xDSL's opt main with fuseopt's registry and located diagnostics."""
 
-    version_format: ClassVar[str] = f"fuse-opt {__version__} (xDSL {{xdsl_version}})"
+    version_format: ClassVar[str] = f"fuse-opt {__version__}"
 
     def __init__(self, args: Sequence[str] | None = None):
         self.pass_times: list[tuple[str, float]] = []
