@@ -6,7 +6,11 @@ training step (DDP, FSDP2) and a prefill (tensor parallel) of the model suite's 
 torch.compile and fuseopt per backend, at any world size. The pieces:
 
 - `benchmarks.distributed.launch`: process groups (torchrun's, or its own spawn);
-- `benchmarks.distributed.parallel`: the three ways of spreading the model over ranks.
+- `benchmarks.distributed.parallel`: the three ways of spreading the model over ranks;
+- `benchmarks.distributed.measure`: one rank's run, cell by cell (strategy, system);
+- `benchmarks.distributed.report`: results.json and results.md (rank 0 writes them).
+
+docs/distributed.md says how to run it and what it measures.
 
 `tests/test_distributed.py` runs the same parallelizations on CPU (gloo, two processes)
 and checks fuseopt's gradients and outputs against eager.

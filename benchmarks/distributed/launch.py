@@ -8,8 +8,10 @@ that raises fails the whole call with that rank's traceback (PyTorch's
 so a hung collective never hangs the caller. Under ``torchrun`` the process group comes
 from the environment instead (`init_from_environment`).
 
-NCCL runs keep NVLink multicast (NVLS) off: `NCCL_ENVIRONMENT` is set in every rank's
-environment before the process group exists (the lent machines' notes say why).
+NCCL runs keep NVLink multicast off: `NCCL_ENVIRONMENT` (NCCL_NVLS_ENABLE=0, and the same
+switch for PyTorch's symmetric memory and NVSHMEM) is set in every rank's environment
+before its process group exists: on shared multi-GPU hosts a program using multicast can
+take the host's GPUs out of service.
 """
 
 from __future__ import annotations
@@ -31,8 +33,13 @@ import torch.distributed as dist
 LOCALHOST = "127.0.0.1"
 """Where a spawned group meets (MASTER_ADDR)."""
 
-NCCL_ENVIRONMENT = {"NCCL_NVLS_ENABLE": "0"}
-"""Set in every NCCL rank's environment: NVLink multicast stays off."""
+NCCL_ENVIRONMENT = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
+"""Set in every NCCL rank's environment (and by the benchmark before it spawns ranks):
+NVLink multicast stays off."""
 
 COLLECTIVE_TIMEOUT_S = 120.0
 """How long a collective waits for its peers before it fails (a rank that died)."""
