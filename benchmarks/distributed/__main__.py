@@ -124,9 +124,16 @@ def make_config(args: argparse.Namespace, device: torch.device, argv: list[str])
         steps=args.steps if args.steps is not None else QUICK_STEPS if args.quick else STEPS,
         cpu_compile=args.cpu_compile,
         out=str(out),
-        command=("python -m benchmarks.distributed " + " ".join(argv)).strip(),
+        command=f"{_launcher()} -m benchmarks.distributed {' '.join(argv)}".strip(),
         merge=not args.fresh,
     )
+
+
+def _launcher() -> str:
+    """How this run was started, for the record's command line."""
+    if launched_by_torchrun():
+        return f"torchrun --nproc-per-node {os.environ.get('LOCAL_WORLD_SIZE', '?')}"
+    return "python"
 
 
 def _world_size(args: argparse.Namespace, device: torch.device) -> int:
