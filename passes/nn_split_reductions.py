@@ -123,6 +123,7 @@ class SplitReduction(RewritePattern):
         ops: list[Operation] = []
 
         def add(new: Operation) -> SSAValue:
+            new.location = op.location  # errors in later stages point at the reduction
             ops.append(new)
             return new.results[0]
 
@@ -195,14 +196,15 @@ def _reshaped(
     if not movable:
         return add(nn.ReshapeOp(value, target))
     operands = [reshaped(x, shape, add, op, done, depth + 1) for x in op.operands]
-    return add(
-        type(op).create(
-            operands=operands,
-            result_types=[target],
-            attributes=dict(op.attributes),
-            properties=dict(op.properties),
-        )
+    rebuilt = type(op).create(
+        operands=operands,
+        result_types=[target],
+        attributes=dict(op.attributes),
+        properties=dict(op.properties),
     )
+    result = add(rebuilt)
+    rebuilt.location = op.location  # the rebuilt op is the one the user wrote
+    return result
 
 
 @dataclass(frozen=True)
