@@ -75,9 +75,24 @@ DECOMPOSED_OPS = [
     aten.hardswish,
     aten.hardsigmoid,
     aten.logsumexp,
+    aten.smooth_l1_loss,
+    aten.smooth_l1_loss_backward,
+    aten.huber_loss,
+    aten.huber_loss_backward,
+    aten.native_group_norm,
+    aten.native_group_norm_backward,
+    aten.native_batch_norm,
+    aten.native_batch_norm_backward,
+    aten._native_batch_norm_legit,
+    aten._native_batch_norm_legit_no_training,
+    aten._native_batch_norm_legit_functional,
+    aten.repeat,
 ]
 """Ops AOTAutograd expands (via torch._decomp) into ops the table takes. Forward
-composites the fuser wants whole (softmax, layer_norm, gelu, ...) are kept."""
+composites the fuser wants whole (softmax, layer_norm, gelu, ...) are kept; the norm
+families (GroupNorm, BatchNorm in every mode, InstanceNorm through `repeat`) and their
+backward are expanded into statistics and a per-channel scale and shift, as Inductor
+runs them."""
 
 
 def decompositions() -> dict[Any, Callable[..., Any]]:

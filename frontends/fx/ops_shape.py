@@ -42,6 +42,38 @@ def view(ctx: ImportContext, node: Node) -> Imported:
     return ctx.reshape(ctx.value(node.args[0]), ctx.out_type().get_shape())
 
 
+def contiguous_strides(shape: Sequence[int]) -> list[int]:
+    """Row-major strides of `shape` (in elements)."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return strides[::-1]
+
+
+@register(aten.as_strided.default)
+def as_strided(ctx: ImportContext, node: Node) -> Imported:
+    """as_strided(x, size, stride, storage_offset) where it reads all of a contiguous `x`
+    in order (row-major strides of `size`, same element count, no offset past x's own)
+    is a reshape, as decompositions emit it; any other stride pattern reads memory that
+    nn's values do not describe and is left to PyTorch."""
+    x = ctx.value(node.args[0])
+    example = ctx.val(node.args[0])
+    size = ctx.int_list(node.args[1], "size")
+    stride = ctx.int_list(node.args[2], "stride")
+    offset = ctx.arg(3, "storage_offset", None)
+    if not isinstance(example, torch.Tensor) or not example.is_contiguous():
+        raise ctx.fail("as_strided of a tensor that is not contiguous")
+    if offset is not None and offset != example.storage_offset():
+        raise ctx.fail(f"as_strided with storage offset {offset}")
+    reads_in_order = all(
+        n == 1 or s == c for n, s, c in zip(size, stride, contiguous_strides(size), strict=True)
+    )
+    if not reads_in_order or torch.Size(size).numel() != example.numel():
+        raise ctx.fail(f"as_strided to size {size} with strides {stride} is not a reshape")
+    return ctx.reshape(x, ctx.out_type().get_shape())
+
+
 @register(aten.expand.default)
 def expand(ctx: ImportContext, node: Node) -> Imported:
     """expand(x, sizes) is an nn.broadcast to the result shape."""

@@ -1,0 +1,205 @@
+"""GroupNorm, InstanceNorm, BatchNorm (inference and training with running statistics)
+and the smooth-L1 / Huber losses compile without running any op in PyTorch (issue 19).
+
+AOTAutograd expands them with PyTorch's own decompositions (the table in
+frontends/fx/dynamo_backend.py) into reductions and elementwise ops nn has; the
+decompositions' `as_strided` reshapes lower as reshapes. Checked against eager and a
+float64 run at shapes of every rank and size the norms take (one element per group,
+one group, one channel per group, ragged sizes), with non-trivial weights, on the
+interpreter and the Triton backend, in inference and (interpreter) in training:
+outputs, gradients and the updated running statistics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_frontend_common import positive, randn
+
+import fuseopt
+
+GROUP_NORM_SHAPES = [
+    ((2, 8, 5, 3), 4),
+    ((1, 6, 7), 3),  # 3-D (N, C, L)
+    ((3, 4, 1, 1), 4),  # one element per group: variance 0
+    ((2, 6, 2, 3, 5), 2),  # 5-D
+    ((1, 12, 17, 9), 1),  # one group (a layer norm over C, H, W)
+    ((2, 5, 11), 5),  # a group per channel (an instance norm)
+    ((5, 4), 2),  # 2-D (N, C)
+]
+
+
+def _check(
+    fn: Callable[..., torch.Tensor],
+    inputs: tuple[torch.Tensor, ...],
+    backend: str,
+    dtype: torch.dtype,
+) -> None:
+    """`fn` compiled strictly (no op left to PyTorch) matches eager within eager's own
+    error against float64 (plus a rounding of the result dtype)."""
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, backend=backend, strict=True)
+        got = compiled(*inputs)
+        expected = fn(*inputs)
+        reference = fn(*(t.double() if t.is_floating_point() else t for t in inputs))
+    assert compiled.regions and not compiled.fallbacks, compiled.fusion_report()
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    eps = torch.finfo(dtype).eps
+    scale = max(reference.abs().max().item(), 1.0)
+    error = (got.double() - reference).abs().max().item()
+    eager_error = (expected.double() - reference).abs().max().item()
+    assert error <= 2 * eager_error + 4 * eps * scale, (error, eager_error)
+
+
+def _affine(channels: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    return randn(channels, dtype=dtype, seed=7) + 1, randn(channels, dtype=dtype, seed=8)
+
+
+@pytest.mark.parametrize(("shape", "groups"), GROUP_NORM_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_group_norm(shape: tuple[int, ...], groups: int, dtype: torch.dtype) -> None:
+    x = randn(*shape, dtype=dtype, seed=1) * 3 + 1
+    w, b = _affine(shape[1], dtype)
+    _check(lambda x, w, b: F.group_norm(x, groups, w, b, 1e-5), (x, w, b), "interpret", dtype)
+
+
+def test_group_norm_without_affine_f16() -> None:
+    x = randn(2, 6, 4, 4, dtype=torch.float16, seed=2) * 50
+    _check(lambda x: F.group_norm(x, 3), (x,), "interpret", torch.float16)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_instance_norm(affine: bool) -> None:
+    x = randn(3, 4, 5, 7, seed=3) - 2
+    w, b = _affine(4, torch.float32)
+    fn = (
+        (lambda x, w, b: F.instance_norm(x, weight=w, bias=b))
+        if affine
+        else (lambda x, w, b: F.instance_norm(x) + 0 * w.sum() + 0 * b.sum())
+    )
+    _check(fn, (x, w, b), "interpret", torch.float32)
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (2, 7), (3, 5, 9), (1, 2, 1, 1, 3)], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_batch_norm_inference(shape: tuple[int, ...], dtype: torch.dtype) -> None:
+    c = shape[1]
+    x = randn(*shape, dtype=dtype, seed=4)
+    mean, var = randn(c, dtype=dtype, seed=5), positive(c, dtype=dtype, seed=6)
+    w, b = _affine(c, dtype)
+    fn = lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False, eps=1e-3)  # noqa: E731
+    _check(fn, (x, mean, var, w, b), "interpret", dtype)
+
+
+def test_batch_norm_batch_statistics() -> None:
+    """training=True without running statistics: normalized by the batch's own."""
+    x = randn(6, 3, 4, 5, seed=9) * 2
+    w, b = _affine(3, torch.float32)
+    fn = lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True)  # noqa: E731
+    _check(fn, (x, w, b), "interpret", torch.float32)
+
+
+@pytest.mark.parametrize(
+    ("name", "fn"),
+    [
+        ("group_norm", lambda x, w, b: F.group_norm(x, 2, w, b)),
+        ("batch_norm_eval", lambda x, w, b: F.batch_norm(x, b, w.abs() + 0.5, w, b)),
+        ("instance_norm", lambda x, w, b: F.instance_norm(x, weight=w, bias=b)),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_norms_on_triton(name: str, fn: Callable[..., torch.Tensor], dtype: torch.dtype) -> None:
+    x = randn(2, 4, 6, 5, dtype=dtype, seed=10) + 0.5
+    w, b = _affine(4, dtype)
+    _check(fn, (x, w, b), "triton", dtype)
+
+
+def test_batch_norm_training_step_updates_running_statistics() -> None:
+    """A BatchNorm2d module in training mode: output, the gradients of input, weight
+    and bias, and the running mean / variance after two steps, as eager."""
+    torch.manual_seed(0)
+    eager = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 1), torch.nn.BatchNorm2d(4)).train()
+    with torch.no_grad():
+        eager[1].weight.copy_(randn(4, seed=11) + 1)
+        eager[1].bias.copy_(randn(4, seed=12))
+    ours = type(eager)(*[type(m)(**_init_args(m)) for m in eager]).train()
+    ours.load_state_dict(eager.state_dict())
+    torch._dynamo.reset()
+    compiled = torch.compile(ours, backend="fuseopt", options={"backend": "interpret"})
+    for step in range(2):
+        x = randn(5, 3, 6, 7, seed=20 + step).requires_grad_()
+        x_ours = x.detach().clone().requires_grad_()
+        expected, got = eager(x), compiled(x_ours)
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+        expected.square().sum().backward()
+        got.square().sum().backward()
+        torch.testing.assert_close(x_ours.grad, x.grad, rtol=1e-4, atol=1e-4)
+    bn_eager, bn_ours = eager[1], ours[1]
+    torch.testing.assert_close(bn_ours.weight.grad, bn_eager.weight.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(bn_ours.bias.grad, bn_eager.bias.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(bn_ours.running_mean, bn_eager.running_mean)
+    torch.testing.assert_close(bn_ours.running_var, bn_eager.running_var)
+    assert int(bn_ours.num_batches_tracked) == 2
+
+
+def _init_args(m: torch.nn.Module) -> dict[str, object]:
+    if isinstance(m, torch.nn.Conv2d):
+        return {"in_channels": 3, "out_channels": 4, "kernel_size": 1}
+    return {"num_features": 4}
+
+
+def test_group_norm_gradients() -> None:
+    """GroupNorm's backward (decomposed) gives eager's gradients."""
+    x = (randn(2, 6, 3, 5, seed=30) * 2).requires_grad_()
+    w = (randn(6, seed=31) + 1).requires_grad_()
+    b = randn(6, seed=32).requires_grad_()
+    fn = lambda x, w, b: F.group_norm(x, 3, w, b).sin().sum()  # noqa: E731
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="fuseopt", options={"backend": "interpret"})
+    args_ours = [t.detach().clone().requires_grad_() for t in (x, w, b)]
+    fn(x, w, b).backward()
+    compiled(*args_ours).backward()
+    for ours, theirs in zip(args_ours, (x, w, b), strict=True):
+        torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize(
+    ("loss", "parameter"),
+    [("smooth_l1", 1.0), ("smooth_l1", 0.3), ("smooth_l1", 0.0), ("huber", 0.7)],
+    ids=str,
+)
+def test_smooth_l1_and_huber(loss: str, parameter: float, reduction: str) -> None:
+    a, b = randn(4, 33, seed=40) * 2, randn(4, 33, seed=41)
+    if loss == "smooth_l1":
+        fn = lambda a, b: F.smooth_l1_loss(a, b, reduction=reduction, beta=parameter)  # noqa: E731
+    else:
+        fn = lambda a, b: F.huber_loss(a, b, reduction=reduction, delta=parameter)  # noqa: E731
+    _check(fn, (a, b), "interpret", torch.float32)
+
+
+def test_huber_loss_on_triton_bf16() -> None:
+    a, b = randn(3, 40, dtype=torch.bfloat16, seed=42), randn(3, 40, dtype=torch.bfloat16)
+    _check(lambda a, b: F.huber_loss(a, b), (a, b), "triton", torch.bfloat16)
+
+
+@pytest.mark.parametrize(
+    ("size", "stride", "reshape"),
+    [([4, 6], [6, 1], True), ([2, 12], [12, 1], True), ([4, 6], [1, 4], False)],
+    ids=str,
+)
+def test_as_strided_is_a_reshape_only_when_it_reads_in_order(
+    size: list[int], stride: list[int], reshape: bool
+) -> None:
+    """as_strided of a contiguous tensor in row-major order compiles; any other stride
+    pattern runs in PyTorch, logged, with eager's result."""
+    x = randn(2, 3, 4, seed=50)
+    fn = lambda x: torch.as_strided(x * 2, size, stride) + 1  # noqa: E731
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, backend="interpret")
+        torch.testing.assert_close(compiled(x), fn(x))
+    assert bool(compiled.fallbacks) != reshape, compiled.fusion_report()
