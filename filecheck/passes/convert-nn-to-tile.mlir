@@ -278,27 +278,30 @@ func.func @library_gemm(%x: tensor<40x24xbf16>, %w: tensor<50x24xbf16>) -> tenso
 // Ops outside fusions: one kernel each (a lone transpose is a copy: a one-program
 // whole_tensor kernel, which each backend prints as its own tuned copy; transposes inside
 // fused groups are indexed); a result used later is written into its out-param and
-// read from there; intermediates are tile.alloc temporaries; a returned input is copied.
+// read from there; a value returned only reshaped is computed into its out-param viewed
+// in its shape (no copy kernel); a returned input, reshaped or not, is copied.
 // CHECK-LABEL: tile.kernel @host_exp
 // CHECK-LABEL: tile.kernel @host_transpose grid 1
 // CHECK-SAME:  attributes {schedule = "whole_tensor"}
 // CHECK:       nn.transpose %{{.*}} [1, 0] : tensor<3x5xf32> -> tensor<5x3xf32>
+// CHECK-LABEL: tile.kernel @host_reshape
 // CHECK-LABEL: tile.kernel @copy
 // CHECK-LABEL: func.func @host
-// CHECK-SAME:  (%[[X:.*]]: memref<3x5xf32>, %[[R0:.*]]: memref<3x5xf32> {tile.output}, %[[R1:.*]]: memref<15xf32> {tile.output}, %[[R2:.*]]: memref<3x5xf32> {tile.output}, %[[R3:.*]]: memref<5x3xf32> {tile.output})
+// CHECK-SAME:  (%[[X:.*]]: memref<3x5xf32>, %[[R0:.*]]: memref<3x5xf32> {tile.output}, %[[R1:.*]]: memref<15xf32> {tile.output}, %[[R2:.*]]: memref<3x5xf32> {tile.output}, %[[R3:.*]]: memref<5x3xf32> {tile.output}, %[[R4:.*]]: memref<15xf32> {tile.output})
 // CHECK-NEXT:  tile.launch @host_exp grid [1] (%[[X]], %[[R2]])
-// CHECK-NEXT:  %[[T:.*]] = tile.alloc : memref<3x5xf32>
-// CHECK-NEXT:  tile.launch @host_neg grid [1] (%[[R2]], %[[T]])
-// CHECK-NEXT:  tile.launch @host_reshape grid [1] (%[[T]], %[[R1]]) : memref<3x5xf32>, memref<15xf32>
+// CHECK-NEXT:  %[[V:.*]] = tile.view %[[R1]] : memref<15xf32> -> memref<3x5xf32>
+// CHECK-NEXT:  tile.launch @host_neg grid [1] (%[[R2]], %[[V]])
 // CHECK-NEXT:  tile.launch @host_transpose grid [1] (%[[R2]], %[[R3]])
+// CHECK-NEXT:  tile.launch @host_reshape grid [1] (%[[X]], %[[R4]]) : memref<3x5xf32>, memref<15xf32>
 // CHECK-NEXT:  tile.launch @copy grid [1] (%[[X]], %[[R0]])
 // CHECK-NEXT:  func.return
-func.func @host(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<15xf32>, tensor<3x5xf32>, tensor<5x3xf32>) {
+func.func @host(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<15xf32>, tensor<3x5xf32>, tensor<5x3xf32>, tensor<15xf32>) {
   %e = nn.exp %x : tensor<3x5xf32>
   %n = nn.neg %e : tensor<3x5xf32>
   %r = nn.reshape %n : tensor<3x5xf32> -> tensor<15xf32>
   %t = nn.transpose %e [1, 0] : tensor<3x5xf32> -> tensor<5x3xf32>
-  func.return %x, %r, %e, %t : tensor<3x5xf32>, tensor<15xf32>, tensor<3x5xf32>, tensor<5x3xf32>
+  %rx = nn.reshape %x : tensor<3x5xf32> -> tensor<15xf32>
+  func.return %x, %r, %e, %t, %rx : tensor<3x5xf32>, tensor<15xf32>, tensor<3x5xf32>, tensor<5x3xf32>, tensor<15xf32>
 }
 
 // -----
@@ -553,4 +556,22 @@ func.func @head_transpose(%x: tensor<2x5x3x16xbf16>, %z: tensor<2x3x5x16xbf16>) 
     nn.yield %m : tensor<2x3x5x16xbf16>
   }
   func.return %0 : tensor<2x3x5x16xbf16>
+}
+
+// -----
+
+// A column reduction (over the first of two dims) of 300 rows: keeping the column whole
+// would leave tiles of 6 columns (24-byte rows), so the tile is 32 rows x 64 columns
+// (256-byte rows) and the program loops over the rows, masked at 300 and at 200 columns.
+// CHECK-LABEL: tile.kernel @columns_sum grid 1
+// CHECK-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 300, 200>, block_sizes = array<i64: 32, 64>, reduce_dim = 0 : i64
+// CHECK-SAME:  candidates = [{"block-cols" = 32 : i64, "block-rows" = 64 : i64}
+// CHECK:       scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<64xf32>)
+// CHECK:       tile.load %{{.*}}[%[[R]], %{{.*}}] : memref<300x200xf32> -> tensor<32x64xf32>
+// CHECK:       tile.reduce sum %{{.*}} axis 0 : tensor<32x64xf32> -> tensor<64xf32>
+// CHECK-LABEL: func.func @columns
+// CHECK:       tile.launch @columns_sum grid [4]
+func.func @columns(%x: tensor<300x200xf32>) -> tensor<200xf32> {
+  %s = nn.sum %x [0] : tensor<300x200xf32> -> tensor<200xf32>
+  func.return %s : tensor<200xf32>
 }

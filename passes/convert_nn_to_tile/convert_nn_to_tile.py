@@ -54,7 +54,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
 from fuseopt.diagnostics import CompileError, error_at
@@ -150,6 +150,35 @@ def _view_broadcasts(block: Block, returned: set[SSAValue]) -> set[Operation]:
     return found
 
 
+def _reshaped_outputs(
+    block: Block, out_param: dict[SSAValue, SSAValue], view_broadcasts: set[Operation]
+) -> dict[SSAValue, SSAValue]:
+    """Values returned only through a reshape, mapped to that reshape's out-param:
+    the op computing such a value writes it into the out-param viewed in its shape, so
+    the reshape costs nothing (a copy kernel otherwise). Only values a kernel or call
+    computes into a buffer of their own qualify: not arguments, views (reshapes, view
+    broadcasts) or values returned themselves."""
+    found: dict[SSAValue, SSAValue] = {}
+    claimed: set[SSAValue] = set()
+    for op in block.ops:
+        if not isinstance(op, nn.ReshapeOp) or op.result not in out_param:
+            continue
+        source, param = op.input, out_param[op.result]
+        producer = source.owner
+        if (
+            not isinstance(producer, Operation)
+            or isinstance(producer, nn.ReshapeOp)
+            or producer in view_broadcasts
+            or source in out_param
+            or source in found
+            or param in claimed
+        ):
+            continue
+        found[source] = param
+        claimed.add(param)
+    return found
+
+
 def _needs_lowering(f: func.FuncOp) -> bool:
     types = [*f.function_type.inputs.data, *f.function_type.outputs.data]
     if any(isinstance(t, TensorType) for t in types):
@@ -189,6 +218,7 @@ class HostLowering:
         """Out-params that already hold a value (a set: a dict of buffers scanned per
         result was quadratic in a function with thousands of results)."""
         self.view_broadcasts = _view_broadcasts(old, set(self.out_param))
+        self.reshaped_outputs = _reshaped_outputs(old, self.out_param, self.view_broadcasts)
         for op in list(old.ops):
             self._lower_top(op)
         for v, p in zip(ret.arguments, args[len(ins) :], strict=True):
@@ -248,6 +278,9 @@ class HostLowering:
         if op.dialect_name() != "nn":
             raise error_at(op, f"convert-nn-to-tile: cannot lower {op.name} on the host")
         r = op.results[0]
+        if isinstance(op, nn.ReshapeOp) and self._reshape_is_written(op):
+            self.buffers[r] = self.out_param[r]  # its operand was computed into it
+            return
         if isinstance(op, nn.ReshapeOp) and r not in self.out_param:
             t = r.type
             assert isinstance(t, TensorType)
@@ -286,6 +319,19 @@ class HostLowering:
             return
         self._group(group, ins, outs, self._hint(op))
 
+    def _reshape_is_written(self, op: nn.ReshapeOp) -> bool:
+        """Whether `op`'s operand was computed straight into the out-param that `op`'s
+        result is returned in (see `_reshaped_outputs`)."""
+        param = self.out_param.get(op.result)
+        source = self.buffers.get(op.input)
+        return (
+            param is not None
+            and self.reshaped_outputs.get(op.input) is param
+            and isinstance(source, OpResult)
+            and isinstance(source.op, tile.ViewOp)
+            and source.op.source is param
+        )
+
     def _torch_call(self, op: nn.TorchCallOp) -> None:
         """`tile.torch_call` on the operands' buffers, into a buffer per result."""
         outs = []
@@ -299,12 +345,20 @@ class HostLowering:
         return f"{self.f.sym_name.data}_{op.name.split('.')[-1]}"
 
     def _result_buffer(self, v: SSAValue) -> SSAValue:
-        """The out-param for a returned value (first use), else a new temporary."""
+        """The out-param for a returned value (first use); for a value returned only
+        reshaped, the out-param viewed in its shape (no copy kernel); else a new
+        temporary."""
         if v in self.out_param and self.out_param[v] not in self.written_params:
             self.written_params.add(self.out_param[v])
             return self.out_param[v]
         t = v.type
         assert isinstance(t, TensorType)
+        param = self.reshaped_outputs.get(v)
+        if param is not None and param not in self.written_params:
+            self.written_params.add(param)
+            view = tile.ViewOp(param, MemRefType(t.element_type, t.get_shape()))
+            self.block.add_op(view)
+            return view.result
         alloc = tile.AllocOp(MemRefType(t.element_type, t.get_shape()))
         self.block.add_op(alloc)
         return alloc.result
