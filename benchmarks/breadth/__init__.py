@@ -95,7 +95,9 @@ class Case:
     """One breadth case: ``fn(*inputs, *weights)`` at a few shapes.
 
     `inputs` and `weights` map a shape's dims to the tensors' specs; `flops` counts
-    matrix-multiply FLOPs (0 elsewhere); `group` names the family in tables.
+    matrix-multiply FLOPs (0 elsewhere); `group` names the family in tables;
+    `sanity_rel_l2` is eager's largest trusted error against float64 where eager itself
+    is known to be far off (a 16-bit scan accumulates in 16 bits: None for the default).
     """
 
     name: str
@@ -107,6 +109,7 @@ class Case:
     quick: Shape
     weights: Specs = field(default=lambda dims: ())
     flops: Callable[[Dims], int] = field(default=lambda dims: 0)
+    sanity_rel_l2: float | None = None
 
     def make_model(
         self, dims: Dims, dtype: torch.dtype, device: torch.device, seed: int
@@ -142,4 +145,5 @@ class Case:
             make_inputs=self.make_inputs,
             min_bytes=self.min_bytes,
             flops=self.flops,
+            sanity_rel_l2=self.sanity_rel_l2,
         )

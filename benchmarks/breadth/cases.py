@@ -377,6 +377,11 @@ GEMM_EPILOGUES = (
     ),
 )
 
+SCAN_SANITY_REL_L2 = 0.25
+"""Eager's bf16 cumsum adds in bf16: over 4096 or 2^20 elements it is 6-8% off float64
+(H100, rel_l2), which is eager's accuracy, not a wrong reference; fuseopt is then held to
+the usual multiple of eager's error."""
+
 SCANS = (
     Case(
         "argmax_last",
@@ -404,6 +409,7 @@ SCANS = (
         _x,
         (shape(rows=4096, cols=4096), shape(rows=1 << 18, cols=128), shape(rows=4, cols=1 << 20)),
         quick(rows=3, cols=7),
+        sanity_rel_l2=SCAN_SANITY_REL_L2,
     ),
     Case(
         "cumsum_first",
@@ -413,6 +419,7 @@ SCANS = (
         _x,
         (shape(rows=4096, cols=4096),),
         quick(rows=7, cols=3),
+        sanity_rel_l2=SCAN_SANITY_REL_L2,
     ),
 )
 
