@@ -34,6 +34,10 @@ about `programs` programs or more); S = length / C must be at least 2. Everythin
 is left unchanged, so the shapes one program per row already fills (many rows) compile
 as before.
 
+Before splitting, a reduction over axes that are not adjacent (first and last) becomes
+one reduction per run of adjacent axes, the last run first (`ChainReduction`): the
+tiler schedules a run of axes, not a scattered set.
+
 Options: `max_rows` (default 264: two programs per SM of an H100), `min_length` (65536),
 `min_chunk` (1024), `max_chunk` (16384), `programs` (528: four per SM).
 """
@@ -138,7 +142,55 @@ class SplitReduction(RewritePattern):
             total = add(nn.CastOp(total, TensorType(element, kept)))
         if tuple(out.get_shape()) != kept:  # keepdim: the reduced axes back as size 1
             total = add(nn.ReshapeOp(total, out))
-        rewriter.replace_op(op, ops, [total])
+        rewriter.replace(op, ops, [total])
+
+
+def axis_runs(axes: tuple[int, ...]) -> list[list[int]]:
+    """Sorted `axes` as maximal runs of adjacent axes: (0, 2, 3) -> [[0], [2, 3]]."""
+    runs: list[list[int]] = []
+    for a in sorted(axes):
+        if runs and runs[-1][-1] == a - 1:
+            runs[-1].append(a)
+        else:
+            runs.append([a])
+    return runs
+
+
+class ChainReduction(RewritePattern):
+    """Rewrites a reduction over axes that are not adjacent (a sum over the first and
+    last axes) into one reduction per run of adjacent axes, the last run first: each is
+    a row or column reduction the tiler schedules, where the whole op would be one
+    program. Sums and means keep f32 intermediates; a mean of equal groups' means is
+    the mean; max and min are exact in any order."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.ReductionOp, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, nn.SumOp | nn.MeanOp | nn.ReduceMaxOp | nn.ReduceMinOp):
+            return
+        runs = axis_runs(op.axis_list)
+        if len(runs) < 2:
+            return
+        t, out = op.operands[0].type, op.results[0].type
+        assert isinstance(t, TensorType) and isinstance(out, TensorType)
+        element = t.element_type
+        ops: list[Operation] = []
+
+        def add(new: Operation) -> SSAValue:
+            new.location = op.location
+            ops.append(new)
+            return new.results[0]
+
+        x = op.operands[0]
+        wide = isinstance(op, WIDENED) and is_float(element) and element != f32
+        if wide:
+            x = add(nn.CastOp(x, TensorType(f32, t.get_shape())))
+        for run in reversed(runs):  # later runs first: earlier axes keep their index
+            x = add(type(op)(x, run))
+        if wide:
+            x = add(nn.CastOp(x, TensorType(element, x.type.get_shape())))  # type: ignore[attr-defined]
+        if x.type != out:  # keepdim: the reduced axes back as size 1
+            x = add(nn.ReshapeOp(x, out))
+        rewriter.replace(op, ops, [x])
 
 
 ELEMENTWISE = (
@@ -225,5 +277,6 @@ class NNSplitReductionsPass(ModulePass):
     """About how many programs stage one should have (default: four per SM of an H100)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(ChainReduction(), apply_recursively=False).rewrite_module(op)
         walker = PatternRewriteWalker(SplitReduction(self), apply_recursively=False)
         walker.rewrite_module(op)

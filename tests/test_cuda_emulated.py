@@ -55,6 +55,26 @@ CASES = {
     "mlp_128_tiles": mlp(256, 256, 1024),
     "mlp_ragged": mlp(50, 72, 100),
     "gated_mlp": gated_mlp(32, 64, 48),
+    # a column reduction of 300 rows: 64-column tiles looping over the rows (issue 19)
+    "column_sum_looped": """
+func.func @main(%x: tensor<300x70xbf16>) -> tensor<70xbf16> {
+  %s = nn.sum %x [0] : tensor<300x70xbf16> -> tensor<70xbf16>
+  func.return %s : tensor<70xbf16>
+}
+""",
+    "middle_axis_max_looped": """
+func.func @main(%x: tensor<2x260x9xbf16>) -> tensor<2x9xbf16> {
+  %s = nn.reduce_max %x [1] : tensor<2x260x9xbf16> -> tensor<2x9xbf16>
+  func.return %s : tensor<2x9xbf16>
+}
+""",
+    # axes in two runs: a row sum, then a column sum (nn-split-reductions)
+    "first_and_last_axes_sum": """
+func.func @main(%x: tensor<40x6x33xbf16>) -> tensor<6xbf16> {
+  %s = nn.sum %x [0, 2] : tensor<40x6x33xbf16> -> tensor<6xbf16>
+  func.return %s : tensor<6xbf16>
+}
+""",
     # a PyTorch op kept as a call between kernels: the host plan runs it in PyTorch
     "torch_call_between_kernels": """
 func.func @main(%x: tensor<6x100xbf16>) -> tensor<6x100xbf16> {

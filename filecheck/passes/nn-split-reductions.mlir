@@ -50,3 +50,22 @@ func.func @unchanged(%x: tensor<512x131072xf32>, %y: tensor<40000xf32>, %z: tens
   %d = nn.sum %w [0] : tensor<100001xf32> -> tensor<f32>
   func.return %a, %b, %c, %d : tensor<512xf32>, tensor<f32>, tensor<2x2xf32>, tensor<f32>
 }
+
+// -----
+
+// Axes in two runs (the first and the last): one reduction per run, the last run first,
+// in f32 between them for a bf16 sum; a max needs no widening; keepdim reshapes at the end.
+// CHECK-LABEL: func.func @first_and_last
+// CHECK-NEXT:  %[[W:.*]] = nn.cast %{{.*}} : tensor<8x4x16xbf16> -> tensor<8x4x16xf32>
+// CHECK-NEXT:  %[[R:.*]] = nn.sum %[[W]] [2] : tensor<8x4x16xf32> -> tensor<8x4xf32>
+// CHECK-NEXT:  %[[C:.*]] = nn.sum %[[R]] [0] : tensor<8x4xf32> -> tensor<4xf32>
+// CHECK-NEXT:  %[[B:.*]] = nn.cast %[[C]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK-NEXT:  %[[M1:.*]] = nn.reduce_max %{{.*}} [2] : tensor<8x4x16xbf16> -> tensor<8x4xbf16>
+// CHECK-NEXT:  %[[M0:.*]] = nn.reduce_max %[[M1]] [0] : tensor<8x4xbf16> -> tensor<4xbf16>
+// CHECK-NEXT:  %[[K:.*]] = nn.reshape %[[M0]] : tensor<4xbf16> -> tensor<1x4x1xbf16>
+// CHECK-NEXT:  func.return %[[B]], %[[K]]
+func.func @first_and_last(%x: tensor<8x4x16xbf16>) -> (tensor<4xbf16>, tensor<1x4x1xbf16>) {
+  %s = nn.sum %x [0, 2] : tensor<8x4x16xbf16> -> tensor<4xbf16>
+  %m = nn.reduce_max %x [0, 2] keepdim : tensor<8x4x16xbf16> -> tensor<1x4x1xbf16>
+  func.return %s, %m : tensor<4xbf16>, tensor<1x4x1xbf16>
+}

@@ -17,6 +17,10 @@ The rules (element counts are per program; H100: 4 warps x 32 threads x 8 elemen
 - row reduction: the whole row in one program when next_pow2(row) <= max_row_block
   (8192), with several rows per program for short rows (about 2048 elements); longer
   rows loop over chunks of 2048 (one row per program; `row-chunk` sets it);
+- column reduction (over a dim that is not innermost): the reduced dim whole as above
+  while that leaves 16 columns or more per tile (NARROW_COLUMNS), else 64 columns
+  (COLUMN_BLOCK) and 32 rows per step, looping over the reduced dim (rows of a few
+  bytes waste most of every sector read);
 - matmul: BM = BN = 128 (64 when the dim is <= 64, down to 16), BK = 64 (down to 16
   for short K), GROUP_M = 8 for grouped (L2-friendly) program order; a dual GEMM
   (two accumulators) caps BN at 64;
@@ -53,6 +57,13 @@ ROW_CHUNK = 2048
 """Column chunk of a looped (long-row) reduction."""
 POINTWISE_BLOCK = 1024
 """Elements per program of a pointwise kernel."""
+NARROW_COLUMNS = 16
+"""Fewest columns a column reduction's tile may keep the reduced dim whole with (16 x 2
+bytes: one whole 32-byte sector per row of a 16-bit tile)."""
+COLUMN_BLOCK = 64
+"""Columns of a column reduction's tile (a reduction over a dim that is not innermost)
+when keeping the reduced dim whole would leave fewer: 64 x 2 bytes = 128-byte rows,
+whole sectors (the tile loops over the reduced dim in rows of 2048 / 64)."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +228,8 @@ def _choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
             # a row of 3 parts holds a non-power-of-two count: round the budget down
             budget = prev_pow2(2048 // row_elements) if not looped else 1
             dims[rows] = opts.block_rows or min(next_pow2(sizes[rows]), budget)
+            if _is_narrow_column_block(space, opts, rows, dims[rows]):
+                return _column_blocks(space, dims, rows)
         return Blocks(dims, looped=looped)
     m, n = tiled
     dims[m] = opts.block_m or _mm_block(sizes[m])
@@ -225,6 +238,41 @@ def _choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
         dims[n] = min(dims[n], 64)  # a dual GEMM holds two accumulators in registers
     bk = opts.block_k or min(64, max(16, next_pow2(space.k_size)))
     return Blocks(dims, group_m=opts.group_m or 8, block_k=bk)
+
+
+def _is_narrow_column_block(
+    space: IterationSpace, opts: TileOptions, cols: int, block: int
+) -> bool:
+    """Whether a reduction over a non-innermost dim (a column reduction) was given a
+    column block under NARROW_COLUMNS (the reduced dim long, kept whole): each row of
+    the tile is then a few bytes, and most of every sector read is wasted. Forced sizes
+    and slices/concats keep their blocks."""
+    k = space.reduce_dim
+    forced = opts.block_rows is not None or opts.block_cols is not None
+    return (
+        not forced
+        and not space.parts
+        and k is not None
+        and cols > k
+        and block < NARROW_COLUMNS
+        and space.sizes[cols] > block
+    )
+
+
+def _column_blocks(space: IterationSpace, dims: dict[int, int], cols: int) -> Blocks:
+    """Column reduction blocks that read coalesced: COLUMN_BLOCK columns (fewer when
+    the row is shorter) and rows to fill 2048 elements, looping over the reduced dim."""
+    k = space.reduce_dim
+    assert k is not None
+    dims = dict(dims)
+    dims[cols] = min(next_pow2(space.sizes[cols]), COLUMN_BLOCK)
+    dims[k] = min(next_pow2(space.sizes[k]), max(1, 2048 // dims[cols]))
+    return Blocks(dims, looped=dims[k] < space.sizes[k])
+
+
+COLUMN_CANDIDATES = ((32, 64), (64, 32), (16, 128), (128, 16), (64, 64))
+"""(reduced rows, columns) per step that the autotuner tries on a looped column
+reduction (block-cols sizes the reduced dim, block-rows the columns)."""
 
 
 def _mm_block(n: int) -> int:
@@ -241,6 +289,8 @@ def candidates(space: IterationSpace, chosen: Blocks) -> list[dict[str, int]]:
     if space.kind == REDUCTION:
         k = space.reduce_dim
         assert k is not None
+        if chosen.looped and k < tiled_dims(space)[-1]:  # a column reduction
+            return [{"block-cols": r, "block-rows": c} for r, c in COLUMN_CANDIDATES]
         if chosen.looped:
             return [{"block-cols": c} for c in (1024, 2048, 4096)]
         return [{"block-rows": r} for r in (1, 2, 4, 8)]
