@@ -1,5 +1,5 @@
-"""Converters for reductions and row-wise ops: sum, mean, amax/amin, var/var_mean/std,
-softmax, log_softmax, layer_norm and rms_norm.
+"""Converters for reductions and row-wise ops: sum, mean, amax/amin, argmax/argmin and
+max.dim/min.dim, var/var_mean/std, softmax, log_softmax, layer_norm and rms_norm.
 
 Softmax and the norms become nn composites (`nn.softmax`, `nn.layer_norm`, ...), which
 `nn-decompose` expands and the fuser recognizes; statistics PyTorch returns besides
@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 
 import torch
 from torch.fx import Node
-from xdsl.dialects.builtin import TensorType, f32
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32, i64
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuseopt.dialects import nn
-from fuseopt.dialects.syntax import is_float
+from fuseopt.dialects.syntax import is_bool, is_float
 from fuseopt.frontends.fx.context import ImportContext, Imported, register
 from fuseopt.passes.nn_builder import NNBuilder
 from fuseopt.passes.nn_decompose import row_mean
@@ -57,6 +57,83 @@ register(aten.amax.default)(_reduce(nn.ReduceMaxOp, 1))
 register(aten.amin.default)(_reduce(nn.ReduceMinOp, 1))
 register(aten.max.default)(_reduce(nn.ReduceMaxOp, None))
 register(aten.min.default)(_reduce(nn.ReduceMinOp, None))
+
+
+def _first_index_where_extreme(
+    ctx: ImportContext, x: SSAValue, axis: int, largest: bool
+) -> tuple[SSAValue, SSAValue]:
+    """(extreme, index) of `x` along `axis`, both keepdim: the max (or min) and the
+    first index holding it, as PyTorch's argmax/argmin and max.dim/min.dim give: a row
+    holding NaN has NaN as its extreme and the first NaN's index. Built from a max
+    (min), a comparison and a min over indices, which nn-fuse runs as one row kernel."""
+    shape = _shape(x)
+    extreme = ctx.emit((nn.ReduceMaxOp if largest else nn.ReduceMinOp)(x, [axis], keepdim=True))
+    count = shape[axis]
+    dense = DenseIntOrFPElementsAttr.from_list(TensorType(i64, [count]), list(range(count)))
+    along = [count if d == axis else 1 for d in range(len(shape))]
+    index = ctx.broadcast(ctx.reshape(ctx.emit(nn.ConstantOp(dense, dense.type)), along), shape)
+    past_the_end = ctx.constant(count, i64, shape)
+    hit = ctx.emit(nn.CompareOp("eq", x, ctx.broadcast(extreme, shape)))
+    candidate = ctx.emit(nn.SelectOp(hit, index, past_the_end))
+    if is_float(_element(x)):  # a NaN is the extreme; x != x finds it
+        nan = ctx.emit(nn.CompareOp("ne", x, x))
+        candidate = ctx.emit(nn.SelectOp(nan, index, candidate))
+    first = ctx.emit(nn.ReduceMinOp(candidate, [axis], keepdim=True))
+    return extreme, first
+
+
+def _element(x: SSAValue) -> Attribute:
+    t = x.type
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def _index_reduction_input(ctx: ImportContext, node: Node, bools: bool) -> tuple[SSAValue, int]:
+    """The input of argmax/argmin/max.dim/min.dim and the axis it reduces (dim=None:
+    the input flattened, axis 0), checked; booleans only where PyTorch takes them
+    (`bools`: max.dim and min.dim, not argmax and argmin)."""
+    x = ctx.value(node.args[0])
+    if is_bool(_element(x)):
+        if not bools:
+            raise ctx.fail("argmax/argmin of a bool tensor (PyTorch raises)")
+        x = ctx.cast(x, i64)  # True is larger than False, as in PyTorch
+    dim = ctx.arg(1, "dim", None)
+    shape = _shape(x)
+    if dim is None:
+        x, dim = ctx.reshape(x, [math.prod(shape)]), 0
+    axis = ctx.axis(dim, max(len(shape), 1))
+    if not shape:
+        x, axis = ctx.reshape(x, [1]), 0
+    if _shape(x)[axis] == 0:
+        raise ctx.fail("argmax/argmin over an empty axis (PyTorch raises)")
+    return x, axis
+
+
+def _arg_extreme(largest: bool) -> Callable[..., Imported]:
+    def convert(ctx: ImportContext, node: Node) -> Imported:
+        x, axis = _index_reduction_input(ctx, node, bools=False)
+        _, first = _first_index_where_extreme(ctx, x, axis, largest)
+        return ctx.reshape(first, ctx.out_type().get_shape())
+
+    return convert
+
+
+def _extreme_with_index(largest: bool) -> Callable[..., Imported]:
+    def convert(ctx: ImportContext, node: Node) -> Imported:
+        x, axis = _index_reduction_input(ctx, node, bools=True)
+        extreme, first = _first_index_where_extreme(ctx, x, axis, largest)
+        values = ctx.cast(
+            ctx.reshape(extreme, ctx.out_type(0).get_shape()), ctx.out_type(0).element_type
+        )
+        return values, ctx.reshape(first, ctx.out_type(1).get_shape())
+
+    return convert
+
+
+register(aten.argmax.default)(_arg_extreme(largest=True))
+register(aten.argmin.default)(_arg_extreme(largest=False))
+register(aten.max.dim)(_extreme_with_index(largest=True))
+register(aten.min.dim)(_extreme_with_index(largest=False))
 
 
 def _f32(ctx: ImportContext, x: SSAValue) -> SSAValue:
