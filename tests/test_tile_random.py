@@ -22,10 +22,11 @@ PIPELINES = [
     "convert-nn-to-tile",
     "nn-fuse,convert-nn-to-tile,tile-promote",
     f"nn-fuse,{TINY},tile-promote",
+    "nn-split-reductions,nn-fuse,convert-nn-to-tile,tile-promote",
 ]
 
 
-@pytest.mark.parametrize("pipeline", PIPELINES, ids=["unfused", "fused", "fused-tiny-tiles"])
+@pytest.mark.parametrize("pipeline", PIPELINES, ids=["unfused", "fused", "fused-tiny-tiles", "split-fused"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=nn_graphs())
 def test_tiled_graph_matches_reference(pipeline: str, graph: RandomGraph) -> None:
