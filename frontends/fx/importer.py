@@ -32,6 +32,7 @@ from fuseopt.frontends.fx import (  # noqa: F401 - importing fills the op table
     ops_creation,
     ops_elementwise,
     ops_linalg,
+    ops_loss,
     ops_reduction,
     ops_shape,
 )
