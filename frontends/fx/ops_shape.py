@@ -1,5 +1,5 @@
 """Converters for shape ATen ops: views, reshapes, transposes, expand, slicing,
-concatenation and splits.
+concatenation, splits and constant padding.
 
 nn has value semantics, so views are plain reshapes; the result shape of every view is
 read from the node's example value rather than recomputed from `-1`s.
@@ -232,17 +232,43 @@ def unbind(ctx: ImportContext, node: Node) -> Imported:
     return tuple(ctx.reshape(p, rest) for p in _split(ctx, x, [1] * shape[dim], dim))
 
 
-def _pad_along(ctx: ImportContext, x: SSAValue, dim: int, before: int, after: int) -> SSAValue:
-    """`x` with `before` and `after` zeros added along `dim` (an nn.concat)."""
+def _pad_along(
+    ctx: ImportContext, x: SSAValue, dim: int, before: int, after: int, value: float = 0
+) -> SSAValue:
+    """`x` with `before` and `after` elements of `value` added along `dim` (an
+    nn.concat, which fused kernels index)."""
     t = _type(x)
 
-    def zeros(size: int) -> SSAValue:
+    def fill(size: int) -> SSAValue:
         shape = list(t.get_shape())
         shape[dim] = size
-        return ctx.constant(0, t.element_type, shape)
+        return ctx.constant(value, t.element_type, shape)
 
-    parts = [*([zeros(before)] if before else []), x, *([zeros(after)] if after else [])]
+    parts = [*([fill(before)] if before else []), x, *([fill(after)] if after else [])]
     return parts[0] if len(parts) == 1 else ctx.emit(nn.ConcatOp(parts, dim))
+
+
+@register(aten.constant_pad_nd.default)
+def constant_pad_nd(ctx: ImportContext, node: Node) -> Imported:
+    """constant_pad_nd(x, pad, value=0): `pad` holds (before, after) pairs from the last
+    dim backwards; a negative amount crops (a slice), a positive one adds `value`."""
+    x = ctx.value(node.args[0])
+    pad = ctx.int_list(node.args[1], "pad")
+    value = ctx.arg(2, "value", 0)
+    shape = list(_type(x).get_shape())
+    if len(pad) % 2 or len(pad) // 2 > len(shape):
+        raise ctx.fail(f"pad {pad} does not fit a tensor of rank {len(shape)}")
+    if not isinstance(value, int | float):
+        raise ctx.fail(f"pad value must be a number, got {value!r}")
+    for i in range(len(pad) // 2):
+        dim = len(shape) - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        size = _type(x).get_shape()[dim]
+        if size + min(before, 0) + min(after, 0) < 0:
+            raise ctx.fail(f"pad {pad} crops dim {dim} of size {size} below zero")
+        x = slice_value(ctx, x, dim, -min(before, 0), size + min(after, 0), 1)
+        x = _pad_along(ctx, x, dim, max(before, 0), max(after, 0), value)
+    return ctx.reshape(x, ctx.out_type().get_shape())
 
 
 @register(aten.slice_backward.default)
