@@ -914,6 +914,11 @@ class ConcatOp(IRDLOperation):
 # --------------------------------------------------------------------------- constant
 
 
+EXACT_INTEGERS = {Float32Type: 1 << 24, Float16Type: 1 << 11, BFloat16Type: 1 << 8}
+"""The largest integer magnitude each float type holds exactly (with every integer
+below it)."""
+
+
 @irdl_op_definition
 class ConstantOp(IRDLOperation):
     """A constant tensor: a splat scalar, or dense elements.
@@ -952,6 +957,30 @@ class ConstantOp(IRDLOperation):
         if values and all(x == values[0] for x in values):
             return values[0]
         return None
+
+    @property
+    def arange(self) -> tuple[int, int] | None:
+        """(start, step) when the dense values are start, start + step, ... along the
+        constant's one axis longer than 1 (an index vector, as `arange`, tril/triu and
+        argmax make), integers exact in the element type; else None. Kernels compute
+        such a constant from their tile indices instead of reading it."""
+        v = self.value
+        t = tensor_type(self.result, "result")
+        shape = t.get_shape()
+        if not isinstance(v, DenseIntOrFPElementsAttr) or sum(n > 1 for n in shape) != 1:
+            return None
+        if is_bool(t.element_type):
+            return None
+        values = v.get_values()
+        if not all(float(x).is_integer() for x in values):
+            return None
+        start, step = int(values[0]), int(values[1]) - int(values[0])
+        exact = EXACT_INTEGERS.get(type(t.element_type))
+        if exact is not None and max(abs(int(x)) for x in values) > exact:
+            return None
+        if step == 0 or any(int(x) != start + i * step for i, x in enumerate(values)):
+            return None
+        return start, step
 
     def verify_(self) -> None:
         t = tensor_type(self.result, "result")

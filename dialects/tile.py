@@ -811,6 +811,75 @@ class MaskOp(IRDLOperation):
 
 
 @irdl_op_definition
+class IotaOp(IRDLOperation):
+    """A tile of `start + step * (offset + i)` at position i of its one dim (a 0-d tile
+    holds `start + step * offset`), in the result's element type: an index vector
+    computed in the kernel instead of read from memory. Kernel-only.
+
+    Example:
+        %i = tile.iota %c start 0 step 1 : tensor<128xi64>
+    """
+
+    name = "tile.iota"
+    offset = operand_def(IndexType)
+    start = attr_def(IntegerAttr)
+    step = attr_def(IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, offset: SSAValue, start: int, step: int, t: TensorType):
+        super().__init__(
+            operands=[offset],
+            result_types=[t],
+            attributes={"start": IntegerAttr(start, i64), "step": IntegerAttr(step, i64)},
+        )
+
+    @property
+    def start_value(self) -> int:
+        """The value at offset 0."""
+        return self.start.value.data
+
+    @property
+    def step_value(self) -> int:
+        """The difference between neighbours."""
+        return self.step.value.data
+
+    def verify_(self) -> None:
+        require_kernel(self)
+        check_i64(self.start, "start")
+        check_i64(self.step, "step")
+        t = tensor_type(self.result, "result")
+        if len(t.get_shape()) > 1:
+            raise VerifyException(f"tile.iota makes a tile of at most one dim, got {t}")
+        if is_bool(t.element_type):
+            raise VerifyException(f"tile.iota makes numbers, not {t}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IotaOp:
+        offset = parser.parse_operand(IndexType())
+        parser.parse_keyword("start")
+        start = parse_i64(parser)
+        parser.parse_keyword("step")
+        step = parse_i64(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if not isinstance(t, TensorType):
+            parser.raise_error(f"tile.iota makes a tensor tile, got {t}")
+        op = cls(offset, start, step, t)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.offset)
+        printer.print_string(f" start {self.start_value} step {self.step_value}")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("start", "step"))
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
 class AllocOp(IRDLOperation):
     """Allocate a buffer: a global temporary on the host, shared memory in a kernel.
 
@@ -1374,6 +1443,7 @@ TILE = Dialect(
         CopyOp,
         BarrierOp,
         ViewOp,
+        IotaOp,
         GemmOp,
         TorchCallOp,
         DotOp,
@@ -1394,6 +1464,7 @@ __all__ = [
     "CopyOp",
     "DotOp",
     "GemmOp",
+    "IotaOp",
     "KernelOp",
     "LaunchOp",
     "LoadOp",

@@ -93,6 +93,22 @@ func.func @main(%x: tensor<6x100xbf16>) -> tensor<6xi64> {
   func.return %11 : tensor<6xi64>
 }
 """.replace("dense<0>", "dense<[" + ", ".join(str(i) for i in range(100)) + "]>"),
+    # tril's row and column index vectors, computed in the kernel (tile.iota), rows
+    # starting at -1 (the diagonal)
+    "tril_index_vectors": """
+func.func @main(%x: tensor<40x48xbf16>) -> tensor<40x48xbf16> {
+  %0 = nn.constant dense<ROWS> : tensor<40xi64>
+  %1 = nn.reshape %0 : tensor<40xi64> -> tensor<40x1xi64>
+  %2 = nn.broadcast %1 : tensor<40x1xi64> -> tensor<40x48xi64>
+  %3 = nn.constant dense<COLS> : tensor<48xi64>
+  %4 = nn.reshape %3 : tensor<48xi64> -> tensor<1x48xi64>
+  %5 = nn.broadcast %4 : tensor<1x48xi64> -> tensor<40x48xi64>
+  %6 = nn.compare le, %5, %2 : tensor<40x48xi64>
+  %7 = nn.constant 0.0 : tensor<40x48xbf16>
+  %8 = nn.select %6, %x, %7 : tensor<40x48xbf16>
+  func.return %8 : tensor<40x48xbf16>
+}
+""".replace("ROWS", str(list(range(-1, 39)))).replace("COLS", str(list(range(48)))),
     # a PyTorch op kept as a call between kernels: the host plan runs it in PyTorch
     "torch_call_between_kernels": """
 func.func @main(%x: tensor<6x100xbf16>) -> tensor<6x100xbf16> {

@@ -26,7 +26,9 @@ PIPELINES = [
 ]
 
 
-@pytest.mark.parametrize("pipeline", PIPELINES, ids=["unfused", "fused", "fused-tiny-tiles", "split-fused"])
+@pytest.mark.parametrize(
+    "pipeline", PIPELINES, ids=["unfused", "fused", "fused-tiny-tiles", "split-fused"]
+)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=nn_graphs())
 def test_tiled_graph_matches_reference(pipeline: str, graph: RandomGraph) -> None:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import MemRefType, TensorType
+from xdsl.dialects.builtin import MemRefType, TensorType, i64
 from xdsl.ir import BlockArgument, Operation
 
 from fuseopt.backends.cuda import op_table
@@ -270,6 +270,26 @@ def _emit_mask(em, op: tile.MaskOp) -> None:  # noqa: ANN001
     em.values[op.result] = out
 
 
+def _emit_iota(em, op: tile.IotaOp) -> None:  # noqa: ANN001
+    """Each slot's `start + step * (offset + position)` in 64-bit integers, converted
+    to the tile's element type."""
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    shape = tuple(t.get_shape())
+    (off,) = _offsets(em, [op.offset])
+    out = em.new_dist(shape, t.element_type, "iota")
+    lay = out.layout
+    assert lay is not None
+    start, step = op_table.int_literal(op.start_value), op_table.int_literal(op.step_value)
+    for k in range(lay.chunks):
+        for j in range(lay.v):
+            position = f"({lay.chunk_start(k)} + {j})" if shape else "0"
+            value = f"({start} + {step} * ((long long)({off}) + {position}))"
+            converted = op_table.cast(value, i64, t.element_type)
+            em.line(f"{out.name}[{k * lay.v + j}] = {converted};")
+    em.values[op.result] = out
+
+
 def _emit_alloc(em, op: tile.AllocOp) -> None:  # noqa: ANN001
     t = op.result.type
     assert isinstance(t, MemRefType)
@@ -300,6 +320,7 @@ def memory_handlers() -> dict[type[Operation], Callable]:
         tile.StoreOp: _emit_store,
         tile.CopyOp: _emit_copy,
         tile.MaskOp: _emit_mask,
+        tile.IotaOp: _emit_iota,
         tile.AllocOp: _emit_alloc,
         tile.ViewOp: _emit_view,
         tile.BarrierOp: _emit_barrier,

@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     TensorType,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -318,6 +319,22 @@ class KernelPrinter(MemoryPrinter):
             self.out.helpers.update(helpers)
         self.bind(r, op.name.split(".")[-1], expr)
 
+    def _iota(self, op: tile.IotaOp) -> None:
+        """`start + step * (offset + tl.arange(0, n))` in i64, converted to the tile's
+        element type (a 0-d tile: the offset alone)."""
+        r = op.result
+        shape = _shape(r)
+        if shape:
+            positions = self._arange(op.offset, shape[0], True)
+        else:
+            positions = f"(tl.zeros([], tl.int64) + {self.value(op.offset)})"
+        expr = positions if op.step_value == 1 else f"{op.step_value} * {positions}"
+        if op.start_value:
+            expr = f"{op.start_value} + {expr}"
+        value, helpers = op_table.convert(f"({expr})", i64, op_table.element_type(r))
+        self.out.helpers.update(helpers)
+        self.bind(r, "iota", value)
+
     def _cast(self, op: nn.CastOp) -> None:
         x, r = op.operands[0], op.results[0]
         src, dst = op_table.element_type(x), op_table.element_type(r)
@@ -437,6 +454,7 @@ _HANDLERS = {
     tile.BarrierOp: KernelPrinter._barrier,
     tile.StoreOp: KernelPrinter._store,
     tile.MaskOp: KernelPrinter._mask,
+    tile.IotaOp: KernelPrinter._iota,
     tile.ReduceOp: KernelPrinter._reduce,
     tile.BroadcastOp: KernelPrinter._broadcast,
     tile.TransposeOp: KernelPrinter._transpose,

@@ -419,18 +419,33 @@ func.func @incomplete_group(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor
 // -----
 
 // A dense constant is data: it is not cloned into the group but read as an operand
-// (convert-nn-to-tile stores it into a buffer once); a splat is cloned in.
+// (convert-nn-to-tile stores it into a buffer once); a splat is cloned in, and so is an
+// index vector (start + step * i along one axis), which kernels compute (tile.iota).
 // CHECK-LABEL: func.func @dense_constant
-// CHECK-NEXT:  %[[C:.*]] = nn.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>
+// CHECK-NEXT:  %[[C:.*]] = nn.constant dense<[1.000000e+00, 5.000000e+00, 2.000000e+00, 4.000000e+00]> : tensor<4xf32>
 // CHECK-NEXT:  nn.fusion ins(%x, %[[C]] : tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> attributes {kernel_name = "fused_0_add_mul", kind = "pointwise"
 // CHECK-NEXT:  ^{{.*}}(%{{.*}}: tensor<4xf32>, %{{.*}}: tensor<4xf32>):
 // CHECK-NEXT:    nn.constant 3.000000e+00 : tensor<4xf32>
 func.func @dense_constant(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %c = nn.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %c = nn.constant dense<[1.0, 5.0, 2.0, 4.0]> : tensor<4xf32>
   %three = nn.constant 3.0 : tensor<4xf32>
   %y = nn.add %x, %c : tensor<4xf32>
   %z = nn.mul %y, %three : tensor<4xf32>
   func.return %z : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @index_vector
+// CHECK-NEXT:  nn.fusion ins(%x : tensor<4x3xi64>) -> tensor<4x3xi1>
+// CHECK-NEXT:  ^{{.*}}(%{{.*}}: tensor<4x3xi64>):
+// CHECK-NEXT:    nn.constant dense<[10, 7, 4]> : tensor<3xi64>
+func.func @index_vector(%x: tensor<4x3xi64>) -> tensor<4x3xi1> {
+  %c = nn.constant dense<[10, 7, 4]> : tensor<3xi64>
+  %r = nn.reshape %c : tensor<3xi64> -> tensor<1x3xi64>
+  %b = nn.broadcast %r : tensor<1x3xi64> -> tensor<4x3xi64>
+  %m = nn.compare lt, %x, %b : tensor<4x3xi64>
+  func.return %m : tensor<4x3xi1>
 }
 
 // -----

@@ -203,6 +203,15 @@ class TileFunctions(InterpreterFunctions):
             mask &= ok.reshape([n if i == d else 1 for i in range(len(shape))])
         return (mask,)
 
+    @impl(tile.IotaOp)
+    def run_iota(self, interpreter: Interpreter, op: tile.IotaOp, args: PythonValues):
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        n = _shape(t)
+        positions = np.arange(n[0], dtype=np.int64) if n else np.int64(0)
+        values = op.start_value + op.step_value * (positions + int(args[0]))
+        return (to_element_type(np.asarray(values), t.element_type),)
+
     @impl(tile.CopyOp)
     def run_copy(self, interpreter: Interpreter, op: tile.CopyOp, args: PythonValues):
         src, dst = np.asarray(args[0]), np.asarray(args[1])

@@ -344,8 +344,8 @@ def analyze(group: Group) -> IterationSpace:
         for r in op.results:
             if not isinstance(r.type, TensorType) or any(d < 0 for d in shape(r)):
                 raise Untileable(op, "results must be statically shaped tensors")
-        if isinstance(op, nn.ConstantOp) and op.splat_value is None:
-            raise Untileable(op, "dense (non-splat) constants are not tiled")
+        if isinstance(op, nn.ConstantOp) and op.splat_value is None and op.arange is None:
+            raise Untileable(op, "dense constants other than index vectors are not tiled")
     if _is_flat(group):
         n = math.prod(shape(group.outputs[0])) if group.outputs else 1
         values = [*group.inputs, *(r for op in group.ops for r in op.results)]

@@ -105,15 +105,19 @@ class KernelEmitter:
 
     def _part_dependent(self) -> set[SSAValue]:
         """Values whose tiles differ between parts of the split dim (a broadcast along
-        the split dim, or a splat, is the same tile for every part)."""
+        the split dim, or a splat, is the same tile for every part; an index vector
+        along it is not)."""
         sp, varies = self.space, set()
         for v in self.group.inputs:
             if sp.parts_of(v) > 1:
                 varies.add(v)
         for op in self.group.ops:
             for r in op.results:
+                index_vector = isinstance(op, nn.ConstantOp) and op.arange is not None
                 if sp.parts_of(r) > 1 and (
-                    isinstance(op, nn.ConcatOp) or any(x in varies for x in op.operands)
+                    isinstance(op, nn.ConcatOp)
+                    or index_vector
+                    or any(x in varies for x in op.operands)
                 ):
                     varies.add(r)
         return varies
@@ -382,8 +386,12 @@ class KernelEmitter:
         assert isinstance(t, TensorType)
         if isinstance(op, nn.ConstantOp):
             value = op.splat_value
-            assert value is not None
-            return self.splat(ctx, value, self.tile_type(r))
+            if value is not None:
+                return self.splat(ctx, value, self.tile_type(r))
+            arange = op.arange  # an index vector: computed from the tile's position
+            assert arange is not None
+            (offset,) = self.offsets(ctx, r, part)
+            return self.add(ctx, tile.IotaOp(offset, *arange, self.tile_type(r)))
         if isinstance(op, nn.ReductionOp) and self.space.reduce_dim in self.space.span(
             op.operands[0]
         ):

@@ -98,9 +98,10 @@ class OpClass(Enum):
 
 
 def cloned_into_fusion(op: Operation) -> bool:
-    """Whether outlining copies `op` into every fusion that reads it (a splat constant)
-    instead of passing its value in (a dense constant is data: a buffer read by index)."""
-    return isinstance(op, nn.ConstantOp) and op.splat_value is not None
+    """Whether outlining copies `op` into every fusion that reads it (a splat constant,
+    or an index vector the kernel computes from its tile indices) instead of passing its
+    value in (other dense constants are data: a buffer read by index)."""
+    return isinstance(op, nn.ConstantOp) and (op.splat_value is not None or op.arange is not None)
 
 
 def _static_tensor(t: object) -> bool:

@@ -753,3 +753,30 @@ tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {row_cache = [1 : i64]} {
 tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {candidates = [{block = 8 : i64}, "big"]} {
   tile.return
 }
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{'tile.iota' op tile.iota makes a tile of at most one dim, got tensor<2x8xi64>}}
+  %i = tile.iota %c0 start 0 step 1 : tensor<2x8xi64>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{'tile.iota' op tile.iota makes numbers, not tensor<8xi1>}}
+  %i = tile.iota %c0 start 0 step 1 : tensor<8xi1>
+  tile.return
+}
+
+// -----
+
+func.func @f() {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{'tile.iota' op tile.iota must be inside a tile.kernel}}
+  %i = tile.iota %c0 start 0 step 1 : tensor<8xi64>
+  func.return
+}

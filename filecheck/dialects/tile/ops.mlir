@@ -46,6 +46,11 @@ tile.kernel @row_reduction grid 2 (%x: memref<6x100xf32>, %y: memref<6xf32>) {
   // CHECK-NEXT: %[[M:.*]] = tile.mask [%{{.*}}, %{{.*}}] bounds [6, 100] : tensor<2x128xi1>
   // GENERIC: "tile.mask"(%{{.*}}, %{{.*}}) {bounds = array<i64: 6, 100>} : (index, index) -> tensor<2x128xi1>
   %m = tile.mask [%r, %c0] bounds [6, 100] : tensor<2x128xi1>
+  // CHECK-NEXT: tile.iota %{{.*}} start 10 step -3 : tensor<128xi64>
+  // GENERIC: "tile.iota"(%{{.*}}) {start = 10 : i64, step = -3 : i64} : (index) -> tensor<128xi64>
+  %iota = tile.iota %c0 start 10 step -3 : tensor<128xi64>
+  // CHECK-NEXT: tile.iota %{{.*}} start 0 step 1 : tensor<f32>
+  %row = tile.iota %r start 0 step 1 : tensor<f32>
   %z = nn.constant 0.0 : tensor<2x128xf32>
   // CHECK: nn.select %[[M]], %{{.*}}, %{{.*}} : tensor<2x128xf32>
   %s = nn.select %m, %t, %z : tensor<2x128xf32>
