@@ -6,7 +6,8 @@ test can parse it, make random inputs and compare two pipelines with
 `fuseopt.interpret`. The ops cover what fusion and tiling care about:
 
 - unary and binary elementwise ops, compare + select, casts (f32 <-> bf16);
-- broadcasts (new leading dims, size-1 dims expanded), splat constants;
+- broadcasts (new leading dims, size-1 dims expanded), splat constants, index vectors
+  (an arange along one axis, broadcast);
 - reductions (sum, reduce_max, reduce_min, mean) over random axes, with or without keepdim;
 - matmuls (fresh weight arguments, optional transpose_b, batched or not);
 - shape ops: reshape, transpose, slice, concat;
@@ -136,6 +137,7 @@ def _add_op(b: _Builder) -> None:
                 "select",
                 "cast",
                 "constant",
+                "index_vector",
             ]
         )
     )
@@ -203,6 +205,17 @@ def _add_op(b: _Builder) -> None:
         pred = draw(st.sampled_from(COMPARES))
         c = b.emit(f"nn.compare {pred}, {x}, {y} : {t}", shape, "i1")
         b.emit(f"nn.select {c}, {x}, {y} : {t}", shape)
+    elif kind == "index_vector" and any(d > 1 for d in shape):
+        # start + step * i along one axis (an arange: kernels compute it, tile.iota)
+        axis = draw(st.sampled_from([i for i, d in enumerate(shape) if d > 1]))
+        start, step = draw(st.integers(-3, 3)), draw(st.sampled_from([-2, -1, 1, 3]))
+        n = shape[axis]
+        values = ", ".join(f"{float(start + step * i)}" for i in range(n))
+        c = b.emit(f"nn.constant dense<[{values}]> : {type_str((n,))}", (n,))
+        along = tuple(d if i == axis else 1 for i, d in enumerate(shape))
+        r = b.emit(f"nn.reshape {c} : {type_str((n,))} -> {type_str(along)}", along)
+        v = b.emit(f"nn.broadcast {r} : {type_str(along)} -> {t}", shape)
+        b.emit(f"nn.add {x}, {v} : {t}", shape)
     else:  # constant (and kinds that did not apply to this rank)
         c = b.emit(f"nn.constant {draw(st.sampled_from([0.5, -1.5, 2.0]))} : {t}", shape)
         b.emit(f"nn.mul {x}, {c} : {t}", shape)
