@@ -972,8 +972,10 @@ class ConstantOp(IRDLOperation):
         if is_bool(t.element_type):
             return None
         values = v.get_values()
-        if not all(float(x).is_integer() for x in values):
+        if len(values) < 2 or not all(float(x).is_integer() for x in values):
             return None
+        if is_float(t.element_type) and any(math.copysign(1.0, x) < 0 for x in values if x == 0):
+            return None  # -0.0 is not an integer an iota can make
         start, step = int(values[0]), int(values[1]) - int(values[0])
         exact = EXACT_INTEGERS.get(type(t.element_type))
         if exact is not None and max(abs(int(x)) for x in values) > exact:

@@ -184,6 +184,8 @@ CASES: dict[str, tuple[Callable, Callable[[torch.dtype], list[torch.Tensor]]]] =
     "pad_two_dims_value": (lambda a: F.pad(a, (0, 3, 2, 0), value=-1.5) + 1, lambda d: [_x(d)]),
     "pad_crop": (lambda a: F.pad(a, (-1, 1, 0, -2)) * 2, lambda d: [_x(d)]),
     "pad_3d": (lambda a: F.pad(a.exp(), (1, 1, 1, 1, 1, 1)), lambda d: [_x(d, 0, (2, 3, 5))]),
+    "pad_crop_all": (lambda a: F.pad(a, (-8, 2)) + 1, lambda d: [_x(d)]),  # cropped to empty
+    "pad_empty": (lambda a: F.pad(a, (1, 2)) + 1, lambda d: [_x(d, 0, (4, 0))]),
     "split": (lambda a: [t * 2 for t in a.split(3, -1)], lambda d: [_x(d)]),
     "split_sizes": (lambda a: [t + 1 for t in a.split([2, 6], 1)], lambda d: [_x(d)]),
     "chunk": (lambda a: [t * 2 for t in a.chunk(2, 0)], lambda d: [_x(d)]),

@@ -38,6 +38,8 @@ def _constant(values: list, element: object, shape: list[int]) -> nn.ConstantOp:
         ([0, 1, 3], i64, [3], None),  # not arithmetic
         ([0, 1, 2, 3], i64, [2, 2], None),  # two long axes
         ([True, False], i1, [2], None),
+        ([], i64, [0, 5], None),  # empty: no values at all
+        ([-0.0, -1.0, -2.0], f32, [3], None),  # -0.0 is not what an iota makes
     ],
 )
 def test_which_constants_are_index_vectors(
@@ -118,3 +120,20 @@ def test_tile_interpreter_and_printers_compute_index_vectors(parts: bool, pipeli
         torch.testing.assert_close(
             torch.as_tensor(actual[0]), torch.as_tensor(expected[0]), rtol=1e-6, atol=1e-6
         )
+
+
+@pytest.mark.parametrize("backend", ["triton", "interpret"])
+def test_negative_zero_and_empty_index_vectors(backend: str) -> None:
+    """Regressions: -arange(4.) starts at -0.0 (1 / -0.0 is -inf), an arange broadcast
+    over zero rows is an empty constant; both match eager."""
+    for fn, x in (
+        (lambda a: a / -torch.arange(4.0), torch.ones(3, 4)),
+        (lambda a: a + torch.arange(5.0), torch.zeros(0, 5)),
+        (lambda a: a.argmax(1), torch.zeros(0, 5)),
+    ):
+        torch._dynamo.reset()
+        with torch.no_grad():
+            got, expected = fuseopt.compile(fn, backend=backend, strict=True)(x), fn(x)
+        torch.testing.assert_close(got, expected)
+        if got.is_floating_point():
+            assert torch.equal(got.signbit(), expected.signbit())

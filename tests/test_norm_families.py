@@ -203,3 +203,23 @@ def test_as_strided_is_a_reshape_only_when_it_reads_in_order(
         compiled = fuseopt.compile(fn, backend="interpret")
         torch.testing.assert_close(compiled(x), fn(x))
     assert bool(compiled.fallbacks) != reshape, compiled.fusion_report()
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: torch.as_strided((a * 2).t(), (2, 2), (1, 4)) + 1,  # a transposed input
+        lambda a: torch.as_strided((a * 2)[:, 1:], (2, 2), (3, 1), 1) + 1,  # a sliced one
+        lambda a: torch.as_strided((a * 2)[1:], (2, 2), (1, 2)) + 1,  # at a storage offset
+        lambda a: torch.as_strided(a * 2, (2, 2), (1, 2), 3) + 1,  # reads within a
+    ],
+)
+def test_as_strided_of_views_keeps_eager_results(fn: Callable[..., torch.Tensor]) -> None:
+    """as_strided reads memory by strides: where a contiguous copy of its input would
+    read other elements, its whole graph runs eagerly (logged), never a wrong result."""
+    a = randn(4, 4, seed=51)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, backend="interpret")
+        torch.testing.assert_close(compiled(a), fn(a))
+    assert compiled.fallbacks

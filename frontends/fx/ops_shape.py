@@ -244,7 +244,10 @@ def _pad_along(
         shape[dim] = size
         return ctx.constant(value, t.element_type, shape)
 
-    parts = [*([fill(before)] if before else []), x, *([fill(after)] if after else [])]
+    kept = [x] if t.get_shape()[dim] else []  # an empty x adds nothing (cropped away)
+    parts = [*([fill(before)] if before else []), *kept, *([fill(after)] if after else [])]
+    if not parts:
+        return x
     return parts[0] if len(parts) == 1 else ctx.emit(nn.ConcatOp(parts, dim))
 
 

@@ -75,6 +75,18 @@ DATA_MOVEMENT = {
 
 PREFIX = "fuseopt_region_"
 
+STRIDE_DEPENDENT = {aten.as_strided.default}
+"""Ops whose result depends on their input's memory layout, not only its values. Eager
+ops between compiled regions see the regions' contiguous outputs, so such an op on an
+input traced non-contiguous would read other elements: its graph runs eagerly whole."""
+
+STRIDES_REASON = (
+    "as_strided of a tensor traced non-contiguous or offset reads memory by its strides; "
+    "the whole graph runs eagerly (splitting it would hand the op a contiguous copy)"
+)
+"""The fallback reason of every node of a graph with a stride-dependent op on a
+non-contiguous input."""
+
 COLLECTIVE_NAMESPACES = ("_c10d_functional", "_c10d_functional_autograd", "c10d_functional")
 """The op namespaces of torch.distributed's traced collectives (all_reduce,
 all_gather_into_tensor, reduce_scatter_tensor, wait_tensor, ...: what DTensor and
@@ -219,6 +231,11 @@ def compile_graph_module(
     returns a callable from tensors to a sequence of tensors, or raises RegionFallback
     to leave the region eager. Targets in `eager` run eagerly (reason given).
     """
+    if any(_reads_strides(n) for n in gm.graph.nodes):
+        calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+        _log_fallbacks(graph_name, calls, dict.fromkeys(calls, STRIDES_REASON), record)
+        record.graphs.append(graph_name)
+        return gm
     reasons = support_table(gm, eager)
     failed = [n for n, r in reasons.items() if r is not None and n.op == "call_function"]
     partitioner = CapabilityBasedPartitioner(
@@ -257,6 +274,27 @@ def compile_graph_module(
     _log_fallbacks(graph_name, failed, reasons, record)
     record.graphs.append(graph_name)
     return gm
+
+
+def _reads_strides(node: Node) -> bool:
+    """Whether `node` is a stride-dependent op that a contiguous copy of its input would
+    answer differently: its input traced non-contiguous or at a storage offset, or its
+    reads reaching past the input's own elements."""
+    if node.op != "call_function" or node.target not in STRIDE_DEPENDENT:
+        return False
+    source = node.args[0].meta.get("val") if isinstance(node.args[0], Node) else None
+    if not isinstance(source, torch.Tensor):
+        return True
+    if not source.is_contiguous() or source.storage_offset() != 0:
+        return True
+    size, stride = node.args[1], node.args[2]
+    offset = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset", 0)
+    if not all(isinstance(v, int) for v in (*size, *stride, offset or 0)):
+        return True
+    if any(n == 0 for n in size):
+        return False  # reads nothing
+    last = (offset or 0) + sum((n - 1) * s for n, s in zip(size, stride, strict=True))
+    return last >= source.numel()
 
 
 class CompiledRegion(torch.nn.Module):
