@@ -158,7 +158,9 @@ def axis_runs(axes: tuple[int, ...]) -> list[list[int]]:
 
 class ChainReduction(RewritePattern):
     """Rewrites a reduction over axes that are not adjacent (a sum over the first and
-    last axes) into one reduction per run of adjacent axes, the last run first: each is
+    last axes) into one reduction per run of adjacent axes, the last run first (axes of
+    size 1 join no run: they go with the first reduction, and alone they make no
+    reduction non-adjacent, as InstanceNorm's statistics over (1, N*C, L)): each is
     a row or column reduction the tiler schedules, where the whole op would be one
     program. Sums and means keep f32 intermediates; a mean of equal groups' means is
     the mean; max and min are exact in any order."""
@@ -167,11 +169,13 @@ class ChainReduction(RewritePattern):
     def match_and_rewrite(self, op: nn.ReductionOp, rewriter: PatternRewriter) -> None:
         if not isinstance(op, nn.SumOp | nn.MeanOp | nn.ReduceMaxOp | nn.ReduceMinOp):
             return
-        runs = axis_runs(op.axis_list)
-        if len(runs) < 2:
-            return
         t, out = op.operands[0].type, op.results[0].type
         assert isinstance(t, TensorType) and isinstance(out, TensorType)
+        shape = t.get_shape()
+        units = [a for a in op.axis_list if shape[a] == 1]  # reducing them moves nothing
+        runs = axis_runs(tuple(a for a in op.axis_list if shape[a] != 1))
+        if len(runs) < 2:
+            return
         element = t.element_type
         ops: list[Operation] = []
 
@@ -184,8 +188,11 @@ class ChainReduction(RewritePattern):
         wide = isinstance(op, WIDENED) and is_float(element) and element != f32
         if wide:
             x = add(nn.CastOp(x, TensorType(f32, t.get_shape())))
-        for run in reversed(runs):  # later runs first: earlier axes keep their index
-            x = add(type(op)(x, run))
+        removed: list[int] = []
+        for run in reversed(runs):  # later runs first; the size-1 axes go with the first
+            axes = [*run, *units] if not removed else run
+            x = add(type(op)(x, sorted(a - sum(r < a for r in removed) for a in axes)))
+            removed += axes
         if wide:
             x = add(nn.CastOp(x, TensorType(element, x.type.get_shape())))  # type: ignore[attr-defined]
         if x.type != out:  # keepdim: the reduced axes back as size 1

@@ -104,6 +104,7 @@ CASES: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]]
     "amax_first_last": (lambda x: x.amax((0, 2)), (70, 3, 9)),
     "amin_one_element": (lambda x: x.amin((0, 2)), (1, 1, 1)),
     "sum_0_2_4": (lambda x: (x * 2).sum((0, 2, 4)), (3, 2, 4, 3, 5)),
+    "sum_with_unit_axes": (lambda x: x.sum((0, 1, 3, 4)), (3, 1, 4, 1, 5)),
 }
 
 TRITON_CASES = [
@@ -143,3 +144,21 @@ def test_column_and_scattered_reductions_match_eager(
     assert all(k.schedule != "whole_tensor" for k in compiled.kernels), [
         (k.name, k.schedule) for k in compiled.kernels
     ]
+
+
+def test_size_one_axes_do_not_split_a_reduction() -> None:
+    """InstanceNorm's statistics reduce (1, N*C, L) over axes 0 and 2: axis 0 has size 1,
+    so this is one row reduction, fused with the normalization into one row kernel (not
+    a chain of reductions and a kernel per statistic)."""
+    weight, bias = randn(16, seed=4) + 1, randn(16, seed=5)
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.instance_norm(x, weight=weight, bias=bias)
+
+    x = randn(4, 16, 40, seed=6)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, backend="triton", strict=True)
+        torch.testing.assert_close(compiled(x), fn(x), rtol=1e-5, atol=1e-5)
+    rows = [k for k in compiled.kernels if k.schedule.startswith("row_reduction")]
+    assert len(rows) == 1, [(k.name, k.schedule) for k in compiled.kernels]
