@@ -101,6 +101,44 @@ def plan_split(
     return SplitPlan(rows, length // chunk, chunk)
 
 
+SPLITTABLE = (nn.SumOp, nn.MeanOp, nn.ReduceMaxOp, nn.ReduceMinOp)
+"""Reductions both patterns rewrite (their partial results combine with the same op)."""
+
+
+class _Replacement:
+    """The ops that replace reduction `op`, each located at it (errors in later stages
+    point at the reduction); sums and means of 16-bit floats keep f32 partials."""
+
+    def __init__(self, op: nn.ReductionOp):
+        self.op, self.ops = op, []
+        t = op.operands[0].type
+        assert isinstance(t, TensorType)
+        self.element = t.element_type
+        self.wide = isinstance(op, WIDENED) and is_float(self.element) and self.element != f32
+
+    def add(self, new: Operation) -> SSAValue:
+        """Append `new`, located at the reduction; its first result."""
+        new.location = self.op.location
+        self.ops.append(new)
+        return new.results[0]
+
+    def widened(self, x: SSAValue) -> SSAValue:
+        """`x` in f32 when the partials are widened."""
+        shape = x.type.get_shape()  # type: ignore[attr-defined]
+        return self.add(nn.CastOp(x, TensorType(f32, shape))) if self.wide else x
+
+    def replace(self, rewriter: PatternRewriter, total: SSAValue) -> None:
+        """Replace the reduction by the ops, `total` (rounded back, the reduced axes
+        back as size 1 for keepdim) as its result."""
+        if self.wide:
+            shape = total.type.get_shape()  # type: ignore[attr-defined]
+            total = self.add(nn.CastOp(total, TensorType(self.element, shape)))
+        out = self.op.results[0].type
+        if total.type != out:
+            total = self.add(nn.ReshapeOp(total, out))
+        rewriter.replace(self.op, self.ops, [total])
+
+
 class SplitReduction(RewritePattern):
     """Rewrites one nn reduction into two stages when `plan_split` says so."""
 
@@ -109,12 +147,11 @@ class SplitReduction(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.ReductionOp, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, nn.SumOp | nn.MeanOp | nn.ReduceMaxOp | nn.ReduceMinOp):
+        if not isinstance(op, SPLITTABLE):
             return
         source = op.operands[0]
         t = source.type
-        out = op.results[0].type
-        assert isinstance(t, TensorType) and isinstance(out, TensorType)
+        assert isinstance(t, TensorType)
         shape = tuple(t.get_shape())
         o = self.options
         plan = plan_split(
@@ -123,26 +160,10 @@ class SplitReduction(RewritePattern):
         if plan is None:
             return
         kept = shape[: len(shape) - len(op.axis_list)]
-        element = t.element_type
-        ops: list[Operation] = []
-
-        def add(new: Operation) -> SSAValue:
-            new.location = op.location  # errors in later stages point at the reduction
-            ops.append(new)
-            return new.results[0]
-
-        split_shape = (*kept, plan.splits, plan.chunk)
-        x = reshaped(source, split_shape, add, op, {})
-        wide = isinstance(op, WIDENED) and is_float(element) and element != f32
-        if wide:
-            x = add(nn.CastOp(x, TensorType(f32, split_shape)))
-        partial = add(type(op)(x, [len(kept) + 1]))
-        total = add(type(op)(partial, [len(kept)]))
-        if wide:
-            total = add(nn.CastOp(total, TensorType(element, kept)))
-        if tuple(out.get_shape()) != kept:  # keepdim: the reduced axes back as size 1
-            total = add(nn.ReshapeOp(total, out))
-        rewriter.replace(op, ops, [total])
+        new = _Replacement(op)
+        x = new.widened(reshaped(source, (*kept, plan.splits, plan.chunk), new.add, op, {}))
+        partial = new.add(type(op)(x, [len(kept) + 1]))
+        new.replace(rewriter, new.add(type(op)(partial, [len(kept)])))
 
 
 def axis_runs(axes: tuple[int, ...]) -> list[list[int]]:
@@ -167,37 +188,21 @@ class ChainReduction(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.ReductionOp, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, nn.SumOp | nn.MeanOp | nn.ReduceMaxOp | nn.ReduceMinOp):
+        if not isinstance(op, SPLITTABLE):
             return
-        t, out = op.operands[0].type, op.results[0].type
-        assert isinstance(t, TensorType) and isinstance(out, TensorType)
-        shape = t.get_shape()
+        shape = op.operands[0].type.get_shape()  # type: ignore[attr-defined]
         units = [a for a in op.axis_list if shape[a] == 1]  # reducing them moves nothing
         runs = axis_runs(tuple(a for a in op.axis_list if shape[a] != 1))
         if len(runs) < 2:
             return
-        element = t.element_type
-        ops: list[Operation] = []
-
-        def add(new: Operation) -> SSAValue:
-            new.location = op.location
-            ops.append(new)
-            return new.results[0]
-
-        x = op.operands[0]
-        wide = isinstance(op, WIDENED) and is_float(element) and element != f32
-        if wide:
-            x = add(nn.CastOp(x, TensorType(f32, t.get_shape())))
+        new = _Replacement(op)
+        x = new.widened(op.operands[0])
         removed: list[int] = []
         for run in reversed(runs):  # later runs first; the size-1 axes go with the first
             axes = [*run, *units] if not removed else run
-            x = add(type(op)(x, sorted(a - sum(r < a for r in removed) for a in axes)))
+            x = new.add(type(op)(x, sorted(a - sum(r < a for r in removed) for a in axes)))
             removed += axes
-        if wide:
-            x = add(nn.CastOp(x, TensorType(element, x.type.get_shape())))  # type: ignore[attr-defined]
-        if x.type != out:  # keepdim: the reduced axes back as size 1
-            x = add(nn.ReshapeOp(x, out))
-        rewriter.replace(op, ops, [x])
+        new.replace(rewriter, x)
 
 
 ELEMENTWISE = (

@@ -10,6 +10,7 @@ import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx import Node
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32, i64
+from xdsl.ir import SSAValue
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_bool, is_float
@@ -71,9 +72,10 @@ def arange(ctx: ImportContext, node: Node) -> Imported:
     return ctx.cast(ctx.emit(nn.ConstantOp(dense, dense.type)), t.element_type)
 
 
-def _indices(ctx: ImportContext, count: int, offset: int, shape: list[int]) -> Imported:
+def index_vector(ctx: ImportContext, count: int, offset: int, shape: list[int]) -> SSAValue:
     """The i64 values offset, offset + 1, ... along one axis of `shape` (the axis of
-    size `count`; the others size 1), broadcast later by the caller."""
+    size `count`; the others size 1), broadcast later by the caller: an index vector,
+    which kernels compute from their tile positions (tile.iota)."""
     dense = DenseIntOrFPElementsAttr.from_list(
         TensorType(i64, [count]), [offset + i for i in range(count)]
     )
@@ -97,8 +99,8 @@ def _triangle(keep: str) -> object:
         if rows * cols == 0:
             raise ctx.fail("tril/triu of an empty matrix is not lowered")
         full = [*shape[:-2], rows, cols]
-        row_limit = ctx.broadcast(_indices(ctx, rows, diagonal, [rows, 1]), full)
-        col = ctx.broadcast(_indices(ctx, cols, 0, [1, cols]), full)
+        row_limit = ctx.broadcast(index_vector(ctx, rows, diagonal, [rows, 1]), full)
+        col = ctx.broadcast(index_vector(ctx, cols, 0, [1, cols]), full)
         mask = ctx.emit(nn.CompareOp(keep, col, row_limit))
         zero = ctx.constant(0, t.element_type, full)
         return ctx.emit(nn.SelectOp(mask, x, zero))

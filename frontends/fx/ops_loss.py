@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import torch
 from torch.fx import Node
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32, i1, i64
+from xdsl.dialects.builtin import TensorType, f32, i1, i64
 from xdsl.ir import SSAValue
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_float
 from fuseopt.frontends.fx.context import ImportContext, Imported, register
+from fuseopt.frontends.fx.ops_creation import index_vector
 
 aten = torch.ops.aten
 
@@ -49,7 +50,6 @@ class _Picked:
                 f"nll_loss of input {list(_shape(x))} and target {list(_shape(target))} "
                 "(only (N, C) with (N,), or (C,) with ())"
             )
-        self.element = t.element_type
         self.one_row = len(_shape(x)) == 1
         n, c = (1, _shape(x)[0]) if self.one_row else _shape(x)
         self.rows, self.classes = n, c
@@ -62,12 +62,10 @@ class _Picked:
         at_least_zero = ctx.emit(nn.CompareOp("ge", target, ctx.constant(0, i64, [n])))
         below_c = ctx.emit(nn.CompareOp("lt", target, ctx.constant(c, i64, [n])))
         self.valid = ctx.emit(nn.SelectOp(at_least_zero, below_c, ctx.constant(False, i1, [n])))
-        classes = DenseIntOrFPElementsAttr.from_list(TensorType(i64, [c]), list(range(c)))
-        class_index = ctx.reshape(ctx.emit(nn.ConstantOp(classes, classes.type)), [1, c])
         self.hit = ctx.emit(
             nn.CompareOp(
                 "eq",
-                ctx.broadcast(class_index, [n, c]),
+                ctx.broadcast(index_vector(ctx, c, 0, [1, c]), [n, c]),
                 ctx.broadcast(ctx.reshape(target, [n, 1]), [n, c]),
             )
         )

@@ -14,12 +14,13 @@ from collections.abc import Callable, Sequence
 
 import torch
 from torch.fx import Node
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32, i64
+from xdsl.dialects.builtin import TensorType, f32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_bool, is_float
 from fuseopt.frontends.fx.context import ImportContext, Imported, register
+from fuseopt.frontends.fx.ops_creation import index_vector
 from fuseopt.passes.nn_builder import NNBuilder
 from fuseopt.passes.nn_decompose import row_mean
 
@@ -69,9 +70,8 @@ def _first_index_where_extreme(
     shape = _shape(x)
     extreme = ctx.emit((nn.ReduceMaxOp if largest else nn.ReduceMinOp)(x, [axis], keepdim=True))
     count = shape[axis]
-    dense = DenseIntOrFPElementsAttr.from_list(TensorType(i64, [count]), list(range(count)))
     along = [count if d == axis else 1 for d in range(len(shape))]
-    index = ctx.broadcast(ctx.reshape(ctx.emit(nn.ConstantOp(dense, dense.type)), along), shape)
+    index = ctx.broadcast(index_vector(ctx, count, 0, along), shape)
     past_the_end = ctx.constant(count, i64, shape)
     hit = ctx.emit(nn.CompareOp("eq", x, ctx.broadcast(extreme, shape)))
     candidate = ctx.emit(nn.SelectOp(hit, index, past_the_end))
