@@ -4,6 +4,7 @@
 #     bash benchmarks/device_run.sh [BUDGET_S] [extra benchmarks.run arguments...]
 #     SUITE=models bash benchmarks/device_run.sh [BUDGET_S] [extra arguments...]
 #     SUITE=breadth bash benchmarks/device_run.sh [BUDGET_S] [extra arguments...]
+#     SUITE=distributed bash benchmarks/device_run.sh [BUDGET_S] [--world-size N ...]
 #
 # SUITE (default "workloads") picks the suite: `workloads` is the workload suite
 # (steps 1-5 below); `models` (python -m benchmarks.models) and `breadth` (python -m
@@ -14,6 +15,9 @@
 # writes the merged record. Copy $OUT/results/<gpu>/<suite>/ over
 # benchmarks/results/<gpu>/<suite>/ and rerun until the run prints "0 (instance, system)
 # pair(s) still pending". These two suites skip the GPU tests unless SKIP_GPU_TESTS=0.
+# `distributed` (python -m benchmarks.distributed, on every GPU of the machine with
+# --world-size) merges into a copy of the committed benchmarks/results/<gpu>/distributed/
+# record, writes after every cell and stops its ranks when the budget is spent.
 #
 # BUDGET_S (default 500) is the wall-clock budget of the whole script, install included;
 # the default finishes under 9 minutes. It:
@@ -44,8 +48,9 @@ shift || true
 SUITE=${SUITE:-workloads}
 case $SUITE in
     workloads) ;;
-    models | breadth) SKIP_GPU_TESTS=${SKIP_GPU_TESTS:-1} ;;
-    *) echo "error: SUITE must be workloads, models or breadth, not '$SUITE'"; exit 2 ;;
+    models | breadth | distributed) SKIP_GPU_TESTS=${SKIP_GPU_TESTS:-1} ;;
+    *) echo "error: SUITE must be workloads, models, breadth or distributed, not '$SUITE'"
+       exit 2 ;;
 esac
 START=$(date +%s)
 : "${OUT:?set OUT to the output folder}"
@@ -105,6 +110,18 @@ if ((BENCH_S < 60)); then
     exit 1
 fi
 
+if [[ $SUITE == distributed ]]; then
+    DEST="$DEST/distributed"
+    COMMITTED="benchmarks/results/$SLUG/distributed"
+    mkdir -p "$DEST"
+    [[ -f "$COMMITTED/results.json" ]] && cp "$COMMITTED/results.json" "$DEST/"
+    echo "== distributed into $DEST: ${BENCH_S}s in all${COMMITTED:+ (merging into the committed record)}"
+    timeout -k 10 "$BENCH_S" python3 -m benchmarks.distributed --out "$DEST" \
+        --timeout-s $((BENCH_S - 10)) "$@"
+    echo "benchmarks.distributed exit status $? (124: cut at ${BENCH_S}s)"
+    echo "== done in $(($(date +%s) - START))s; copy $DEST/ over $COMMITTED/"
+    exit 0
+fi
 if [[ $SUITE != workloads ]]; then
     DEST="$DEST/$SUITE"
     COMMITTED="benchmarks/results/$SLUG/$SUITE/results.json"
