@@ -6,7 +6,8 @@ Steps:
    any failure, including a converter bug, makes the node run eagerly, never wrong;
 2. group supported nodes into cycle-free regions (torch's CapabilityBasedPartitioner)
    and drop regions that only move data (views, getitem, copies);
-3. pull each region into a submodule, import it as an nn function and hand it to the
+3. pull each region into a submodule, import it as an nn function (its inputs and
+   outputs in the dimension order PyTorch traced them in: `layouts`) and hand it to the
    backend; the submodule is replaced by the compiled callable (a region that still
    fails to import, or that the region compiler answers with `RegionFallback`, keeps
    its eager submodule);
@@ -41,6 +42,7 @@ from fuseopt.frontends.fx.errors import (
     node_location,
 )
 from fuseopt.frontends.fx.importer import import_graph, import_node
+from fuseopt.frontends.fx.layouts import apply_layouts, region_layouts, with_layouts
 from fuseopt.frontends.fx.types import tensor_type
 
 logger = logging.getLogger("fuseopt")
@@ -257,8 +259,11 @@ def compile_graph_module(
             continue
         sub = getattr(gm, node.target)
         func_name = f"{graph_name}_{str(node.target).removeprefix(PREFIX)}"
+        layouts = region_layouts(sub)
         try:
             module = import_graph(sub, func_name)
+            if not layouts.trivial:
+                apply_layouts(module, layouts)
         except Exception as e:  # keep the eager submodule: correct, just not compiled
             failed.extend(n for n in sub.graph.nodes if n.op == "call_function")
             reasons.update({n: f"region import failed: {e}" for n in sub.graph.nodes})
@@ -269,7 +274,7 @@ def compile_graph_module(
             failed.extend(n for n in sub.graph.nodes if n.op == "call_function")
             reasons.update({n: e.reason for n in sub.graph.nodes})
             continue
-        setattr(gm, node.target, CompiledRegion(compiled))
+        setattr(gm, node.target, CompiledRegion(with_layouts(compiled, layouts)))
     gm.recompile()
     _log_fallbacks(graph_name, failed, reasons, record)
     record.graphs.append(graph_name)

@@ -1,0 +1,183 @@
+"""Memory layouts at the edges of a compiled region: the strides PyTorch traced.
+
+A compiled region computes into contiguous buffers, but the ops around it (eager
+fallbacks, the next graph after a graph break or a DDP bucket split, the user's own code)
+were traced with the strides PyTorch's own ops would have produced: a transposed
+attention output, a slice of a fused projection. Handing them a contiguous tensor of the
+same shape breaks every op that depends on strides (`view` fails: "view size is not
+compatible with input tensor's size and stride"). So the region keeps each edge's
+*dimension order*, the order of its dimensions from the largest stride to the smallest:
+
+- an output traced in another order is computed in that order into a contiguous buffer
+  (an `nn.transpose` before the return, which usually cancels the transpose that made
+  it) and returned as a view permuted back (`Tensor.permute`, no copy): its strides have
+  the traced order, dense;
+- an input traced as a permutation of a dense layout is passed as that dense view
+  (`Tensor.permute`, contiguous when the runtime strides are the traced ones, no copy)
+  and transposed back inside the region, where the transpose fuses into the loads.
+
+A view valid on the traced strides is valid on the dense strides of the same order.
+Size-1 and broadcast dimensions keep their place (their strides say nothing about the
+layout). Edges whose traced
+order is the logical one (the common case) cost nothing at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch.fx import GraphModule, Node
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.ir import Block, SSAValue
+
+from fuseopt.dialects import nn
+from fuseopt.dialects.syntax import int_array
+
+Order = tuple[int, ...]
+"""A permutation of a tensor's dims: ``order[k]`` is the dim with the k-th largest stride."""
+
+
+def dimension_order(t: torch.Tensor) -> Order:
+    """The dims of `t` from the largest stride to the smallest (ties in logical order).
+    Size-1 and broadcast (stride-0) dims keep their logical positions: their stride says
+    nothing about where they lie, and a broadcast dim moved innermost would take the unit
+    stride from the dim that had it (kernels such as PyTorch's CPU flash attention read
+    the last dim as unit-stride and go wrong otherwise)."""
+    dims = range(t.dim())
+
+    def fixed(d: int) -> bool:
+        return t.shape[d] == 1 or t.stride(d) == 0
+
+    ranked = sorted((d for d in dims if not fixed(d)), key=lambda d: -t.stride(d))
+    slots = iter(ranked)  # the stable sort keeps ties in logical order
+    return tuple(d if fixed(d) else next(slots) for d in dims)
+
+
+def is_dense(t: torch.Tensor, order: Order) -> bool:
+    """Whether `t`'s strides are exactly those of a contiguous tensor permuted by `order`
+    (no gaps, no overlap), ignoring size-1 dims."""
+    expected = 1
+    for d in reversed(order):
+        if t.shape[d] == 1:
+            continue
+        if t.stride(d) != expected:
+            return False
+        expected *= t.shape[d]
+    return True
+
+
+def inverse(order: Order) -> Order:
+    """The permutation undoing `order`."""
+    back = [0] * len(order)
+    for k, d in enumerate(order):
+        back[d] = k
+    return tuple(back)
+
+
+def _identity(order: Order) -> bool:
+    return order == tuple(range(len(order)))
+
+
+@dataclass(frozen=True)
+class RegionLayouts:
+    """The non-logical dimension orders of a region's inputs and outputs (None where an
+    edge is passed in logical order)."""
+
+    inputs: tuple[Order | None, ...]
+    outputs: tuple[Order | None, ...]
+
+    @property
+    def trivial(self) -> bool:
+        """Whether every edge is in logical order (nothing to do at run time)."""
+        return all(o is None for o in (*self.inputs, *self.outputs))
+
+
+def _example(node: object) -> torch.Tensor | None:
+    val = node.meta.get("val") if isinstance(node, Node) else None
+    return val if isinstance(val, torch.Tensor) and val.dim() > 1 else None
+
+
+def region_layouts(gm: GraphModule) -> RegionLayouts:
+    """The traced dimension orders of `gm`'s placeholders and outputs: an input counts
+    only when dense in its order (a gapped input is copied contiguous by the runtime, as
+    before); an output whenever its order is not the logical one."""
+    inputs: list[Order | None] = []
+    outputs: list[Order | None] = []
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            t = _example(node)
+            order = dimension_order(t) if t is not None else None
+            dense = order is not None and not _identity(order) and is_dense(t, order)
+            inputs.append(order if dense else None)
+        elif node.op == "output":
+            items = node.args[0] if isinstance(node.args[0], list | tuple) else [node.args[0]]
+            for item in items:
+                t = _example(item)
+                order = dimension_order(t) if t is not None else None
+                outputs.append(None if order is None or _identity(order) else order)
+    return RegionLayouts(tuple(inputs), tuple(outputs))
+
+
+def _transpose(value: SSAValue, perm: Order) -> nn.TransposeOp:
+    t = value.type
+    assert isinstance(t, TensorType)
+    shape = [t.get_shape()[p] for p in perm]
+    return nn.TransposeOp(
+        value, TensorType(t.element_type, shape), {"permutation": int_array(perm)}
+    )
+
+
+def apply_layouts(module: ModuleOp, layouts: RegionLayouts) -> None:
+    """Rewrite the imported region function of `module` to take each permuted input in
+    its dense order and return each permuted output in its traced order (see the module
+    doc); the types of the function change accordingly."""
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    block: Block = fn.body.block
+    for arg, order in zip(list(block.args), layouts.inputs, strict=True):
+        if order is None:
+            continue
+        t = arg.type
+        assert isinstance(t, TensorType)
+        stored = block.insert_arg(
+            TensorType(t.element_type, [t.get_shape()[d] for d in order]), arg.index
+        )
+        logical = _transpose(stored, inverse(order))
+        block.insert_op_before(logical, block.first_op) if block.first_op else block.add_op(logical)
+        arg.replace_all_uses_with(logical.results[0])
+        block.erase_arg(arg)
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    values = list(ret.arguments)
+    for i, order in enumerate(layouts.outputs):
+        if order is not None:
+            op = _transpose(values[i], order)
+            block.insert_op_before(op, ret)
+            values[i] = op.results[0]
+    new_ret = func.ReturnOp(*values)
+    block.insert_op_before(new_ret, ret)
+    block.erase_op(ret)
+    fn.function_type = FunctionType.from_lists(
+        [a.type for a in block.args], [v.type for v in values]
+    )
+
+
+def with_layouts(
+    fn: Callable[..., Sequence[torch.Tensor]], layouts: RegionLayouts
+) -> Callable[..., Sequence[torch.Tensor]]:
+    """`fn` (the compiled, rewritten region) called with permuted inputs in their dense
+    order and its outputs permuted back to the logical dims: views, no copies. `fn`
+    itself when every edge is in logical order."""
+    if layouts.trivial:
+        return fn
+    into = [o for o in layouts.inputs]
+    back = [None if o is None else inverse(o) for o in layouts.outputs]
+
+    def call(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        moved = [a if o is None else a.permute(o) for a, o in zip(args, into, strict=True)]
+        results = fn(*moved)
+        return tuple(r if b is None else r.permute(b) for r, b in zip(results, back, strict=True))
+
+    return call
