@@ -33,10 +33,11 @@ from fuseopt.backends.cuda.runtime import (
     device_arch,
 )
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
+from fuseopt.backends.host_memory import contiguous_strides, plan_workspace, reinterpret
 from fuseopt.backends.targets import CUDA
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile_host, torch_call
-from fuseopt.dialects.dtypes import torch_dtype
+from fuseopt.dialects.dtypes import element_bytes, torch_dtype
 from fuseopt.dialects.tile_host import read_host
 
 if TYPE_CHECKING:
@@ -78,6 +79,15 @@ class HostPlan:
             (self.outputs if p.output else self.inputs).append(spec)
         self.steps: list[Step] = []
         self.launches: list[str] = []
+        self.workspace = plan_workspace(host)
+        self._typed: dict[torch.dtype, int] = {}  # the workspace viewed per dtype: slots
+        if self.workspace.offsets:
+            s, nbytes = self._slot("workspace"), self.workspace.nbytes
+
+            def workspace(b: list, dev: torch.device, s=s, nbytes=nbytes) -> None:
+                b[s] = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+
+            self.steps.append(workspace)
         for step in host.steps:
             self._plan(step, kernels)
 
@@ -87,9 +97,21 @@ class HostPlan:
     def _plan(self, step: tile_host.Step, kernels: dict[str, CudaKernel]) -> None:
         if isinstance(step, tile_host.Alloc):
             s, shape, dt = self._slot(step.value), step.shape, torch_dtype(step.element)
+            if dt not in self._typed:
+                typed, whole = self._slot(("workspace", dt)), self.slots["workspace"]
 
-            def alloc(b: list, dev: torch.device, s=s, shape=shape, dt=dt) -> None:
-                b[s] = torch.empty(shape, dtype=dt, device=dev)
+                def view_as(b: list, dev: torch.device, t=typed, w=whole, dt=dt) -> None:
+                    b[t] = b[w].view(dt)
+
+                self._typed[dt] = typed
+                self.steps.append(view_as)
+            typed, strides = self._typed[dt], contiguous_strides(shape)
+            offset = self.workspace.offsets[step.value] // element_bytes(step.element)
+
+            def alloc(
+                b: list, dev: torch.device, s=s, t=typed, shape=shape, st=strides, o=offset
+            ) -> None:
+                b[s] = reinterpret(b[t], shape, st, o)
 
             self.steps.append(alloc)
         elif isinstance(step, tile_host.View):

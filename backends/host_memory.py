@@ -1,0 +1,104 @@
+"""Memory planning for a host function's temporaries: one workspace, reused by lifetime.
+
+A host function allocates a buffer per temporary (`tile.alloc`). Allocating each one
+per call costs a trip through PyTorch's caching allocator (several microseconds on the
+host, per buffer, per call: in a decode step that was a hundred allocations). The plan
+gives every temporary a byte offset in one workspace, allocated once per call, and lets
+a temporary reuse the bytes of one whose last use came before it is allocated: kernels
+and library calls of a host function run in order on one stream, so a later kernel
+writes those bytes only after the earlier ones read them (the rule PyTorch's own
+caching allocator follows). Views (`tile.view`) share their source's bytes and extend
+its lifetime. Outputs are not planned: they are returned to the caller.
+
+Offsets are aligned to `ALIGNMENT` bytes (Triton specializes kernels on 16-byte
+aligned pointers; vector loads want more).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from xdsl.ir import SSAValue
+
+from fuseopt.dialects.dtypes import element_bytes
+from fuseopt.dialects.tile_host import Alloc, Gemm, HostFunction, Launch, TorchCall, View
+
+ALIGNMENT = 256
+"""Every temporary starts at a multiple of this many bytes in the workspace."""
+
+
+@dataclass(frozen=True)
+class WorkspacePlan:
+    """Where each temporary lives: `offsets[value]` bytes into a workspace of `nbytes`."""
+
+    nbytes: int
+    offsets: dict[SSAValue, int]
+
+
+def _uses(step: object) -> tuple[SSAValue, ...]:
+    if isinstance(step, Launch):
+        return step.args
+    if isinstance(step, Gemm):
+        return (step.lhs, step.rhs, step.out)
+    if isinstance(step, TorchCall):
+        return (*step.ins, *step.outs)
+    if isinstance(step, View):
+        return (step.source,)
+    return ()
+
+
+def _aligned(n: int) -> int:
+    return -(-n // ALIGNMENT) * ALIGNMENT
+
+
+def plan_workspace(host: HostFunction) -> WorkspacePlan:
+    """Offsets for every `Alloc` of `host` (see the module doc): each temporary lives
+    from its allocation to its last use, directly or through views; a new temporary
+    takes the lowest aligned gap between the live ones that fits it."""
+    root: dict[SSAValue, SSAValue] = {}
+    born: dict[SSAValue, int] = {}
+    size: dict[SSAValue, int] = {}
+    last: dict[SSAValue, int] = {}
+    for i, step in enumerate(host.steps):
+        if isinstance(step, Alloc):
+            root[step.value] = step.value
+            born[step.value] = last[step.value] = i
+            size[step.value] = _aligned(max(1, math.prod(step.shape)) * element_bytes(step.element))
+        elif isinstance(step, View) and step.source in root:
+            root[step.value] = root[step.source]
+        for v in _uses(step):
+            if v in root:
+                last[root[v]] = i
+    offsets: dict[SSAValue, int] = {}
+    live: list[tuple[int, int, SSAValue]] = []  # (offset, bytes, value), by offset
+    end = 0
+    for value in sorted(born, key=born.__getitem__):
+        live = [block for block in live if last[block[2]] >= born[value]]
+        cursor = 0
+        for offset, nbytes, _ in live:
+            if offset - cursor >= size[value]:
+                break
+            cursor = max(cursor, offset + nbytes)
+        offsets[value] = cursor
+        live = sorted([*live, (cursor, size[value], value)], key=lambda block: block[0])
+        end = max(end, cursor + size[value])
+    return WorkspacePlan(end, offsets)
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major element strides of `shape`."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+try:
+    from torch._C._dynamo.guards import _reinterpret_tensor as reinterpret
+except ImportError:  # a PyTorch without it: the same view, one call slower
+    reinterpret = torch.as_strided
+"""A view of a workspace as a temporary: ``reinterpret(base, size, stride, offset)``
+(the one C call Inductor's generated code uses for the same purpose)."""
