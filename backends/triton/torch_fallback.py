@@ -98,6 +98,19 @@ def _special(op: Operation, args: list[str]) -> str | None:
     return None
 
 
+def _computed_in_place(kernel: tile.KernelOp) -> dict[Operation, tile.StoreOp]:
+    """Concatenations whose only use is a store of the whole result: `torch.cat`
+    writes them into the stored buffer (`out=`), with no copy after it."""
+    found: dict[Operation, tile.StoreOp] = {}
+    for op in kernel.body.block.ops:
+        if isinstance(op, tile.StoreOp):
+            owner = op.value.owner
+            uses = list(op.value.uses)
+            if isinstance(owner, nn.ConcatOp) and len(uses) == 1:
+                found[owner] = op
+    return found
+
+
 def print_torch_kernel(kernel: tile.KernelOp, py_name: str, module_names: set[str]) -> str:
     """A Python function `py_name(buf0, ...)` computing `kernel` with torch calls."""
     names = NameTable(module_names)
@@ -111,8 +124,16 @@ def print_torch_kernel(kernel: tile.KernelOp, py_name: str, module_names: set[st
         lines.append(f"{name} = {text}")
         expr[v] = name
 
+    into = _computed_in_place(kernel)
     for op in kernel.body.block.ops:
-        if isinstance(op, tile.ReturnOp | arith.ConstantOp):
+        if isinstance(op, tile.ReturnOp | arith.ConstantOp) or op in into.values():
+            continue
+        if op in into:
+            store = into[op]
+            _check_origin(store, list(store.offsets))
+            cat = _special(op, [expr[x] for x in op.operands])
+            out = f"{expr[store.buffer]}.view({_shape(store.value)!r})"
+            lines.append(f"{cat[:-1]}, out={out})")
             continue
         if isinstance(op, tile.LoadOp):
             _check_origin(op, list(op.offsets))
