@@ -180,7 +180,7 @@ def _sequence(gm: torch.fx.GraphModule) -> list[str]:
 
     order = []
     for node in gm.graph.nodes:
-        if node.op == "call_module" and isinstance(getattr(gm, node.target), CompiledRegion):
+        if node.op == "call_function" and isinstance(node.target, CompiledRegion):
             order.append("region")
         elif node.op == "call_function" and is_collective(node.target):
             order.append(str(node.target))

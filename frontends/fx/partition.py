@@ -274,7 +274,7 @@ def compile_graph_module(
             failed.extend(n for n in sub.graph.nodes if n.op == "call_function")
             reasons.update({n: e.reason for n in sub.graph.nodes})
             continue
-        setattr(gm, node.target, CompiledRegion(with_layouts(compiled, layouts)))
+        _call_directly(gm, node, CompiledRegion(with_layouts(compiled, layouts), func_name))
     gm.recompile()
     _log_fallbacks(graph_name, failed, reasons, record)
     record.graphs.append(graph_name)
@@ -302,16 +302,30 @@ def _reads_strides(node: Node) -> bool:
     return last >= source.numel()
 
 
-class CompiledRegion(torch.nn.Module):
-    """A compiled nn function standing in for an FX submodule (returns a tuple)."""
+class CompiledRegion:
+    """A compiled nn function standing in for an FX submodule: the partitioned graph
+    calls it as a function (a `call_function` node), without the per-call dispatch of an
+    `nn.Module` call. Returns the region's outputs as a sequence."""
 
-    def __init__(self, fn: Callable[..., Sequence[torch.Tensor]]):
-        super().__init__()
+    def __init__(self, fn: Callable[..., Sequence[torch.Tensor]], name: str):
         self.fn = fn
+        self.__name__ = self.__qualname__ = name  # how FX names it in the graph's code
+        self.__module__ = __name__
 
-    def forward(self, *args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def __call__(self, *args: torch.Tensor) -> Sequence[torch.Tensor]:
         """Run the compiled region."""
-        return tuple(self.fn(*args))
+        return self.fn(*args)
+
+
+def _call_directly(gm: GraphModule, node: Node, region: CompiledRegion) -> None:
+    """Replace the `call_module` node of a region's submodule by a call of `region`,
+    and drop the submodule."""
+    with gm.graph.inserting_before(node):
+        call = gm.graph.call_function(region, tuple(node.args), dict(node.kwargs))
+    call.meta = dict(node.meta)
+    node.replace_all_uses_with(call)
+    gm.graph.erase_node(node)
+    gm.delete_submodule(str(node.target))
 
 
 def _log_fallbacks(
