@@ -82,3 +82,27 @@ def test_split_reductions_match_eager(name: str, dtype: torch.dtype, backend: st
     ulp = 2**-7 if dtype == torch.bfloat16 else 2**-22
     assert error <= max(2 * eager_error, ulp * scale), (error, eager_error, scale)
     assert compiled.kernels and not compiled.fallbacks
+
+
+@pytest.mark.parametrize("name", ["mse", "l1", "hinge"])
+def test_loss_prologue_fuses_into_stage_one(name: str) -> None:
+    """A loss to a scalar over a long vector is two kernels: stage one reads the inputs
+    and fuses the elementwise prologue (the reshapes splitting the inputs into rows are
+    views), stage two combines the partials. Before, the prologue ran as a kernel of its
+    own writing an f32 temporary three times the inputs' traffic."""
+    losses = {
+        "mse": lambda a, b: torch.nn.functional.mse_loss(a, b),
+        "l1": lambda a, b: torch.nn.functional.l1_loss(a, b),
+        "hinge": lambda a, b: torch.clamp(1 - a * b, min=0).mean(),
+    }
+    a, b = (
+        randn(1 << 17, dtype=torch.bfloat16, seed=1),
+        randn(1 << 17, dtype=torch.bfloat16, seed=2),
+    )
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(losses[name], (a, b), backend="interpret", strict=True)
+        got = compiled(a, b)
+    assert len(compiled.kernels) == 2, [k.name for k in compiled.kernels]
+    reference = losses[name](a.double(), b.double())
+    assert abs(got.double() - reference).item() <= 2**-7 * max(1.0, abs(reference.item()))

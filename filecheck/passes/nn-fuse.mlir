@@ -450,6 +450,31 @@ func.func @index_vector(%x: tensor<4x3xi64>) -> tensor<4x3xi1> {
 
 // -----
 
+// A reshape of a function argument is a view of its buffer: it stays outside every
+// group (convert-nn-to-tile makes it a host tile.view), so the loss's elementwise
+// prologue, split into rows by nn-split-reductions, fuses into the row reduction (inside
+// the group, the regrouping reshape was indexing the tiler could not tile there, and the
+// prologue ran as a kernel of its own writing an f32 temporary).
+// CHECK-LABEL: func.func @split_loss
+// CHECK-NEXT:  %[[A:.*]] = nn.reshape %a : tensor<65536xbf16> -> tensor<64x1024xbf16>
+// CHECK-NEXT:  %[[B:.*]] = nn.reshape %b : tensor<65536xbf16> -> tensor<64x1024xbf16>
+// CHECK-NEXT:  nn.fusion ins(%[[A]], %[[B]] : tensor<64x1024xbf16>, tensor<64x1024xbf16>) -> tensor<64xf32> attributes {kernel_name = "fused_{{[0-9]+}}_cast_sub_mul_sum", kind = "reduction"
+// CHECK-NOT:   nn.reshape
+// CHECK:       nn.yield
+func.func @split_loss(%a: tensor<65536xbf16>, %b: tensor<65536xbf16>) -> tensor<64xf32> {
+  %ra = nn.reshape %a : tensor<65536xbf16> -> tensor<64x1024xbf16>
+  %ca = nn.cast %ra : tensor<64x1024xbf16> -> tensor<64x1024xf32>
+  %rb = nn.reshape %b : tensor<65536xbf16> -> tensor<64x1024xbf16>
+  %cb = nn.cast %rb : tensor<64x1024xbf16> -> tensor<64x1024xf32>
+  %d = nn.sub %ca, %cb : tensor<64x1024xf32>
+  %s = nn.mul %d, %d : tensor<64x1024xf32>
+  %r = nn.sum %s [1] : tensor<64x1024xf32> -> tensor<64xf32>
+  func.return %r : tensor<64xf32>
+}
+
+// -----
+
+
 // A lone view is left to eager (a strided view there); constants are cloned into the
 // groups that use them. (The DOT file of --split-input-file holds this last case.)
 // DOT:         digraph fusion {
@@ -485,3 +510,4 @@ func.func @views_and_constants(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<
   %m = nn.mul %x, %c : tensor<4x8xf32>
   func.return %t, %m : tensor<8x4xf32>, tensor<4x8xf32>
 }
+

@@ -50,8 +50,9 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import cache
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from fuseopt.dialects import nn
 from fuseopt.passes.convert_nn_to_tile.analysis import (
@@ -115,6 +116,11 @@ def classify(op: Operation) -> OpClass:
         return OpClass.OPAQUE
     if isinstance(op, nn.ConstantOp):
         return OpClass.CONSTANT
+    if isinstance(op, nn.ReshapeOp) and _is_function_argument(op.input):
+        # a reshape of a function argument is a host view of its buffer (every buffer
+        # is contiguous), free outside any kernel; inside one it would be indexing a
+        # reduction group cannot always tile (a loss's input split into rows)
+        return OpClass.OPAQUE
     if isinstance(op, ELEMENTWISE_TYPES):
         return OpClass.ELEMENTWISE
     if isinstance(op, VIEW_TYPES):
@@ -124,6 +130,10 @@ def classify(op: Operation) -> OpClass:
     if isinstance(op, nn.MatmulOp):
         return OpClass.MATMUL
     return OpClass.OPAQUE
+
+
+def _is_function_argument(v: SSAValue) -> bool:
+    return isinstance(v, BlockArgument) and isinstance(v.block.parent_op(), func.FuncOp)
 
 
 def shape_of(v: SSAValue) -> tuple[int, ...]:
