@@ -21,9 +21,10 @@ or mean are f32 whatever the input type, so splitting loses no precision; a mean
 equal chunks' means is the mean. max and min keep their type. The result is
 deterministic (no atomics): the same order every run.
 
-The reshape is pushed up through the single-use elementwise ops that compute the
-reduction's input (`(a - b)^2` of a loss), down to their inputs, so that nn-fuse fuses
-them into stage one and the reshapes are views of the inputs.
+The reshape is pushed up through the elementwise ops that compute the reduction's input
+and are used only by it or by each other (`(a - b)^2` of a loss, smooth-L1's branches on
+`|a - b|`), down to their inputs, so that nn-fuse fuses them into stage one and the
+reshapes are views of the inputs.
 
 Which reductions: the reduced axes are the trailing ones (a full reduction, or a row
 reduction; reductions over middle axes are left as they are), there are fewer than
@@ -161,7 +162,7 @@ class SplitReduction(RewritePattern):
             return
         kept = shape[: len(shape) - len(op.axis_list)]
         new = _Replacement(op)
-        x = new.widened(reshaped(source, (*kept, plan.splits, plan.chunk), new.add, op, {}))
+        x = new.widened(reshaped(source, (*kept, plan.splits, plan.chunk), new.add, op))
         partial = new.add(type(op)(x, [len(kept) + 1]))
         new.replace(rewriter, new.add(type(op)(partial, [len(kept)])))
 
@@ -214,8 +215,56 @@ ELEMENTWISE = (
 )
 """Ops a reshape moves through: same-shaped operands and result, element by element."""
 
-MAX_DEPTH = 32
-"""How many elementwise ops up from the reduction a reshape is pushed at most."""
+MAX_CONE = 64
+"""How many elementwise ops above the reduction a reshape is pushed through at most."""
+
+
+def _same_shape_elementwise(op: Operation | None, shape: tuple[int, ...]) -> bool:
+    return (
+        isinstance(op, ELEMENTWISE)
+        and len(op.results) == 1
+        and all(x.type.get_shape() == shape for x in op.operands)  # type: ignore[attr-defined]
+    )
+
+
+def movable_cone(value: SSAValue, user: Operation) -> set[Operation]:
+    """The elementwise ops computing `value` (all of its shape) that the reshape can move
+    above: every use of each one's result is by `user` or by another op of the set (a
+    value used twice inside, as smooth-L1's |a - b|, moves; one also used outside stays
+    and is reshaped where it is). At most `MAX_CONE` ops, nearest first."""
+    shape = tuple(value.type.get_shape())  # type: ignore[attr-defined]
+    cone: list[Operation] = []
+    frontier = [value.owner]
+    while frontier and len(cone) < MAX_CONE:
+        op = frontier.pop(0)
+        if op in cone or not _same_shape_elementwise(op, shape):  # type: ignore[arg-type]
+            continue
+        cone.append(op)  # type: ignore[arg-type]
+        frontier += [x.owner for x in op.operands]  # type: ignore[union-attr]
+    inside = set(cone)
+    changed = True
+    while changed:  # drop ops with a use outside the set, until none is left
+        changed = False
+        for op in list(inside):
+            users = {use.operation for r in op.results for use in r.uses}
+            if not users <= inside | {user}:
+                inside.discard(op)
+                changed = True
+    if value.owner not in inside:
+        return set()
+    return _reachable(value, inside)
+
+
+def _reachable(value: SSAValue, inside: set[Operation]) -> set[Operation]:
+    """The ops of `inside` that `value` depends on through ops of `inside`."""
+    found: set[Operation] = set()
+    stack = [value.owner]
+    while stack:
+        op = stack.pop()
+        if op in inside and op not in found:
+            found.add(op)  # type: ignore[arg-type]
+            stack += [x.owner for x in op.operands]  # type: ignore[union-attr]
+    return found
 
 
 def reshaped(
@@ -223,52 +272,37 @@ def reshaped(
     shape: tuple[int, ...],
     add: Callable[[Operation], SSAValue],
     user: Operation,
-    done: dict[SSAValue, SSAValue],
-    depth: int = 0,
 ) -> SSAValue:
-    """`value` under `shape` (each value once: `done` holds what was made): an
-    elementwise op used only by `user` (all operands of its shape) is rebuilt on
-    reshaped operands, a splat constant made in the new shape, any other value
-    reshaped where it is."""
-    if value in done:
-        return done[value]
-    done[value] = _reshaped(value, shape, add, user, done, depth)
-    return done[value]
+    """`value` under `shape`: the elementwise ops of its `movable_cone` are rebuilt on
+    reshaped operands (each value once), splat constants made in the new shape, any
+    other value reshaped where it is."""
+    cone = movable_cone(value, user)
+    done: dict[SSAValue, SSAValue] = {}
 
+    def build(v: SSAValue) -> SSAValue:
+        if v in done:
+            return done[v]
+        t = v.type
+        assert isinstance(t, TensorType)
+        target = TensorType(t.element_type, shape)
+        op = v.owner
+        if isinstance(op, nn.ConstantOp) and op.splat_value is not None:
+            done[v] = add(nn.ConstantOp(op.splat_value, target))
+        elif op in cone:
+            assert isinstance(op, Operation)
+            rebuilt = type(op).create(
+                operands=[build(x) for x in op.operands],
+                result_types=[target],
+                attributes=dict(op.attributes),
+                properties=dict(op.properties),
+            )
+            done[v] = add(rebuilt)
+            rebuilt.location = op.location  # the rebuilt op is the one the user wrote
+        else:
+            done[v] = add(nn.ReshapeOp(v, target))
+        return done[v]
 
-def _reshaped(
-    value: SSAValue,
-    shape: tuple[int, ...],
-    add: Callable[[Operation], SSAValue],
-    user: Operation,
-    done: dict[SSAValue, SSAValue],
-    depth: int,
-) -> SSAValue:
-    t = value.type
-    assert isinstance(t, TensorType)
-    target = TensorType(t.element_type, shape)
-    op = value.owner
-    if isinstance(op, nn.ConstantOp) and op.splat_value is not None:
-        return add(nn.ConstantOp(op.splat_value, target))
-    movable = (
-        isinstance(op, ELEMENTWISE)
-        and depth < MAX_DEPTH
-        and len(op.results) == 1
-        and all(use.operation is user for use in value.uses)
-        and all(x.type.get_shape() == t.get_shape() for x in op.operands)  # type: ignore[attr-defined]
-    )
-    if not movable:
-        return add(nn.ReshapeOp(value, target))
-    operands = [reshaped(x, shape, add, op, done, depth + 1) for x in op.operands]
-    rebuilt = type(op).create(
-        operands=operands,
-        result_types=[target],
-        attributes=dict(op.attributes),
-        properties=dict(op.properties),
-    )
-    result = add(rebuilt)
-    rebuilt.location = op.location  # the rebuilt op is the one the user wrote
-    return result
+    return build(value)
 
 
 @dataclass(frozen=True)

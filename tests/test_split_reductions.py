@@ -84,7 +84,7 @@ def test_split_reductions_match_eager(name: str, dtype: torch.dtype, backend: st
     assert compiled.kernels and not compiled.fallbacks
 
 
-@pytest.mark.parametrize("name", ["mse", "l1", "hinge"])
+@pytest.mark.parametrize("name", ["mse", "l1", "hinge", "smooth_l1"])
 def test_loss_prologue_fuses_into_stage_one(name: str) -> None:
     """A loss to a scalar over a long vector is two kernels: stage one reads the inputs
     and fuses the elementwise prologue (the reshapes splitting the inputs into rows are
@@ -94,6 +94,7 @@ def test_loss_prologue_fuses_into_stage_one(name: str) -> None:
         "mse": lambda a, b: torch.nn.functional.mse_loss(a, b),
         "l1": lambda a, b: torch.nn.functional.l1_loss(a, b),
         "hinge": lambda a, b: torch.clamp(1 - a * b, min=0).mean(),
+        "smooth_l1": lambda a, b: torch.nn.functional.smooth_l1_loss(a, b),  # |a - b| twice
     }
     a, b = (
         randn(1 << 17, dtype=torch.bfloat16, seed=1),

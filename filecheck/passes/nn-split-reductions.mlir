@@ -69,3 +69,45 @@ func.func @first_and_last(%x: tensor<8x4x16xbf16>) -> (tensor<4xbf16>, tensor<1x
   %m = nn.reduce_max %x [0, 2] keepdim : tensor<8x4x16xbf16> -> tensor<1x4x1xbf16>
   func.return %s, %m : tensor<4xbf16>, tensor<1x4x1xbf16>
 }
+
+// -----
+
+// The prologue moves as a whole when its values are used only inside it (|a - b| used
+// twice, as smooth-L1 does); a value also used elsewhere (returned here) is computed
+// where it is and reshaped there, and only the ops above the reduction that depend on it
+// alone are rebuilt.
+// CHECK-LABEL: func.func @shared_inside
+// CHECK:         %[[A:.*]] = nn.reshape %a : tensor<65536xf32> -> tensor<64x1024xf32>
+// CHECK:         %[[B:.*]] = nn.reshape %b : tensor<65536xf32> -> tensor<64x1024xf32>
+// CHECK:         %[[D:.*]] = nn.sub %[[A]], %[[B]] : tensor<64x1024xf32>
+// CHECK:         %[[AD:.*]] = nn.abs %[[D]] : tensor<64x1024xf32>
+// CHECK:         %[[E:.*]] = nn.exp %[[AD]] : tensor<64x1024xf32>
+// CHECK:         %[[S:.*]] = nn.add %[[AD]], %[[E]] : tensor<64x1024xf32>
+// CHECK:         nn.sum %[[S]] [1] : tensor<64x1024xf32> -> tensor<64xf32>
+func.func @shared_inside(%a: tensor<65536xf32>, %b: tensor<65536xf32>) -> tensor<f32> {
+  %d = nn.sub %a, %b : tensor<65536xf32>
+  %ad = nn.abs %d : tensor<65536xf32>
+  %e = nn.exp %ad : tensor<65536xf32>
+  %s = nn.add %ad, %e : tensor<65536xf32>
+  %m = nn.sum %s [0] : tensor<65536xf32> -> tensor<f32>
+  func.return %m : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @shared_outside
+// CHECK:         %[[D:.*]] = nn.sub %a, %b : tensor<65536xf32>
+// CHECK:         %[[AD:.*]] = nn.abs %[[D]] : tensor<65536xf32>
+// CHECK:         %[[R:.*]] = nn.reshape %[[AD]] : tensor<65536xf32> -> tensor<64x1024xf32>
+// CHECK:         %[[E:.*]] = nn.exp %[[R]] : tensor<64x1024xf32>
+// CHECK:         %[[S:.*]] = nn.add %[[R]], %[[E]] : tensor<64x1024xf32>
+// CHECK:         nn.sum %[[S]] [1] : tensor<64x1024xf32> -> tensor<64xf32>
+// CHECK:         func.return %{{.*}}, %[[AD]]
+func.func @shared_outside(%a: tensor<65536xf32>, %b: tensor<65536xf32>) -> (tensor<f32>, tensor<65536xf32>) {
+  %d = nn.sub %a, %b : tensor<65536xf32>
+  %ad = nn.abs %d : tensor<65536xf32>
+  %e = nn.exp %ad : tensor<65536xf32>
+  %s = nn.add %ad, %e : tensor<65536xf32>
+  %m = nn.sum %s [0] : tensor<65536xf32> -> tensor<f32>
+  func.return %m, %ad : tensor<f32>, tensor<65536xf32>
+}
