@@ -158,3 +158,39 @@ def test_repeated_heads_keep_the_unit_stride_last(backend: str) -> None:
     q, k = randn(1, 2, 16, 16), randn(1, 1, 16, 16)
     compiled = torch.compile(RepeatKV(), backend="fuseopt", options={"backend": backend})
     assert_close(compiled(q, k), RepeatKV()(q, k))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_permuted_output_takes_in_place_updates(backend: str) -> None:
+    """A permuted output is not an autograd view (found in review: `Tensor.permute`
+    results made `y.add_(1)` fail in training, "Output 0 of CompiledFunction is a view
+    and is being modified inplace", and under no_grad "A view was created in no_grad
+    mode"); a residual update after a graph break works as in eager."""
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return x.t() * 2 + 1
+
+    x = randn(8, 6).requires_grad_()
+    compiled = torch.compile(f, backend="fuseopt", options={"backend": backend})
+    y = compiled(x)
+    y.add_(1)
+    y.sum().backward()
+    want = f(x.detach()) + 1
+    assert_close(y.detach(), want)
+    assert_close(x.grad, torch.full((8, 6), 2.0))
+    w = randn(6, 8).requires_grad_()
+    with torch.no_grad():
+        z = compiled(x.detach())
+    z.mul_(w)
+    assert_close(z.detach(), f(x.detach()) * w.detach())
+
+    def residual(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        h = (x @ w).view(2, 5, 4, 8).transpose(1, 2) * 0.5
+        torch._dynamo.graph_break()
+        h += 1
+        return h.sum()
+
+    a, b = randn(2, 5, 32), randn(32, 32).requires_grad_()
+    torch._dynamo.reset()
+    got = torch.compile(residual, backend="fuseopt", options={"backend": backend})(a, b)
+    assert_close(got, residual(a, b))

@@ -10,8 +10,8 @@ compatible with input tensor's size and stride"). So the region keeps each edge'
 
 - an output traced in another order is computed in that order into a contiguous buffer
   (an `nn.transpose` before the return, which usually cancels the transpose that made
-  it) and returned as a view permuted back (`Tensor.permute`, no copy): its strides have
-  the traced order, dense;
+  it) and returned re-described in the logical dims (sizes and strides over the same
+  buffer, no copy): its strides have the traced order, dense;
 - an input traced as a permutation of a dense layout is passed as that dense view
   (`Tensor.permute`, contiguous when the runtime strides are the traced ones, no copy)
   and transposed back inside the region, where the transpose fuses into the loads.
@@ -96,8 +96,13 @@ class RegionLayouts:
 
 
 def _example(node: object) -> torch.Tensor | None:
+    """The traced value of `node` when it is a tensor of rank 2 or more with static
+    sizes and strides (a symbolic one keeps the logical order: regions are static)."""
     val = node.meta.get("val") if isinstance(node, Node) else None
-    return val if isinstance(val, torch.Tensor) and val.dim() > 1 else None
+    if not isinstance(val, torch.Tensor) or val.dim() < 2:
+        return None
+    static = all(isinstance(n, int) for n in (*val.shape, *val.stride()))
+    return val if static else None
 
 
 def region_layouts(gm: GraphModule) -> RegionLayouts:
@@ -119,6 +124,18 @@ def region_layouts(gm: GraphModule) -> RegionLayouts:
                 order = dimension_order(t) if t is not None else None
                 outputs.append(None if order is None or _identity(order) else order)
     return RegionLayouts(tuple(inputs), tuple(outputs))
+
+
+def output_shapes(gm: GraphModule) -> tuple[tuple[int, ...] | None, ...]:
+    """The traced shape of each output of `gm` (None for one that is not a tensor)."""
+    shapes: list[tuple[int, ...] | None] = []
+    for node in gm.graph.nodes:
+        if node.op == "output":
+            items = node.args[0] if isinstance(node.args[0], list | tuple) else [node.args[0]]
+            for item in items:
+                val = item.meta.get("val") if isinstance(item, Node) else None
+                shapes.append(tuple(val.shape) if isinstance(val, torch.Tensor) else None)
+    return tuple(shapes)
 
 
 def _transpose(value: SSAValue, perm: Order) -> nn.TransposeOp:
@@ -164,20 +181,48 @@ def apply_layouts(module: ModuleOp, layouts: RegionLayouts) -> None:
     )
 
 
+def _strides_of(shape: Sequence[int], order: Order) -> tuple[int, ...]:
+    """The strides of a `shape` tensor stored densely in dimension order `order`."""
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
+
+
 def with_layouts(
-    fn: Callable[..., Sequence[torch.Tensor]], layouts: RegionLayouts
+    fn: Callable[..., Sequence[torch.Tensor]],
+    layouts: RegionLayouts,
+    output_shapes: Sequence[tuple[int, ...] | None],
 ) -> Callable[..., Sequence[torch.Tensor]]:
     """`fn` (the compiled, rewritten region) called with permuted inputs in their dense
-    order and its outputs permuted back to the logical dims: views, no copies. `fn`
-    itself when every edge is in logical order."""
+    order and its outputs restrided to the logical dims (`output_shapes`: each output's
+    traced shape). No copies. `fn` itself when every edge is in logical order.
+
+    An output is re-described over its own buffer (`reinterpret`, as Inductor's
+    generated code does), not made with `Tensor.permute`: a permute result is a view, and
+    autograd refuses in-place updates of a view returned from a custom Function or made
+    under no_grad (a residual `h += ...` after a graph break)."""
     if layouts.trivial:
         return fn
-    into = [o for o in layouts.inputs]
-    back = [None if o is None else inverse(o) for o in layouts.outputs]
+    into = list(layouts.inputs)
+    back = [
+        None if o is None or shape is None else (shape, _strides_of(shape, o))
+        for o, shape in zip(layouts.outputs, output_shapes, strict=True)
+    ]
 
     def call(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
         moved = [a if o is None else a.permute(o) for a, o in zip(args, into, strict=True)]
         results = fn(*moved)
-        return tuple(r if b is None else r.permute(b) for r, b in zip(results, back, strict=True))
+        return tuple(
+            r if b is None else reinterpret(r, b[0], b[1], r.storage_offset())
+            for r, b in zip(results, back, strict=True)
+        )
 
     return call
+
+
+reinterpret = getattr(torch._C._dynamo.guards, "_reinterpret_tensor", torch.as_strided)
+"""A tensor over the same storage with other sizes and strides that is not an autograd
+view (`torch.as_strided` where PyTorch lacks it)."""
