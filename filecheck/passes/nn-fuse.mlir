@@ -474,6 +474,19 @@ func.func @split_loss(%a: tensor<65536xbf16>, %b: tensor<65536xbf16>) -> tensor<
 
 // -----
 
+// A returned reshape of an argument is copied into its output anyway: it may join the
+// group that reads it, one kernel writing both outputs.
+// CHECK-LABEL: func.func @returned_reshape
+// CHECK-NEXT:  %{{.*}}, %{{.*}} = nn.fusion ins(%x : tensor<4x8xf32>) -> (tensor<32xf32>, tensor<32xf32>)
+func.func @returned_reshape(%x: tensor<4x8xf32>) -> (tensor<32xf32>, tensor<32xf32>) {
+  %y = nn.reshape %x : tensor<4x8xf32> -> tensor<32xf32>
+  %c = nn.constant 2.0 : tensor<32xf32>
+  %z = nn.mul %y, %c : tensor<32xf32>
+  func.return %y, %z : tensor<32xf32>, tensor<32xf32>
+}
+
+// -----
+
 
 // A lone view is left to eager (a strided view there); constants are cloned into the
 // groups that use them. (The DOT file of --split-input-file holds this last case.)

@@ -116,10 +116,11 @@ def classify(op: Operation) -> OpClass:
         return OpClass.OPAQUE
     if isinstance(op, nn.ConstantOp):
         return OpClass.CONSTANT
-    if isinstance(op, nn.ReshapeOp) and _is_function_argument(op.input):
+    if isinstance(op, nn.ReshapeOp) and _is_function_argument(op.input) and not _returned(op):
         # a reshape of a function argument is a host view of its buffer (every buffer
         # is contiguous), free outside any kernel; inside one it would be indexing a
-        # reduction group cannot always tile (a loss's input split into rows)
+        # reduction group cannot always tile (a loss's input split into rows). One that
+        # is returned is copied into its output anyway: that copy may join a group.
         return OpClass.OPAQUE
     if isinstance(op, ELEMENTWISE_TYPES):
         return OpClass.ELEMENTWISE
@@ -134,6 +135,10 @@ def classify(op: Operation) -> OpClass:
 
 def _is_function_argument(v: SSAValue) -> bool:
     return isinstance(v, BlockArgument) and isinstance(v.block.parent_op(), func.FuncOp)
+
+
+def _returned(op: Operation) -> bool:
+    return any(isinstance(use.operation, func.ReturnOp) for r in op.results for use in r.uses)
 
 
 def shape_of(v: SSAValue) -> tuple[int, ...]:
