@@ -46,6 +46,18 @@ INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
 
 fuseopt_reinterpret = getattr(torch._C._dynamo.guards, "_reinterpret_tensor", torch.as_strided)
 """A view of the workspace as a temporary: (base, size, stride, storage offset)."""
+
+fuseopt_empty = {
+    kind: getattr(torch._C._dynamo.guards, f"_empty_strided_{kind}", None)
+    or (
+        lambda size, stride, dtype, kind=kind: torch.empty_strided(
+            size, stride, dtype=dtype, device=kind
+        )
+    )
+    for kind in ("cuda", "cpu")
+}
+"""Allocators of (size, stride, dtype) by device type, on the current device: PyTorch's
+fast paths (what Inductor's generated code calls), torch.empty_strided without them."""
 '''
 
 
@@ -191,11 +203,16 @@ def _print_host(
     expr: dict[SSAValue, str] = {}
     params, body, outputs = [], [], []
     info = HostInfo(host.name, py_name, [], [])
+    plan = plan_workspace(host)
+    empty = local.fresh("empty")
+    if plan.offsets or any(p.output for p in host.params):
+        body.append(f"{empty} = fuseopt_empty[device.type]")
     for p in host.params:
         spec = buffer_spec(p.value.type)
         if p.output:
             name = local.fresh(p.value.name_hint or f"out{len(outputs)}")
-            body.append(f"{name} = torch.empty({spec[0]!r}, dtype={spec[1]}, device=device)")
+            strides = contiguous_strides(spec[0])
+            body.append(f"{name} = {empty}({spec[0]!r}, {strides!r}, {spec[1]})")
             outputs.append(name)
             info.outputs.append(spec)
         else:
@@ -203,12 +220,9 @@ def _print_host(
             params.append(name)
             info.inputs.append(spec)
         expr[p.value] = name
-    plan = plan_workspace(host)
     workspace = local.fresh("workspace")
     if plan.offsets:
-        body.append(
-            f"{workspace} = torch.empty(({plan.nbytes},), dtype=torch.uint8, device=device)"
-        )
+        body.append(f"{workspace} = {empty}(({plan.nbytes},), (1,), torch.uint8)")
     typed: dict[str, str] = {}  # dtype -> the workspace viewed as that dtype
     for step in host.steps:
         if isinstance(step, tile_host.Alloc):

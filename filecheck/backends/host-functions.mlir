@@ -4,11 +4,12 @@
 // RUN: not fuse-opt %s -t triton 2>&1 | filecheck %s --check-prefix=TRITON
 // RUN: sed -e 's/^  %c = .*//' %s | fuse-opt -t triton | filecheck %s --check-prefix=HOST
 
-// TRITON: host-functions.mlir:[[# @LINE + 14]]:3: error: the triton target cannot print arith.constant in a host function
+// TRITON: host-functions.mlir:[[# @LINE + 15]]:3: error: the triton target cannot print arith.constant in a host function
 // HOST:      def main(x, *, device):
 // HOST-NEXT:     """Run the host code: 2 launch(es); returns the outputs."""
-// HOST-NEXT:     y = torch.empty((64,), dtype=torch.float32, device=device)
-// HOST-NEXT:     workspace = torch.empty((256,), dtype=torch.uint8, device=device)
+// HOST-NEXT:     empty = fuseopt_empty[device.type]
+// HOST-NEXT:     y = empty((64,), (1,), torch.float32)
+// HOST-NEXT:     workspace = empty((256,), (1,), torch.uint8)
 // HOST-NEXT:     workspace_float32 = workspace.view(torch.float32)
 // HOST-NEXT:     tmp = fuseopt_reinterpret(workspace_float32, (64,), (1,), 0)
 // HOST-NEXT:     view = tmp.view((8, 8))

@@ -8,8 +8,9 @@
 // CHECK:           tl.erf(
 // CHECK:       def linear_gelu(in0, in1, in2, *, device):
 // CHECK-NEXT:      """Run the host code: 2 launch(es); returns the outputs."""
-// CHECK-NEXT:      out0 = torch.empty((2048, 4096), dtype=torch.bfloat16, device=device)
-// CHECK-NEXT:      workspace = torch.empty((16777216,), dtype=torch.uint8, device=device)
+// CHECK-NEXT:      empty = fuseopt_empty[device.type]
+// CHECK-NEXT:      out0 = empty((2048, 4096), (4096, 1), torch.bfloat16)
+// CHECK-NEXT:      workspace = empty((16777216,), (1,), torch.uint8)
 // CHECK-NEXT:      workspace_bfloat16 = workspace.view(torch.bfloat16)
 // CHECK-NEXT:      [[T:tmp[_0-9]*]] = fuseopt_reinterpret(workspace_bfloat16, (2048, 4096), (4096, 1), 0)
 // CHECK-NEXT:      torch.mm(in0, in1.mT, out=[[T]])

@@ -24,7 +24,8 @@
 // CHECK:           [[K]][grid](buf0, buf1, buf2, num_warps={{[0-9]+}}, num_stages=1)
 // CHECK:       def gelu_bias(in0, in1, *, device):
 // CHECK-NEXT:      """Run the host code: 1 launch(es); returns the outputs."""
-// CHECK-NEXT:      out0 = torch.empty((64, 256), dtype=torch.bfloat16, device=device)
+// CHECK-NEXT:      empty = fuseopt_empty[device.type]
+// CHECK-NEXT:      out0 = empty((64, 256), (256, 1), torch.bfloat16)
 // CHECK-NEXT:      launch_[[K]](in1, in0, out0)
 // CHECK-NEXT:      return (out0, )
 func.func @gelu_bias(%x: tensor<64x256xbf16>, %b: tensor<256xbf16>) -> tensor<64x256xbf16> {

@@ -3,13 +3,15 @@
 // Temporaries live in one workspace allocated per call (backends/host_memory.py): each
 // at a 256-byte aligned offset, reusing the bytes of a temporary whose last use (through
 // its views too) came before it is allocated; one view of the workspace per element type.
+// Outputs and the workspace come from PyTorch's fast allocator for the device type.
 // %a dies at the second launch, so %c takes its bytes; %b is still read by the third
 // launch (through %bv), so %c must not overlap it; the i32 temporary %d reuses offset 0
 // after %c's last use. Outputs are allocated on their own (they outlive the call).
 // CHECK:       def main(x, *, device):
 // CHECK-NEXT:      """Run the host code: 4 launch(es); returns the outputs."""
-// CHECK-NEXT:      y = torch.empty((64,), dtype=torch.float32, device=device)
-// CHECK-NEXT:      workspace = torch.empty((512,), dtype=torch.uint8, device=device)
+// CHECK-NEXT:      empty = fuseopt_empty[device.type]
+// CHECK-NEXT:      y = empty((64,), (1,), torch.float32)
+// CHECK-NEXT:      workspace = empty((512,), (1,), torch.uint8)
 // CHECK-NEXT:      workspace_float32 = workspace.view(torch.float32)
 // CHECK-NEXT:      a = fuseopt_reinterpret(workspace_float32, (64,), (1,), 0)
 // CHECK-NEXT:      b = fuseopt_reinterpret(workspace_float32, (64,), (1,), 64)
