@@ -114,8 +114,12 @@ if [[ $SUITE == distributed ]]; then
     DEST="$DEST/distributed"
     COMMITTED="benchmarks/results/$SLUG/distributed"
     mkdir -p "$DEST"
-    [[ -f "$COMMITTED/results.json" ]] && cp "$COMMITTED/results.json" "$DEST/"
-    echo "== distributed into $DEST: ${BENCH_S}s in all${COMMITTED:+ (merging into the committed record)}"
+    MERGING=""
+    if [[ -f "$COMMITTED/results.json" ]]; then
+        cp "$COMMITTED/results.json" "$DEST/"
+        MERGING=" (merging into the committed record)"
+    fi
+    echo "== distributed into $DEST: ${BENCH_S}s in all$MERGING"
     timeout -k 10 "$BENCH_S" python3 -m benchmarks.distributed --out "$DEST" \
         --timeout-s $((BENCH_S - 10)) "$@"
     echo "benchmarks.distributed exit status $? (124: cut at ${BENCH_S}s)"

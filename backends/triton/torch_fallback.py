@@ -66,6 +66,12 @@ def _shape(v: SSAValue) -> tuple[int, ...]:
     return tuple(t.get_shape())
 
 
+def _concat(op: nn.ConcatOp, args: list[str], out: str | None = None) -> str:
+    """`torch.cat` of `args` along the op's axis (into `out` when given)."""
+    into = f", out={out}" if out is not None else ""
+    return f"torch.cat([{', '.join(args)}], dim={op.axis.value.data}{into})"
+
+
 def _special(op: Operation, args: list[str]) -> str | None:
     """Torch expressions for nn ops with attributes."""
     if isinstance(op, nn.TransposeOp):
@@ -74,7 +80,7 @@ def _special(op: Operation, args: list[str]) -> str | None:
         index = ", ".join(f"{a}:{b}:{c}" for a, b, c in op.bounds)
         return f"{args[0]}[{index}]"
     if isinstance(op, nn.ConcatOp):
-        return f"torch.cat([{', '.join(args)}], dim={op.axis.value.data})"
+        return _concat(op, args)
     if isinstance(op, nn.ReshapeOp):
         return f"{args[0]}.reshape({_shape(op.results[0])!r})"
     if isinstance(op, nn.BroadcastOp):
@@ -131,9 +137,8 @@ def print_torch_kernel(kernel: tile.KernelOp, py_name: str, module_names: set[st
         if op in into:
             store = into[op]
             _check_origin(store, list(store.offsets))
-            cat = _special(op, [expr[x] for x in op.operands])
             out = f"{expr[store.buffer]}.view({_shape(store.value)!r})"
-            lines.append(f"{cat[:-1]}, out={out})")
+            lines.append(_concat(op, [expr[x] for x in op.operands], out))
             continue
         if isinstance(op, tile.LoadOp):
             _check_origin(op, list(op.offsets))

@@ -33,8 +33,10 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.ir import Block, SSAValue
 
+from fuseopt.backends.host_memory import reinterpret
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import int_array
+from fuseopt.frontends.fx.ops_shape import contiguous_strides
 
 Order = tuple[int, ...]
 """A permutation of a tensor's dims: ``order[k]`` is the dim with the k-th largest stride."""
@@ -84,10 +86,12 @@ def _identity(order: Order) -> bool:
 @dataclass(frozen=True)
 class RegionLayouts:
     """The non-logical dimension orders of a region's inputs and outputs (None where an
-    edge is passed in logical order)."""
+    edge is passed in logical order); for each reordered output, the traced shape and the
+    dense strides of its order it is re-described with (`restrides`)."""
 
     inputs: tuple[Order | None, ...]
     outputs: tuple[Order | None, ...]
+    restrides: tuple[tuple[tuple[int, ...], tuple[int, ...]] | None, ...]
 
     @property
     def trivial(self) -> bool:
@@ -111,6 +115,7 @@ def region_layouts(gm: GraphModule) -> RegionLayouts:
     before); an output whenever its order is not the logical one."""
     inputs: list[Order | None] = []
     outputs: list[Order | None] = []
+    restrides: list[tuple[tuple[int, ...], tuple[int, ...]] | None] = []
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             t = _example(node)
@@ -122,20 +127,13 @@ def region_layouts(gm: GraphModule) -> RegionLayouts:
             for item in items:
                 t = _example(item)
                 order = dimension_order(t) if t is not None else None
-                outputs.append(None if order is None or _identity(order) else order)
-    return RegionLayouts(tuple(inputs), tuple(outputs))
-
-
-def output_shapes(gm: GraphModule) -> tuple[tuple[int, ...] | None, ...]:
-    """The traced shape of each output of `gm` (None for one that is not a tensor)."""
-    shapes: list[tuple[int, ...] | None] = []
-    for node in gm.graph.nodes:
-        if node.op == "output":
-            items = node.args[0] if isinstance(node.args[0], list | tuple) else [node.args[0]]
-            for item in items:
-                val = item.meta.get("val") if isinstance(item, Node) else None
-                shapes.append(tuple(val.shape) if isinstance(val, torch.Tensor) else None)
-    return tuple(shapes)
+                if t is None or order is None or _identity(order):
+                    outputs.append(None)
+                    restrides.append(None)
+                else:
+                    outputs.append(order)
+                    restrides.append((tuple(t.shape), _strides_of(tuple(t.shape), order)))
+    return RegionLayouts(tuple(inputs), tuple(outputs), tuple(restrides))
 
 
 def _transpose(value: SSAValue, perm: Order) -> nn.TransposeOp:
@@ -181,24 +179,18 @@ def apply_layouts(module: ModuleOp, layouts: RegionLayouts) -> None:
     )
 
 
-def _strides_of(shape: Sequence[int], order: Order) -> tuple[int, ...]:
+def _strides_of(shape: tuple[int, ...], order: Order) -> tuple[int, ...]:
     """The strides of a `shape` tensor stored densely in dimension order `order`."""
-    strides = [0] * len(shape)
-    step = 1
-    for d in reversed(order):
-        strides[d] = step
-        step *= max(shape[d], 1)
-    return tuple(strides)
+    dense = contiguous_strides([shape[d] for d in order])
+    return tuple(dense[k] for k in inverse(order))
 
 
 def with_layouts(
-    fn: Callable[..., Sequence[torch.Tensor]],
-    layouts: RegionLayouts,
-    output_shapes: Sequence[tuple[int, ...] | None],
+    fn: Callable[..., Sequence[torch.Tensor]], layouts: RegionLayouts
 ) -> Callable[..., Sequence[torch.Tensor]]:
     """`fn` (the compiled, rewritten region) called with permuted inputs in their dense
-    order and its outputs restrided to the logical dims (`output_shapes`: each output's
-    traced shape). No copies. `fn` itself when every edge is in logical order.
+    order and its outputs re-described in the logical dims (`layouts.restrides`). No
+    copies. `fn` itself when every edge is in logical order.
 
     An output is re-described over its own buffer (`reinterpret`, as Inductor's
     generated code does), not made with `Tensor.permute`: a permute result is a view, and
@@ -206,11 +198,7 @@ def with_layouts(
     under no_grad (a residual `h += ...` after a graph break)."""
     if layouts.trivial:
         return fn
-    into = list(layouts.inputs)
-    back = [
-        None if o is None or shape is None else (shape, _strides_of(shape, o))
-        for o, shape in zip(layouts.outputs, output_shapes, strict=True)
-    ]
+    into, back = layouts.inputs, layouts.restrides
 
     def call(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
         moved = [a if o is None else a.permute(o) for a, o in zip(args, into, strict=True)]
@@ -221,8 +209,3 @@ def with_layouts(
         )
 
     return call
-
-
-reinterpret = getattr(torch._C._dynamo.guards, "_reinterpret_tensor", torch.as_strided)
-"""A tensor over the same storage with other sizes and strides that is not an autograd
-view (`torch.as_strided` where PyTorch lacks it)."""

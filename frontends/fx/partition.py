@@ -44,7 +44,6 @@ from fuseopt.frontends.fx.errors import (
 from fuseopt.frontends.fx.importer import import_graph, import_node
 from fuseopt.frontends.fx.layouts import (
     apply_layouts,
-    output_shapes,
     region_layouts,
     with_layouts,
 )
@@ -279,8 +278,7 @@ def compile_graph_module(
             failed.extend(n for n in sub.graph.nodes if n.op == "call_function")
             reasons.update({n: e.reason for n in sub.graph.nodes})
             continue
-        shapes = output_shapes(sub)
-        _call_directly(gm, node, CompiledRegion(with_layouts(compiled, layouts, shapes), func_name))
+        _call_directly(gm, node, CompiledRegion(with_layouts(compiled, layouts), func_name))
     gm.recompile()
     _log_fallbacks(graph_name, failed, reasons, record)
     record.graphs.append(graph_name)
