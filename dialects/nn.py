@@ -5,8 +5,9 @@ Elementwise operands have equal shapes (the frontend inserts explicit `nn.broadc
 Composite ops (softmax, norms, linear) are expanded into primitives by `nn-decompose`.
 `nn.fusion` holds a group of ops that becomes one kernel.
 
-Every op has a custom syntax shown in its docstring, a verifier, and round-trips through
-the generic form. Numerical semantics live in `fuseopt.interpreter` (the reference).
+Every op has a custom syntax shown in its docstring (declared as an IRDL assembly format,
+except `nn.constant`'s typed literal), a verifier, and round-trips through the generic
+form. Numerical semantics live in `fuseopt.interpreter` (the reference).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    I64,
     BFloat16Type,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -62,18 +64,18 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from fuseopt.dialects.syntax import (
+    BareIdentifier,
+    IntList,
+    ResultTypes,
+    SharedType,
+    SharedTypeOp,
+    SliceSpec,
+    ThreeOperandTypes,
     array_values,
     int_array,
     is_bool,
     is_float,
-    parse_int_list,
-    parse_operands,
     parse_tensor_type,
-    parse_tensor_types,
-    print_int_list,
-    print_operands,
-    print_types,
-    resolve_operands,
     shape_str,
     tensor_type,
 )
@@ -120,7 +122,7 @@ class NNCanonicalization(HasCanonicalizationPatternsTrait):
 # --------------------------------------------------------------------------- elementwise
 
 
-class UnaryElementwiseOp(IRDLOperation, ABC):
+class UnaryElementwiseOp(SharedTypeOp, IRDLOperation, ABC):
     """Base of `%r = nn.<op> %x : tensor<...>`: one operand, result of the same type."""
 
     FLOAT_ONLY: ClassVar[bool] = True
@@ -128,6 +130,8 @@ class UnaryElementwiseOp(IRDLOperation, ABC):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    custom_directives = (SharedType,)
+    assembly_format = "$input attr-dict `:` custom<SharedType>(type(operands), type(results))"
 
     def __init__(self, input: SSAValue, attributes: dict[str, Attribute] | None = None):
         super().__init__(operands=[input], result_types=[input.type], attributes=attributes)
@@ -138,23 +142,6 @@ class UnaryElementwiseOp(IRDLOperation, ABC):
         check_same_type(self.input.type, self.result.type, "operand and result")
         if self.FLOAT_ONLY and not is_float(t.element_type):
             raise VerifyException(f"needs a floating-point tensor, got {t}")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> UnaryElementwiseOp:
-        x = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parse_tensor_type(parser)
-        op = cls.build(operands=[parser.resolve_operand(x, t)], result_types=[t])
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
 
 @irdl_op_definition
@@ -293,7 +280,7 @@ class CosOp(UnaryElementwiseOp):
     name = "nn.cos"
 
 
-class BinaryElementwiseOp(IRDLOperation, ABC):
+class BinaryElementwiseOp(SharedTypeOp, IRDLOperation, ABC):
     """Base of `%r = nn.<op> %a, %b : tensor<...>`: operands and result of one type."""
 
     FLOAT_ONLY: ClassVar[bool] = False
@@ -302,6 +289,10 @@ class BinaryElementwiseOp(IRDLOperation, ABC):
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
     traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    custom_directives = (SharedType,)
+    assembly_format = (
+        "$lhs `,` $rhs attr-dict `:` custom<SharedType>(type(operands), type(results))"
+    )
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue):
         super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
@@ -315,23 +306,6 @@ class BinaryElementwiseOp(IRDLOperation, ABC):
             raise VerifyException(f"needs floating-point tensors, got {t}")
         if is_bool(t.element_type):
             raise VerifyException("is not defined on i1 tensors")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> BinaryElementwiseOp:
-        operands = parse_operands(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parse_tensor_type(parser)
-        op = cls.build(operands=resolve_operands(parser, operands, [t, t]), result_types=[t])
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_operands(printer, [self.lhs, self.rhs])
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
 
 @irdl_op_definition
@@ -389,7 +363,7 @@ COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 
 
 @irdl_op_definition
-class CompareOp(IRDLOperation):
+class CompareOp(SharedTypeOp, IRDLOperation):
     """Elementwise comparison; the result is an i1 tensor of the operands' shape.
 
     Predicates: eq, ne, lt, le, gt, ge.
@@ -404,6 +378,11 @@ class CompareOp(IRDLOperation):
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
     traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    custom_directives = (BareIdentifier, SharedType)
+    assembly_format = (
+        "custom<BareIdentifier>($predicate) `,` $lhs `,` $rhs attr-dict `:` "
+        "custom<SharedType>(type(operands), type(results))"
+    )
 
     def __init__(self, predicate: str, lhs: SSAValue, rhs: SSAValue):
         t = tensor_type(lhs, "lhs")
@@ -427,28 +406,17 @@ class CompareOp(IRDLOperation):
             raise VerifyException(f"result must be tensor<{shape_str(t.get_shape())}xi1>, got {r}")
 
     @classmethod
-    def parse(cls, parser: Parser) -> CompareOp:
-        pred = parser.parse_identifier()
-        parser.parse_punctuation(",")
-        operands = parse_operands(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parse_tensor_type(parser)
-        lhs, rhs = resolve_operands(parser, operands, [t, t])
-        op = cls(pred, lhs, rhs)
-        op.attributes.update(attrs)
-        return op
+    def types_from_shared(
+        cls, shared: TensorType, operands: int
+    ) -> tuple[list[Attribute], list[Attribute]]:
+        return [shared] * operands, [TensorType(IntegerType(1), shared.get_shape())]
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.predicate.data}, ")
-        print_operands(printer, [self.lhs, self.rhs])
-        printer.print_op_attributes(self.attributes, reserved_attr_names=("predicate",))
-        printer.print_string(" : ")
-        printer.print_attribute(self.lhs.type)
+    def shared_type(self) -> Attribute:
+        return self.lhs.type
 
 
 @irdl_op_definition
-class SelectOp(IRDLOperation):
+class SelectOp(SharedTypeOp, IRDLOperation):
     """Elementwise choice: `cond ? a : b`, with an i1 condition of the same shape.
 
     Example:
@@ -461,6 +429,11 @@ class SelectOp(IRDLOperation):
     false_value = operand_def(TensorType)
     result = result_def(TensorType)
     traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    custom_directives = (SharedType,)
+    assembly_format = (
+        "$condition `,` $true_value `,` $false_value attr-dict `:` "
+        "custom<SharedType>(type(operands), type(results))"
+    )
 
     def __init__(self, condition: SSAValue, true_value: SSAValue, false_value: SSAValue):
         super().__init__(
@@ -479,37 +452,27 @@ class SelectOp(IRDLOperation):
             )
 
     @classmethod
-    def parse(cls, parser: Parser) -> SelectOp:
-        operands = parse_operands(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parse_tensor_type(parser)
-        cond_type = TensorType(IntegerType(1), t.get_shape())
-        values = resolve_operands(parser, operands, [cond_type, t, t])
-        op = cls.build(operands=values, result_types=[t])
-        op.attributes.update(attrs)
-        return op
+    def types_from_shared(
+        cls, shared: TensorType, operands: int
+    ) -> tuple[list[Attribute], list[Attribute]]:
+        condition = TensorType(IntegerType(1), shared.get_shape())
+        return [condition] + [shared] * (operands - 1), [shared]
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_operands(printer, list(self.operands))
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+    def shared_type(self) -> Attribute:
+        return self.result.type
 
 
 class ConversionOp(IRDLOperation, ABC):
     """Base of `%r = nn.<op> %x ... : tensor<A> -> tensor<B>` (one operand, one result).
 
-    Subclasses may print extra syntax between the operand and the types by overriding
-    `parse_extra`/`print_extra`; attributes they own are listed in `RESERVED`.
+    Subclasses with syntax between the operand and the types declare their own
+    assembly format.
     """
-
-    RESERVED: ClassVar[tuple[str, ...]] = ()
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(
         self,
@@ -518,37 +481,6 @@ class ConversionOp(IRDLOperation, ABC):
         attributes: dict[str, Attribute] | None = None,
     ):
         super().__init__(operands=[input], result_types=[result_type], attributes=attributes)
-
-    @classmethod
-    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
-        """Parse the syntax between the operand and the attribute dictionary."""
-        return {}
-
-    def print_extra(self, printer: Printer) -> None:
-        """Print the syntax between the operand and the attribute dictionary."""
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ConversionOp:
-        x = parser.parse_unresolved_operand()
-        attrs = cls.parse_extra(parser)
-        attrs.update(parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        input_type = parse_tensor_type(parser)
-        parser.parse_punctuation("->")
-        t = parse_tensor_type(parser)
-        op = cls.build(operands=[parser.resolve_operand(x, input_type)], result_types=[t])
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        self.print_extra(printer)
-        printer.print_op_attributes(self.attributes, reserved_attr_names=self.RESERVED)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
 
     def verify_types(self) -> tuple[TensorType, TensorType]:
         """Check both types are supported tensors and return them."""
@@ -583,10 +515,14 @@ class ReductionOp(ConversionOp, ABC):
     Syntax: `%r = nn.<op> %x [axes] (keepdim)? : tensor<A> -> tensor<B>`.
     """
 
-    RESERVED: ClassVar[tuple[str, ...]] = ("axes", "keepdim")
     FLOAT_ONLY: ClassVar[bool] = False
     axes = attr_def(DenseArrayBase)
     keepdim = opt_attr_def(UnitAttr)
+    custom_directives = (IntList,)
+    assembly_format = (
+        "$input custom<IntList>($axes) (`keepdim` $keepdim^)? attr-dict `:` "
+        "type($input) `->` type($result)"
+    )
 
     def __init__(self, input: SSAValue, axes: Sequence[int], keepdim: bool = False):
         t = tensor_type(input, "operand")
@@ -600,19 +536,6 @@ class ReductionOp(ConversionOp, ABC):
     def axis_list(self) -> tuple[int, ...]:
         """The reduced axes."""
         return array_values(self.axes)
-
-    @classmethod
-    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
-        attrs: dict[str, Attribute] = {"axes": int_array(parse_int_list(parser))}
-        if parser.parse_optional_keyword("keepdim"):
-            attrs["keepdim"] = UnitAttr()
-        return attrs
-
-    def print_extra(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_int_list(printer, self.axis_list)
-        if self.keepdim is not None:
-            printer.print_string(" keepdim")
 
     def verify_(self) -> None:
         a, r = self.verify_types()
@@ -714,21 +637,16 @@ class TransposeOp(ConversionOp):
     """
 
     name = "nn.transpose"
-    RESERVED: ClassVar[tuple[str, ...]] = ("permutation",)
     permutation = attr_def(DenseArrayBase)
+    custom_directives = (IntList,)
+    assembly_format = (
+        "$input custom<IntList>($permutation) attr-dict `:` type($input) `->` type($result)"
+    )
 
     @property
     def perm(self) -> tuple[int, ...]:
         """The permutation as ints."""
         return array_values(self.permutation)
-
-    @classmethod
-    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
-        return {"permutation": int_array(parse_int_list(parser))}
-
-    def print_extra(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_int_list(printer, self.perm)
 
     def verify_(self) -> None:
         a, r = self.verify_types()
@@ -753,10 +671,14 @@ class SliceOp(ConversionOp):
     """
 
     name = "nn.slice"
-    RESERVED: ClassVar[tuple[str, ...]] = ("start", "limit", "step")
     start = attr_def(DenseArrayBase)
     limit = attr_def(DenseArrayBase)
     step = attr_def(DenseArrayBase)
+    custom_directives = (SliceSpec,)
+    assembly_format = (
+        "$input custom<SliceSpec>($start, $limit, $step) attr-dict `:` "
+        "type($input) `->` type($result)"
+    )
 
     @property
     def bounds(self) -> list[tuple[int, int, int]]:
@@ -769,26 +691,6 @@ class SliceOp(ConversionOp):
                 strict=True,
             )
         )
-
-    @classmethod
-    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
-        def parse_dim() -> tuple[int, int, int]:
-            lo = parser.parse_integer()
-            parser.parse_punctuation(":")
-            hi = parser.parse_integer()
-            st = parser.parse_integer() if parser.parse_optional_punctuation(":") else 1
-            return lo, hi, st
-
-        dims = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parse_dim)
-        return {
-            "start": int_array([d[0] for d in dims]),
-            "limit": int_array([d[1] for d in dims]),
-            "step": int_array([d[2] for d in dims]),
-        }
-
-    def print_extra(self, printer: Printer) -> None:
-        parts = [f"{lo}:{hi}" + (f":{st}" if st != 1 else "") for lo, hi, st in self.bounds]
-        printer.print_string(" [" + ", ".join(parts) + "]")
 
     def verify_(self) -> None:
         a, r = self.verify_types()
@@ -846,8 +748,9 @@ class ConcatOp(IRDLOperation):
     name = "nn.concat"
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    axis = attr_def(IntegerAttr)
+    axis = attr_def(IntegerAttr[I64])
     traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    assembly_format = "$inputs `axis` $axis attr-dict `:` type($inputs) `->` type($result)"
 
     def __init__(self, inputs: Sequence[SSAValue], axis: int):
         types = [tensor_type(x, "operand") for x in inputs]
@@ -881,34 +784,6 @@ class ConcatOp(IRDLOperation):
             raise VerifyException(
                 f"result must be tensor<{shape_str(want)}x{first.element_type}>, got {r}"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ConcatOp:
-        inputs = parse_operands(parser)
-        parser.parse_keyword("axis")
-        axis = parser.parse_integer()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = parse_tensor_types(parser)
-        parser.parse_punctuation("->")
-        t = parse_tensor_type(parser)
-        op = cls.build(
-            operands=[resolve_operands(parser, inputs, types)],
-            result_types=[t],
-            attributes={"axis": IntegerAttr(axis, i64)},
-        )
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_operands(printer, list(self.inputs))
-        printer.print_string(f" axis {self.axis.value.data}")
-        printer.print_op_attributes(self.attributes, reserved_attr_names=("axis",))
-        printer.print_string(" : ")
-        print_types(printer, [x.type for x in self.inputs])
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
 
 
 # --------------------------------------------------------------------------- constant
@@ -1067,6 +942,10 @@ class MatmulOp(IRDLOperation):
     transpose_a = opt_attr_def(UnitAttr)
     transpose_b = opt_attr_def(UnitAttr)
     traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    assembly_format = (
+        "$lhs `,` $rhs (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)? "
+        "attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+    )
     FLAGS: ClassVar[tuple[str, ...]] = ("transpose_a", "transpose_b")
 
     def __init__(
@@ -1111,35 +990,6 @@ class MatmulOp(IRDLOperation):
         if r.get_shape() != want:
             raise VerifyException(f"result shape must be {shape_str(want)}, got {r}")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> MatmulOp:
-        operands = parse_operands(parser)
-        attrs: dict[str, Attribute] = {}
-        while (flag := parser.parse_optional_keyword_in(cls.FLAGS)) is not None:
-            attrs[flag] = UnitAttr()
-        attrs.update(parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        types = parse_tensor_types(parser)
-        parser.parse_punctuation("->")
-        t = parse_tensor_type(parser)
-        if len(operands) != 2:
-            parser.raise_error("nn.matmul takes two operands")
-        op = cls.build(operands=resolve_operands(parser, operands, types), result_types=[t])
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_operands(printer, [self.lhs, self.rhs])
-        for flag in self.FLAGS:
-            if flag in self.attributes:
-                printer.print_string(f" {flag}")
-        printer.print_op_attributes(self.attributes, reserved_attr_names=self.FLAGS)
-        printer.print_string(" : ")
-        print_types(printer, [self.lhs.type, self.rhs.type])
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-
 
 def matmul_shape(
     a: Sequence[int], b: Sequence[int], transpose_a: bool, transpose_b: bool
@@ -1161,13 +1011,17 @@ def matmul_shape(
 # --------------------------------------------------------------------------- composites
 
 
-class RowwiseOp(IRDLOperation, ABC):
+class RowwiseOp(SharedTypeOp, IRDLOperation, ABC):
     """Base of `%r = nn.<op> %x axis N : tensor<...>`: a same-typed op along one axis."""
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    axis = attr_def(IntegerAttr)
+    axis = attr_def(IntegerAttr[I64])
     traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    custom_directives = (SharedType,)
+    assembly_format = (
+        "$input `axis` $axis attr-dict `:` custom<SharedType>(type(operands), type(results))"
+    )
 
     def __init__(self, input: SSAValue, axis: int):
         super().__init__(
@@ -1181,30 +1035,6 @@ class RowwiseOp(IRDLOperation, ABC):
         if not is_float(t.element_type):
             raise VerifyException(f"needs a floating-point tensor, got {t}")
         normalized_axis(self.axis.value.data, len(t.get_shape()))
-
-    @classmethod
-    def parse(cls, parser: Parser) -> RowwiseOp:
-        x = parser.parse_unresolved_operand()
-        parser.parse_keyword("axis")
-        axis = parser.parse_integer()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parse_tensor_type(parser)
-        op = cls.build(
-            operands=[parser.resolve_operand(x, t)],
-            result_types=[t],
-            attributes={"axis": IntegerAttr(axis, i64)},
-        )
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        printer.print_string(f" axis {self.axis.value.data}")
-        printer.print_op_attributes(self.attributes, reserved_attr_names=("axis",))
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
 
 @irdl_op_definition
@@ -1244,6 +1074,12 @@ class NormOp(IRDLOperation, ABC):
     normalized_rank = opt_attr_def(IntegerAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    custom_directives = (ThreeOperandTypes,)
+    assembly_format = (
+        "$input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` "
+        "custom<ThreeOperandTypes>(type($input), type($weight), type($bias)) "
+        "`->` type($result)"
+    )
     HAS_BIAS: ClassVar[bool] = True
 
     def __init__(
@@ -1291,40 +1127,6 @@ class NormOp(IRDLOperation, ABC):
         if self.eps.value.data < 0:
             raise VerifyException("eps must be non-negative")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> NormOp:
-        operands = [parser.parse_unresolved_operand()]
-        has = {}
-        for key in ("weight", "bias"):
-            has[key] = parser.parse_optional_keyword(key) is not None
-            if has[key]:
-                operands.append(parser.parse_unresolved_operand())
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = parse_tensor_types(parser)
-        parser.parse_punctuation("->")
-        t = parse_tensor_type(parser)
-        values = iter(resolve_operands(parser, operands, types))
-        x = next(values)
-        w = [next(values)] if has["weight"] else []
-        b = [next(values)] if has["bias"] else []
-        op = cls.build(operands=[x, w, b], result_types=[t])
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        for key, v in (("weight", self.weight), ("bias", self.bias)):
-            if v is not None:
-                printer.print_string(f" {key} ")
-                printer.print_operand(v)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        print_types(printer, [v.type for v in self.operands])
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-
 
 @irdl_op_definition
 class RmsNormOp(NormOp):
@@ -1365,6 +1167,7 @@ class LinearOp(IRDLOperation):
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
     traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    assembly_format = "operands attr-dict `:` type(operands) `->` type($result)"
 
     def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None = None):
         x, w = tensor_type(input, "input"), tensor_type(weight, "weight")
@@ -1389,30 +1192,6 @@ class LinearOp(IRDLOperation):
                 raise VerifyException(f"bias must be tensor<{out}x{x.element_type}>, got {b}")
         want = TensorType(x.element_type, (*x.get_shape()[:-1], out))
         check_same_type(self.result.type, want, "result and expected")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LinearOp:
-        operands = parse_operands(parser)
-        if len(operands) not in (2, 3):
-            parser.raise_error("nn.linear takes input, weight and an optional bias")
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = parse_tensor_types(parser)
-        parser.parse_punctuation("->")
-        t = parse_tensor_type(parser)
-        values = resolve_operands(parser, operands, types)
-        op = cls.build(operands=[values[0], values[1], values[2:]], result_types=[t])
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_operands(printer, list(self.operands))
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        print_types(printer, [v.type for v in self.operands])
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
 
 
 # --------------------------------------------------------------------------- fusion
@@ -1517,6 +1296,11 @@ class FusionOp(IRDLOperation):
     kernel_name = opt_attr_def(StringAttr)
     body = region_def("single_block")
     traits = traits_def(IsolatedFromAbove())
+    custom_directives = (ResultTypes,)
+    assembly_format = (
+        "`ins` `(` ($inputs^ `:` type($inputs))? `)` `->` custom<ResultTypes>(type($outputs)) "
+        "attr-dict-with-keyword $body"
+    )
 
     def __init__(
         self,
@@ -1559,51 +1343,6 @@ class FusionOp(IRDLOperation):
                 f"nn.yield types ({', '.join(map(str, yielded))}) differ from results "
                 f"({', '.join(map(str, out))})"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> FusionOp:
-        parser.parse_keyword("ins")
-        parser.parse_punctuation("(")
-        values: list[SSAValue] = []
-        if parser.parse_optional_punctuation(")") is None:
-            operands = parse_operands(parser)
-            parser.parse_punctuation(":")
-            values = resolve_operands(parser, operands, parse_tensor_types(parser))
-            parser.parse_punctuation(")")
-        parser.parse_punctuation("->")
-        if parser.parse_optional_punctuation("(") is not None:
-            result_types = (
-                []
-                if parser.parse_optional_punctuation(")") is not None
-                else [*parse_tensor_types(parser)]
-            )
-            if result_types:
-                parser.parse_punctuation(")")
-        else:
-            result_types = [parse_tensor_type(parser)]
-        attrs = parser.parse_optional_attr_dict_with_keyword()
-        body = parser.parse_region()
-        op = cls(values, result_types, body)
-        if attrs is not None:
-            op.attributes.update(attrs.data)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ins(")
-        print_operands(printer, list(self.inputs))
-        if self.inputs:
-            printer.print_string(" : ")
-            print_types(printer, [v.type for v in self.inputs])
-        printer.print_string(") -> ")
-        if len(self.outputs) == 1:
-            printer.print_attribute(self.outputs[0].type)
-        else:
-            printer.print_string("(")
-            print_types(printer, [r.type for r in self.outputs])
-            printer.print_string(")")
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=True)
 
 
 NN = Dialect(

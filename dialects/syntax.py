@@ -1,8 +1,25 @@
-"""Small parse/print helpers shared by fuseopt's dialects.
+"""Parse/print helpers and assembly-format directives shared by fuseopt's dialects.
 
-xDSL's declarative assembly format cannot express a few of the forms fuseopt uses
-(integer lists such as `[0, 1]`, slice specs such as `[0:4:2]`, splat constants), so
-ops with those forms write `parse`/`print` by hand on top of these helpers.
+Ops declare their syntax with IRDL assembly formats. The forms the declarative format
+has no directive for are small custom directives here, used inside the formats as
+`custom<Name>(...)`:
+
+- `IntList($attr)`: an `array<i64>` attribute written `[0, 1]`;
+- `BareInteger($attr)`: an integer attribute written without its type (`axis 1`),
+  parsed as i64;
+- `BareIdentifier($attr)`: a string attribute written as a bare word (`lt`, `sum`);
+- `IndexOperands($operands, type($operands))`: index operands written `[%i, %j]`;
+- `SharedType(type(operands), type(results))`: one written type from which the op's
+  class derives every operand and result type (`nn.add %a, %b : tensor<4xf32>`);
+- `SliceSpec($start, $limit, $step)`: `[0:4, 2:8:2]`;
+- `ResultTypes(type($results))`: result types written `T` for one result and
+  `(T1, T2)` (or `()`) otherwise;
+- `TwoOperandTypes(...)` / `ThreeOperandTypes(...)`: the types of several operands
+  (optional ones only when present) as one list, a wrong count located at the list.
+
+Only ops whose syntax needs more than a directive (a symbol with a region signature,
+literals typed by the result, several optional result forms) keep a hand-written
+`parse`/`print` on top of the helper functions below.
 """
 
 from __future__ import annotations
@@ -15,11 +32,25 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    IndexType,
+    IntegerAttr,
     IntegerType,
+    StringAttr,
     TensorType,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import IRDLOperation
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    TypeDirective,
+    VariableDirective,
+    VariadicOperandVariable,
+    irdl_custom_directive,
+)
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -136,3 +167,236 @@ def tensor_type(value: SSAValue | Attribute, what: str) -> TensorType:
 def shape_str(shape: Sequence[int]) -> str:
     """A shape as MLIR writes it: `4x8`, or `scalar` for rank 0."""
     return "x".join(str(d) for d in shape) if shape else "scalar"
+
+
+# --------------------------------------------------------------------------- directives
+
+
+class _Directive(CustomDirective):
+    """A custom directive that is always present and never anchors an optional group."""
+
+    def is_anchorable(self) -> bool:
+        return False
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return True
+
+
+@irdl_custom_directive
+class IntList(_Directive):
+    """`[i, j, ...]` for an `array<i64>` attribute."""
+
+    values: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> bool:
+        self.values.set(state, int_array(parse_int_list(parser)))
+        return True
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        print_int_list(printer, array_values(self.values.get(op)))
+
+
+@irdl_custom_directive
+class BareInteger(_Directive):
+    """An integer attribute written without its type, parsed as i64 (verifiers check
+    the type of one written in the generic form)."""
+
+    value: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> bool:
+        self.value.set(state, IntegerAttr(parse_i64(parser), i64))
+        return True
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        value = self.value.get(op)
+        assert isinstance(value, IntegerAttr)
+        printer.print_string(str(value.value.data))
+
+
+@irdl_custom_directive
+class IndexOperands(_Directive):
+    """Operands of type index written `[%i, %j]` (possibly empty), without types."""
+
+    operands: VariadicOperandVariable
+    types: TypeDirective
+
+    def parse(self, parser: Parser, state: ParsingState) -> bool:
+        operands = parser.parse_comma_separated_list(
+            Parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        self.operands.set(state, operands)
+        self.types.set(state, [IndexType()] * len(operands))
+        return True
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_string("[")
+        print_operands(printer, list(self.operands.get(op)))
+        printer.print_string("]")
+
+
+@irdl_custom_directive
+class BareIdentifier(_Directive):
+    """A string attribute written as a bare identifier."""
+
+    value: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> bool:
+        self.value.set(state, StringAttr(parser.parse_identifier()))
+        return True
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        value = self.value.get(op)
+        assert isinstance(value, StringAttr)
+        printer.print_string(value.data)
+
+
+class SharedTypeOp:
+    """Mixin of ops whose syntax writes one type for all their values (`SharedType`):
+    by default every operand and the result have that type; ops whose values differ
+    (an i1 condition or result) override both methods."""
+
+    @classmethod
+    def types_from_shared(
+        cls, shared: TensorType, operands: int
+    ) -> tuple[list[Attribute], list[Attribute]]:
+        """The operand and result types the written type stands for."""
+        return [shared] * operands, [shared]
+
+    def shared_type(self) -> Attribute:
+        """The type the syntax writes."""
+        assert isinstance(self, IRDLOperation)
+        return self.results[0].type
+
+
+@irdl_custom_directive
+class SharedType(_Directive):
+    """One written ranked tensor type standing for the types of the given operands
+    (`type(operands)` or one `type($operand)`) and results, as the op's class (a
+    `SharedTypeOp`) derives them."""
+
+    operand_types: TypeDirective
+    result_types: TypeDirective
+
+    def parse(self, parser: Parser, state: ParsingState) -> bool:
+        shared = parse_tensor_type(parser)
+        op_type = state.op_type
+        assert issubclass(op_type, SharedTypeOp)
+        inner = self.operand_types.inner
+        if isinstance(inner, VariableDirective):
+            count = len(state.operands[inner.index] or ())
+        else:  # `operands`
+            count = sum(len(o) for o in state.operands if o is not None)
+        operand_types, result_types = op_type.types_from_shared(shared, count)
+        self.operand_types.set(state, operand_types)
+        self.result_types.set(state, result_types)
+        return True
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        assert isinstance(op, SharedTypeOp)
+        state.print_whitespace(printer)
+        printer.print_attribute(op.shared_type())
+
+
+@irdl_custom_directive
+class SliceSpec(_Directive):
+    """`[start:limit, start:limit:step, ...]`, one entry per dim (step 1 not written)."""
+
+    start: AttributeVariable
+    limit: AttributeVariable
+    step: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> bool:
+        def parse_dim() -> tuple[int, int, int]:
+            lo = parse_i64(parser)
+            parser.parse_punctuation(":")
+            hi = parse_i64(parser)
+            st = parse_i64(parser) if parser.parse_optional_punctuation(":") else 1
+            return lo, hi, st
+
+        dims = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parse_dim)
+        for directive, i in ((self.start, 0), (self.limit, 1), (self.step, 2)):
+            directive.set(state, int_array([d[i] for d in dims]))
+        return True
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        bounds = zip(
+            *(array_values(d.get(op)) for d in (self.start, self.limit, self.step)), strict=True
+        )
+        parts = [f"{lo}:{hi}" + (f":{st}" if st != 1 else "") for lo, hi, st in bounds]
+        printer.print_string("[" + ", ".join(parts) + "]")
+
+
+class _OperandTypeList(_Directive):
+    """The types of several operand groups (each one operand, or an absent or present
+    optional one) written as one list of the present operands' types; a list of the
+    wrong length is a located error at the list."""
+
+    def _groups(self) -> list[TypeDirective]:
+        return [getattr(self, name) for name in self.parameters]
+
+    def parse(self, parser: Parser, state: ParsingState) -> bool:
+        start = parser.pos
+        types = parse_types(parser)
+        groups = self._groups()
+        counts = [len(state.operands[group.inner.index] or ()) for group in groups]  # type: ignore[attr-defined]
+        if len(types) != sum(counts):
+            parser.raise_error(f"{sum(counts)} operands but {len(types)} types", start, parser.pos)
+        remaining = iter(types)
+        for group, count in zip(groups, counts, strict=True):
+            group.set(state, [next(remaining) for _ in range(count)])
+        return True
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        print_types(printer, [t for group in self._groups() for t in group.get(op)])
+
+
+@irdl_custom_directive
+class TwoOperandTypes(_OperandTypeList):
+    """`type($a), type($b)` as one located list."""
+
+    first: TypeDirective
+    second: TypeDirective
+
+
+@irdl_custom_directive
+class ThreeOperandTypes(_OperandTypeList):
+    """`type($a), type($b), type($c)` as one located list; optional operands that are
+    absent have no type in it (`%x weight %w : T, W` for a norm without bias)."""
+
+    first: TypeDirective
+    second: TypeDirective
+    third: TypeDirective
+
+
+@irdl_custom_directive
+class ResultTypes(_Directive):
+    """Result types written `T` for exactly one result, `(T1, ...)` otherwise."""
+
+    types: TypeDirective
+
+    def parse(self, parser: Parser, state: ParsingState) -> bool:
+        if parser.parse_optional_punctuation("(") is None:
+            self.types.set(state, [parse_tensor_type(parser)])
+            return True
+        types: list[TensorType] = []
+        if parser.parse_optional_punctuation(")") is None:
+            types = parse_tensor_types(parser)
+            parser.parse_punctuation(")")
+        self.types.set(state, types)
+        return True
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        types = list(self.types.get(op))
+        if len(types) == 1:
+            printer.print_attribute(types[0])
+            return
+        printer.print_string("(")
+        print_types(printer, types)
+        printer.print_string(")")

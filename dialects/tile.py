@@ -114,18 +114,20 @@ from xdsl.utils.str_enum import StrEnum
 
 from fuseopt.diagnostics import error_at
 from fuseopt.dialects.syntax import (
+    BareIdentifier,
+    BareInteger,
+    IndexOperands,
+    IntList,
+    SharedType,
+    SharedTypeOp,
+    ThreeOperandTypes,
+    TwoOperandTypes,
     array_values,
     int_array,
     is_bool,
     is_float,
     parse_i64,
-    parse_int_list,
-    parse_operands,
-    parse_types,
-    print_int_list,
     print_operands,
-    print_types,
-    resolve_operands,
     shape_str,
     tensor_type,
 )
@@ -471,10 +473,13 @@ class LaunchOp(IRDLOperation):
     """
 
     name = "tile.launch"
+    custom_directives = (IntList,)
+    assembly_format = (
+        "$kernel `grid` custom<IntList>($grid) ` ` `(` $args `)` attr-dict (`:` type($args)^)?"
+    )
     kernel = attr_def(SymbolRefAttr)
     grid = attr_def(DenseArrayBase)
     args = var_operand_def(MemRefType)
-    RESERVED: ClassVar[tuple[str, ...]] = ("kernel", "grid")
 
     def __init__(self, kernel: str, grid: Sequence[int], args: Sequence[SSAValue]):
         super().__init__(
@@ -518,38 +523,6 @@ class LaunchOp(IRDLOperation):
             ):
                 raise VerifyException(f"argument {i} of type {t} cannot be passed as {p}")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> LaunchOp:
-        name = parser.parse_symbol_name().data
-        parser.parse_keyword("grid")
-        grid = parse_int_list(parser)
-        parser.parse_punctuation("(")
-        unresolved = []
-        if parser.parse_optional_punctuation(")") is None:
-            unresolved = parse_operands(parser)
-            parser.parse_punctuation(")")
-        attrs = parser.parse_optional_attr_dict()
-        types = []
-        if unresolved:
-            parser.parse_punctuation(":")
-            types = parse_types(parser)
-        op = cls(name, grid, resolve_operands(parser, unresolved, types))
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.kernel.root_reference.data)
-        printer.print_string(" grid ")
-        print_int_list(printer, self.grid_sizes)
-        printer.print_string(" (")
-        print_operands(printer, list(self.args))
-        printer.print_string(")")
-        printer.print_op_attributes(self.attributes, reserved_attr_names=self.RESERVED)
-        if self.args:
-            printer.print_string(" : ")
-            print_types(printer, [a.type for a in self.args])
-
 
 @irdl_op_definition
 class ProgramIdOp(IRDLOperation):
@@ -559,6 +532,8 @@ class ProgramIdOp(IRDLOperation):
     """
 
     name = "tile.program_id"
+    custom_directives = (BareInteger,)
+    assembly_format = "custom<BareInteger>($axis) attr-dict"
     axis = attr_def(IntegerAttr)
     result = result_def(IndexType)
     traits = traits_def(Pure())
@@ -573,16 +548,6 @@ class ProgramIdOp(IRDLOperation):
             raise VerifyException(
                 f"axis {self.axis.value.data} is out of range for a grid of rank {k.grid_rank}"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ProgramIdOp:
-        op = cls(parse_i64(parser))
-        op.attributes.update(parser.parse_optional_attr_dict())
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.axis.value.data}")
-        printer.print_op_attributes(self.attributes, reserved_attr_names=("axis",))
 
 
 # --------------------------------------------------------------------------- memory
@@ -714,6 +679,11 @@ class StoreOp(IRDLOperation):
     """
 
     name = "tile.store"
+    custom_directives = (IndexOperands, TwoOperandTypes)
+    assembly_format = (
+        "$value `,` $buffer `` custom<IndexOperands>($offsets, type($offsets)) attr-dict `:` "
+        "custom<TwoOperandTypes>(type($value), type($buffer))"
+    )
     value = operand_def(TensorType)
     buffer = operand_def(MemRefType)
     offsets = var_operand_def()  # index: verify_ says so more clearly than IRDL would
@@ -730,29 +700,6 @@ class StoreOp(IRDLOperation):
         if tile.element_type != buf.element_type:
             raise VerifyException(f"the tile's element type must be the buffer's: {tile}, {buf}")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> StoreOp:
-        refs = [parser.parse_unresolved_operand()]
-        parser.parse_punctuation(",")
-        refs.append(parser.parse_unresolved_operand())
-        offsets = _parse_offsets(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        value, buf = resolve_operands(parser, refs, parse_types(parser))
-        op = cls(value, buf, offsets)
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.value)
-        printer.print_string(", ")
-        printer.print_operand(self.buffer)
-        _print_offsets(printer, self.offsets)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        print_types(printer, [self.value.type, self.buffer.type])
-
 
 @irdl_op_definition
 class MaskOp(IRDLOperation):
@@ -763,6 +710,14 @@ class MaskOp(IRDLOperation):
     """
 
     name = "tile.mask"
+    custom_directives = (
+        IndexOperands,
+        IntList,
+    )
+    assembly_format = (
+        "custom<IndexOperands>($offsets, type($offsets)) `bounds` custom<IntList>($bounds) "
+        "attr-dict `:` type($result)"
+    )
     offsets = var_operand_def()  # index: verify_ says so more clearly than IRDL would
     bounds = attr_def(DenseArrayBase)
     result = result_def(TensorType)
@@ -786,29 +741,6 @@ class MaskOp(IRDLOperation):
         if not is_bool(t.element_type):
             raise VerifyException(f"tile.mask produces an i1 tile, got {t}")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> MaskOp:
-        offsets = _parse_offsets(parser)
-        parser.parse_keyword("bounds")
-        bounds = parse_int_list(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls.build(
-            operands=[offsets], result_types=[t], attributes={"bounds": int_array(bounds)}
-        )
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_offsets(printer, self.offsets)
-        printer.print_string(" bounds ")
-        print_int_list(printer, array_values(self.bounds))
-        printer.print_op_attributes(self.attributes, reserved_attr_names=("bounds",))
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
 
 @irdl_op_definition
 class IotaOp(IRDLOperation):
@@ -821,6 +753,11 @@ class IotaOp(IRDLOperation):
     """
 
     name = "tile.iota"
+    custom_directives = (BareInteger,)
+    assembly_format = (
+        "$offset `start` custom<BareInteger>($start) `step` custom<BareInteger>($step) "
+        "attr-dict `:` type($result)"
+    )
     offset = operand_def(IndexType)
     start = attr_def(IntegerAttr)
     step = attr_def(IntegerAttr)
@@ -853,30 +790,6 @@ class IotaOp(IRDLOperation):
             raise VerifyException(f"tile.iota makes a tile of at most one dim, got {t}")
         if is_bool(t.element_type):
             raise VerifyException(f"tile.iota makes numbers, not {t}")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> IotaOp:
-        offset = parser.parse_operand(IndexType())
-        parser.parse_keyword("start")
-        start = parse_i64(parser)
-        parser.parse_keyword("step")
-        step = parse_i64(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        if not isinstance(t, TensorType):
-            parser.raise_error(f"tile.iota makes a tensor tile, got {t}")
-        op = cls(offset, start, step, t)
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.offset)
-        printer.print_string(f" start {self.start_value} step {self.step_value}")
-        printer.print_op_attributes(self.attributes, reserved_attr_names=("start", "step"))
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
 
 @irdl_op_definition
@@ -921,6 +834,15 @@ class CopyOp(IRDLOperation):
     """
 
     name = "tile.copy"
+    custom_directives = (
+        IndexOperands,
+        IntList,
+    )
+    assembly_format = (
+        "$source `` custom<IndexOperands>($src_offsets, type($src_offsets)) `to` $dest "
+        "`` custom<IndexOperands>($dst_offsets, type($dst_offsets)) custom<IntList>($shape) "
+        "attr-dict `:` type($source) `to` type($dest)"
+    )
     source = operand_def(MemRefType)
     dest = operand_def(MemRefType)
     src_offsets = var_operand_def()  # index: verify_ says so more clearly than IRDL would
@@ -955,40 +877,6 @@ class CopyOp(IRDLOperation):
         check_tile_box(box, dst, len(self.dst_offsets), "tile.copy dest")
         if src.element_type != dst.element_type:
             raise VerifyException(f"tile.copy keeps the element type: {src}, {dst}")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CopyOp:
-        src_ref = parser.parse_unresolved_operand()
-        src_offsets = _parse_offsets(parser)
-        parser.parse_keyword("to")
-        dst_ref = parser.parse_unresolved_operand()
-        dst_offsets = _parse_offsets(parser)
-        shape = parse_int_list(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        src = parser.resolve_operand(src_ref, parser.parse_type())
-        parser.parse_keyword("to")
-        dst = parser.resolve_operand(dst_ref, parser.parse_type())
-        op = cls(src, src_offsets, dst, dst_offsets, shape)
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        _print_offsets(printer, self.src_offsets)
-        printer.print_string(" to ")
-        printer.print_operand(self.dest)
-        _print_offsets(printer, self.dst_offsets)
-        printer.print_string(" ")
-        print_int_list(printer, array_values(self.shape))
-        printer.print_op_attributes(
-            self.attributes, reserved_attr_names=("shape", "operandSegmentSizes")
-        )
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.dest.type)
 
 
 @irdl_op_definition
@@ -1082,6 +970,11 @@ class GemmOp(IRDLOperation):
     """
 
     name = "tile.gemm"
+    custom_directives = (ThreeOperandTypes,)
+    assembly_format = (
+        "$lhs `,` $rhs `into` $out (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)? "
+        "attr-dict `:` custom<ThreeOperandTypes>(type($lhs), type($rhs), type($out))"
+    )
     lhs = operand_def(MemRefType)
     rhs = operand_def(MemRefType)
     out = operand_def(MemRefType)
@@ -1123,41 +1016,12 @@ class GemmOp(IRDLOperation):
         if tuple(c.get_shape()) != want:
             raise VerifyException(f"out must have shape {shape_str(want)}, got {c}")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> GemmOp:
-        refs = parse_operands(parser)
-        parser.parse_keyword("into")
-        refs.append(parser.parse_unresolved_operand())
-        flags = []
-        while (f := parser.parse_optional_keyword_in(cls.FLAGS)) is not None:
-            flags.append(f)
-        if len(refs) != 3:
-            parser.raise_error("tile.gemm takes `%a, %b into %c`", refs[0].span.start)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        a, b, c = resolve_operands(parser, refs, parse_types(parser))
-        op = cls(a, b, c, "transpose_a" in flags, "transpose_b" in flags)
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_operands(printer, [self.lhs, self.rhs])
-        printer.print_string(" into ")
-        printer.print_operand(self.out)
-        for f in self.FLAGS:
-            if f in self.attributes:
-                printer.print_string(f" {f}")
-        printer.print_op_attributes(self.attributes, reserved_attr_names=self.FLAGS)
-        printer.print_string(" : ")
-        print_types(printer, [self.lhs.type, self.rhs.type, self.out.type])
-
 
 # --------------------------------------------------------------------------- tile math
 
 
 @irdl_op_definition
-class DotOp(IRDLOperation):
+class DotOp(SharedTypeOp, IRDLOperation):
     """`acc + a @ b` on tiles, accumulated and returned in f32.
 
     `a` is [..., M, K], `b` [..., K, N] of one floating-point type; `acc` and the
@@ -1168,6 +1032,11 @@ class DotOp(IRDLOperation):
     """
 
     name = "tile.dot"
+    custom_directives = (SharedType,)
+    assembly_format = (
+        "$lhs `,` $rhs `,` $acc attr-dict `:` type($lhs) `,` type($rhs) `,` "
+        "custom<SharedType>(type($acc), type($result))"
+    )
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     acc = operand_def(TensorType)
@@ -1197,81 +1066,17 @@ class DotOp(IRDLOperation):
         if sa[-1] != sb[-2] or sc[-2:] != (sa[-2], sb[-1]):
             raise VerifyException(f"tile.dot shapes do not chain: {a}, {b}, {c}")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> DotOp:
-        refs = parse_operands(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = parse_types(parser)
-        if len(refs) != 3 or len(types) != 3:
-            parser.raise_error(
-                "tile.dot takes three operands and their three types",
-                refs[0].span.start,
-                refs[-1].span.end,
-            )
-        operands = resolve_operands(parser, refs, types)
-        op = cls.build(operands=operands, result_types=[types[2]])
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_operands(printer, [self.lhs, self.rhs, self.acc])
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        print_types(printer, [self.lhs.type, self.rhs.type, self.acc.type])
-
 
 REDUCE_KINDS = ("sum", "max", "min")
 
 
 class TileShapeOp(IRDLOperation, ABC):
-    """Base of tile ops `%r = tile.<op> %x <extra> : tensor<A> -> tensor<B>`."""
+    """Base of tile ops `%r = tile.<op> %x <extra> : tensor<A> -> tensor<B>`; subclasses
+    declare their assembly formats."""
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-
-    @classmethod
-    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
-        """Parse what sits between the operand and the types."""
-        return {}
-
-    def print_extra(self, printer: Printer) -> None:
-        """Print what sits between the operand and the types."""
-
-    @classmethod
-    def parse(cls, parser: Parser) -> TileShapeOp:
-        pre = cls.parse_prefix(parser)
-        x_ref = parser.parse_unresolved_operand()
-        attrs = {**pre, **cls.parse_extra(parser)}
-        attrs.update(parser.parse_optional_attr_dict())
-        parser.parse_punctuation(":")
-        x = parser.resolve_operand(x_ref, parser.parse_type())
-        parser.parse_punctuation("->")
-        t = parser.parse_type()
-        return cls.build(operands=[x], result_types=[t], attributes=attrs)
-
-    @classmethod
-    def parse_prefix(cls, parser: Parser) -> dict[str, Attribute]:
-        """Parse what sits before the operand."""
-        return {}
-
-    def print_prefix(self, printer: Printer) -> None:
-        """Print what sits before the operand."""
-
-    RESERVED: ClassVar[tuple[str, ...]] = ()
-
-    def print(self, printer: Printer) -> None:
-        self.print_prefix(printer)
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        self.print_extra(printer)
-        printer.print_op_attributes(self.attributes, reserved_attr_names=self.RESERVED)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
 
 
 @irdl_op_definition
@@ -1287,7 +1092,11 @@ class ReduceOp(TileShapeOp):
     name = "tile.reduce"
     kind = attr_def(StringAttr)
     axis = attr_def(IntegerAttr)
-    RESERVED: ClassVar[tuple[str, ...]] = ("kind", "axis")
+    custom_directives = (BareIdentifier, BareInteger)
+    assembly_format = (
+        "custom<BareIdentifier>($kind) $input `axis` custom<BareInteger>($axis) attr-dict `:` "
+        "type($input) `->` type($result)"
+    )
 
     def __init__(self, kind: str, input: SSAValue, axis: int):
         t = tensor_type(input, "input")
@@ -1302,22 +1111,6 @@ class ReduceOp(TileShapeOp):
     def axis_index(self) -> int:
         """The reduced axis."""
         return self.axis.value.data
-
-    @classmethod
-    def parse_prefix(cls, parser: Parser) -> dict[str, Attribute]:
-        kind = parser.parse_identifier()
-        return {"kind": StringAttr(kind)}
-
-    @classmethod
-    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
-        parser.parse_keyword("axis")
-        return {"axis": IntegerAttr(parse_i64(parser), i64)}
-
-    def print_prefix(self, printer: Printer) -> None:
-        printer.print_string(f" {self.kind.data}")
-
-    def print_extra(self, printer: Printer) -> None:
-        printer.print_string(f" axis {self.axis_index}")
 
     def verify_(self) -> None:
         require_kernel(self)
@@ -1347,21 +1140,15 @@ class BroadcastOp(TileShapeOp):
 
     name = "tile.broadcast"
     dims = attr_def(DenseArrayBase)
-    RESERVED: ClassVar[tuple[str, ...]] = ("dims",)
+    custom_directives = (IntList,)
+    assembly_format = (
+        "$input `dims` custom<IntList>($dims) attr-dict `:` type($input) `->` type($result)"
+    )
 
     def __init__(self, input: SSAValue, dims: Sequence[int], result_type: TensorType):
         super().__init__(
             operands=[input], result_types=[result_type], attributes={"dims": int_array(dims)}
         )
-
-    @classmethod
-    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
-        parser.parse_keyword("dims")
-        return {"dims": int_array(parse_int_list(parser))}
-
-    def print_extra(self, printer: Printer) -> None:
-        printer.print_string(" dims ")
-        print_int_list(printer, array_values(self.dims))
 
     def verify_(self) -> None:
         require_kernel(self)
@@ -1396,7 +1183,10 @@ class TransposeOp(TileShapeOp):
 
     name = "tile.transpose"
     permutation = attr_def(DenseArrayBase)
-    RESERVED: ClassVar[tuple[str, ...]] = ("permutation",)
+    custom_directives = (IntList,)
+    assembly_format = (
+        "$input custom<IntList>($permutation) attr-dict `:` type($input) `->` type($result)"
+    )
 
     def __init__(self, input: SSAValue, permutation: Sequence[int]):
         t = tensor_type(input, "input")
@@ -1406,14 +1196,6 @@ class TransposeOp(TileShapeOp):
             result_types=[TensorType(t.element_type, shape)],
             attributes={"permutation": int_array(permutation)},
         )
-
-    @classmethod
-    def parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
-        return {"permutation": int_array(parse_int_list(parser))}
-
-    def print_extra(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_int_list(printer, array_values(self.permutation))
 
     def verify_(self) -> None:
         require_kernel(self)

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 ROWS = """
 func.func @rows(%x: tensor<64x256xf32>) -> tensor<64x1xf32> {
-  %m = nn.mean %x [1] {keepdim} : tensor<64x256xf32> -> tensor<64x1xf32>
+  %m = nn.mean %x [1] keepdim : tensor<64x256xf32> -> tensor<64x1xf32>
   %e = nn.exp %m : tensor<64x1xf32>
   func.return %e : tensor<64x1xf32>
 }

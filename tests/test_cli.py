@@ -32,7 +32,11 @@ MALFORMED = {
         "Operation nn.softmaxx is not registered",
     ),
     "wrong_type": (VALID.replace("axis 1 : tensor<4x8xf32>", "axis 1 : tensor<4x9xf32>"), "error:"),
-    "bad_attribute": (VALID.replace("eps = 1.0e-06 : f64", 'eps = "small"'), "'nn.rms_norm' op"),
+    # the assembly format checks attribute kinds while parsing: located at the op
+    "bad_attribute": (
+        VALID.replace("eps = 1.0e-06 : f64", 'eps = "small"'),
+        '"small" should be of base attribute float',
+    ),
     "verifier": (
         VALID.replace("axis 1", "axis 5"),
         "'nn.softmax' op axis 5 is out of range for rank 2",

@@ -38,7 +38,7 @@ from test_nn_fuse_workloads import mlp, random_args, softmax  # noqa: E402
 
 ROWS = """
 func.func @main(%x: tensor<64x256xf32>) -> tensor<64x1xf32> {
-  %m = nn.mean %x [1] {keepdim} : tensor<64x256xf32> -> tensor<64x1xf32>
+  %m = nn.mean %x [1] keepdim : tensor<64x256xf32> -> tensor<64x1xf32>
   %e = nn.exp %m : tensor<64x1xf32>
   func.return %e : tensor<64x1xf32>
 }

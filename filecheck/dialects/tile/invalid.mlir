@@ -576,7 +576,7 @@ tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {operand_staging = "global"
 
 tile.kernel @k grid 1 (%x: memref<8xf32>) {
   %a = nn.constant 1.0 : tensor<4x8xf32>
-  // expected-error@+1 {{tile.dot takes three operands and their three types}}
+  // expected-error@+1 {{Expected ','}}
   %d = tile.dot %a, %a : tensor<4x8xf32>, tensor<4x8xf32>
   tile.return
 }
