@@ -102,3 +102,31 @@ except ImportError:  # a PyTorch without it: the same view, one call slower
     reinterpret = torch.as_strided
 """A view of a workspace as a temporary: ``reinterpret(base, size, stride, offset)``
 (the one C call Inductor's generated code uses for the same purpose)."""
+
+
+def pointer_aliases(host: HostFunction) -> dict[SSAValue, SSAValue]:
+    """Views that need no tensor of their own: `aliases[view]` is the buffer whose
+    tensor a backend may pass in its place.
+
+    A kernel reads a buffer through its data pointer and the shape it was printed with
+    (buffers are contiguous and row-major), so a `tile.view` used only as kernel launch
+    arguments (or by other such views) names the same bytes as its source: the host code
+    can skip making a view tensor per call. Views a library GEMM, a PyTorch call or a
+    shape-reading step uses keep their own tensor."""
+    users: dict[SSAValue, list[object]] = {}
+    for step in host.steps:
+        for v in _uses(step):
+            users.setdefault(v, []).append(step)
+    views = {step.value: step for step in host.steps if isinstance(step, View)}
+
+    def launch_only(value: SSAValue) -> bool:
+        return all(
+            isinstance(u, Launch) or (isinstance(u, View) and launch_only(u.value))
+            for u in users.get(value, [])
+        )
+
+    aliases: dict[SSAValue, SSAValue] = {}
+    for value, view in views.items():  # in program order: a view's source comes first
+        if launch_only(value):
+            aliases[value] = aliases.get(view.source, view.source)
+    return aliases

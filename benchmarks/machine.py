@@ -127,7 +127,8 @@ def _fuseopt_version() -> str:
         return "unknown"
 
 
-def _fuseopt_commit() -> str:
+def fuseopt_commit() -> str:
+    """The commit measured: FUSEOPT_GIT_COMMIT (the device copy has no .git), else git's."""
     if os.environ.get("FUSEOPT_GIT_COMMIT"):
         return os.environ["FUSEOPT_GIT_COMMIT"]
     try:
@@ -173,7 +174,7 @@ def describe_environment(device: torch.device) -> Environment:
         torch=torch.__version__,
         triton=_triton_version(),
         fuseopt=_fuseopt_version(),
-        fuseopt_commit=_fuseopt_commit(),
+        fuseopt_commit=fuseopt_commit(),
         python=platform.python_version(),
         date_utc=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         sm_count=sm_count,

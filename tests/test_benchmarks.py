@@ -296,3 +296,15 @@ def test_summary_by_kernel_time_ignores_host_overhead():
     assert summary["kernel_median_pct_roofline_memory_bound"] == pytest.approx(100.0)
     markdown = report._summary_lines({**doc, "summary": report.summarize(doc)})
     assert any(line.startswith("By kernel time") for line in markdown)
+
+
+def test_launch_cost_chain_is_one_kernel_per_group() -> None:
+    """The launch-cost chain compiles to one kernel per fusion group and computes what
+    the eager chain does (on the CPU: Triton's interpreter)."""
+    import fuseopt
+    from benchmarks.launch_cost import SHAPE, chain_source, eager_chain
+
+    f = fuseopt.load_mlir(chain_source(3), backend="triton")
+    assert len(f.kernels) == 3
+    x = torch.randn(SHAPE)
+    torch.testing.assert_close(f(x)[0], eager_chain(3)(x)[0])

@@ -101,3 +101,25 @@ def test_a_dead_temporary_is_reused() -> None:
     )
     plan = plan_workspace(host)
     assert plan.offsets == {a: 0, b: 256, c: 0} and plan.nbytes == 512
+
+
+def test_pointer_aliases_skip_views_only_kernels_read() -> None:
+    """A view (or chain of views) read only by launches aliases its root buffer; a view
+    a GEMM or PyTorch call reads keeps its tensor, and so does a view of it."""
+    from fuseopt.backends.host_memory import pointer_aliases
+    from fuseopt.dialects.tile_host import TorchCall
+
+    a, v1, v2, v3, v4 = (Value(n) for n in ("a", "v1", "v2", "v3", "v4"))
+    f32 = ELEMENTS[0]
+    steps = [
+        Alloc(a, (8,), f32),  # type: ignore[arg-type]
+        View(v1, (2, 4), f32, source=a),  # type: ignore[arg-type]
+        View(v2, (4, 2), f32, source=v1),  # type: ignore[arg-type]
+        Launch("k", (1,), (v2,)),  # type: ignore[arg-type]
+        View(v3, (8, 1), f32, source=a),  # type: ignore[arg-type]
+        TorchCall("aten.relu.default", "{}", (v3,), ()),  # type: ignore[arg-type]
+        View(v4, (1, 8), f32, source=v3),  # type: ignore[arg-type]
+        Launch("k", (1,), (v4,)),  # type: ignore[arg-type]
+    ]
+    aliases = pointer_aliases(HostFunction("main", (), tuple(steps)))  # type: ignore[arg-type]
+    assert aliases == {v1: a, v2: a, v4: v3}

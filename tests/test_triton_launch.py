@@ -2,7 +2,9 @@
 
 Triton 3.6 and later always install launch hooks as (empty) `HookChain`s, so an empty
 chain must not send every launch through the slow standard runner, while a hook that a
-profiler adds later must. Checked with a stand-in CompiledKernel and stream getter.
+profiler adds later must, and so must a bare callable (older Triton); a misaligned
+pointer launches nothing (the caller takes the JIT). Checked with a stand-in
+CompiledKernel, buffers and stream getter.
 """
 
 from __future__ import annotations
@@ -35,6 +37,22 @@ class FakeCompiled:
         return runner
 
 
+class Buffer:
+    """A stand-in tensor: a data pointer on a device."""
+
+    def __init__(self, name: str, pointer: int = 4096, device: int = 0) -> None:
+        self.name, self.pointer, self.device = name, pointer, device
+
+    def data_ptr(self) -> int:
+        return self.pointer
+
+    def get_device(self) -> int:
+        return self.device
+
+    def __repr__(self) -> str:
+        return self.name
+
+
 @pytest.fixture
 def fake_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
@@ -45,26 +63,76 @@ def fake_stream(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_empty_hook_chains_take_the_direct_path(fake_stream: None) -> None:
     k = FakeCompiled()
     launch = runtime.direct_runner(k, (4, 2))
-    launch(0, "a", "b")
+    a, b = Buffer("a"), Buffer("b")
+    assert launch(a, b)
     assert k.standard == []
-    assert k.direct == [(4, 2, 1, 1000, 7, ("meta",), None, None, None, "a", "b")]
+    assert k.direct == [(4, 2, 1, 1000, 7, ("meta",), None, None, None, a, b)]
 
 
+def test_the_stream_is_the_buffers_device_s(fake_stream: None) -> None:
+    k = FakeCompiled()
+    assert runtime.direct_runner(k, (1,))(Buffer("x", device=3))
+    assert k.direct[0][3] == 1003
+
+
+def test_a_misaligned_pointer_launches_nothing(fake_stream: None) -> None:
+    k = FakeCompiled()
+    launch = runtime.direct_runner(k, (1,))
+    assert not launch(Buffer("a"), Buffer("b", pointer=4100))
+    assert k.direct == [] and k.standard == []
+
+
+@pytest.mark.parametrize("hook", ["chain", "callable"])
 def test_an_installed_hook_takes_the_standard_runner(
-    fake_stream: None, monkeypatch: pytest.MonkeyPatch
+    fake_stream: None, monkeypatch: pytest.MonkeyPatch, hook: str
 ) -> None:
     k = FakeCompiled()
     launch = runtime.direct_runner(k, (3,))
-    chain = knobs.HookChain()
-    monkeypatch.setattr(knobs.runtime, "launch_enter_hook", chain)
-    chain.add(lambda *args: None)  # a profiler attaches after the runner was made
-    launch(1, "x")
-    assert k.direct == [] and k.standard == [((3, 1, 1), "x")]
+    if hook == "chain":
+        chain = knobs.HookChain()
+        monkeypatch.setattr(knobs.runtime, "launch_exit_hook", chain)
+        chain.add(lambda *args: None)  # a profiler attaches after the runner was made
+    else:
+        monkeypatch.setattr(knobs.runtime, "launch_enter_hook", print)
+    x = Buffer("x")
+    assert launch(x)
+    assert k.direct == [] and k.standard == [((3, 1, 1), x)]
 
 
-def test_hooks_active() -> None:
-    chain = knobs.HookChain()
-    assert not runtime._hooks_active(None) and not runtime._hooks_active(chain)
-    chain.add(print)
-    assert runtime._hooks_active(chain)
-    assert runtime._hooks_active(print)  # a bare callable (older Triton)
+class CudaLauncher:
+    """Stands in for Triton 3.6's launcher object: `launch` is its C function."""
+
+    def __init__(self, scratch: int = 0) -> None:
+        self.global_scratch_size, self.profile_scratch_size = scratch, 0
+        self.launch_cooperative_grid, self.launch_pdl = False, True
+        self.calls: list[tuple[Any, ...]] = []
+        self.wrapped: list[tuple[Any, ...]] = []
+
+    def launch(self, *args: Any) -> None:
+        self.calls.append(args)
+
+    def __call__(self, *args: Any) -> None:
+        self.wrapped.append(args)
+
+
+@pytest.mark.parametrize(("version", "scratch", "direct"), [("3.6.0", 0, True), ("3.6.0", 64, False), ("3.7.0", 0, False)])  # fmt: skip
+def test_the_c_launcher_is_called_only_where_its_layout_is_known(
+    fake_stream: None, monkeypatch: pytest.MonkeyPatch, version: str, scratch: int, direct: bool
+) -> None:
+    import triton
+
+    monkeypatch.setattr(triton, "__version__", version)
+    k = FakeCompiled()
+    k.run = CudaLauncher(scratch)  # type: ignore[method-assign]
+    a = Buffer("a")
+    assert runtime.direct_runner(k, (2,))(a)
+    if direct:
+        assert (
+            k.run.calls
+            == [(2, 1, 1, 1000, 7, False, True, None, None, ("meta",), None, None, None, a)]
+            and k.run.wrapped == []
+        )
+    else:
+        assert k.run.calls == [] and k.run.wrapped == [
+            (2, 1, 1, 1000, 7, ("meta",), None, None, None, a)
+        ]

@@ -185,3 +185,18 @@ def test_fast_launcher_skips_the_jit_after_the_first_launch() -> None:
     assert jit.log == [
         "jit (4,)", "fast (4, 1, 1)", "jit (2,)", "fast (2, 1, 1)", "jit (4,)", "fast (4, 1, 1)"
     ]  # fmt: skip
+
+
+def test_fast_launcher_installs_a_plain_launcher_for_the_printed_grid() -> None:
+    from fuseopt.backends.triton.runtime import FastLauncher
+
+    jit, installed = FakeJit(), []
+    launcher = FastLauncher(jit, (4,), num_warps=4, num_stages=1, install=installed.append)
+    a, b = torch.empty(64), torch.empty(64)
+    launcher(a, b)  # compiles; the printed grid now has a direct runner
+    assert len(installed) == 1 and installed[0] is not launcher
+    launch = installed[0]
+    launch(a, b)
+    launch(a, b, grid=(2,))  # another grid: through the FastLauncher
+    launch(a[1:], b)  # misaligned: the JIT
+    assert jit.log == ["jit (4,)", "fast (4, 1, 1)", "jit (2,)", "jit (4,)"]

@@ -28,12 +28,19 @@ from fuseopt.backends.cuda.runtime import (
     LoadedKernel,
     ParamSlot,
     check_gpu,
+    check_result,
     compile_cubin,
+    cu_launch_kernel,
     current_stream,
     device_arch,
 )
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
-from fuseopt.backends.host_memory import contiguous_strides, plan_workspace, reinterpret
+from fuseopt.backends.host_memory import (
+    contiguous_strides,
+    plan_workspace,
+    pointer_aliases,
+    reinterpret,
+)
 from fuseopt.backends.targets import CUDA
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile_host, torch_call
@@ -80,6 +87,7 @@ class HostPlan:
         self.steps: list[Step] = []
         self.launches: list[str] = []
         self.workspace = plan_workspace(host)
+        self.aliases = pointer_aliases(host)
         self._typed: dict[torch.dtype, int] = {}  # the workspace viewed per dtype: slots
         if self.workspace.offsets:
             s, nbytes = self._slot("workspace"), self.workspace.nbytes
@@ -114,6 +122,8 @@ class HostPlan:
                 b[s] = reinterpret(b[t], shape, st, o)
 
             self.steps.append(alloc)
+        elif isinstance(step, tile_host.View) and step.value in self.aliases:
+            self.slots[step.value] = self._slot(step.source)  # kernels read the pointer
         elif isinstance(step, tile_host.View):
             s, src, shape = self._slot(step.value), self._slot(step.source), step.shape
 
@@ -200,7 +210,7 @@ class CudaFunction:
         by_launch = {s.kernel.c_name: s.grid for s in self.plan.steps if isinstance(s, Launch)}
         self.kernels = [_record(KernelRecord, k, by_launch.get(k.c_name)) for k in kernels]
         self._loaded: dict[tuple[int, str], LoadedKernel] = {}
-        self._slots: dict[int, ParamSlot] = {}
+        self._bound: dict[int, list[tuple | None]] = {}  # per device index: `_bind`
 
     def save(self, directory: str | Path) -> list[Path]:
         """Write every kernel's `.cu` file into `directory`; return the paths."""
@@ -319,18 +329,47 @@ class CudaFunction:
 
     def _run(self, bufs: list[torch.Tensor | None], dev: torch.device, index: int) -> None:
         stream = current_stream(dev)
-        for i, step in enumerate(self.plan.steps):
-            if isinstance(step, Launch):
-                loaded = self._loaded.get((index, step.kernel.c_name))
-                if loaded is None:
-                    loaded = self._kernel(step.kernel, dev)
-                slot = self._slots.get(i)
-                if slot is None:
-                    slot = self._slots[i] = ParamSlot(len(step.args))
-                slot.set([bufs[a].data_ptr() for a in step.args])  # type: ignore[union-attr]
-                loaded.launch_slot(step.grid, step.kernel.threads, slot, stream)
-            else:
-                step(bufs, dev)
+        bound = self._bound.get(index)
+        if bound is None:
+            bound = self._bound[index] = self._bind(dev)
+        launch_kernel = cu_launch_kernel()
+        for step, launch in zip(self.plan.steps, bound, strict=True):
+            if launch is None:
+                step(bufs, dev)  # type: ignore[operator]
+                continue
+            function, g0, g1, g2, threads, smem, slot, args = launch
+            slot.values[: len(args)] = [bufs[a].data_ptr() for a in args]  # type: ignore[union-attr]
+            result = launch_kernel(
+                function, g0, g1, g2, threads, 1, 1, smem, stream, slot.kernel_params, None
+            )
+            if result:
+                check_result(result, "cuLaunchKernel")
+
+    def _bind(self, dev: torch.device) -> list[tuple | None]:
+        """Per step of the plan, what its launch on `dev` needs (None for a host step):
+        the loaded function, grid, threads, shared bytes, a reusable parameter slot and
+        the argument slots, resolved once so that a launch does no lookups."""
+        bound: list[tuple | None] = []
+        for step in self.plan.steps:
+            if not isinstance(step, Launch):
+                bound.append(None)
+                continue
+            loaded = self._kernel(step.kernel, dev)
+            g0, g1, g2 = (*step.grid, 1, 1)[:3]
+            slot = ParamSlot(len(step.args))
+            bound.append(
+                (
+                    loaded.function,
+                    g0,
+                    g1,
+                    g2,
+                    step.kernel.threads,
+                    loaded.smem_bytes,
+                    slot,
+                    tuple(step.args),
+                )
+            )
+        return bound
 
 
 class CudaBackend:

@@ -208,7 +208,8 @@ def _libcuda() -> ctypes.CDLL:
     raise CudaUnavailableError("the CUDA driver library (libcuda) cannot be loaded")
 
 
-def _check(result: int, what: str) -> None:
+def check_result(result: int, what: str) -> None:
+    """Raise CompileError naming `what` and the driver's message for a nonzero CUresult."""
     if result != 0:
         name = ctypes.c_char_p()
         _libcuda().cuGetErrorString(result, ctypes.byref(name))
@@ -226,15 +227,17 @@ class LoadedKernel:
         lib = _libcuda()
         self.module = ctypes.c_void_p()
         self._image = ctypes.create_string_buffer(cubin)
-        _check(lib.cuModuleLoadData(ctypes.byref(self.module), self._image), "cuModuleLoadData")
+        check_result(
+            lib.cuModuleLoadData(ctypes.byref(self.module), self._image), "cuModuleLoadData"
+        )
         self.function = ctypes.c_void_p()
-        _check(
+        check_result(
             lib.cuModuleGetFunction(ctypes.byref(self.function), self.module, c_name.encode()),
             f"cuModuleGetFunction({c_name})",
         )
         self.smem_bytes = smem_bytes
         if smem_bytes > 48 * 1024:
-            _check(
+            check_result(
                 lib.cuFuncSetAttribute(
                     self.function, MAX_DYNAMIC_SMEM_ATTR, ctypes.c_int(smem_bytes)
                 ),
@@ -253,8 +256,8 @@ class LoadedKernel:
     ) -> None:
         """Launch with the pointers already in `slot` on raw stream handle `stream`."""
         g = (*grid, 1, 1)
-        _check(
-            _launch_kernel()(
+        check_result(
+            cu_launch_kernel()(
                 self.function,
                 g[0],
                 g[1],
@@ -288,7 +291,8 @@ class ParamSlot:
 
 
 @cache
-def _launch_kernel():  # noqa: ANN202 - a ctypes function
+def cu_launch_kernel():  # noqa: ANN202 - a ctypes function
+    """The driver's cuLaunchKernel with its argument types declared (loaded once)."""
     fn = _libcuda().cuLaunchKernel
     u = ctypes.c_uint
     fn.argtypes = [

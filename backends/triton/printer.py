@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
-from fuseopt.backends.host_memory import contiguous_strides, plan_workspace
+from fuseopt.backends.host_memory import contiguous_strides, plan_workspace, pointer_aliases
 from fuseopt.backends.triton import op_table
 from fuseopt.backends.triton.kernel_printer import KernelPrinter
 from fuseopt.backends.triton.names import NameTable
@@ -204,6 +204,7 @@ def _print_host(
     params, body, outputs = [], [], []
     info = HostInfo(host.name, py_name, [], [])
     plan = plan_workspace(host)
+    aliases = pointer_aliases(host)
     empty = local.fresh("empty")
     if plan.offsets or any(p.output for p in host.params):
         body.append(f"{empty} = fuseopt_empty[device.type]")
@@ -236,6 +237,8 @@ def _print_host(
                 f"{expr[step.value]} = fuseopt_reinterpret({typed[dtype]}, {shape!r}, "
                 f"{contiguous_strides(shape)!r}, {offset})"
             )
+        elif isinstance(step, tile_host.View) and step.value in aliases:
+            expr[step.value] = expr[step.source]  # kernels read the pointer: no view
         elif isinstance(step, tile_host.View):
             shape, _ = buffer_spec(step.value.type)
             expr[step.value] = local.fresh(step.value.name_hint or "view")

@@ -88,23 +88,68 @@ def _triton_cache(directory: str | None) -> Iterator[None]:
         os.environ.pop("TRITON_CACHE_DIR", None)
 
 
-def _hooks_active(hook: Any) -> bool:
-    """Whether a Triton launch hook would do anything: None or an empty `HookChain`
-    (Triton 3.6 and later always install one) does nothing."""
-    if hook is None:
-        return False
-    calls = getattr(hook, "calls", None)
-    return bool(calls) if isinstance(calls, list) else True
+def _quiet_hook_test() -> Callable[[Any], bool] | None:
+    """The class of Triton's hook chains when an empty one can be told apart (its
+    `calls` list), None otherwise (then any installed hook counts as active)."""
+    try:
+        from triton import knobs
+
+        chain = knobs.HookChain
+        return chain if isinstance(getattr(chain(), "calls", None), list) else None
+    except (ImportError, AttributeError, TypeError):
+        return None
 
 
-def direct_runner(compiled: Any, grid: tuple[int, ...]) -> Callable[..., None]:
-    """A launch function `run(device_index, *buffers)` for a Triton CompiledKernel.
+C_LAUNCHER_TRITON = ("3.6",)
+"""Triton versions whose C launcher `_c_launcher` calls directly (the argument layout
+of `CudaLauncher.__call__` was read from that version: other versions may differ)."""
 
-    It calls the kernel's launcher directly with the stream current on the device,
-    skipping the per-call device lookup and launch-metadata work of
-    `CompiledKernel.__getitem__`'s runner. While launch hooks are installed (profilers
-    such as proton; checked per call, since they can be installed at any time), or on a
-    Triton without these attributes, it uses that runner instead.
+
+def _c_launcher(compiled: Any) -> tuple[Callable[..., None], tuple[Any, ...]] | None:
+    """Triton's C launch function for `compiled` with the arguments that follow the
+    function handle, when calling it directly is known to be right: a Triton in
+    `C_LAUNCHER_TRITON` whose `CudaLauncher` needs no scratch memory for this kernel.
+    It skips the Python `CudaLauncher.__call__` around it (about a microsecond a
+    launch: two scratch allocations that allocate nothing). None otherwise."""
+    try:
+        import triton
+
+        run = compiled.run
+        if (
+            ".".join(triton.__version__.split(".")[:2]) not in C_LAUNCHER_TRITON
+            or type(run).__name__ != "CudaLauncher"
+            or run.global_scratch_size
+            or run.profile_scratch_size
+        ):
+            return None
+        head = (
+            run.launch_cooperative_grid,
+            run.launch_pdl,
+            None,  # global scratch
+            None,  # profile scratch
+            compiled.packed_metadata,
+            None,  # launch metadata
+            None,  # enter hook
+            None,  # exit hook
+        )
+        return run.launch, head
+    except AttributeError:
+        return None
+
+
+def direct_runner(compiled: Any, grid: tuple[int, ...]) -> Callable[..., bool]:
+    """A launch function `launch(*buffers) -> bool` for a Triton CompiledKernel.
+
+    It calls the kernel's launcher directly with the stream current on the buffers'
+    device, skipping the per-call device lookup and launch-metadata work of
+    `CompiledKernel.__getitem__`'s runner, and returns True. When a buffer's pointer is
+    not 16-byte aligned (the kernel was specialized on aligned ones) it launches nothing
+    and returns False. While launch hooks are installed (profilers such as proton;
+    checked per call, since they can be installed at any time; Triton 3.6 and later
+    always install empty hook chains, which do not count), or on a Triton without these
+    attributes, it launches through that runner instead. On a Triton whose C launcher
+    is known (`_c_launcher`) it calls that directly. Everything per launch is inline:
+    this is the host cost every kernel of a compiled region pays.
     """
     g0, g1, g2 = (*grid, 1, 1, 1)[:3]
     standard = compiled[(g0, g1, g2)]
@@ -115,13 +160,34 @@ def direct_runner(compiled: Any, grid: tuple[int, ...]) -> Callable[..., None]:
         run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
         stream_of = torch._C._cuda_getCurrentRawStream
     except (ImportError, AttributeError):
-        return lambda device, *args: standard(*args)
 
-    def launch(device: int, *args: torch.Tensor) -> None:
-        if _hooks_active(runtime.launch_enter_hook) or _hooks_active(runtime.launch_exit_hook):
+        def through_triton(*args: torch.Tensor) -> bool:
+            pointers = 0
+            for a in args:
+                pointers |= a.data_ptr()
+            if pointers & 15:
+                return False
             standard(*args)
-            return
-        run(g0, g1, g2, stream_of(device), function, packed, None, None, None, *args)
+            return True
+
+        return through_triton
+    chain = _quiet_hook_test()
+    target, head = _c_launcher(compiled) or (run, (packed, None, None, None))
+
+    def launch(*args: torch.Tensor) -> bool:
+        pointers = 0
+        for a in args:
+            pointers |= a.data_ptr()
+        if pointers & 15:
+            return False
+        enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+        if (enter is not None and (enter.__class__ is not chain or enter.calls)) or (
+            leave is not None and (leave.__class__ is not chain or leave.calls)
+        ):
+            standard(*args)
+            return True
+        target(g0, g1, g2, stream_of(args[0].get_device()), function, *head, *args)
+        return True
 
     return launch
 
@@ -134,6 +200,11 @@ class FastLauncher:
     `CompiledKernel` is kept and later launches with aligned pointers call it directly
     (`direct_runner`). Misaligned pointers always take the JIT path. `binaries`: where
     Triton's compiled kernels are cached (see `_triton_cache`).
+
+    `install`, when given, puts a launcher where the host code finds it (a module
+    global): once the printed grid has a direct runner, the host calls a plain function
+    that tries it first and comes back here only for another grid, a misaligned pointer
+    or a launcher that failed (one call frame less per launch).
     """
 
     def __init__(
@@ -143,34 +214,57 @@ class FastLauncher:
         num_warps: int,
         num_stages: int,
         binaries: str | None = None,
+        install: Callable[[Callable[..., None]], None] | None = None,
     ):
         self.kernel, self.grid, self.binaries = kernel, tuple(grid), binaries
+        self.install = install
         self.options = {"num_warps": num_warps, "num_stages": num_stages}
-        self.runners: dict[tuple[int, ...] | None, Callable[..., None]] = {}
+        self.runners: dict[tuple[int, ...] | None, Callable[..., bool]] = {}
+        self.default: Callable[..., bool] | None = None  # runners[None], read per launch
         self.disabled = False
 
     def __call__(self, *buffers: torch.Tensor, grid: tuple[int, ...] | None = None) -> None:
         """Launch over `grid` (default: the printed grid)."""
-        runner = self.runners.get(grid)
-        pointers = 0
-        for b in buffers:
-            pointers |= b.data_ptr()
-        if runner is not None and not pointers & 15:
+        runner = self.default if grid is None else self.runners.get(grid)
+        if runner is not None:
             try:
-                runner(buffers[0].get_device(), *buffers)
-                return
+                if runner(*buffers):
+                    return
             except TypeError:  # a Triton whose launcher takes other arguments
                 self.disabled = True
                 self.runners.clear()
+                self.default = None
+                if self.install is not None:
+                    self.install(self)
         shape = self.grid if grid is None else tuple(grid)
         with _triton_cache(self.binaries):
             compiled = self.kernel[shape](*buffers, **self.options)
+        pointers = 0
+        for b in buffers:
+            pointers |= b.data_ptr()
         if self.disabled or pointers & 15 or compiled is None:
             return
         try:
             self.runners[grid] = direct_runner(compiled, shape)
         except Exception:  # noqa: BLE001 - any failure: keep using the JIT path
             self.disabled = True
+            return
+        self.default = self.runners.get(None)
+        if grid is None and self.install is not None and self.default is not None:
+            self.install(self._first_direct(self.default))
+
+    def _first_direct(self, runner: Callable[..., bool]) -> Callable[..., None]:
+        """A launcher that tries `runner` on the printed grid before this object."""
+
+        def launch(*buffers: torch.Tensor, grid: tuple[int, ...] | None = None) -> None:
+            try:
+                if grid is None and runner(*buffers):
+                    return
+            except TypeError:
+                pass  # this object's own call disables the runner and reinstalls itself
+            self(*buffers, grid=grid)
+
+        return launch
 
 
 def install_fast_launchers(
@@ -184,8 +278,12 @@ def install_fast_launchers(
     host functions look launchers up as module globals, so they pick these up.
     """
     for launcher, kernel, grid, warps, stages in launchers:
-        fast = FastLauncher(getattr(module, kernel), grid, warps, stages, binaries)
-        setattr(module, launcher, fast)
+
+        def install(launch: Callable[..., None], name: str = launcher) -> None:
+            setattr(module, name, launch)
+
+        fast = FastLauncher(getattr(module, kernel), grid, warps, stages, binaries, install)
+        install(fast)
 
 
 class TritonFunction:
