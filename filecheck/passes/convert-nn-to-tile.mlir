@@ -144,16 +144,20 @@ func.func @pointwise_broadcast(%x: tensor<5x37xf32>, %b: tensor<37xf32>) -> tens
 // LOOPED-NOT:   scf.for
 // LOOPED:       tile.launch @softmax grid [6]
 // With online-stats=false, one loop per reduction level (max, then sum), then the
-// store loop: three passes over the row.
+// store loop: three passes over the row. Each level's loop accumulates whole tiles and
+// reduces once after it.
 // PERLEVEL-LABEL: tile.kernel @softmax grid 1
 // PERLEVEL-SAME:  schedule = "row_reduction_looped"
-// PERLEVEL:       %[[MAX:.*]] = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<1xf32>) {
-// PERLEVEL:         tile.reduce max %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
-// PERLEVEL-NOT:     tile.reduce sum
+// PERLEVEL:       %[[MAXACC:.*]] = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<1x128xf32>) {
+// PERLEVEL-NOT:     tile.reduce
+// PERLEVEL:         nn.max %{{.*}} : tensor<1x128xf32>
 // PERLEVEL:       scf.yield
-// PERLEVEL:       %[[SUM:.*]] = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<1xf32>) {
+// PERLEVEL:       %[[MAX:.*]] = tile.reduce max %[[MAXACC]] axis 1 : tensor<1x128xf32> -> tensor<1xf32>
+// PERLEVEL:       %[[SUMACC:.*]] = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<1x128xf32>) {
 // PERLEVEL:         tile.broadcast %[[MAX]] dims [0]
-// PERLEVEL:         tile.reduce sum %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
+// PERLEVEL-NOT:     tile.reduce
+// PERLEVEL:       scf.yield
+// PERLEVEL:       tile.reduce sum %[[SUMACC]] axis 1 : tensor<1x128xf32> -> tensor<1xf32>
 // PERLEVEL:       scf.for
 // PERLEVEL:         tile.store
 // PERLEVEL-NOT:   scf.for
@@ -563,12 +567,19 @@ func.func @head_transpose(%x: tensor<2x5x3x16xbf16>, %z: tensor<2x3x5x16xbf16>) 
 // A column reduction (over the first of two dims) of 300 rows: keeping the column whole
 // would leave tiles of 6 columns (24-byte rows), so the tile is 32 rows x 64 columns
 // (256-byte rows) and the program loops over the rows, masked at 300 and at 200 columns.
+// The loop accumulates whole 32x64 tiles (out-of-bounds rows replaced by the identity)
+// and reduces once after it: no cross-thread reduction per iteration.
 // CHECK-LABEL: tile.kernel @columns_sum grid 1
 // CHECK-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 300, 200>, block_sizes = array<i64: 32, 64>, reduce_dim = 0 : i64
 // CHECK-SAME:  candidates = [{"block-cols" = 32 : i64, "block-rows" = 64 : i64}
-// CHECK:       scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<64xf32>)
-// CHECK:       tile.load %{{.*}}[%[[R]], %{{.*}}] : memref<300x200xf32> -> tensor<32x64xf32>
-// CHECK:       tile.reduce sum %{{.*}} axis 0 : tensor<32x64xf32> -> tensor<64xf32>
+// CHECK:       %[[ZERO:.*]] = nn.constant 0.000000e+00 : tensor<32x64xf32>
+// CHECK:       %[[ACC:.*]] = scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A:.*]] = %[[ZERO]]) -> (tensor<32x64xf32>)
+// CHECK:       %[[T:.*]] = tile.load %{{.*}}[%[[R]], %{{.*}}] : memref<300x200xf32> -> tensor<32x64xf32>
+// CHECK:       %[[M:.*]] = tile.mask
+// CHECK:       %[[S:.*]] = nn.select %[[M]], %[[T]], %{{.*}} : tensor<32x64xf32>
+// CHECK:       %[[N:.*]] = nn.add %[[A]], %[[S]] : tensor<32x64xf32>
+// CHECK-NEXT:  scf.yield %[[N]] : tensor<32x64xf32>
+// CHECK:       tile.reduce sum %[[ACC]] axis 0 : tensor<32x64xf32> -> tensor<64xf32>
 // CHECK-LABEL: func.func @columns
 // CHECK:       tile.launch @columns_sum grid [4]
 func.func @columns(%x: tensor<300x200xf32>) -> tensor<200xf32> {

@@ -63,6 +63,9 @@ from fuseopt.passes.convert_nn_to_tile.matmul import emit_matmul
 
 REDUCE_KIND = {nn.SumOp: "sum", nn.MeanOp: "sum", nn.ReduceMaxOp: "max", nn.ReduceMinOp: "min"}
 COMBINE = {"sum": nn.AddOp, "max": nn.MaxOp, "min": nn.MinOp}
+DEFERRED_REDUCE_ELEMENTS = 8192
+"""The largest input tile a looped reduction accumulates whole (`_defers`): 32 f32
+registers a thread at 8 warps."""
 
 Steps = Generator["Steps", SSAValue, SSAValue]
 """A suspended emission: yields the steps of each value it needs, is sent that value's
@@ -454,6 +457,27 @@ class KernelEmitter:
 
     def _partial_reduce(self, op: nn.ReductionOp, x: SSAValue, ctx: Context) -> SSAValue:
         """Reduce this context's tile of `op`'s input along the reduce dim (masked)."""
+        x, axis = self._reduction_input(op, x, ctx)
+        return self.add(ctx, tile.ReduceOp(REDUCE_KIND[type(op)], x, axis))
+
+    def _defers(self, op: nn.ReductionOp) -> bool:
+        """Whether a looped reduction accumulates whole tiles and reduces once after the
+        loop (Inductor's scheme): each iteration is then loads and elementwise combines,
+        no cross-thread reduction; kept to tiles small enough for the accumulator to
+        stay in registers, and to results of one part."""
+        src = op.operands[0]
+        return (
+            self.space.parts_of(src) == 1
+            and self.space.parts_of(op.results[0]) == 1
+            and math.prod(self.tile_shape(src)) <= DEFERRED_REDUCE_ELEMENTS
+        )
+
+    def _reduction_input(
+        self, op: nn.ReductionOp, x: SSAValue, ctx: Context
+    ) -> tuple[SSAValue, int]:
+        """This context's tile of `op`'s input ready to reduce (out-of-bounds elements
+        replaced by the identity, in the accumulator's type) and the tile axis of the
+        reduce dim."""
         sp, k = self.space, self.space.reduce_dim
         assert k is not None
         src = op.operands[0]
@@ -476,8 +500,7 @@ class KernelEmitter:
                 ctx.masks[shape_key] = mask
             ident = self.splat(ctx, self._identity(kind, xt.element_type), xt)
             x = self.add(ctx, nn.SelectOp(mask, x, ident))
-        x = self.cast(ctx, x, self._acc_element(xt.element_type))
-        return self.add(ctx, tile.ReduceOp(kind, x, tiled.index(k)))
+        return self.cast(ctx, x, self._acc_element(xt.element_type)), tiled.index(k)
 
     def _finish_reduce(self, op: nn.ReductionOp, total: SSAValue, ctx: Context) -> SSAValue:
         """The reduction's value from its accumulated total (mean divides; then round)."""
@@ -507,7 +530,12 @@ class KernelEmitter:
                 phases.setdefault(lv, []).append(op)
                 level[op.results[0]] = lv + 1
         pairs = []
-        online_ok = self.online_stats and not online.rows_fit_cache(self)
+        # Online statistics merge each chunk's partial reductions, a cross-thread
+        # reduction per iteration; across columns (the reduce dim not innermost) two
+        # passes of whole-tile accumulation (`_defers`) cost one more read and no such
+        # reduction, which is faster.
+        innermost = k == len(sp.sizes) - 1
+        online_ok = self.online_stats and innermost and not online.rows_fit_cache(self)
         if online_ok and sp.split_dim is None and 0 in phases and 1 in phases:
             # statistics in one pass: a softmax's sum or a variance joins the first loop
             pairs = online.online_pairs(phases[0], phases[1])
@@ -522,8 +550,11 @@ class KernelEmitter:
             paired = {id(p.first) for p in lv_pairs}
             accs = [(r, q) for r, q in accs if id(r) not in paired]
             inits = []
+            deferred = {id(r) for r, _ in accs if self._defers(r)}
             for r, _ in accs:
                 rt = self.tile_type(r.results[0])
+                if id(r) in deferred:  # the accumulator is a whole input tile
+                    rt = self.tile_type(r.operands[0])
                 acc_t = TensorType(self._acc_element(rt.element_type), rt.get_shape())
                 inits.append(
                     self.splat(
@@ -538,8 +569,13 @@ class KernelEmitter:
             body = Block(arg_types=[IndexType(), *(i.type for i in inits)])
             inner = Context(body, {**outer.offsets, k: body.args[0]}, outer=outer)
             new_accs = []
+            axes: dict[int, int] = {}
             for (r, q), acc in zip(accs, body.args[1:], strict=False):
-                part = self._reduce_parts(r, inner, q)
+                if id(r) in deferred:
+                    x = self.emit(r.operands[0], inner, q)
+                    part, axes[id(r)] = self._reduction_input(r, x, inner)
+                else:
+                    part = self._reduce_parts(r, inner, q)
                 new_accs.append(self.add(inner, COMBINE[REDUCE_KIND[type(r)]](acc, part)))
             at = 1 + len(accs)
             for pair, n in zip(lv_pairs, widths, strict=True):
@@ -548,6 +584,9 @@ class KernelEmitter:
             body.add_op(scf.YieldOp(*new_accs))
             loop = self._loop(outer, body, inits)
             for (r, q), total in zip(accs, loop.results, strict=False):
+                if id(r) in deferred:
+                    kind = REDUCE_KIND[type(r)]
+                    total = self.add(outer, tile.ReduceOp(kind, total, axes[id(r)]))
                 outer.cache[(r.results[0], q)] = self._finish_reduce(r, total, outer)
             at = len(accs)
             for pair, n in zip(lv_pairs, widths, strict=True):
