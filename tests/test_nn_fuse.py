@@ -89,6 +89,15 @@ def assert_same_results(expected: tuple, actual: tuple) -> None:  # noqa: ANN001
         np.testing.assert_array_equal(a, e)
 
 
+def assert_same_ops(after: ModuleOp, before: ModuleOp) -> None:
+    """nn-fuse moves ops into fusions and adds or removes none, except casts: each
+    further user of a widening argument cast gets a copy (nn_fuse/rematerialize.py),
+    and copies of one cast inside one fusion are one op again (outlining)."""
+    counts_after, counts_before = op_counts(after), op_counts(before)
+    del counts_after["nn.cast"], counts_before["nn.cast"]
+    assert counts_after == counts_before
+
+
 def op_counts(module: ModuleOp) -> Counter[str]:
     """nn ops by name, outside and inside groups (constants are cloned into groups, and
     fusion/yield are the grouping itself, so they are left out)."""
@@ -143,7 +152,7 @@ def fuse_and_check(text: str, pipeline: str, seed: int = 0) -> ModuleOp:
     after = fuseopt.run_pipeline(fuseopt.parse(text), pipeline)
     assert_dominance(main_func(after).body.block)
     check_contract(after)
-    assert op_counts(after) == op_counts(before)
+    assert_same_ops(after, before)
     args = random_inputs(before, seed)
     expected = fuseopt.interpret(before, main_func(before).sym_name.data, *args)
     actual = fuseopt.interpret(after, main_func(after).sym_name.data, *args)
@@ -198,7 +207,7 @@ def test_random_graphs(pipeline: str, graph: RandomGraph) -> None:
     after = fuseopt.run_pipeline(fuseopt.parse(graph.text), pipeline)
     assert_dominance(main_func(after).body.block)
     check_contract(after)
-    assert op_counts(after) == op_counts(before)
+    assert_same_ops(after, before)
     args = graph.random_inputs(seed=3)
     expected = fuseopt.interpret(before, "main", *args)
     actual = fuseopt.interpret(after, "main", *args)

@@ -487,6 +487,29 @@ func.func @returned_reshape(%x: tensor<4x8xf32>) -> (tensor<32xf32>, tensor<32xf
 
 // -----
 
+// A widening cast of an argument read by two groups of different shapes (GroupNorm's
+// statistics through a reshape, its epilogue in the input's shape) is copied per user
+// (nn_fuse/rematerialize.py): each group widens the bf16 argument itself, and no
+// kernel writes the f32 copy. The copy under the reshape moves below it: the reshape of
+// the argument is a host view, and the cast joins the reduction.
+// CHECK-LABEL: func.func @argument_cast_per_user
+// CHECK-NOT:   kernel_name = "fused_{{[0-9]+}}_cast"
+// CHECK:       nn.fusion ins(%x, %s : tensor<2x8x16xbf16>, tensor<2x8x1xf32>) -> tensor<2x8x16xf32> attributes {kernel_name = "fused_0_cast_mul"
+// CHECK:         nn.cast %{{.*}} : tensor<2x8x16xbf16> -> tensor<2x8x16xf32>
+// CHECK:       %[[V:.*]] = nn.reshape %x : tensor<2x8x16xbf16> -> tensor<2x2x64xbf16>
+// CHECK-NEXT:  nn.fusion ins(%[[V]] : tensor<2x2x64xbf16>) -> tensor<2x2xf32> attributes {kernel_name = "fused_1_cast_sum"
+// CHECK:         nn.cast %{{.*}} : tensor<2x2x64xbf16> -> tensor<2x2x64xf32>
+// CHECK-NEXT:    nn.sum
+func.func @argument_cast_per_user(%x: tensor<2x8x16xbf16>, %s: tensor<2x8x1xf32>) -> (tensor<2x2xf32>, tensor<2x8x16xf32>) {
+  %c = nn.cast %x : tensor<2x8x16xbf16> -> tensor<2x8x16xf32>
+  %g = nn.reshape %c : tensor<2x8x16xf32> -> tensor<2x2x64xf32>
+  %m = nn.sum %g [2] : tensor<2x2x64xf32> -> tensor<2x2xf32>
+  %sb = nn.broadcast %s : tensor<2x8x1xf32> -> tensor<2x8x16xf32>
+  %y = nn.mul %c, %sb : tensor<2x8x16xf32>
+  func.return %m, %y : tensor<2x2xf32>, tensor<2x8x16xf32>
+}
+
+// -----
 
 // A lone view is left to eager (a strided view there); constants are cloned into the
 // groups that use them. (The DOT file of --split-input-file holds this last case.)
@@ -523,4 +546,5 @@ func.func @views_and_constants(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<
   %m = nn.mul %x, %c : tensor<4x8xf32>
   func.return %t, %m : tensor<8x4xf32>, tensor<4x8xf32>
 }
+
 

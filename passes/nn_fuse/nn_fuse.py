@@ -4,6 +4,9 @@ Preconditions: composites are decomposed (`nn-decompose`; a composite left over 
 treated as an opaque op and never fused); shapes are static.
 
 Steps, per function body:
+0. Rematerialization (`rematerialize`): each further use of a widening cast of a
+   function argument gets its own copy of the cast, so consumer groups widen the narrow
+   argument in registers instead of reading a wide copy some kernel wrote.
 1. Grouping (`grouping.find_groups`): reductions first claim their cheap
    prologues, then greedy producer-consumer merges in program order, then sibling
    merges, each checked by `legality` (one kernel shape: pointwise, reduction or
@@ -59,6 +62,7 @@ from fuseopt.passes.nn_fuse.cost_model import (
 from fuseopt.passes.nn_fuse.grouping import FusionGroup, find_groups
 from fuseopt.passes.nn_fuse.legality import MATMUL, VIEW_TYPES
 from fuseopt.passes.nn_fuse.outlining import outline_group, sort_block_topologically
+from fuseopt.passes.nn_fuse.rematerialize import rematerialize_argument_casts
 from fuseopt.passes.nn_fuse.report import ReportTarget, fusion_dot, fusion_report
 
 SUMMARY_OPS = 4
@@ -171,6 +175,7 @@ class NNFusePass(ModulePass):
         return [(g, UNFUSED if set(g.ops) <= bypassed_epilogue else route) for g, route in routed]
 
     def _fuse_block(self, block: Block, gpu: GPUSpec, counter: int) -> int:
+        rematerialize_argument_casts(block)
         summaries: dict[nn.FusionOp, list[Operation]] = {}
         for group, route in self._routed_groups(block, gpu):
             if not group.computes or route == UNFUSED:

@@ -4,8 +4,9 @@
 new `nn.fusion`: values defined outside become `ins` operands and block arguments (in
 order of first use), splat constants are cloned in instead (a dense constant is data and
 comes in as an operand), and every value used outside the group is yielded once
-(multi-output). Outside uses are redirected to the fusion results and the original ops
-are erased.
+(multi-output). Copies of one cast that land in the same group (nn-fuse gives each
+user of a widening argument cast its own, `rematerialize`) become one op again.
+Outside uses are redirected to the fusion results and the original ops are erased.
 
 Outlining may leave the block out of dominance order (a group's first op is not always
 after all its inputs), so the pass calls `sort_block_topologically` once at the end; the
@@ -43,11 +44,19 @@ def outline_group(
         clone = c.clone()
         body.add_op(clone)
         mapping[c.result] = clone.result
+    casts: dict[tuple[SSAValue, object], SSAValue] = {}
     for op in ops:
+        if isinstance(op, nn.CastOp):  # copies of one cast (rematerialize.py) meet again
+            key = (mapping.get(op.input, op.input), op.result.type)
+            if key in casts:
+                mapping[op.result] = casts[key]
+                continue
         clone = op.clone(value_mapper=mapping)
         body.add_op(clone)
         for old, new in zip(op.results, clone.results, strict=True):
             mapping[old] = new
+        if isinstance(clone, nn.CastOp):
+            casts[(clone.input, clone.result.type)] = clone.result
     body.add_op(nn.YieldOp(*(mapping[v] for v in outputs)))
 
     fusion = nn.FusionOp(
