@@ -75,3 +75,26 @@ def test_sdpa_on_cuda(dtype: torch.dtype) -> None:
     tol = 1e-3 if dtype == torch.float32 else 3e-2  # fused kernels accumulate differently
     torch.testing.assert_close(actual.float(), expected.float(), rtol=tol, atol=tol)
     assert not compiled.fallbacks, compiled.fusion_report()
+
+
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_hugging_face_llama_decode_step(backend: str) -> None:
+    """The Hugging Face Llama decode step of issue 18 item 5 (batch 8, one new token
+    after a KV cache of a ragged length, whose mask rows are not a multiple of 8 long)
+    runs under fuseopt and matches eager. It crashed with "attn_bias is not correctly
+    aligned" when the mask reached PyTorch's memory-efficient attention."""
+    pytest.importorskip("transformers")
+    from benchmarks.models.hf import DecodeStep, build_model, kv_cache
+
+    dims = {"batch": 8, "context": 37, "hidden": 256, "intermediate": 512, "heads": 4,
+            "kv_heads": 2, "layers": 2, "vocab": 512}  # fmt: skip
+    device = torch.device("cuda")
+    model = DecodeStep(build_model("llama", dims, False, torch.bfloat16, device, seed=0))
+    ids = torch.randint(0, 512, (8, 1), device=device)
+    cache = kv_cache(dims, torch.bfloat16, device, seed=1)
+    with torch.no_grad():
+        expected = model(ids, *cache)
+        compiled = fuseopt.compile(model, (ids, *cache), backend=backend)
+        actual = compiled(ids, *cache)
+    assert actual.shape == expected.shape and actual.isfinite().all()
+    torch.testing.assert_close(actual.float(), expected.float(), atol=5e-2, rtol=5e-2)
