@@ -336,3 +336,26 @@ def test_cli_report_goes_to_stderr_and_ir_to_stdout(tmp_path: Path) -> None:
     fused = fuseopt.parse(proc.stdout)
     assert len([op for op in fused.walk() if isinstance(op, nn.FusionOp)]) == 1
     assert "subgraph cluster_0_0" in dot.read_text()
+
+
+def test_argument_casts_are_copied_only_for_users_that_absorb_them() -> None:
+    """A matmul keeps the original cast (a copy per matmul would be a kernel writing the
+    wide tensor each); the elementwise and reduction users get copies."""
+    from fuseopt.passes.nn_fuse.rematerialize import rematerialize_argument_casts
+
+    module = fuseopt.parse(
+        """func.func @main(%x: tensor<4x8xbf16>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) {
+  %c = nn.cast %x : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %m1 = nn.matmul %c, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  %m2 = nn.matmul %c, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  %e = nn.exp %c : tensor<4x8xf32>
+  %s = nn.sum %c [1] : tensor<4x8xf32> -> tensor<4xf32>
+  func.return %m1, %m2, %e, %s : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>
+}"""
+    )
+    block = main_func(module).body.block
+    assert rematerialize_argument_casts(block) == 2
+    casts = [op for op in block.ops if isinstance(op, nn.CastOp)]
+    assert len(casts) == 3
+    matmuls = [op for op in block.ops if isinstance(op, nn.MatmulOp)]
+    assert {m.lhs.owner for m in matmuls} == {casts[0]}  # both on the original

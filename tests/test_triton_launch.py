@@ -69,9 +69,9 @@ def test_empty_hook_chains_take_the_direct_path(fake_stream: None) -> None:
     assert k.direct == [(4, 2, 1, 1000, 7, ("meta",), None, None, None, a, b)]
 
 
-def test_the_stream_is_the_buffers_device_s(fake_stream: None) -> None:
+def test_the_stream_is_the_kernels_device_s(fake_stream: None) -> None:
     k = FakeCompiled()
-    assert runtime.direct_runner(k, (1,))(Buffer("x", device=3))
+    assert runtime.direct_runner(k, (1,), device=3)(Buffer("x", device=3))
     assert k.direct[0][3] == 1003
 
 
@@ -136,3 +136,38 @@ def test_the_c_launcher_is_called_only_where_its_layout_is_known(
         assert k.run.calls == [] and k.run.wrapped == [
             (2, 1, 1, 1000, 7, ("meta",), None, None, None, a)
         ]
+
+
+def test_a_runner_launches_only_on_its_own_device(fake_stream: None) -> None:
+    """A CompiledKernel's function handle belongs to the GPU it was loaded on: buffers
+    on another device launch nothing (the FastLauncher then finds or builds that
+    device's runner)."""
+    k = FakeCompiled()
+    launch = runtime.direct_runner(k, (1,), device=1)
+    assert not launch(Buffer("a", device=0))
+    assert launch(Buffer("b", device=1))
+    assert [call[3] for call in k.direct] == [1001]  # device 1's stream
+
+
+def test_fast_launcher_keeps_a_runner_per_device(fake_stream: None) -> None:
+    class Jit:
+        def __init__(self) -> None:
+            self.compiled: list[FakeCompiled] = []
+
+        def __getitem__(self, grid: tuple[int, ...]):  # noqa: ANN204
+            def run(*args: Any, **options: Any) -> FakeCompiled:
+                self.compiled.append(FakeCompiled())
+                return self.compiled[-1]
+
+            return run
+
+    jit = Jit()
+    launcher = runtime.FastLauncher(jit, (2,), num_warps=4, num_stages=1)
+    a0, a1 = Buffer("a0", device=0), Buffer("a1", device=1)
+    launcher(a0)  # JIT on device 0
+    launcher(a1)  # device 0's runner declines; JIT on device 1
+    launcher(a0)
+    launcher(a1)
+    assert len(jit.compiled) == 2  # once per device, then direct launches
+    assert [c[3] for c in jit.compiled[0].direct] == [1000]
+    assert [c[3] for c in jit.compiled[1].direct] == [1001]

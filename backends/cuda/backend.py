@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -210,7 +211,8 @@ class CudaFunction:
         by_launch = {s.kernel.c_name: s.grid for s in self.plan.steps if isinstance(s, Launch)}
         self.kernels = [_record(KernelRecord, k, by_launch.get(k.c_name)) for k in kernels]
         self._loaded: dict[tuple[int, str], LoadedKernel] = {}
-        self._bound: dict[int, list[tuple | None]] = {}  # per device index: `_bind`
+        # per (device index, host thread): `_bind`
+        self._bound: dict[tuple[int, int], list[tuple | None]] = {}
 
     def save(self, directory: str | Path) -> list[Path]:
         """Write every kernel's `.cu` file into `directory`; return the paths."""
@@ -329,9 +331,12 @@ class CudaFunction:
 
     def _run(self, bufs: list[torch.Tensor | None], dev: torch.device, index: int) -> None:
         stream = current_stream(dev)
-        bound = self._bound.get(index)
+        # per device and host thread: ctypes releases the GIL during cuLaunchKernel, so
+        # two threads must not fill one parameter slot
+        key = (index, threading.get_ident())
+        bound = self._bound.get(key)
         if bound is None:
-            bound = self._bound[index] = self._bind(dev)
+            bound = self._bound[key] = self._bind(dev)
         launch_kernel = cu_launch_kernel()
         for step, launch in zip(self.plan.steps, bound, strict=True):
             if launch is None:

@@ -137,19 +137,21 @@ def _c_launcher(compiled: Any) -> tuple[Callable[..., None], tuple[Any, ...]] | 
         return None
 
 
-def direct_runner(compiled: Any, grid: tuple[int, ...]) -> Callable[..., bool]:
+def direct_runner(compiled: Any, grid: tuple[int, ...], device: int = 0) -> Callable[..., bool]:
     """A launch function `launch(*buffers) -> bool` for a Triton CompiledKernel.
 
-    It calls the kernel's launcher directly with the stream current on the buffers'
-    device, skipping the per-call device lookup and launch-metadata work of
-    `CompiledKernel.__getitem__`'s runner, and returns True. When a buffer's pointer is
-    not 16-byte aligned (the kernel was specialized on aligned ones) it launches nothing
-    and returns False. While launch hooks are installed (profilers such as proton;
-    checked per call, since they can be installed at any time; Triton 3.6 and later
-    always install empty hook chains, which do not count), or on a Triton without these
-    attributes, it launches through that runner instead. On a Triton whose C launcher
-    is known (`_c_launcher`) it calls that directly. Everything per launch is inline:
-    this is the host cost every kernel of a compiled region pays.
+    It calls the kernel's launcher directly with the stream current on `device` (the
+    GPU the kernel was loaded on), skipping the per-call device lookup and
+    launch-metadata work of `CompiledKernel.__getitem__`'s runner, and returns True.
+    When the buffers are on another device (the kernel's function handle belongs to
+    `device`) or a buffer's pointer is not 16-byte aligned (the kernel was specialized on
+    aligned ones) it launches nothing and returns False. While launch hooks are
+    installed (profilers such as proton; checked per call, since they can be installed
+    at any time; Triton 3.6 and later always install empty hook chains, which do not
+    count), or on a Triton without these attributes, it launches through that runner
+    instead. On a Triton whose C launcher is known (`_c_launcher`) it calls that
+    directly. Everything per launch is inline: this is the host cost every kernel of a
+    compiled region pays.
     """
     g0, g1, g2 = (*grid, 1, 1, 1)[:3]
     standard = compiled[(g0, g1, g2)]
@@ -165,7 +167,7 @@ def direct_runner(compiled: Any, grid: tuple[int, ...]) -> Callable[..., bool]:
             pointers = 0
             for a in args:
                 pointers |= a.data_ptr()
-            if pointers & 15:
+            if pointers & 15 or args[0].get_device() != device:
                 return False
             standard(*args)
             return True
@@ -178,7 +180,7 @@ def direct_runner(compiled: Any, grid: tuple[int, ...]) -> Callable[..., bool]:
         pointers = 0
         for a in args:
             pointers |= a.data_ptr()
-        if pointers & 15:
+        if pointers & 15 or args[0].get_device() != device:
             return False
         enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
         if (enter is not None and (enter.__class__ is not chain or enter.calls)) or (
@@ -186,7 +188,7 @@ def direct_runner(compiled: Any, grid: tuple[int, ...]) -> Callable[..., bool]:
         ):
             standard(*args)
             return True
-        target(g0, g1, g2, stream_of(args[0].get_device()), function, *head, *args)
+        target(g0, g1, g2, stream_of(device), function, *head, *args)
         return True
 
     return launch
@@ -219,23 +221,30 @@ class FastLauncher:
         self.kernel, self.grid, self.binaries = kernel, tuple(grid), binaries
         self.install = install
         self.options = {"num_warps": num_warps, "num_stages": num_stages}
-        self.runners: dict[tuple[int, ...] | None, Callable[..., bool]] = {}
-        self.default: Callable[..., bool] | None = None  # runners[None], read per launch
+        # (device index, grid or None for the printed one) -> direct runner
+        self.runners: dict[tuple[int, tuple[int, ...] | None], Callable[..., bool]] = {}
+        self.default: Callable[..., bool] | None = None  # the printed grid's, per launch
         self.disabled = False
 
     def __call__(self, *buffers: torch.Tensor, grid: tuple[int, ...] | None = None) -> None:
         """Launch over `grid` (default: the printed grid)."""
-        runner = self.default if grid is None else self.runners.get(grid)
-        if runner is not None:
-            try:
-                if runner(*buffers):
+        device = buffers[0].get_device() if buffers else -1
+        runner = self.default if grid is None else self.runners.get((device, grid))
+        other = self.runners.get((device, grid))  # the default may be another device's
+        try:
+            if runner is not None and runner(*buffers):
+                return
+            if other is not None and other is not runner:
+                if grid is None:
+                    self.default = other
+                if other(*buffers):
                     return
-            except TypeError:  # a Triton whose launcher takes other arguments
-                self.disabled = True
-                self.runners.clear()
-                self.default = None
-                if self.install is not None:
-                    self.install(self)
+        except TypeError:  # a Triton whose launcher takes other arguments
+            self.disabled = True
+            self.runners.clear()
+            self.default = None
+            if self.install is not None:
+                self.install(self)
         shape = self.grid if grid is None else tuple(grid)
         with _triton_cache(self.binaries):
             compiled = self.kernel[shape](*buffers, **self.options)
@@ -245,13 +254,14 @@ class FastLauncher:
         if self.disabled or pointers & 15 or compiled is None:
             return
         try:
-            self.runners[grid] = direct_runner(compiled, shape)
+            self.runners[(device, grid)] = direct_runner(compiled, shape, device)
         except Exception:  # noqa: BLE001 - any failure: keep using the JIT path
             self.disabled = True
             return
-        self.default = self.runners.get(None)
-        if grid is None and self.install is not None and self.default is not None:
-            self.install(self._first_direct(self.default))
+        if grid is None:
+            self.default = self.runners[(device, None)]
+            if self.install is not None:
+                self.install(self._first_direct(self.default))
 
     def _first_direct(self, runner: Callable[..., bool]) -> Callable[..., None]:
         """A launcher that tries `runner` on the printed grid before this object."""

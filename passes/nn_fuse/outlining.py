@@ -25,6 +25,10 @@ from fuseopt.dialects import nn
 from fuseopt.passes.nn_fuse.legality import fusion_operands
 
 
+def _attributes(op: Operation) -> frozenset:
+    return frozenset(op.attributes.items())
+
+
 def outline_group(
     block: Block, ops: Sequence[Operation], kind: nn.FusionKind, route: nn.Route
 ) -> nn.FusionOp:
@@ -44,10 +48,10 @@ def outline_group(
         clone = c.clone()
         body.add_op(clone)
         mapping[c.result] = clone.result
-    casts: dict[tuple[SSAValue, object], SSAValue] = {}
+    casts: dict[tuple[SSAValue, object, frozenset], SSAValue] = {}
     for op in ops:
         if isinstance(op, nn.CastOp):  # copies of one cast (rematerialize.py) meet again
-            key = (mapping.get(op.input, op.input), op.result.type)
+            key = (mapping.get(op.input, op.input), op.result.type, _attributes(op))
             if key in casts:
                 mapping[op.result] = casts[key]
                 continue
@@ -56,7 +60,7 @@ def outline_group(
         for old, new in zip(op.results, clone.results, strict=True):
             mapping[old] = new
         if isinstance(clone, nn.CastOp):
-            casts[(clone.input, clone.result.type)] = clone.result
+            casts[(clone.input, clone.result.type, _attributes(clone))] = clone.result
     body.add_op(nn.YieldOp(*(mapping[v] for v in outputs)))
 
     fusion = nn.FusionOp(

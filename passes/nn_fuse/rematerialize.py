@@ -8,8 +8,10 @@ a kernel of its own that writes the f32 copy (twice the bytes of its input) for 
 consumer to read back: three times the traffic of the norm itself (GroupNorm over
 32x256x56x56 bf16 ran 227 us of kernels against torch.compile's 55).
 
-Before grouping, each use of a widening cast of a function argument but the first gets
-its own copy of the cast, placed before the user. Each consumer group then reads the
+Before grouping, each use of a widening cast of a function argument by an op that can
+absorb it (an nn op other than a matmul, linear or PyTorch call) gets its own copy of
+the cast, placed before the user; the original stays with the other users (or with the
+first user when all absorb it). Each consumer group then reads the
 narrow argument and widens it in registers; no group writes the wide copy unless the
 function returns it. Only widening (or same-width) casts of arguments are copied: the
 copies read no more bytes than the wide value would, and computing a cast again costs
@@ -21,7 +23,7 @@ the host takes, and the cast joins the reshape's consumer (GroupNorm's statistic
 from __future__ import annotations
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Block, BlockArgument
+from xdsl.ir import Block, BlockArgument, Operation
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.dtypes import element_bytes
@@ -34,19 +36,21 @@ def _widening(cast: nn.CastOp) -> bool:
 
 
 def rematerialize_argument_casts(block: Block) -> int:
-    """Give every use but the first of each widening cast of a block argument in `block`
-    its own copy of the cast (see the module docstring); returns how many copies."""
+    """Give the absorbing uses of each widening cast of a block argument in `block` their
+    own copies of the cast (see the module docstring); returns how many copies."""
     copies = 0
     for op in list(block.ops):
         if not (
             isinstance(op, nn.CastOp) and isinstance(op.input, BlockArgument) and _widening(op)
         ):
             continue
+        uses = list(op.result.uses)
+        absorbing = [u for u in uses if _absorbs(u.operation, block)]
+        if len(absorbing) == len(uses):
+            absorbing = absorbing[1:]  # the first keeps the original
         casts = [op]
-        for use in list(op.result.uses)[1:]:
+        for use in absorbing:
             user = use.operation
-            if user.parent_block() is not block:
-                continue  # only top-level users: a copy must sit in the same block
             copy = op.clone()
             block.insert_op_before(copy, user)
             user.operands[use.index] = copy.result
@@ -55,6 +59,17 @@ def rematerialize_argument_casts(block: Block) -> int:
         for cast in casts:
             _sink_below_reshape(block, cast)
     return copies
+
+
+def _absorbs(user: Operation, block: Block) -> bool:
+    """Whether a copy of a cast can join `user`'s group: a top-level nn op that fuses
+    elementwise prologues (not a matmul, linear or PyTorch call, whose copies would
+    each be a kernel writing the wide tensor; not the return)."""
+    return (
+        user.parent_block() is block
+        and user.name.startswith("nn.")
+        and not isinstance(user, nn.MatmulOp | nn.LinearOp | nn.TorchCallOp)
+    )
 
 
 def _sink_below_reshape(block: Block, cast: nn.CastOp) -> None:
