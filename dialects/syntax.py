@@ -51,7 +51,7 @@ from xdsl.irdl.declarative_assembly_format import (
     VariadicOperandVariable,
     irdl_custom_directive,
 )
-from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
@@ -104,27 +104,6 @@ def print_int_list(printer: Printer, values: Sequence[int]) -> None:
     printer.print_string("[" + ", ".join(str(v) for v in values) + "]")
 
 
-def parse_operands(parser: Parser) -> list[UnresolvedOperand]:
-    """Parse a comma-separated list of operand uses (at least one), to be resolved
-    against their types with `resolve_operands` once the types are parsed."""
-    return parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_unresolved_operand)
-
-
-def resolve_operands(
-    parser: Parser, operands: Sequence[UnresolvedOperand], types: Sequence[Attribute]
-) -> list[SSAValue]:
-    """Give each parsed operand its type (a located error if counts or types differ).
-
-    A count mismatch is reported at the operands, so the error points at the op and
-    not at whatever follows its types."""
-    if len(operands) != len(types):
-        message = f"{len(operands)} operands but {len(types)} types"
-        if operands:
-            parser.raise_error(message, operands[0].span.start, operands[-1].span.end)
-        parser.raise_error(message)
-    return [parser.resolve_operand(o, t) for o, t in zip(operands, types, strict=True)]
-
-
 def print_operands(printer: Printer, operands: Sequence[SSAValue]) -> None:
     """Print operands separated by `, `."""
     printer.print_list(operands, printer.print_operand)
@@ -133,6 +112,13 @@ def print_operands(printer: Printer, operands: Sequence[SSAValue]) -> None:
 def parse_types(parser: Parser) -> list[Attribute]:
     """Parse a comma-separated list of types (at least one)."""
     return parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+
+
+def print_subscript(printer: Printer, operands: Sequence[SSAValue]) -> None:
+    """Print index operands as a subscript, `[%i, %j]`."""
+    printer.print_string("[")
+    print_operands(printer, operands)
+    printer.print_string("]")
 
 
 def print_types(printer: Printer, types: Sequence[Attribute]) -> None:
@@ -232,9 +218,7 @@ class IndexOperands(_Directive):
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         state.print_whitespace(printer)
-        printer.print_string("[")
-        print_operands(printer, list(self.operands.get(op)))
-        printer.print_string("]")
+        print_subscript(printer, list(self.operands.get(op)))
 
 
 @irdl_custom_directive

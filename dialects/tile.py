@@ -127,7 +127,7 @@ from fuseopt.dialects.syntax import (
     is_bool,
     is_float,
     parse_i64,
-    print_operands,
+    print_subscript,
     shape_str,
     tensor_type,
 )
@@ -275,12 +275,6 @@ def _parse_offsets(parser: Parser) -> list[SSAValue]:
     return parser.parse_comma_separated_list(
         Parser.Delimiter.SQUARE, lambda: parser.parse_operand(IndexType())
     )
-
-
-def _print_offsets(printer: Printer, offsets: Sequence[SSAValue]) -> None:
-    printer.print_string("[")
-    print_operands(printer, offsets)
-    printer.print_string("]")
 
 
 # --------------------------------------------------------------------------- kernels
@@ -633,7 +627,7 @@ class LoadOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.buffer)
-        _print_offsets(printer, self.offsets)
+        print_subscript(printer, self.offsets)
         if self.fill is not None:
             printer.print_string(" fill ")
             _print_fill(printer, self.fill_value)

@@ -4,9 +4,10 @@ Preconditions: composites are decomposed (`nn-decompose`; a composite left over 
 treated as an opaque op and never fused); shapes are static.
 
 Steps, per function body:
-0. Rematerialization (`rematerialize`): each further use of a widening cast of a
-   function argument gets its own copy of the cast, so consumer groups widen the narrow
-   argument in registers instead of reading a wide copy some kernel wrote.
+0. Rematerialization (`rematerialize`): each use of a widening cast of a function
+   argument by an op that can absorb it (not a matmul, linear or PyTorch call) gets its
+   own copy of the cast, so consumer groups widen the narrow argument in registers
+   instead of reading a wide copy some kernel wrote.
 1. Grouping (`grouping.find_groups`): reductions first claim their cheap
    prologues, then greedy producer-consumer merges in program order, then sibling
    merges, each checked by `legality` (one kernel shape: pointwise, reduction or

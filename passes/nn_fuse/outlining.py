@@ -50,6 +50,7 @@ def outline_group(
         mapping[c.result] = clone.result
     casts: dict[tuple[SSAValue, object, frozenset], SSAValue] = {}
     for op in ops:
+        key = None
         if isinstance(op, nn.CastOp):  # copies of one cast (rematerialize.py) meet again
             key = (mapping.get(op.input, op.input), op.result.type, _attributes(op))
             if key in casts:
@@ -59,8 +60,8 @@ def outline_group(
         body.add_op(clone)
         for old, new in zip(op.results, clone.results, strict=True):
             mapping[old] = new
-        if isinstance(clone, nn.CastOp):
-            casts[(clone.input, clone.result.type, _attributes(clone))] = clone.result
+        if key is not None:
+            casts[key] = clone.results[0]
     body.add_op(nn.YieldOp(*(mapping[v] for v in outputs)))
 
     fusion = nn.FusionOp(
