@@ -35,7 +35,9 @@ class TargetDescription:
     - `row_chunk`: columns per step of such a loop;
     - `row_cache_bytes`: shared memory per program the target's row cache holds (0: no
       row cache); the tiler keeps one loop per reduction level for rows that fit;
-    - `shared_bytes`: shared memory one program may use (memory promotion's budget).
+    - `shared_bytes`: shared memory one program may use (memory promotion's budget);
+    - `attention_blocks`: queries per program and keys per step of attention kernels
+      ((0, 0): the tiler's heuristic).
     """
 
     name: str
@@ -43,6 +45,7 @@ class TargetDescription:
     row_chunk: int = ROW_CHUNK
     row_cache_bytes: int = 0
     shared_bytes: int = SHARED_BUDGET
+    attention_blocks: tuple[int, int] = (0, 0)
 
     @property
     def defaults(self) -> LoweringOptions:
@@ -51,6 +54,8 @@ class TargetDescription:
             max_row_block=self.max_row_block,
             row_chunk=self.row_chunk,
             row_cache_bytes=self.row_cache_bytes,
+            attention_block_m=self.attention_blocks[0] or None,
+            attention_block_n=self.attention_blocks[1] or None,
         )
         return LoweringOptions(tile, shared_bytes=self.shared_bytes)
 
@@ -87,7 +92,12 @@ fit an SM, so each needs more threads: 4096-column chunks give 8 warps instead o
 an H200 (2026-11-22, same run): 32768-wide softmax 95.2 -> 74.5 us (1k rows), 328.3 ->
 253.3 (4k rows); 1024x131072 online softmax 301.3 -> 290.1, layernorm 263.1 -> 263.2."""
 
-CUDA = TargetDescription("cuda", row_chunk=CUDA_ROW_CHUNK, row_cache_bytes=ROW_CACHE_BUDGET)
+CUDA = TargetDescription(
+    "cuda",
+    row_chunk=CUDA_ROW_CHUNK,
+    row_cache_bytes=ROW_CACHE_BUDGET,
+    attention_blocks=(64, 32),
+)
 """CUDA: a looped row reduction whose rows fit tile-promote's shared-memory row cache
 (`row_cache_bytes`, the same number as tile-promote's ROW_CACHE_BUDGET) keeps one loop
 per reduction level: HBM is read once either way, and each loop folds its reduction per
@@ -95,7 +105,10 @@ thread and combines across the block once, while the online form needs a block-w
 combine per chunk (on the H100, 32768-wide bf16 softmax rows took 109 us instead of
 101 us with it, 4096 rows 359 instead of 329). Longer rows, which the cache cannot hold,
 compute their statistics online: one read fewer from HBM (1024x131072 softmax: 324 us
-online, 378 us with three loops). Looped rows go in chunks of CUDA_ROW_CHUNK."""
+online, 378 us with three loops). Looped rows go in chunks of CUDA_ROW_CHUNK. Attention
+kernels take 64 queries and 32 keys a step: the printer stages every dot operand and
+accumulator in shared memory, and the Triton sizes (128 x 64) need more than a block
+may have."""
 
 TARGETS = {t.name: t for t in (TRITON, CUDA)}
 """The GPU backends' targets, by backend name."""

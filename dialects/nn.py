@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    f32,
     f64,
     i64,
 )
@@ -65,6 +66,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from fuseopt.dialects.syntax import (
     BareIdentifier,
+    FourOperandTypes,
     IntList,
     ResultTypes,
     SharedType,
@@ -165,6 +167,13 @@ class ExpOp(UnaryElementwiseOp):
     """Natural exponential. Example: `%r = nn.exp %x : tensor<4xf32>`."""
 
     name = "nn.exp"
+
+
+@irdl_op_definition
+class Exp2Op(UnaryElementwiseOp):
+    """Base-2 exponential, 2**x. Example: `%r = nn.exp2 %x : tensor<4xf32>`."""
+
+    name = "nn.exp2"
 
 
 @irdl_op_definition
@@ -1194,6 +1203,111 @@ class LinearOp(IRDLOperation):
         check_same_type(self.result.type, want, "result and expected")
 
 
+@irdl_op_definition
+class AttentionOp(IRDLOperation):
+    """Scaled dot-product attention, `softmax(q @ k^T * scale + mask) @ v` per (batch,
+    head), as `torch.nn.functional.scaled_dot_product_attention` in eval mode.
+
+    `query` is [B, Hq, L, E], `key` [B, Hkv, S, E], `value` [B, Hkv, S, Ev], one
+    floating-point type; Hq is a multiple of Hkv (grouped-query attention: query head h
+    reads key/value head h // (Hq / Hkv), never repeated in memory). The result is
+    [B, Hq, L, Ev] of that type. `causal` keeps key j for query i when j <= i (top-left
+    aligned, PyTorch's `is_causal`). The optional `mask` has rank 4 and each dim 1 or the
+    full size of [B, Hq, L, S]: i1 keeps the keys where it is true, a float mask (the
+    query's type or f32) is added to the scores. Scores, the softmax and the products
+    accumulate in f32; a query row with no key kept yields zeros (PyTorch's
+    `_safe_softmax`), not NaN.
+
+    Example:
+        %o = nn.attention %q, %k, %v causal {scale = 0.125 : f64} : tensor<1x8x128x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16> -> tensor<1x8x128x64xbf16>
+    """
+
+    name = "nn.attention"
+    query = operand_def(TensorType)
+    key = operand_def(TensorType)
+    value = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    scale = attr_def(FloatAttr)
+    causal = opt_attr_def(UnitAttr)
+    traits = lazy_traits_def(lambda: (Pure(),))
+    custom_directives = (FourOperandTypes,)
+    assembly_format = (
+        "$query `,` $key `,` $value (`mask` $mask^)? (`causal` $causal^)? attr-dict `:` "
+        "custom<FourOperandTypes>(type($query), type($key), type($value), type($mask)) "
+        "`->` type($result)"
+    )
+
+    def __init__(
+        self,
+        query: SSAValue,
+        key: SSAValue,
+        value: SSAValue,
+        mask: SSAValue | None,
+        scale: float,
+        causal: bool = False,
+    ):
+        q, v = tensor_type(query, "query"), tensor_type(value, "value")
+        shape = (*q.get_shape()[:-1], v.get_shape()[-1]) if v.get_shape() else q.get_shape()
+        attrs: dict[str, Attribute] = {"scale": FloatAttr(scale, f64)}
+        if causal:
+            attrs["causal"] = UnitAttr()
+        super().__init__(
+            operands=[query, key, value, [mask] if mask is not None else []],
+            result_types=[TensorType(q.element_type, shape)],
+            attributes=attrs,
+        )
+
+    @property
+    def is_causal(self) -> bool:
+        """Whether key j is kept for query i only when j <= i."""
+        return self.causal is not None
+
+    @property
+    def scale_value(self) -> float:
+        """The factor applied to q @ k^T."""
+        return self.scale.value.data
+
+    def verify_(self) -> None:
+        q = tensor_type(self.query, "query")
+        k, v = tensor_type(self.key, "key"), tensor_type(self.value, "value")
+        r = tensor_type(self.result, "result")
+        if not is_float(q.element_type) or not (q.element_type == k.element_type == v.element_type):
+            raise VerifyException(
+                f"query, key and value need one floating-point type: {q}, {k}, {v}"
+            )
+        if not (len(q.get_shape()) == len(k.get_shape()) == len(v.get_shape()) == 4):
+            raise VerifyException(
+                f"query, key and value must be rank 4 [batch, heads, seq, dim]: {q}, {k}, {v}"
+            )
+        b, hq, lq, e = q.get_shape()
+        bk, hk, s, ek = k.get_shape()
+        bv, hv, sv, ev = v.get_shape()
+        if (bk, bv) != (b, b) or ek != e or (hv, sv) != (hk, s):
+            raise VerifyException(
+                f"key must be [{b}, H, S, {e}] and value [{b}, H, S, Ev] with the key's H "
+                f"and S: {k}, {v}"
+            )
+        if hk == 0 or hq % hk:
+            raise VerifyException(f"{hq} query heads are not a multiple of {hk} key/value heads")
+        check_same_type(r, TensorType(q.element_type, (b, hq, lq, ev)), "result and expected")
+        if self.mask is not None:
+            m = tensor_type(self.mask, "mask")
+            full = (b, hq, lq, s)
+            if len(m.get_shape()) != 4 or any(
+                d not in (1, f) for d, f in zip(m.get_shape(), full, strict=True)
+            ):
+                raise VerifyException(
+                    f"mask must be rank 4 with each dim 1 or that of {shape_str(full)}, got {m}"
+                )
+            if not (is_bool(m.element_type) or m.element_type in (q.element_type, f32)):
+                raise VerifyException(
+                    f"mask must be i1 (keep where true) or {q.element_type} / f32 (added), got {m}"
+                )
+        if not math.isfinite(self.scale_value):
+            raise VerifyException(f"scale must be finite, got {self.scale_value}")
+
+
 # --------------------------------------------------------------------------- fusion
 
 
@@ -1351,6 +1465,7 @@ NN = Dialect(
         NegOp,
         AbsOp,
         ExpOp,
+        Exp2Op,
         LogOp,
         Log1pOp,
         SqrtOp,
@@ -1390,6 +1505,7 @@ NN = Dialect(
         RmsNormOp,
         LayerNormOp,
         LinearOp,
+        AttentionOp,
         TorchCallOp,
         FusionOp,
         YieldOp,

@@ -359,6 +359,17 @@ class ThreeOperandTypes(_OperandTypeList):
 
 
 @irdl_custom_directive
+class FourOperandTypes(_OperandTypeList):
+    """`type($a), type($b), type($c), type($d)` as one located list (absent optional
+    operands have no type in it)."""
+
+    first: TypeDirective
+    second: TypeDirective
+    third: TypeDirective
+    fourth: TypeDirective
+
+
+@irdl_custom_directive
 class ResultTypes(_Directive):
     """Result types written `T` for exactly one result, `(T1, ...)` otherwise."""
 

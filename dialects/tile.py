@@ -190,6 +190,7 @@ class Schedule(StrEnum):
     ROW_REDUCTION_LOOPED = "row_reduction_looped"
     MATMUL = "matmul"
     WHOLE_TENSOR = "whole_tensor"
+    ATTENTION = "attention"
 
 
 KERNEL_ATTRIBUTE_STAGES: dict[str, str] = {

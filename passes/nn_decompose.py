@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -33,6 +33,7 @@ from xdsl.pattern_rewriter import (
 
 from fuseopt.diagnostics import error_at
 from fuseopt.dialects import nn
+from fuseopt.dialects.syntax import is_bool
 from fuseopt.passes.nn_builder import NNBuilder
 
 
@@ -125,6 +126,102 @@ class LinearLowering(RewritePattern):
         rewriter.replace(op, b.ops, [y])
 
 
+class AttentionLowering(RewritePattern):
+    """attention(q, k, v) = safe_softmax(q @ k^T * scale, masked) @ v (the softmax
+    written out: max, exp, sum, divide; a row with no key kept is zeros), in f32 for
+    narrow floats: key/value heads broadcast over their query group, a causal mask as
+    an index comparison, and a row with no key kept yields zeros (as the op defines).
+
+    Applied to every nn.attention with `nn-decompose{attention=true}`, else only to
+    those the fused schedule does not take (`attention_schedule_refusal`)."""
+
+    def __init__(self, every: bool):
+        self.every = every
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.AttentionOp, rewriter: PatternRewriter) -> None:
+        from fuseopt.passes.convert_nn_to_tile.attention import attention_schedule_refusal
+
+        if not self.every and attention_schedule_refusal(op) is None:
+            return
+        b = NNBuilder()
+        y = decompose_attention(b, op)
+        _take_location(op, b)
+        rewriter.replace(op, b.ops, [y])
+
+
+def decompose_every_attention(module: ModuleOp) -> None:
+    """Expand every nn.attention of `module` into matmul, softmax and matmul (what the
+    frontend option `attention="nn"` asks for)."""
+    PatternRewriteWalker(AttentionLowering(every=True), apply_recursively=False).rewrite_module(
+        module
+    )
+
+
+def decompose_attention(b: NNBuilder, op: nn.AttentionOp) -> SSAValue:
+    """`op` as nn primitives appended to `b`; returns the result value."""
+    q, k, v = (b.to_f32(x) for x in (op.query, op.key, op.value))
+    batch, heads, lq, _ = _shape(q)
+    s = _shape(k)[2]
+    k, v = _repeat_heads(b, k, heads), _repeat_heads(b, v, heads)
+    compute = _element_type(q)
+    full = (batch, heads, lq, s)
+    scores = b.add(nn.MatmulOp(q, k, transpose_b=True))
+    scores = b.binary(nn.MulOp, scores, b.constant(op.scale_value, scores))
+    neg_inf = b.constant(float("-inf"), scores)
+    if op.is_causal:
+        rows = b.add(nn.ReshapeOp(_index_vector(b, lq), TensorType(i64, (lq, 1))))
+        cols = b.add(nn.ReshapeOp(_index_vector(b, s), TensorType(i64, (1, s))))
+        row_t, col_t = (TensorType(i64, full) for _ in range(2))
+        keep = b.add(
+            nn.CompareOp(
+                "le", b.add(nn.BroadcastOp(cols, col_t)), b.add(nn.BroadcastOp(rows, row_t))
+            )
+        )
+        scores = b.add(nn.SelectOp(keep, scores, neg_inf))
+    if op.mask is not None:
+        m = op.mask
+        if is_bool(_element_type(m)):
+            keep = b.add(nn.BroadcastOp(m, TensorType(_element_type(m), full)))
+            scores = b.add(nn.SelectOp(keep, scores, neg_inf))
+        else:
+            scores = b.binary(nn.AddOp, scores, b.cast(m, compute))
+    # a softmax whose rows with no finite score are zeros (not NaN)
+    peak = b.broadcast(b.reduce(nn.ReduceMaxOp, scores, [3]), scores)
+    dead = b.add(nn.CompareOp("eq", peak, neg_inf))
+    zeros = b.constant(0.0, scores)
+    e = b.unary(nn.ExpOp, b.add(nn.SubOp(scores, b.add(nn.SelectOp(dead, zeros, peak)))))
+    total = b.broadcast(b.reduce(nn.SumOp, e, [3]), e)
+    empty = b.add(nn.CompareOp("eq", total, zeros))
+    probs = b.add(nn.DivOp(e, b.add(nn.SelectOp(empty, b.constant(1.0, e), total))))
+    out = b.add(nn.MatmulOp(probs, v))
+    return b.cast(out, _element_type(op.query))
+
+
+def _shape(x: SSAValue) -> tuple[int, ...]:
+    assert isinstance(x.type, TensorType)
+    return tuple(x.type.get_shape())
+
+
+def _index_vector(b: NNBuilder, count: int) -> SSAValue:
+    """The i64 vector 0, 1, ..., count - 1 (kernels compute it from tile indices)."""
+    if count == 1:
+        return b.add(nn.ConstantOp(0, TensorType(i64, (1,))))
+    dense = DenseIntOrFPElementsAttr.from_list(TensorType(i64, (count,)), list(range(count)))
+    return b.add(nn.ConstantOp(dense, dense.type))
+
+
+def _repeat_heads(b: NNBuilder, x: SSAValue, heads: int) -> SSAValue:
+    """(B, Hkv, S, D) -> (B, heads, S, D), each key/value head serving heads/Hkv queries."""
+    batch, hkv, s, d = _shape(x)
+    if hkv == heads:
+        return x
+    element = _element_type(x)
+    grouped = b.add(nn.ReshapeOp(x, TensorType(element, (batch, hkv, 1, s, d))))
+    wide = b.add(nn.BroadcastOp(grouped, TensorType(element, (batch, hkv, heads // hkv, s, d))))
+    return b.add(nn.ReshapeOp(wide, TensorType(element, (batch, heads, s, d))))
+
+
 def row_mean(b: NNBuilder, x: SSAValue, axes: Sequence[int]) -> SSAValue:
     """The keepdim mean of float `x` over `axes`, exact for a constant row: where
     min(x) == max(x), the row's value itself, else mean(x).
@@ -200,9 +297,15 @@ def _take_location(op: Operation, b: NNBuilder) -> None:
 
 @dataclass(frozen=True)
 class NNDecomposePass(ModulePass):
-    """Expand softmax, log_softmax, rms_norm, layer_norm and linear into nn primitives."""
+    """Expand softmax, log_softmax, rms_norm, layer_norm and linear into nn primitives;
+    nn.attention too where its fused schedule does not apply, or everywhere with
+    `attention=true`."""
 
     name = "nn-decompose"
+
+    attention: bool = False
+    """Decompose every nn.attention into matmul, softmax and matmul (default: only
+    those the fused attention schedule does not take)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         walker = PatternRewriteWalker(
@@ -213,6 +316,7 @@ class NNDecomposePass(ModulePass):
                     RmsNormLowering(),
                     LayerNormLowering(),
                     LinearLowering(),
+                    AttentionLowering(self.attention),
                 ]
             ),
             apply_recursively=False,

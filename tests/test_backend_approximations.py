@@ -60,6 +60,7 @@ APPROXIMATE_CALLS = {"tl.exp", "tl.exp2", "tl.log2", "tl.fdiv"}
 
 LIBDEVICE_BY_HELPER = {
     "fuseopt_exp": "exp",
+    "fuseopt_exp2": "exp2",
     "fuseopt_sigmoid": "exp",
     "fuseopt_silu": "exp",
     "fuseopt_tanh": "tanh",

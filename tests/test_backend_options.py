@@ -87,8 +87,8 @@ def test_lowering_options_build_pass_objects() -> None:
     assert tiling.block_rows == 4 and tiling.max_row_block == 32768
     assert [p.name for p in passes] == ["convert-nn-to-tile", "tile-promote"]
     assert CUDA.defaults.spec() == (
-        "nn-widen-intermediates,convert-nn-to-tile{row_chunk=4096 row_cache_bytes=98304},"
-        "tile-promote"
+        "nn-widen-intermediates,convert-nn-to-tile{row_chunk=4096 attention_block_m=64 "
+        "attention_block_n=32 row_cache_bytes=98304},tile-promote"
     )
 
 

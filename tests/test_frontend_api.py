@@ -165,7 +165,7 @@ def test_backend_errors() -> None:
         fuseopt.compile(MLP(), randn(2, 8), backend="interpret", bogus=3)
     with pytest.raises(ConfigurationError, match="bad pass pipeline"):
         fuseopt.compile(MLP(), randn(2, 8), backend="interpret", pipeline="no-such-pass")
-    with pytest.raises(ConfigurationError, match="'attention' must be one of eager, nn"):
+    with pytest.raises(ConfigurationError, match="'attention' must be one of fused, nn, eager"):
         fuseopt.compile(MLP(), randn(2, 8), backend="interpret", attention="flash")
     with pytest.raises(ConfigurationError, match="'strict' must be"):
         fuseopt.compile(MLP(), randn(2, 8), backend="interpret", strict="yes")

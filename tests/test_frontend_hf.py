@@ -152,12 +152,15 @@ def test_block_sdpa_attention(name: str, caplog: pytest.LogCaptureFixture) -> No
     assert _run(name, "sdpa", torch.float32, caplog, attention="nn") == []
 
 
-def test_block_sdpa_attention_default_is_eager(caplog: pytest.LogCaptureFixture) -> None:
-    """By default PyTorch's fused attention kernel runs eagerly: one log line names it,
-    the rest of the block is compiled and matches eager."""
+def test_block_sdpa_attention_default_is_fused(caplog: pytest.LogCaptureFixture) -> None:
+    """By default PyTorch's fused attention kernel compiles (one nn.attention): nothing
+    runs eagerly; with attention="eager" one log line names it, the rest of the block is
+    compiled, and both match eager."""
+    assert _run("llama", "sdpa", torch.float32, caplog, attention="fused") == []
+    caplog.clear()
     (line,) = _run("llama", "sdpa", torch.float32, caplog)
     assert "scaled_dot_product" in line and "1 op(s) run eagerly" in line
-    assert "attention='nn'" in line
+    assert "attention='eager'" in line
 
 
 def test_llama_bf16(caplog: pytest.LogCaptureFixture) -> None:

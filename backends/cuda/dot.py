@@ -290,15 +290,19 @@ def _scalar_operand(em, v: SSAValue) -> tuple[Val, bool]:  # noqa: ANN001
     """Dot operand `v` as a shared array, and whether that array holds it transposed.
 
     A loaded tile is staged once, however many dots read it (a loaded tile is never
-    written again, so its array stays valid)."""
+    written again, so its array stays valid), where the staging code has run: in the
+    loop that staged it (or a loop inside that), never after a loop whose body staged
+    it, since that body may have run no iteration."""
     raw = em.values[v]
     transposed = isinstance(raw, Val) and raw.kind == "lazy" and "transpose_of" in raw.extra
     x = em.val(raw.extra["transpose_of"]) if transposed else em.val(v)  # type: ignore[union-attr]
     if "load" not in x.extra:
         return em.as_array(x), transposed
-    if "array" not in x.extra:
-        x.extra["array"] = em.as_array(x)
-    return x.extra["array"], transposed
+    staged = x.extra.get("array")
+    if staged is None or em.loop_path[: len(staged[1])] != staged[1]:
+        staged = (em.as_array(x), em.loop_path)
+        x.extra["array"] = staged
+    return staged[0], transposed
 
 
 def _scalar_dot(em, op: tile.DotOp) -> None:  # noqa: ANN001

@@ -79,6 +79,11 @@ class KernelEmitter:
         self.decls: list[str] = []
         self.indent = 1
         self.loop_depth = 0
+        self.loop_path: tuple[int, ...] = ()
+        """The loops being printed, outermost first, each by its number in the kernel:
+        code printed under a path that extends another's runs after it, in the same
+        iteration (so what it staged may be reused)."""
+        self.loops_printed = 0
         self.smem_bytes = 0
         self.smem_top = 0
         self.uses_wmma = False
@@ -132,10 +137,18 @@ class KernelEmitter:
         self.smem_top = offset + max(1, count) * size
         self.smem_bytes = max(self.smem_bytes, self.smem_top)
         if self.smem_bytes > SMEM_LIMIT:
+            attention = self.kernel.schedule is not None and (
+                self.kernel.schedule.data == tile.Schedule.ATTENTION
+            )
+            sizes = (
+                "attention-block-m=.. attention-block-n=.. (the CUDA backend's are 64 and 32)"
+                if attention
+                else "block-m=.. block-n=.. block-k=.."
+            )
             raise self.error(
                 f"kernel needs {self.smem_bytes} bytes of shared memory; the limit is "
-                f"{SMEM_LIMIT}: use smaller tile sizes (convert-nn-to-tile{{block-m=.. "
-                "block-n=.. block-k=..}) or a lower tile-promote{shared-bytes=..}"
+                f"{SMEM_LIMIT}: use smaller tile sizes (convert-nn-to-tile{{{sizes}}}) or a "
+                "lower tile-promote{shared-bytes=..}"
             )
         self.decls.append(f"{ctype}* {name} = reinterpret_cast<{ctype}*>(fo_smem + {offset});")
         return name

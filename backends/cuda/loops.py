@@ -112,6 +112,9 @@ def _emit_for(em: KernelEmitter, op: scf.ForOp) -> None:
     em.values[body.args[0]] = iv
     em.open(f"for (long long {iv} = {lb}; {iv} < {ub}; {iv} += {step})")
     em.loop_depth += 1
+    em.loops_printed += 1
+    outer_path = em.loop_path
+    em.loop_path = (*outer_path, em.loops_printed)
     em.loop_carried = carried
     for inner in body.ops:
         if isinstance(inner, scf.YieldOp):
@@ -119,6 +122,7 @@ def _emit_for(em: KernelEmitter, op: scf.ForOp) -> None:
         elif inner not in em.skipped and inner not in skipped:
             em.emit_op(inner)
     em.loop_depth -= 1
+    em.loop_path = outer_path
     em.close()
     for res, c in zip(op.results, carried, strict=True):
         em.values[res] = _finish_deferred(em, c) if c.kind == "deferred" else c

@@ -70,6 +70,7 @@ TRITON_OPS: dict[type[Operation], Rule] = {
     nn.ExpOp: Rule("fuseopt_exp({0})", helpers=("fuseopt_exp",)),
     nn.LogOp: Rule("tl.log({0})"),
     nn.Log1pOp: Rule("fuseopt_log1p({0})", helpers=("fuseopt_log1p",)),
+    nn.Exp2Op: Rule("fuseopt_exp2({0})", helpers=("fuseopt_exp2",)),
     nn.SqrtOp: Rule("tl.sqrt_rn({0})"),
     nn.RsqrtOp: Rule("tl.rsqrt({0})"),
     nn.ReciprocalOp: Rule("tl.div_rn(1.0, {0})"),
@@ -177,6 +178,15 @@ def fuseopt_exp(x):
     else:
         return fuseopt_libdevice.exp(x)
 """,
+    "fuseopt_exp2": """@triton.jit
+def fuseopt_exp2(x):
+    # GPU: libdevice's exp2f, eager's own (2 ulps: one ex2.approx with the subnormal
+    # range scaled). The CPU interpreter has no libdevice: numpy's exp2 there
+    if INTERPRETED:
+        return tl.exp2(x)
+    else:
+        return fuseopt_libdevice.exp2(x)
+""",
     "fuseopt_log1p": """@triton.jit
 def fuseopt_log1p(x):
     # GPU: libdevice's log1pf, eager's own. The CPU interpreter has no libdevice: there
@@ -277,6 +287,7 @@ GPU_ACCURACY: dict[type[Operation], tuple[Accuracy, str]] = {
     nn.ErfOp: ("libm", "tl.erf, which Triton lowers to libdevice's erff"),
     nn.LogOp: ("libm", "tl.log, which Triton lowers to libdevice's logf"),
     nn.Log1pOp: ("libm", "libdevice.log1p"),
+    nn.Exp2Op: ("libm", "libdevice.exp2"),
     nn.SinOp: ("libm", "tl.sin, which Triton lowers to libdevice's sinf"),
     nn.CosOp: ("libm", "tl.cos, which Triton lowers to libdevice's cosf"),
     nn.RsqrtOp: ("measured", "tl.rsqrt: rsqrt.approx.ftz.f32 (a subnormal x gives inf)"),

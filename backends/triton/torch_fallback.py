@@ -28,6 +28,7 @@ UNARY: dict[type[Operation], str] = {
     nn.ExpOp: "torch.exp({0})",
     nn.LogOp: "torch.log({0})",
     nn.Log1pOp: "torch.log1p({0})",
+    nn.Exp2Op: "torch.exp2({0})",
     nn.SqrtOp: "torch.sqrt({0})",
     nn.RsqrtOp: "torch.rsqrt({0})",
     nn.ReciprocalOp: "torch.reciprocal({0})",

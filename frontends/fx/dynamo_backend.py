@@ -8,9 +8,10 @@ compiled by the chosen fuseopt backend; everything else runs eagerly.
 
 Options (`torch.compile(..., options={...})`): `backend` (fuseopt backend name,
 default "triton"); `strict` (default False: a region the backend fails on runs eagerly
-and is logged as a fallback; True: the backend's error is raised); `attention` ("eager",
-the default: PyTorch's fused attention kernels run eagerly; "nn": they are converted to
-nn ops and compiled); every other key is passed to the backend, which rejects keys it
+and is logged as a fallback; True: the backend's error is raised); `attention`
+("fused", the default: PyTorch's fused attention kernels become `nn.attention`, one
+flash-attention kernel each; "nn": decomposed into matmul, softmax and matmul;
+"eager": left to PyTorch); every other key is passed to the backend, which rejects keys it
 does not know with a ConfigurationError.
 The registration is the `torch_dynamo_backends` entry point `fuseopt` in pyproject.toml.
 
@@ -39,6 +40,7 @@ from fuseopt.diagnostics import ConfigurationError
 from fuseopt.frontends.fx.errors import RegionFallback
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
+from fuseopt.passes.nn_decompose import decompose_every_attention
 
 aten = torch.ops.aten
 
@@ -47,10 +49,10 @@ logger = logging.getLogger("fuseopt")
 DEFAULT_BACKEND = "triton"
 """The fuseopt backend used when options name none."""
 
-ATTENTION_MODES = ("eager", "nn")
+ATTENTION_MODES = ("fused", "nn", "eager")
 """Values of the `attention` option (see the module docstring)."""
 
-ATTENTION_REASON = "PyTorch's fused attention kernel (option attention='nn' compiles it)"
+ATTENTION_REASON = "PyTorch's fused attention kernel (option attention='eager')"
 """The fallback reason logged for fused attention under attention='eager'."""
 
 DECOMPOSED_OPS = [
@@ -121,12 +123,12 @@ def fuseopt_backend(
     strict = settings.pop("strict", False)
     if not isinstance(strict, bool):
         raise ConfigurationError(f"option 'strict' must be True or False, got {strict!r}")
-    attention = settings.pop("attention", "eager")
+    attention = settings.pop("attention", "fused")
     if attention not in ATTENTION_MODES:
         raise ConfigurationError(
             f"option 'attention' must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}"
         )
-    eager = {} if attention == "nn" else dict.fromkeys(FUSED_ATTENTION, ATTENTION_REASON)
+    eager = dict.fromkeys(FUSED_ATTENTION, ATTENTION_REASON) if attention == "eager" else {}
     check_mode(mode if mode is not None else settings.get("mode"))
     if mode is not None:
         settings["mode"] = mode
@@ -136,6 +138,8 @@ def fuseopt_backend(
         return gm.forward
 
     def compile_region(module: ModuleOp, func_name: str) -> Callable[..., Sequence[torch.Tensor]]:
+        if attention == "nn":
+            decompose_every_attention(module)
         imported = module.clone()
         try:
             compiled = backend.compile(module, func_name, settings)

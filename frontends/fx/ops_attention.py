@@ -2,19 +2,19 @@
 dispatches `F.scaled_dot_product_attention` to (flash on CPU; flash, memory-efficient
 and cuDNN on CUDA), and `_safe_softmax` from its math path.
 
-An attention node becomes nn primitives, as PyTorch's math reference defines it:
-
-    softmax(q @ k^T * scale + mask) @ v
-
-computed in f32 for f16/bf16 inputs (the fused kernels accumulate in f32). A causal
-mask is top-left aligned (`ones(L, S).tril()`), a boolean mask selects -inf where it is
-False, a float mask is added; key/value with fewer heads (grouped-query attention) are
-broadcast over each group. Only the attention output is produced: when a node's other
-results are used (logsumexp for the backward pass), or dropout is on, the node runs
-eagerly, so training through SDPA falls back for the attention kernel only.
+An attention node becomes one `nn.attention` op (softmax(q @ k^T * scale + mask) @ v,
+which convert-nn-to-tile schedules as one flash-attention kernel): 3-d operands gain a
+head dim of 1; key/value with fewer heads stay as they are (grouped-query attention is
+an index map in the kernel, never a copy); a mask is kept at its own broadcastable shape
+(an `expand` in front of it is peeled off, so the kernel reads the small tensor), a bool
+mask as i1, a float mask in the query's type or f32. Only the attention output is
+produced: when a node's other results are used (logsumexp for the backward pass), or
+dropout is on, the node runs eagerly, so training through SDPA falls back for the
+attention kernel only.
 
 Whether the fused kernels are converted at all is the frontend option `attention`
-(see FUSED_ATTENTION); `fuseopt.export` always converts them.
+(FUSED_ATTENTION; `"nn"` decomposes the op into matmul, softmax and matmul with
+nn-decompose's `decompose_attention`); `fuseopt.export` always converts them.
 """
 
 from __future__ import annotations
@@ -23,16 +23,11 @@ import operator
 
 import torch
 from torch.fx import Node
-from xdsl.dialects.builtin import (
-    BFloat16Type,
-    DenseIntOrFPElementsAttr,
-    Float16Type,
-    TensorType,
-    f32,
-)
+from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.dialects.syntax import is_bool
 from fuseopt.frontends.fx.context import ImportContext, Imported, register
 
 aten = torch.ops.aten
@@ -43,9 +38,10 @@ FUSED_ATTENTION = (
     aten._scaled_dot_product_efficient_attention.default,
     aten._scaled_dot_product_cudnn_attention.default,
 )
-"""PyTorch's fused attention kernels. By default (frontend option `attention="eager"`)
-they stay eager: nn-fuse has no attention fusion yet, and PyTorch's flash kernels beat
-an unfused softmax(QK^T)V. `attention="nn"` converts them with the converters below."""
+"""PyTorch's fused attention kernels, which the converters below (and the one of the
+`scaled_dot_product_attention` composite, which torch.export keeps) turn into
+`nn.attention` (frontend option `attention`: "fused", the default; "nn" decomposed;
+"eager" left to PyTorch)."""
 
 
 def _type(v: SSAValue) -> TensorType:
@@ -64,23 +60,53 @@ def _only_output_used(ctx: ImportContext, node: Node) -> None:
             raise ctx.fail("only the attention output is supported (logsumexp is used)")
 
 
-def _repeat_heads(ctx: ImportContext, x: SSAValue, heads: int) -> SSAValue:
-    """(B, Hkv, S, D) -> (B, heads, S, D), each key/value head serving heads/Hkv queries."""
-    b, hkv, s, d = _shape(x)
-    if hkv == heads:
-        return x
-    if heads % hkv:
-        raise ctx.fail(f"{heads} query heads are not a multiple of {hkv} key/value heads")
-    grouped = ctx.reshape(x, (b, hkv, 1, s, d))
-    return ctx.reshape(ctx.broadcast(grouped, (b, hkv, heads // hkv, s, d)), (b, heads, s, d))
+def _unbroadcast(v: SSAValue) -> SSAValue:
+    """`v` with the `nn.broadcast`s producing it peeled off (down to rank 4 or less)."""
+    while isinstance(v.owner, nn.BroadcastOp) and len(_shape(v.owner.input)) <= 4:
+        v = v.owner.input
+    return v
 
 
-def _causal_mask(ctx: ImportContext, rows: int, cols: int) -> SSAValue:
-    """A (rows, cols) i1 constant, True on and below the diagonal (top-left aligned)."""
-    values = [float(j <= i) for i in range(rows) for j in range(cols)]
-    dense = DenseIntOrFPElementsAttr.from_list(TensorType(f32, (rows, cols)), values)
-    ones = ctx.emit(nn.ConstantOp(dense, dense.type))
-    return ctx.emit(nn.CompareOp("gt", ones, ctx.constant(0.5, f32, (rows, cols))))
+def _splat_of(v: SSAValue) -> float | int | None:
+    """The value of a (broadcast) splat constant, else None."""
+    owner = _unbroadcast(v).owner
+    return owner.splat_value if isinstance(owner, nn.ConstantOp) else None
+
+
+def _mask_operand(
+    ctx: ImportContext, mask: Node, full: tuple[int, ...], element: object, one_head: bool
+) -> SSAValue:
+    """The mask as a rank-4 tensor broadcastable to `full` ([B, Hq, L, S]): an
+    `nn.broadcast` producing it is peeled off (the kernel broadcasts by indexing), as is
+    the `where(keep, 0, -inf)` that turns a boolean mask into an additive one (PyTorch's
+    CPU flash kernel is handed that: the kernel reads `keep` as i1), a
+    lower rank gains leading 1s (for 3-d attention, `one_head`, a head dim of 1 after
+    the batch), a float mask of another type becomes f32."""
+    val = ctx.val(mask)
+    if not isinstance(val, torch.Tensor):
+        raise ctx.fail("the attention mask must be a tensor")
+    m = _unbroadcast(ctx.value(mask))
+    select = m.owner
+    if (
+        isinstance(select, nn.SelectOp)
+        and _splat_of(select.operands[1]) == 0.0
+        and _splat_of(select.operands[2]) == float("-inf")
+    ):
+        m = _unbroadcast(select.operands[0])  # where(keep, 0, -inf): `keep` itself
+    shape = _shape(m)
+    rank = 3 if one_head else 4
+    if len(shape) > rank:
+        raise ctx.fail(f"an attention mask of rank {len(shape)} for rank-{rank} attention")
+    shape4 = (1,) * (rank - len(shape)) + shape
+    if one_head:
+        shape4 = (shape4[0], 1, *shape4[1:])
+    if any(d not in (1, f) for d, f in zip(shape4, full, strict=True)):
+        raise ctx.fail(f"the attention mask {list(shape)} does not broadcast to {list(full)}")
+    m = ctx.reshape(m, shape4)
+    t = _type(m).element_type
+    if is_bool(t) or t in (element, f32):
+        return m
+    return ctx.cast(m, f32)
 
 
 def attention(
@@ -92,35 +118,21 @@ def attention(
     is_causal: bool,
     scale: float | None,
 ) -> SSAValue:
-    """softmax(q @ k^T * scale + mask) @ v for 4-d (batch, heads, seq, dim) operands."""
-    if any(len(_shape(x)) != 4 for x in (q, k, v)):
-        raise ctx.fail("attention needs 4-d (batch, heads, seq, dim) operands")
-    element = _type(q).element_type
-    compute = f32 if isinstance(element, Float16Type | BFloat16Type) else element
+    """One `nn.attention` for (batch, heads, seq, dim) operands (3-d: one head)."""
+    ranks = {len(_shape(x)) for x in (q, k, v)}
+    if ranks == {3}:
+        q, k, v = (ctx.reshape(x, (_shape(x)[0], 1, *_shape(x)[1:])) for x in (q, k, v))
+    elif ranks != {4}:
+        raise ctx.fail("attention needs 3-d or 4-d (batch, heads, seq, dim) operands")
     b, h, lq, e = _shape(q)
-    q, k, v = (ctx.cast(x, compute) for x in (q, k, v))
-    k, v = _repeat_heads(ctx, k, h), _repeat_heads(ctx, v, h)
-    ls = _shape(k)[2]
-    scores = ctx.emit(nn.MatmulOp(q, k, transpose_b=True))
+    hk, s = _shape(k)[1], _shape(k)[2]
+    if hk == 0 or h % hk:
+        raise ctx.fail(f"{h} query heads are not a multiple of {hk} key/value heads")
+    element = _type(q).element_type
+    m = None if mask is None else _mask_operand(ctx, mask, (b, h, lq, s), element, ranks == {3})
     factor = scale if scale is not None else 1.0 / float(e) ** 0.5
-    scores = ctx.emit(nn.MulOp(scores, ctx.constant(factor, compute, (b, h, lq, ls))))
-    full = (b, h, lq, ls)
-    neg_inf = ctx.constant(float("-inf"), compute, full)
-    if is_causal:
-        allowed = ctx.broadcast(_causal_mask(ctx, lq, ls), full)
-        scores = ctx.emit(nn.SelectOp(allowed, scores, neg_inf))
-    if mask is not None:
-        mask_val = ctx.val(mask)
-        if not isinstance(mask_val, torch.Tensor):
-            raise ctx.fail("the attention mask must be a tensor")
-        if mask_val.dtype == torch.bool:
-            allowed = ctx.broadcast(ctx.value(mask), full)
-            scores = ctx.emit(nn.SelectOp(allowed, scores, neg_inf))
-        else:
-            scores = ctx.emit(nn.AddOp(scores, ctx.operand(mask, compute, full)))
-    probs = ctx.emit(nn.SoftmaxOp(scores, 3))
-    out = ctx.emit(nn.MatmulOp(probs, v))
-    return ctx.cast(out, element)
+    out = ctx.emit(nn.AttentionOp(q, k, v, m, float(factor), is_causal))
+    return ctx.reshape(out, (b, lq, _shape(v)[-1])) if ranks == {3} else out
 
 
 def _no_dropout(ctx: ImportContext, p: object) -> None:
@@ -180,6 +192,27 @@ def biased_attention(ctx: ImportContext, node: Node) -> Imported:
     )
     count = len(ctx.node.meta.get("val") or ()) or 1
     return (out, *([None] * (count - 1)))
+
+
+@register(aten.scaled_dot_product_attention.default)
+def scaled_dot_product_attention(ctx: ImportContext, node: Node) -> Imported:
+    """scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0,
+    is_causal=False, *, scale=None, enable_gqa=False): the composite itself, as
+    torch.export keeps it (Dynamo's graphs reach the fused kernels above instead)."""
+    _no_dropout(ctx, ctx.arg(4, "dropout_p", 0.0))
+    q, k, v = (ctx.value(a) for a in node.args[:3])
+    heads = {_shape(x)[-3] for x in (q, k, v) if len(_shape(x)) >= 3}
+    if len(heads) > 1 and not node.kwargs.get("enable_gqa", False):
+        raise ctx.fail("key/value heads differ from the query's without enable_gqa")
+    return attention(
+        ctx,
+        q,
+        k,
+        v,
+        ctx.arg(3, "attn_mask"),
+        bool(ctx.arg(5, "is_causal", False)),
+        node.kwargs.get("scale"),
+    )
 
 
 @register(aten._safe_softmax.default)

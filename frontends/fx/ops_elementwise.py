@@ -104,6 +104,7 @@ for _target, _op, _float_only in [
     (aten.abs.default, nn.AbsOp, False),
     (aten.relu.default, nn.ReluOp, False),
     (aten.exp.default, nn.ExpOp, True),
+    (aten.exp2.default, nn.Exp2Op, True),
     (aten.log.default, nn.LogOp, True),
     (aten.log1p.default, nn.Log1pOp, True),
     (aten.sqrt.default, nn.SqrtOp, True),

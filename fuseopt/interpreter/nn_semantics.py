@@ -51,6 +51,7 @@ UNARY: dict[type[nn.UnaryElementwiseOp], Callable[[np.ndarray], np.ndarray]] = {
     nn.NegOp: np.negative,
     nn.AbsOp: np.abs,
     nn.ExpOp: np.exp,
+    nn.Exp2Op: np.exp2,
     nn.LogOp: np.log,
     nn.Log1pOp: np.log1p,
     nn.SqrtOp: np.sqrt,
@@ -108,6 +109,32 @@ def _trailing_axes(x: np.ndarray, k: int) -> tuple[int, ...]:
     return tuple(range(x.ndim - k, x.ndim))
 
 
+def attention(
+    op: nn.AttentionOp, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None
+) -> np.ndarray:
+    """`nn.attention` in float64: key/value heads repeated over their query group, the
+    scores masked (i1: -inf where false; float: added; causal: -inf above the top-left
+    diagonal), a softmax in which a row with no finite score is all zeros, then `@ v`."""
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * op.scale_value
+    lq, s = scores.shape[-2:]
+    if op.is_causal:
+        scores = np.where(np.tril(np.ones((lq, s), dtype=bool)), scores, -np.inf)
+    if mask is not None:
+        m = np.asarray(mask)
+        scores = np.where(m.astype(bool), scores, -np.inf) if m.dtype == np.bool_ else scores + m
+    if scores.size == 0 or v.shape[-1] == 0:
+        return np.zeros((*q.shape[:-1], v.shape[-1]))
+    with np.errstate(invalid="ignore"):
+        peak = np.max(scores, axis=-1, keepdims=True)
+        safe = np.where(np.isfinite(peak), peak, 0.0)
+        e = np.exp(scores - safe)
+        total = np.sum(e, axis=-1, keepdims=True)
+        probs = np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+    return np.matmul(probs, v)
+
+
 @register_impls
 class NNFunctions(InterpreterFunctions):
     """Interpreter implementations of every nn op."""
@@ -157,6 +184,11 @@ class NNFunctions(InterpreterFunctions):
         if op.transpose_b is not None:
             b = np.swapaxes(b, -1, -2)
         return (_result(op.result.type, np.matmul(a, b)),)
+
+    @impl(nn.AttentionOp)
+    def run_attention(self, interpreter: Interpreter, op: nn.AttentionOp, args: PythonValues):
+        q, k, v, *rest = _args(args)
+        return (_result(op.result.type, attention(op, q, k, v, rest[0] if rest else None)),)
 
     @impl(nn.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: nn.ReshapeOp, args: PythonValues):

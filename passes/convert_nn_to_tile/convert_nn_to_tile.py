@@ -69,6 +69,11 @@ from fuseopt.passes.convert_nn_to_tile.analysis import (
     analyze,
     shape,
 )
+from fuseopt.passes.convert_nn_to_tile.attention import (
+    attention_kernel,
+    attention_schedule_refusal,
+    choose_attention_blocks,
+)
 from fuseopt.passes.convert_nn_to_tile.emitter import KernelEmitter
 from fuseopt.passes.convert_nn_to_tile.heuristics import (
     MAX_TILE_ELEMENTS,
@@ -90,7 +95,10 @@ class ConvertNNToTilePass(TileOptions, ModulePass):
 
     Options force tile sizes (powers of two): `block` (flat pointwise), `block-rows` /
     `block-cols` (2-D pointwise, row reductions: rows per program, row block or chunk),
-    `block-m` / `block-n` / `block-k` / `group-m` (matmul), `max-row-block` (longest
+    `block-m` / `block-n` / `block-k` / `group-m` (matmul), `attention-block-m` /
+    `attention-block-n` (the most queries per program and keys per step of an attention
+    kernel: fewer for shorter sequences, both halved for head dims above 128),
+    `max-row-block` (longest
     row kept whole before a reduction loops over chunks), `row-chunk` (the chunk such a
     loop reads per step, default 2048), `online-stats` (false: a
     looped softmax or variance keeps one loop per reduction level instead of computing
@@ -274,6 +282,9 @@ class HostLowering:
             )
         if isinstance(op, nn.TorchCallOp):
             self._torch_call(op)
+            return
+        if isinstance(op, nn.AttentionOp):
+            self._attention(op)
             return
         if op.dialect_name() != "nn":
             raise error_at(op, f"convert-nn-to-tile: cannot lower {op.name} on the host")
@@ -463,6 +474,25 @@ class HostLowering:
         self.module.body.block.insert_op_before(kernel, self.f)
         both = {**ins, **outs}
         self.block.add_op(tile.LaunchOp(kernel.sym_name.data, [1], [both[v] for v in values]))
+
+    def _attention(self, op: nn.AttentionOp) -> None:
+        """The flash-attention kernel of `op` and its launch (`attention.py`)."""
+        refusal = attention_schedule_refusal(op)
+        if refusal is not None:
+            raise error_at(
+                op, f"convert-nn-to-tile: no attention schedule ({refusal}); run nn-decompose"
+            )
+        blocks = choose_attention_blocks(
+            op, self.opts.attention_block_m or 0, self.opts.attention_block_n or 0
+        )
+        kernel, values, programs = attention_kernel(self._kernel_name("attention"), op, blocks)
+        if programs > MAX_GRID:
+            raise error_at(op, f"convert-nn-to-tile: {programs} programs exceed one launch")
+        kernel.location = op.location
+        self.module.body.block.insert_op_before(kernel, self.f)
+        self.buffers[op.result] = self._result_buffer(op.result)
+        args = [self.buffers[v] for v in values]
+        self.block.add_op(tile.LaunchOp(kernel.sym_name.data, [programs], args))
 
     def _temp(self, v: SSAValue) -> SSAValue:
         t = v.type

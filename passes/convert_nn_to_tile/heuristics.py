@@ -45,6 +45,9 @@ from dataclasses import dataclass, fields
 
 from fuseopt.passes.convert_nn_to_tile.analysis import MATMUL, POINTWISE, REDUCTION, IterationSpace
 
+ATTENTION = "attention"
+"""The attention schedule's kind (tile.Schedule.ATTENTION)."""
+
 MAX_ROW_BLOCK = 8192
 """Longest row (elements, a power of two) kept whole in one program's registers."""
 TRANSPOSE_BLOCK = 64
@@ -88,6 +91,12 @@ class TileOptions:
     """Longest row kept whole before a reduction loops over chunks."""
     row_chunk: int = ROW_CHUNK
     """Column chunk of a looped row reduction (unless block-cols forces one)."""
+    attention_block_m: int | None = None
+    """The most queries per program of an attention kernel (halved for head dims above
+    128; None: 128; see `choose_attention_blocks`)."""
+    attention_block_n: int | None = None
+    """The most keys per step of an attention kernel's key loop (halved for head dims
+    above 128; None: 64)."""
     online_stats: bool = True
     """Looped softmax/variance statistics in one pass (`online`)."""
     row_cache_bytes: int = 0
@@ -319,7 +328,9 @@ def launch_knobs(
     vec = max(1, 16 // max(1, element_bytes))
     while vec > 1 and (inner_block % vec or inner_size % vec):
         vec //= 2
-    if kind == MATMUL:
+    if kind in (MATMUL, ATTENTION):
+        # tensor-core tiles: 8 warps for a 128 x 128 tile, 4 below (an attention
+        # kernel's largest tile is its query block times the head dim)
         warps = 8 if tile_elements >= 128 * 128 else 4
         return LaunchKnobs(warps, 3, vec)
     # about 16 elements per thread; 32 warps (1024 threads) only for tiles past 8192

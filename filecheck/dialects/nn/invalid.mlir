@@ -281,3 +281,35 @@ func.func @result_not_a_tensor(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "nn.exp"(%x) : (tensor<4xf32>) -> f32
   func.return %x : tensor<4xf32>
 }
+
+// -----
+
+func.func @attention_heads(%q: tensor<1x3x8x16xf32>, %k: tensor<1x2x8x16xf32>) -> tensor<1x3x8x16xf32> {
+  // expected-error@+1 {{'nn.attention' op 3 query heads are not a multiple of 2 key/value heads}}
+  %0 = nn.attention %q, %k, %k {scale = 0.25 : f64} : tensor<1x3x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x3x8x16xf32>
+  func.return %0 : tensor<1x3x8x16xf32>
+}
+
+// -----
+
+func.func @attention_mask_shape(%q: tensor<1x2x8x16xf32>, %m: tensor<1x2x3x8xi1>) -> tensor<1x2x8x16xf32> {
+  // expected-error@+1 {{'nn.attention' op mask must be rank 4 with each dim 1 or that of 1x2x8x8, got tensor<1x2x3x8xi1>}}
+  %0 = nn.attention %q, %q, %q mask %m {scale = 0.25 : f64} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x3x8xi1> -> tensor<1x2x8x16xf32>
+  func.return %0 : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @attention_mask_type(%q: tensor<1x2x8x16xbf16>, %m: tensor<1x1x1x8xi64>) -> tensor<1x2x8x16xbf16> {
+  // expected-error@+1 {{'nn.attention' op mask must be i1 (keep where true) or bf16 / f32 (added), got tensor<1x1x1x8xi64>}}
+  %0 = nn.attention %q, %q, %q mask %m {scale = 0.25 : f64} : tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x1x1x8xi64> -> tensor<1x2x8x16xbf16>
+  func.return %0 : tensor<1x2x8x16xbf16>
+}
+
+// -----
+
+func.func @attention_rank(%q: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  // expected-error@+1 {{'nn.attention' op query, key and value must be rank 4 [batch, heads, seq, dim]}}
+  %0 = nn.attention %q, %q, %q {scale = 0.25 : f64} : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>
+  func.return %0 : tensor<2x8x16xf32>
+}

@@ -1,0 +1,313 @@
+"""The attention schedule: one `nn.attention` as one flash-attention kernel
+(FlashAttention-2's forward): a program per (batch, query head, block of BM queries)
+streams the key/value blocks of BN keys through an online softmax, so the L x S scores
+never leave the chip.
+
+Per program, with the query tile Q [BM, D] loaded once and f32 state m [BM] (running
+row max), l [BM] (running sum) and acc [BM, Dv]:
+
+    for each key block:  s = Q K^T * scale * log2(e)  (masked: -inf)
+                         m' = max(m, rowmax(s));  p = 2^(s - m')
+                         l = l * 2^(m - m') + rowsum(p)
+                         acc = acc * 2^(m - m') + p V;  m = m'
+    out = acc / l                                     (0 for a row that kept no key)
+
+The scores are kept in base-2 units (an additive mask is scaled by log2(e) too), so each
+exponential is one `nn.exp2` (the hardware's ex2.approx on the GPU) and the scale costs
+no extra multiply: exp's libm accuracy buys nothing where every argument is <= 0.
+
+Key blocks come in two loops: the blocks every row of the program keeps whole (no
+bounds or causal mask to compute), then the blocks on the causal diagonal and the
+ragged end of the keys (masked by index comparisons). A causal program stops at its
+last row's diagonal, and programs start from the last query block so the longest run
+first. A query head reads key/value head `h // (Hq / Hkv)` (grouped-query attention
+without repeating K and V); a mask operand is read per block at its own broadcast
+shape (a dim of 1 is indexed at 0 and broadcast in registers). Head dims are padded to
+a power of two by masked loads. `tile-promote` picks the launch knobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    Float32Type,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from fuseopt.dialects import nn, tile
+from fuseopt.dialects.syntax import int_array, is_bool
+
+LOG2E = 1.4426950408889634
+"""log2(e): scores times this are in base-2 units (exp(x) = 2^(x log2 e))."""
+
+MAX_HEAD_DIM = 256
+"""The largest head dim (query/key and value) the schedule takes; nn-decompose expands
+attention with a larger one into matmul, softmax and matmul."""
+
+
+@dataclass(frozen=True)
+class AttentionBlocks:
+    """The tile sizes of an attention kernel."""
+
+    block_m: int
+    """Queries per program."""
+    block_n: int
+    """Keys per step of the key loop."""
+    head: int
+    """The query/key head dim padded to a power of two."""
+    value_head: int
+    """The value head dim padded to a power of two."""
+
+
+def _pow2_at_least(n: int, least: int = 16) -> int:
+    p = least
+    while p < n:
+        p *= 2
+    return p
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def attention_schedule_refusal(op: nn.AttentionOp) -> str | None:
+    """Why the attention schedule does not take `op` (None when it does): a head dim
+    above MAX_HEAD_DIM, or an empty operand."""
+    e, ev = _shape(op.query)[-1], _shape(op.value)[-1]
+    if max(e, ev) > MAX_HEAD_DIM:
+        return f"head dim {max(e, ev)} is above {MAX_HEAD_DIM}"
+    if any(d == 0 for x in (op.query, op.key, op.value) for d in _shape(x)):
+        return "an operand is empty"
+    return None
+
+
+def choose_attention_blocks(
+    op: nn.AttentionOp, block_m: int = 0, block_n: int = 0
+) -> AttentionBlocks:
+    """Tile sizes for `op`: BM queries per program, at most `block_m` (default 128),
+    and no more than the queries rounded up to a power of two (at least 16, the
+    smallest tensor-core tile); BN keys a step, at most `block_n` (default 64) and the
+    keys rounded up. Both caps are halved for head dims above 128 (the tiles are twice
+    as wide). A causal kernel keeps BN <= BM (its loop split needs BM a multiple of
+    BN)."""
+    _, _, lq, e = _shape(op.query)
+    s, ev = _shape(op.key)[2], _shape(op.value)[-1]
+    head, value_head = _pow2_at_least(e), _pow2_at_least(ev)
+    wide = max(head, value_head) > 128
+    halve = 2 if wide else 1
+    bm_cap = max(16, (block_m or 128) // halve)
+    bn_cap = max(16, (block_n or 64) // halve)
+    bm = max(16, min(bm_cap, _pow2_at_least(lq)))
+    bn = max(16, min(bn_cap, _pow2_at_least(s)))
+    if op.is_causal:
+        bn = min(bn, bm)
+    return AttentionBlocks(bm, bn, head, value_head)
+
+
+class _Builder:
+    """Appends ops to a block; index constants are hoisted to the kernel entry."""
+
+    def __init__(self, entry: Block):
+        self.entry = entry
+        self.block = entry
+        self.constants: dict[int, SSAValue] = {}
+        self.constant_ops: list[Operation] = []
+
+    def add(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def index(self, n: int) -> SSAValue:
+        if n not in self.constants:
+            op = arith.ConstantOp(IntegerAttr(n, IndexType()))
+            self.constant_ops.append(op)
+            self.constants[n] = op.result
+        return self.constants[n]
+
+    def splat(self, value: float, t: TensorType) -> SSAValue:
+        return self.add(nn.ConstantOp(float(value), t))
+
+    def cast(self, x: SSAValue, element: Attribute) -> SSAValue:
+        t = x.type
+        assert isinstance(t, TensorType)
+        if t.element_type == element:
+            return x
+        return self.add(nn.CastOp(x, TensorType(element, t.get_shape())))
+
+    def rows(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """A [BM] tile broadcast along a new last dim to `shape`."""
+        return self.add(tile.BroadcastOp(x, [0], TensorType(f32, list(shape))))
+
+
+def attention_kernel(
+    name: str, op: nn.AttentionOp, blocks: AttentionBlocks
+) -> tuple[tile.KernelOp, list[SSAValue], int]:
+    """The flash-attention kernel of `op`: the kernel, the nn values its launch passes
+    (the op's operands, then its result) and the number of programs."""
+    operands = [op.query, op.key, op.value, *([op.mask] if op.mask is not None else [])]
+    values = [*operands, op.result]
+
+    def param(v: SSAValue) -> MemRefType:
+        t = v.type
+        assert isinstance(t, TensorType)
+        return MemRefType(t.element_type, t.get_shape())
+
+    kernel = tile.KernelOp(name, 1, [param(v) for v in values])
+    batch, heads, lq, _ = _shape(op.query)
+    kv_heads, s = _shape(op.key)[1], _shape(op.key)[2]
+    bm, bn, d, dv = blocks.block_m, blocks.block_n, blocks.head, blocks.value_head
+    kernel.schedule = StringAttr(tile.Schedule.ATTENTION.value)
+    kernel.iteration_sizes = int_array([batch, heads, lq, s])
+    kernel.block_sizes = int_array([1, 1, bm, bn])
+    entry = kernel.body.block
+    params = dict(zip(values, entry.args, strict=True))
+    b = _Builder(entry)
+    m_blocks = -(-lq // bm)
+
+    # program -> (batch, head, query block); the last query block first
+    pid = b.add(tile.ProgramIdOp(0))
+    from_end = b.add(arith.RemSIOp(pid, b.index(m_blocks)))
+    m_block = b.add(arith.SubiOp(b.index(m_blocks - 1), from_end))
+    bh = b.add(arith.DivSIOp(pid, b.index(m_blocks)))
+    head = b.add(arith.RemSIOp(bh, b.index(heads)))
+    bat = b.add(arith.DivSIOp(bh, b.index(heads)))
+    kv_head = b.add(arith.DivSIOp(head, b.index(heads // kv_heads)))
+    m0 = b.add(arith.MuliOp(m_block, b.index(bm)))
+    zero = b.index(0)
+
+    element = _element(op.query)
+    q = b.add(tile.LoadOp(params[op.query], [bat, head, m0, zero], [bm, d]))
+    k_param, v_param = params[op.key], params[op.value]
+    mask_param = params.get(op.mask) if op.mask is not None else None
+    score_t, acc_t, row_t = (
+        TensorType(f32, [bm, bn]),
+        TensorType(f32, [bm, dv]),
+        TensorType(f32, [bm]),
+    )
+    scale = op.scale_value
+    neg_inf = float("-inf")
+
+    def step(blk: Block, n0: SSAValue, state: Sequence[SSAValue], masked: bool) -> list[SSAValue]:
+        """One key block at `n0`: the online-softmax update of (m, l, acc)."""
+        b.block = blk
+        m_i, l_i, acc = state
+        k = b.add(tile.LoadOp(k_param, [bat, kv_head, n0, zero], [bn, d]))
+        kt = b.add(tile.TransposeOp(k, [1, 0]))
+        scores = b.add(tile.DotOp(q, kt, b.splat(0.0, score_t)))
+        scores = b.add(nn.MulOp(scores, b.splat(scale * LOG2E, score_t)))
+        ninf = b.splat(neg_inf, score_t)
+        if masked:
+            cols = _index_tile(b, n0, bn, 1, [bm, bn])
+            in_range = b.add(nn.CompareOp("lt", cols, _index_splat(b, s, [bm, bn])))
+            scores = b.add(nn.SelectOp(in_range, scores, ninf))
+            if op.is_causal:
+                rows = _index_tile(b, m0, bm, 0, [bm, bn])
+                keep = b.add(nn.CompareOp("le", cols, rows))
+                scores = b.add(nn.SelectOp(keep, scores, ninf))
+        if mask_param is not None:
+            scores = _apply_mask(b, mask_param, [bat, head, m0, n0], bm, bn, scores, ninf)
+        peak = b.add(tile.ReduceOp("max", scores, 1))
+        m_new = b.add(nn.MaxOp(m_i, peak))
+        dead = b.add(nn.CompareOp("eq", m_new, b.splat(neg_inf, row_t)))
+        m_safe = b.add(nn.SelectOp(dead, b.splat(0.0, row_t), m_new))
+        p = b.add(nn.Exp2Op(b.add(nn.SubOp(scores, b.rows(m_safe, [bm, bn])))))
+        alpha = b.add(nn.Exp2Op(b.add(nn.SubOp(m_i, m_safe))))
+        l_new = b.add(nn.AddOp(b.add(nn.MulOp(l_i, alpha)), b.add(tile.ReduceOp("sum", p, 1))))
+        v = b.add(tile.LoadOp(v_param, [bat, kv_head, n0, zero], [bn, dv]))
+        scaled = b.add(nn.MulOp(acc, b.rows(alpha, [bm, dv])))
+        acc_new = b.add(tile.DotOp(b.cast(p, _element(op.value)), v, scaled))
+        return [m_new, l_new, acc_new]
+
+    def loop(lb: SSAValue, ub: SSAValue, state: list[SSAValue], masked: bool) -> list[SSAValue]:
+        body = Block(arg_types=[IndexType(), row_t, row_t, acc_t])
+        outer = b.block
+        new = step(body, body.args[0], list(body.args[1:]), masked)
+        body.add_op(scf.YieldOp(*new))
+        b.block = outer
+        for_op = scf.ForOp(lb, ub, b.index(bn), state, body)
+        b.block.add_op(for_op)
+        return list(for_op.results)
+
+    state = [b.splat(neg_inf, row_t), b.splat(0.0, row_t), b.splat(0.0, acc_t)]
+    whole = s - s % bn  # keys in whole blocks
+    if op.is_causal:
+        # blocks left of the program's diagonal are kept whole by every row
+        full_end = b.add(arith.MinSIOp(m0, b.index(whole)))
+        end = b.add(arith.MinSIOp(b.add(arith.AddiOp(m0, b.index(bm))), b.index(s)))
+        state = loop(zero, full_end, state, masked=False)
+        state = loop(full_end, end, state, masked=True)
+    else:
+        if whole:
+            state = loop(zero, b.index(whole), state, masked=False)
+        if whole < s:
+            state = loop(b.index(whole), b.index(s), state, masked=True)
+    _, l_fin, acc_fin = state
+    empty = b.add(nn.CompareOp("eq", l_fin, b.splat(0.0, row_t)))
+    divisor = b.add(nn.SelectOp(empty, b.splat(1.0, row_t), l_fin))
+    out = b.add(nn.DivOp(acc_fin, b.rows(divisor, [bm, dv])))
+    out = b.cast(out, element)
+    entry.add_op(tile.StoreOp(out, params[op.result], [bat, head, m0, zero]))
+    entry.add_op(tile.ReturnOp())
+    first = entry.first_op
+    for c in b.constant_ops:
+        entry.insert_op_before(c, first)  # type: ignore[arg-type]
+    return kernel, values, batch * heads * m_blocks
+
+
+def _element(v: SSAValue) -> Attribute:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def _index_tile(b: _Builder, offset: SSAValue, n: int, dim: int, shape: list[int]) -> SSAValue:
+    """offset + i along `dim` of `shape` (i64), broadcast over the other dim."""
+    iota = b.add(tile.IotaOp(offset, 0, 1, TensorType(i64, [n])))
+    return b.add(tile.BroadcastOp(iota, [dim], TensorType(i64, shape)))
+
+
+def _index_splat(b: _Builder, value: int, shape: list[int]) -> SSAValue:
+    return b.add(nn.ConstantOp(value, TensorType(i64, shape)))
+
+
+def _apply_mask(
+    b: _Builder,
+    mask: SSAValue,
+    offsets: list[SSAValue],
+    bm: int,
+    bn: int,
+    scores: SSAValue,
+    neg_inf: SSAValue,
+) -> SSAValue:
+    """`scores` under the mask's block: -inf where an i1 mask is false (or outside it),
+    plus a float mask (in base-2 units: times log2(e)). A dim of 1 is read at offset 0
+    and broadcast."""
+    t = mask.type
+    assert isinstance(t, MemRefType)
+    shape = t.get_shape()
+    zero = b.index(0)
+    at = [o if shape[i] != 1 else zero for i, o in enumerate(offsets)]
+    box = [bm if shape[2] != 1 else 1, bn if shape[3] != 1 else 1]
+    boolean = is_bool(t.element_type)
+    loaded = b.add(tile.LoadOp(mask, at, box, fill=0))
+    if box != [bm, bn]:
+        full_t = TensorType(t.element_type, [bm, bn])
+        loaded = b.add(tile.BroadcastOp(loaded, [0, 1], full_t))
+    if boolean:
+        return b.add(nn.SelectOp(loaded, scores, neg_inf))
+    if not isinstance(t.element_type, Float32Type):
+        loaded = b.cast(loaded, f32)
+    in_base_2 = b.add(nn.MulOp(loaded, b.splat(LOG2E, TensorType(f32, [bm, bn]))))
+    return b.add(nn.AddOp(scores, in_base_2))

@@ -1,0 +1,429 @@
+"""nn.attention: the op (verifier, reference semantics), its capture from PyTorch's
+scaled_dot_product_attention, its decomposition, and the flash-attention schedule through
+the tile interpreter, the Triton interpreter and the CUDA printer (nvcc where present,
+the CPU emulation where g++ is).
+
+Every numeric check is against a float64 reference computed by PyTorch (repeat_interleave
+for grouped-query heads, an explicit causal/boolean mask), with the 16-bit tolerance set
+by what PyTorch's own SDPA in that dtype gets wrong against the same reference."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from random_nn_graphs import interpret_both_ways
+
+import fuseopt
+from fuseopt.backends.cuda.backend import CudaBackend
+from fuseopt.backends.cuda.emulation import EmulatedFunction, emulator_available
+from fuseopt.backends.cuda.runtime import find_nvcc
+from fuseopt.dialects import nn, tile
+from fuseopt.pipelines import STANDARD
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def _tt(shape: tuple[int, ...], element: str) -> str:
+    return "tensor<" + "x".join(str(d) for d in shape) + f"x{element}>"
+
+
+def attention_text(
+    q: tuple[int, ...],
+    k: tuple[int, ...],
+    ev: int,
+    element: str,
+    causal: bool = False,
+    mask: tuple[tuple[int, ...], str] | None = None,
+    scale: float | None = None,
+) -> str:
+    """A function @main(q, k, v[, mask]) -> attention(q, k, v)."""
+    v = (*k[:-1], ev)
+    out = (*q[:-1], ev)
+    types = [_tt(q, element), _tt(k, element), _tt(v, element)]
+    args = ["%q", "%k", "%v"]
+    if mask is not None:
+        types.append(_tt(*mask))
+        args.append("%m")
+    params = ", ".join(f"{a}: {t}" for a, t in zip(args, types, strict=True))
+    factor = scale if scale is not None else 1 / math.sqrt(q[-1])
+    flags = (" mask %m" if mask else "") + (" causal" if causal else "")
+    return (
+        f"func.func @main({params}) -> {_tt(out, element)} {{\n"
+        f"  %o = nn.attention %q, %k, %v{flags} {{scale = {factor!r} : f64}} : "
+        f"{', '.join(types)} -> {_tt(out, element)}\n"
+        f"  func.return %o : {_tt(out, element)}\n}}\n"
+    )
+
+
+def reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    causal: bool,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """float64 attention: heads repeated, masks explicit, rows with no key kept are 0."""
+    group = q.shape[1] // k.shape[1]
+    kk, vv = (x.double().repeat_interleave(group, 1) for x in (k, v))
+    scores = q.double() @ kk.transpose(-1, -2) * (scale or 1 / math.sqrt(q.shape[-1]))
+    lq, s = scores.shape[-2:]
+    if causal:
+        scores = scores.masked_fill(~torch.ones(lq, s, dtype=torch.bool).tril(), -math.inf)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else scores + mask
+    probs = torch.softmax(scores, -1).nan_to_num(0.0)
+    return probs @ vv
+
+
+def torch_sdpa_error(q, k, v, mask, causal, scale=None) -> float:  # noqa: ANN001
+    """How far PyTorch's own SDPA in the inputs' dtype is from `reference`."""
+    group = q.shape[1] // k.shape[1]
+    kk, vv = (x.repeat_interleave(group, 1) for x in (k, v))
+    m = mask
+    if causal:
+        tri = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        m = (
+            tri
+            if m is None
+            else (m & tri if m.dtype == torch.bool else m.masked_fill(~tri, -math.inf))
+        )
+    got = F.scaled_dot_product_attention(q, kk, vv, attn_mask=m, scale=scale).nan_to_num(0.0)
+    return (got.double() - reference(q, k, v, mask, causal, scale)).abs().max().item()
+
+
+CASES = {
+    # name: (q shape, k shape, value head dim, causal, mask (shape, kind) or None)
+    "plain": ((1, 2, 20, 16), (1, 2, 30, 16), 16, False, None),
+    "causal_square": ((1, 2, 64, 32), (1, 2, 64, 32), 32, True, None),
+    "causal_ragged_gqa": ((2, 4, 100, 64), (2, 2, 120, 64), 64, True, ((2, 1, 1, 120), "bool")),
+    "causal_long_query": ((1, 1, 70, 16), (1, 1, 33, 16), 16, True, None),
+    "odd_head_dims": ((1, 2, 33, 40), (1, 2, 70, 40), 24, True, None),
+    "additive_row_mask": ((2, 2, 5, 32), (2, 1, 77, 32), 32, False, ((1, 1, 1, 77), "add")),
+    "full_bool_mask": ((1, 2, 9, 16), (1, 2, 17, 16), 16, False, ((1, 2, 9, 17), "bool")),
+    "one_element": ((1, 1, 1, 1), (1, 1, 1, 1), 1, False, None),
+    "decode_gqa": ((3, 8, 1, 64), (3, 2, 150, 64), 64, False, ((3, 1, 1, 150), "add")),
+    "head_dim_256": ((1, 1, 16, 256), (1, 1, 40, 256), 256, True, None),
+}
+
+
+def make_inputs(case: str, dtype: torch.dtype, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    qs, ks, ev, _, mask = CASES[case]
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(qs, generator=g).to(dtype)
+    k = torch.randn(ks, generator=g).to(dtype)
+    v = torch.randn((*ks[:-1], ev), generator=g).to(dtype)
+    if mask is None:
+        return q, k, v
+    shape, kind = mask
+    if kind == "bool":
+        m = torch.rand(shape, generator=g) > 0.3
+        m[..., 0] = True  # every row keeps a key (the eager reference then has no NaN)
+        return q, k, v, m
+    return q, k, v, (torch.randn(shape, generator=g) * 2).to(dtype)
+
+
+def case_text(case: str, element: str) -> str:
+    qs, ks, ev, causal, mask = CASES[case]
+    m = None
+    if mask is not None:
+        m = (mask[0], "i1" if mask[1] == "bool" else element)
+    return attention_text(qs, ks, ev, element, causal, m)
+
+
+def tolerance(case: str, dtype: torch.dtype, inputs: tuple[torch.Tensor, ...]) -> float:
+    """f32: 1e-5; 16-bit: twice PyTorch's own SDPA error on these inputs, at least 1e-2."""
+    if dtype == torch.float32:
+        return 1e-5
+    mask = inputs[3] if len(inputs) > 3 else None
+    return max(2 * torch_sdpa_error(*inputs[:3], mask, CASES[case][3]), 1e-2)
+
+
+def check(
+    case: str, dtype: torch.dtype, got: torch.Tensor, inputs: tuple[torch.Tensor, ...]
+) -> None:
+    mask = inputs[3] if len(inputs) > 3 else None
+    want = reference(*inputs[:3], mask, CASES[case][3])
+    assert got.dtype == dtype and got.shape == want.shape
+    err = (got.double() - want).abs().max().item()
+    assert err <= tolerance(case, dtype, inputs), (case, err)
+
+
+# ---------------------------------------------------------------- the op
+
+
+def test_verifier_rejects_bad_attention() -> None:
+    good = attention_text((1, 4, 8, 16), (1, 2, 8, 16), 16, "f32")
+    fuseopt.parse(good)
+    bad = {
+        "not a multiple": attention_text((1, 3, 8, 16), (1, 2, 8, 16), 16, "f32"),
+        "mask must be rank 4": attention_text(
+            (1, 2, 8, 16), (1, 2, 8, 16), 16, "f32", mask=((2, 8, 8), "i1")
+        ),
+        "each dim 1 or": attention_text(
+            (1, 2, 8, 16), (1, 2, 8, 16), 16, "f32", mask=((1, 2, 3, 8), "i1")
+        ),
+        "mask must be i1": attention_text(
+            (1, 2, 8, 16), (1, 2, 8, 16), 16, "f32", mask=((1, 1, 1, 8), "i64")
+        ),
+    }
+    for why, text in bad.items():
+        with pytest.raises(Exception, match=why):
+            fuseopt.parse(text)
+    value_t = _tt((1, 2, 9, 16), "f32")
+    ragged_value = (
+        f"func.func @main(%q: {_tt((1, 2, 8, 16), 'f32')}, %k: {_tt((1, 2, 8, 16), 'f32')}, "
+        f"%v: {value_t}) -> {_tt((1, 2, 8, 16), 'f32')} {{\n"
+        f"  %o = nn.attention %q, %k, %v {{scale = 0.25 : f64}} : {_tt((1, 2, 8, 16), 'f32')}, "
+        f"{_tt((1, 2, 8, 16), 'f32')}, {value_t} -> {_tt((1, 2, 8, 16), 'f32')}\n"
+        f"  func.return %o : {_tt((1, 2, 8, 16), 'f32')}\n}}\n"
+    )
+    with pytest.raises(Exception, match="key must be"):
+        fuseopt.parse(ragged_value)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_reference_semantics_match_pytorch(case: str) -> None:
+    inputs = make_inputs(case, torch.float32)
+    (got,) = fuseopt.interpret(
+        fuseopt.parse(case_text(case, "f32")), "main", *(x.numpy() for x in inputs)
+    )
+    check(case, torch.float32, torch.from_numpy(np.asarray(got)), inputs)
+
+
+def test_a_row_with_no_key_kept_is_zero() -> None:
+    """Masked-out rows give 0 (PyTorch's _safe_softmax), not NaN, in the reference and
+    in the Triton kernel."""
+    text = attention_text((1, 1, 4, 16), (1, 1, 8, 16), 16, "f32", mask=((1, 1, 4, 8), "i1"))
+    q, k, v = (torch.randn(1, 1, n, 16) for n in (4, 8, 8))
+    mask = torch.ones(1, 1, 4, 8, dtype=torch.bool)
+    mask[0, 0, 2] = False
+    (ref,) = fuseopt.interpret(
+        fuseopt.parse(text), "main", q.numpy(), k.numpy(), v.numpy(), mask.numpy()
+    )
+    (got,) = fuseopt.load_mlir(text, backend="triton")(q, k, v, mask)
+    for out in (torch.from_numpy(np.asarray(ref)), got):
+        assert torch.isfinite(out).all() and (out[0, 0, 2] == 0).all()
+        torch.testing.assert_close(out[0, 0, :2], reference(q, k, v, mask, False)[0, 0, :2].float())
+
+
+# ---------------------------------------------------------------- schedule
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_schedule_matches_reference_in_the_tile_interpreter(case: str) -> None:
+    module = fuseopt.parse(case_text(case, "f32"))
+    inputs = [x.numpy() for x in make_inputs(case, torch.float32)]
+    (expected,) = fuseopt.interpret(module, "main", *inputs)
+    tiled = fuseopt.run_pipeline(module.clone(), STANDARD)
+    kernels = [op for op in tiled.walk() if isinstance(op, tile.KernelOp)]
+    assert [k.require_schedule() for k in kernels] == [tile.Schedule.ATTENTION]
+    for (actual,) in interpret_both_ways(tiled, "main", *inputs):
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("sizes", [(16, 16), (32, 16), (64, 32)])
+def test_forced_block_sizes_match(sizes: tuple[int, int]) -> None:
+    """Every query/key block pair (the causal split at BM a multiple of BN) computes the same."""
+    case = "causal_ragged_gqa"
+    module = fuseopt.parse(case_text(case, "f32"))
+    inputs = [x.numpy() for x in make_inputs(case, torch.float32)]
+    (expected,) = fuseopt.interpret(module, "main", *inputs)
+    bm, bn = sizes
+    spec = STANDARD.replace(
+        "convert-nn-to-tile", f"convert-nn-to-tile{{attention-block-m={bm} attention-block-n={bn}}}"
+    )
+    tiled = fuseopt.run_pipeline(module.clone(), spec)
+    kernel = next(op for op in tiled.walk() if isinstance(op, tile.KernelOp))
+    assert kernel.array_attr("block_sizes") == (1, 1, bm, bn)
+    (actual,) = fuseopt.interpret(tiled, "main", *inputs)
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_large_head_dims_are_decomposed() -> None:
+    """Head dims past MAX_HEAD_DIM are expanded by nn-decompose (matmul, softmax, matmul)
+    and still match."""
+    text = attention_text((1, 1, 4, 320), (1, 1, 6, 320), 16, "f32", causal=True)
+    module = fuseopt.parse(text)
+    decomposed = fuseopt.run_pipeline(module.clone(), "nn-decompose")
+    assert not [op for op in decomposed.walk() if isinstance(op, nn.AttentionOp)]
+    args = [
+        np.random.default_rng(0).standard_normal(s).astype(np.float32)
+        for s in ((1, 1, 4, 320), (1, 1, 6, 320), (1, 1, 6, 16))
+    ]
+    (want,) = fuseopt.interpret(module, "main", *args)
+    (got,) = fuseopt.interpret(fuseopt.run_pipeline(module.clone(), STANDARD), "main", *args)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_decomposition_matches_reference(case: str) -> None:
+    module = fuseopt.parse(case_text(case, "f32"))
+    inputs = [x.numpy() for x in make_inputs(case, torch.float32)]
+    (expected,) = fuseopt.interpret(module, "main", *inputs)
+    decomposed = fuseopt.run_pipeline(module.clone(), "nn-decompose{attention=true}")
+    assert not [op for op in decomposed.walk() if isinstance(op, nn.AttentionOp)]
+    (got,) = fuseopt.interpret(decomposed, "main", *inputs)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- Triton
+
+
+TRITON_CASES = [
+    ("plain", "f32"),
+    ("causal_ragged_gqa", "bf16"),
+    ("causal_long_query", "f16"),
+    ("odd_head_dims", "f32"),
+    ("additive_row_mask", "bf16"),
+    ("full_bool_mask", "f32"),
+    ("one_element", "f32"),
+    ("decode_gqa", "bf16"),
+]
+
+
+@pytest.mark.parametrize("case,element", TRITON_CASES, ids=[f"{c}-{e}" for c, e in TRITON_CASES])
+def test_triton_kernel_matches(case: str, element: str) -> None:
+    dtype = DTYPES[element]
+    inputs = make_inputs(case, dtype)
+    (got,) = fuseopt.load_mlir(case_text(case, element), backend="triton")(*inputs)
+    check(case, dtype, got, inputs)
+
+
+# ---------------------------------------------------------------- CUDA
+
+
+def _cuda_source(case: str, element: str) -> str:
+    fn = CudaBackend().compile(fuseopt.parse(case_text(case, element)), "main", {})
+    return "\n".join(k.source for k in fn.kernels if k.source)
+
+
+@pytest.mark.parametrize("case", ["causal_ragged_gqa", "decode_gqa", "odd_head_dims"])
+def test_cuda_source_compiles(case: str, tmp_path: Path) -> None:
+    source = _cuda_source(case, "bf16")
+    assert "schedule: attention" in source and "wmma" in source
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc is not installed")
+    (tmp_path / "k.cu").write_text(source)
+    r = subprocess.run(
+        [nvcc, "-arch=sm_90", "-c", "k.cu"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.mark.skipif(not emulator_available(), reason="g++ is not installed")
+@pytest.mark.parametrize("case,element", [("causal_square", "f32"), ("additive_row_mask", "bf16")])
+def test_cuda_kernel_matches_through_the_emulation(case: str, element: str, tmp_path: Path) -> None:
+    dtype = DTYPES[element]
+    inputs = make_inputs(case, dtype)
+    fn = CudaBackend().compile(fuseopt.parse(case_text(case, element)), "main", {})
+    (got,) = EmulatedFunction(fn, tmp_path)(*inputs)
+    check(case, dtype, got, inputs)
+
+
+# ---------------------------------------------------------------- capture
+
+
+class Attention(torch.nn.Module):
+    """A block calling F.scaled_dot_product_attention with the given keywords."""
+
+    def __init__(self, **kwargs: object):
+        super().__init__()
+        self.kwargs = kwargs
+
+    def forward(self, q, k, v, mask=None):  # noqa: ANN001, ANN201
+        if mask is not None and mask.dtype == torch.bool:  # a padding mask, expanded
+            mask = mask.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **self.kwargs) * 2
+
+
+def _capture_inputs(form: str, dtype: torch.dtype) -> tuple[torch.nn.Module, tuple]:
+    g = torch.Generator().manual_seed(1)
+
+    def r(*s: int) -> torch.Tensor:
+        return torch.randn(s, generator=g).to(dtype)
+
+    if form == "causal":
+        return Attention(is_causal=True), (r(2, 4, 24, 16), r(2, 4, 24, 16), r(2, 4, 24, 16))
+    if form == "gqa_scale":
+        return Attention(enable_gqa=True, scale=0.3), (
+            r(1, 4, 9, 16),
+            r(1, 2, 13, 16),
+            r(1, 2, 13, 16),
+        )
+    if form == "expanded_bool_mask":
+        keep = torch.rand(2, 1, 1, 13, generator=g) > 0.3
+        keep[..., 0] = True
+        return Attention(), (
+            r(2, 2, 9, 16),
+            r(2, 2, 13, 16),
+            r(2, 2, 13, 16),
+            keep,
+        )
+    if form == "additive_mask":
+        return Attention(), (r(1, 2, 9, 16), r(1, 2, 13, 16), r(1, 2, 13, 16), r(9, 13))
+    assert form == "three_d"
+    return Attention(is_causal=True), (r(3, 10, 16), r(3, 10, 16), r(3, 10, 16))
+
+
+FORMS = ["causal", "gqa_scale", "expanded_bool_mask", "additive_mask"]
+"""SDPA forms Dynamo hands over as PyTorch's fused kernels (3-d operands reach the
+graph already decomposed by PyTorch's math path: `test_export_keeps_one_attention_op`
+covers them through torch.export, which keeps the composite)."""
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("element", ["f32", "bf16"])
+def test_sdpa_compiles_to_one_attention_kernel(form: str, element: str) -> None:
+    """By default (attention="fused") SDPA becomes nn.attention: one attention kernel,
+    nothing left to PyTorch, results as eager's."""
+    dtype = DTYPES[element]
+    model, inputs = _capture_inputs(form, dtype)
+    compiled = fuseopt.compile(model, backend="triton")
+    got = compiled(*inputs)
+    assert not compiled.fallbacks, compiled.fallbacks
+    assert [k.schedule for k in compiled.kernels].count("attention") == 1
+    imported = compiled.regions[0].imported
+    attention = [op for op in imported.walk() if isinstance(op, nn.AttentionOp)]
+    assert len(attention) == 1
+    if form == "expanded_bool_mask":  # the expand is peeled: the kernel reads [2, 1, 1, 13]
+        assert attention[0].mask.type.get_shape() == (2, 1, 1, 13)  # type: ignore[union-attr]
+    with torch.no_grad():
+        want = model(*(x.double() if x.is_floating_point() else x for x in inputs))
+    tol = 1e-5 if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(got.double(), want, rtol=tol, atol=tol)
+
+
+def test_attention_option_nn_decomposes_and_eager_keeps_it() -> None:
+    model, inputs = _capture_inputs("causal", torch.float32)
+    decomposed = fuseopt.compile(model, inputs, backend="interpret", attention="nn")
+    imported = decomposed.regions[0].imported
+    assert not [op for op in imported.walk() if isinstance(op, nn.AttentionOp)]
+    assert len([op for op in imported.walk() if isinstance(op, nn.MatmulOp)]) == 2
+    torch.testing.assert_close(decomposed(*inputs), model(*inputs), rtol=1e-5, atol=1e-5)
+    eager = fuseopt.compile(model, inputs, backend="interpret", attention="eager")
+    assert any("attention" in f.target for f in eager.fallbacks)
+
+
+@pytest.mark.parametrize("form", [*FORMS, "three_d"])
+def test_export_keeps_one_attention_op(form: str) -> None:
+    """torch.export keeps the SDPA composite: one nn.attention in the text, which runs
+    again from the text (through the Triton interpreter) as eager does."""
+    model, inputs = _capture_inputs(form, torch.float32)
+    text = fuseopt.export(model, inputs)
+    assert text.count("nn.attention") == 1 and "torch_call" not in text
+    if form == "gqa_scale":
+        assert "scale = 3.000000e-01" in text
+    got = fuseopt.load_mlir(text, backend="triton")(*inputs)
+    torch.testing.assert_close(got[0], model(*inputs), rtol=1e-5, atol=1e-5)
