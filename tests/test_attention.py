@@ -110,6 +110,20 @@ CASES = {
     "one_element": ((1, 1, 1, 1), (1, 1, 1, 1), 1, False, None),
     "decode_gqa": ((3, 8, 1, 64), (3, 2, 150, 64), 64, False, ((3, 1, 1, 150), "add")),
     "head_dim_256": ((1, 1, 16, 256), (1, 1, 40, 256), 256, True, None),
+    "split_decode_gqa": ((2, 8, 1, 32), (2, 2, 600, 32), 32, False, ((2, 1, 1, 600), "bool")),
+    "split_rows": ((1, 1, 20, 16), (1, 1, 1100, 16), 16, False, None),
+}
+"""Shapes at the schedule's edges: ragged blocks, padded head dims, causal with more
+or fewer queries than keys, packed grouped-query heads (`decode_gqa`, the masked
+`additive_row_mask`), and key chunks merged by a combine kernel (`split_*`)."""
+
+PLANS = {
+    # name: (packed, splits)
+    "causal_ragged_gqa": (False, 1),
+    "decode_gqa": (True, 1),
+    "additive_row_mask": (True, 1),
+    "split_decode_gqa": (True, 2),
+    "split_rows": (False, 4),
 }
 
 
@@ -223,9 +237,26 @@ def test_schedule_matches_reference_in_the_tile_interpreter(case: str) -> None:
     (expected,) = fuseopt.interpret(module, "main", *inputs)
     tiled = fuseopt.run_pipeline(module.clone(), STANDARD)
     kernels = [op for op in tiled.walk() if isinstance(op, tile.KernelOp)]
-    assert [k.require_schedule() for k in kernels] == [tile.Schedule.ATTENTION]
+    splits = PLANS.get(case, (False, 1))[1]
+    assert [k.require_schedule() for k in kernels] == [tile.Schedule.ATTENTION] * (
+        2 if splits > 1 else 1
+    )
     for (actual,) in interpret_both_ways(tiled, "main", *inputs):
         np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", sorted(PLANS))
+def test_plan_packs_groups_and_splits_short_queries(case: str) -> None:
+    """Grouped heads whose rows need no mask of their own share one program (each K/V
+    block read once per group); few programs over many keys split the keys."""
+    from fuseopt.passes.convert_nn_to_tile.attention import plan_attention
+
+    op = next(
+        o for o in fuseopt.parse(case_text(case, "f32")).walk() if isinstance(o, nn.AttentionOp)
+    )
+    plan = plan_attention(op)
+    assert (plan.packed, plan.splits) == PLANS[case]
+    assert plan.chunk % plan.blocks.block_n == 0 or plan.splits == 1
 
 
 @pytest.mark.parametrize("sizes", [(16, 16), (32, 16), (64, 32)])
@@ -285,6 +316,8 @@ TRITON_CASES = [
     ("full_bool_mask", "f32"),
     ("one_element", "f32"),
     ("decode_gqa", "bf16"),
+    ("split_decode_gqa", "bf16"),
+    ("split_rows", "f32"),
 ]
 
 
@@ -299,31 +332,38 @@ def test_triton_kernel_matches(case: str, element: str) -> None:
 # ---------------------------------------------------------------- CUDA
 
 
-def _cuda_source(case: str, element: str) -> str:
+def _cuda_sources(case: str, element: str) -> list[str]:
     fn = CudaBackend().compile(fuseopt.parse(case_text(case, element)), "main", {})
-    return "\n".join(k.source for k in fn.kernels if k.source)
+    return [k.source for k in fn.kernels if k.source]
 
 
-@pytest.mark.parametrize("case", ["causal_ragged_gqa", "decode_gqa", "odd_head_dims"])
+@pytest.mark.parametrize(
+    "case", ["causal_ragged_gqa", "decode_gqa", "odd_head_dims", "split_decode_gqa"]
+)
 def test_cuda_source_compiles(case: str, tmp_path: Path) -> None:
-    source = _cuda_source(case, "bf16")
-    assert "schedule: attention" in source and "wmma" in source
+    sources = _cuda_sources(case, "bf16")
+    assert len(sources) == (2 if case.startswith("split") else 1)
+    assert all("schedule: attention" in s for s in sources) and "wmma" in sources[0]
     nvcc = find_nvcc()
     if nvcc is None:
         pytest.skip("nvcc is not installed")
-    (tmp_path / "k.cu").write_text(source)
-    r = subprocess.run(
-        [nvcc, "-arch=sm_90", "-c", "k.cu"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
+    for i, source in enumerate(sources):  # each kernel is its own translation unit
+        (tmp_path / f"k{i}.cu").write_text(source)
+        r = subprocess.run(
+            [nvcc, "-arch=sm_90", "-c", f"k{i}.cu"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
 
 
 @pytest.mark.skipif(not emulator_available(), reason="g++ is not installed")
-@pytest.mark.parametrize("case,element", [("causal_square", "f32"), ("additive_row_mask", "bf16")])
+@pytest.mark.parametrize(
+    "case,element",
+    [("causal_square", "f32"), ("additive_row_mask", "bf16"), ("split_rows", "f32")],
+)
 def test_cuda_kernel_matches_through_the_emulation(case: str, element: str, tmp_path: Path) -> None:
     dtype = DTYPES[element]
     inputs = make_inputs(case, dtype)
@@ -345,7 +385,15 @@ class Attention(torch.nn.Module):
     def forward(self, q, k, v, mask=None):  # noqa: ANN001, ANN201
         if mask is not None and mask.dtype == torch.bool:  # a padding mask, expanded
             mask = mask.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **self.kwargs) * 2
+            if self.kwargs.get("min_fill"):  # as Hugging Face builds additive masks
+                low = torch.finfo(q.dtype).min
+                mask = torch.where(mask, torch.zeros((), dtype=q.dtype), low)
+        return (
+            F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, **{k: a for k, a in self.kwargs.items() if k != "min_fill"}
+            )
+            * 2
+        )
 
 
 def _capture_inputs(form: str, dtype: torch.dtype) -> tuple[torch.nn.Module, tuple]:
@@ -371,13 +419,17 @@ def _capture_inputs(form: str, dtype: torch.dtype) -> tuple[torch.nn.Module, tup
             r(2, 2, 13, 16),
             keep,
         )
+    if form == "min_fill_mask":
+        keep = torch.rand(2, 1, 1, 13, generator=g) > 0.3
+        keep[..., 0] = True
+        return Attention(min_fill=True), (r(2, 2, 9, 16), r(2, 2, 13, 16), r(2, 2, 13, 16), keep)
     if form == "additive_mask":
         return Attention(), (r(1, 2, 9, 16), r(1, 2, 13, 16), r(1, 2, 13, 16), r(9, 13))
     assert form == "three_d"
     return Attention(is_causal=True), (r(3, 10, 16), r(3, 10, 16), r(3, 10, 16))
 
 
-FORMS = ["causal", "gqa_scale", "expanded_bool_mask", "additive_mask"]
+FORMS = ["causal", "gqa_scale", "expanded_bool_mask", "min_fill_mask", "additive_mask"]
 """SDPA forms Dynamo hands over as PyTorch's fused kernels (3-d operands reach the
 graph already decomposed by PyTorch's math path: `test_export_keeps_one_attention_op`
 covers them through torch.export, which keeps the composite)."""
@@ -397,7 +449,7 @@ def test_sdpa_compiles_to_one_attention_kernel(form: str, element: str) -> None:
     imported = compiled.regions[0].imported
     attention = [op for op in imported.walk() if isinstance(op, nn.AttentionOp)]
     assert len(attention) == 1
-    if form == "expanded_bool_mask":  # the expand is peeled: the kernel reads [2, 1, 1, 13]
+    if form in ("expanded_bool_mask", "min_fill_mask"):  # the kernel reads [2, 1, 1, 13]
         assert attention[0].mask.type.get_shape() == (2, 1, 1, 13)  # type: ignore[union-attr]
     with torch.no_grad():
         want = model(*(x.double() if x.is_floating_point() else x for x in inputs))

@@ -79,7 +79,8 @@ def _mask_operand(
     """The mask as a rank-4 tensor broadcastable to `full` ([B, Hq, L, S]): an
     `nn.broadcast` producing it is peeled off (the kernel broadcasts by indexing), as is
     the `where(keep, 0, -inf)` that turns a boolean mask into an additive one (PyTorch's
-    CPU flash kernel is handed that: the kernel reads `keep` as i1), a
+    CPU flash kernel is handed that: the kernel reads `keep` as i1); a `where(keep, 0,
+    finfo.min)` (what PyTorch's CUDA kernels are handed) is computed at `keep`'s shape; a
     lower rank gains leading 1s (for 3-d attention, `one_head`, a head dim of 1 after
     the batch), a float mask of another type becomes f32."""
     val = ctx.val(mask)
@@ -87,12 +88,19 @@ def _mask_operand(
         raise ctx.fail("the attention mask must be a tensor")
     m = _unbroadcast(ctx.value(mask))
     select = m.owner
-    if (
-        isinstance(select, nn.SelectOp)
-        and _splat_of(select.operands[1]) == 0.0
-        and _splat_of(select.operands[2]) == float("-inf")
-    ):
-        m = _unbroadcast(select.operands[0])  # where(keep, 0, -inf): `keep` itself
+    if isinstance(select, nn.SelectOp) and _splat_of(select.operands[1]) == 0.0:
+        fill = _splat_of(select.operands[2])
+        keep = _unbroadcast(select.operands[0])
+        if fill == float("-inf"):
+            m = keep  # where(keep, 0, -inf): `keep` itself
+        elif fill is not None and _shape(keep) != _shape(m):
+            # where(keep, 0, finfo.min) of a broadcast `keep`: the same select at
+            # `keep`'s shape (exact; the kernel broadcasts it by indexing)
+            t = _type(m).element_type
+            small = _shape(keep)
+            m = ctx.emit(
+                nn.SelectOp(keep, ctx.constant(0.0, t, small), ctx.constant(fill, t, small))
+            )
     shape = _shape(m)
     rank = 3 if one_head else 4
     if len(shape) > rank:

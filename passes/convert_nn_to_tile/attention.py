@@ -93,15 +93,72 @@ def attention_schedule_refusal(op: nn.AttentionOp) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class AttentionPlan:
+    """How one nn.attention is laid out: its tile sizes, whether the query heads of a
+    group are packed into one program's rows, and how many key chunks split it."""
+
+    blocks: AttentionBlocks
+    packed: bool
+    """The G = Hq / Hkv query heads of a key/value head are the rows of one program
+    (the query viewed as [B, Hkv, G * L, E]): each key/value block is read once for the
+    whole group. Taken for grouped heads when no row needs its own mask (not causal, and
+    a mask, if any, is the same for every head and query)."""
+    splits: int
+    """Key chunks per row block (1: none). Each chunk's program writes its normalized
+    partial output and base-2 log-sum-exp; a combine kernel merges them. Taken when the
+    row blocks alone would leave the GPU idle (a decode step) and not causal."""
+    chunk: int
+    """Keys per chunk (a multiple of BN); the key length when not split."""
+
+    @property
+    def kernels(self) -> int:
+        """Kernels the plan launches."""
+        return 2 if self.splits > 1 else 1
+
+
+SPLIT_PROGRAMS = 256
+"""Programs a split attention aims for (about two per SM of an H100 or H200): a plan
+whose row blocks make fewer splits its keys into chunks until it has about these."""
+
+MIN_CHUNK_BLOCKS = 4
+"""The fewest key blocks a chunk holds (shorter chunks cost more in the combine than
+they gain)."""
+
+MAX_SPLITS = 16
+"""The most key chunks (the combine kernel holds a tile of one row per chunk)."""
+
+
+def plan_attention(op: nn.AttentionOp, block_m: int = 0, block_n: int = 0) -> AttentionPlan:
+    """The layout of `op` (forced `block_m` / `block_n` caps when non-zero)."""
+    batch, heads, lq, _ = _shape(op.query)
+    kv_heads, s = _shape(op.key)[1], _shape(op.key)[2]
+    group = heads // kv_heads
+    row_free_mask = op.mask is None or _shape(op.mask)[1:3] == (1, 1)
+    packed = group > 1 and not op.is_causal and row_free_mask
+    rows, programs_heads = (group * lq, kv_heads) if packed else (lq, heads)
+    blocks = choose_attention_blocks(op, block_m, block_n, rows)
+    programs = batch * programs_heads * -(-rows // blocks.block_m)
+    splits, chunk = 1, s
+    if not op.is_causal and programs < SPLIT_PROGRAMS:
+        most = min(MAX_SPLITS, s // (MIN_CHUNK_BLOCKS * blocks.block_n))
+        splits = max(1, min(most, -(-SPLIT_PROGRAMS // programs)))
+        if splits > 1:
+            chunk = -(-s // splits)
+            chunk = -(-chunk // blocks.block_n) * blocks.block_n
+            splits = -(-s // chunk)
+    return AttentionPlan(blocks, packed, splits, chunk if splits > 1 else s)
+
+
 def choose_attention_blocks(
-    op: nn.AttentionOp, block_m: int = 0, block_n: int = 0
+    op: nn.AttentionOp, block_m: int = 0, block_n: int = 0, rows: int = 0
 ) -> AttentionBlocks:
-    """Tile sizes for `op`: BM queries per program, at most `block_m` (default 128),
-    and no more than the queries rounded up to a power of two (at least 16, the
-    smallest tensor-core tile); BN keys a step, at most `block_n` (default 64) and the
-    keys rounded up. Both caps are halved for head dims above 128 (the tiles are twice
-    as wide). A causal kernel keeps BN <= BM (its loop split needs BM a multiple of
-    BN)."""
+    """Tile sizes for `op` (whose programs cover `rows` query rows, default its query
+    length): BM rows per program, at most `block_m` (default 128), and no more than the
+    rows rounded up to a power of two (at least 16, the smallest tensor-core tile); BN
+    keys a step, at most `block_n` (default 64) and the keys rounded up. Both caps are
+    halved for head dims above 128 (the tiles are twice as wide). A causal kernel keeps
+    BN <= BM (its loop split needs BM a multiple of BN)."""
     _, _, lq, e = _shape(op.query)
     s, ev = _shape(op.key)[2], _shape(op.value)[-1]
     head, value_head = _pow2_at_least(e), _pow2_at_least(ev)
@@ -109,7 +166,7 @@ def choose_attention_blocks(
     halve = 2 if wide else 1
     bm_cap = max(16, (block_m or 128) // halve)
     bn_cap = max(16, (block_n or 64) // halve)
-    bm = max(16, min(bm_cap, _pow2_at_least(lq)))
+    bm = max(16, min(bm_cap, _pow2_at_least(rows or lq)))
     bn = max(16, min(bn_cap, _pow2_at_least(s)))
     if op.is_causal:
         bn = min(bn, bm)
@@ -146,51 +203,94 @@ class _Builder:
             return x
         return self.add(nn.CastOp(x, TensorType(element, t.get_shape())))
 
+    def hoist_constants(self) -> None:
+        """Put the index constants at the start of the kernel."""
+        first = self.entry.first_op
+        for c in self.constant_ops:
+            self.entry.insert_op_before(c, first)  # type: ignore[arg-type]
+
     def rows(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
         """A [BM] tile broadcast along a new last dim to `shape`."""
         return self.add(tile.BroadcastOp(x, [0], TensorType(f32, list(shape))))
 
 
+@dataclass(frozen=True)
+class AttentionShapes:
+    """The buffers an attention plan's kernels read and write (see `attention_shapes`)."""
+
+    query: tuple[int, ...]
+    """[B, H, R, E]: the query as the kernel rows it (packed: [B, Hkv, G * L, E])."""
+    out: tuple[int, ...]
+    """[B, H, R, Ev]: the output the same way."""
+    partial_out: tuple[int, ...] | None
+    """[B, H, splits, R, Ev] f32: each chunk's normalized output (split plans)."""
+    partial_lse: tuple[int, ...] | None
+    """[B, H, splits, R] f32: each chunk's base-2 log-sum-exp (split plans)."""
+
+
+def attention_shapes(op: nn.AttentionOp, plan: AttentionPlan) -> AttentionShapes:
+    """The shapes of the buffers `plan`'s kernels take for `op`."""
+    batch, heads, lq, e = _shape(op.query)
+    kv_heads = _shape(op.key)[1]
+    ev = _shape(op.value)[-1]
+    h, rows = (kv_heads, heads // kv_heads * lq) if plan.packed else (heads, lq)
+    split = plan.splits > 1
+    return AttentionShapes(
+        (batch, h, rows, e),
+        (batch, h, rows, ev),
+        (batch, h, plan.splits, rows, ev) if split else None,
+        (batch, h, plan.splits, rows) if split else None,
+    )
+
+
 def attention_kernel(
-    name: str, op: nn.AttentionOp, blocks: AttentionBlocks
-) -> tuple[tile.KernelOp, list[SSAValue], int]:
-    """The flash-attention kernel of `op`: the kernel, the nn values its launch passes
-    (the op's operands, then its result) and the number of programs."""
-    operands = [op.query, op.key, op.value, *([op.mask] if op.mask is not None else [])]
-    values = [*operands, op.result]
-
-    def param(v: SSAValue) -> MemRefType:
-        t = v.type
-        assert isinstance(t, TensorType)
-        return MemRefType(t.element_type, t.get_shape())
-
-    kernel = tile.KernelOp(name, 1, [param(v) for v in values])
-    batch, heads, lq, _ = _shape(op.query)
+    name: str, op: nn.AttentionOp, plan: AttentionPlan
+) -> tuple[tile.KernelOp, int]:
+    """The flash-attention kernel of `op` under `plan` and its number of programs. Its
+    parameters: query (in `attention_shapes`' form), key, value, the mask if any, then
+    the output, or the partial outputs and log-sum-exps of a split plan."""
+    shapes = attention_shapes(op, plan)
+    element = _element(op.query)
+    types = [
+        MemRefType(element, shapes.query),
+        *(_memref(v) for v in (op.key, op.value)),
+        *([_memref(op.mask)] if op.mask is not None else []),
+    ]
+    split = plan.splits > 1
+    if split:
+        assert shapes.partial_out is not None and shapes.partial_lse is not None
+        types += [MemRefType(f32, shapes.partial_out), MemRefType(f32, shapes.partial_lse)]
+    else:
+        types.append(MemRefType(element, shapes.out))
+    kernel = tile.KernelOp(name, 1, types)
+    batch, heads, rows, _ = shapes.query
     kv_heads, s = _shape(op.key)[1], _shape(op.key)[2]
+    blocks = plan.blocks
     bm, bn, d, dv = blocks.block_m, blocks.block_n, blocks.head, blocks.value_head
     kernel.schedule = StringAttr(tile.Schedule.ATTENTION.value)
-    kernel.iteration_sizes = int_array([batch, heads, lq, s])
+    kernel.iteration_sizes = int_array([batch, heads, rows, s])
     kernel.block_sizes = int_array([1, 1, bm, bn])
     entry = kernel.body.block
-    params = dict(zip(values, entry.args, strict=True))
+    q_param, k_param, v_param = entry.args[:3]
+    mask_param = entry.args[3] if op.mask is not None else None
     b = _Builder(entry)
-    m_blocks = -(-lq // bm)
+    m_blocks = -(-rows // bm)
 
-    # program -> (batch, head, query block); the last query block first
+    # program -> (batch, head, query block[, key chunk]); the last query block first
     pid = b.add(tile.ProgramIdOp(0))
-    from_end = b.add(arith.RemSIOp(pid, b.index(m_blocks)))
+    chunk_id = b.add(arith.RemSIOp(pid, b.index(plan.splits))) if split else None
+    rest = b.add(arith.DivSIOp(pid, b.index(plan.splits))) if split else pid
+    from_end = b.add(arith.RemSIOp(rest, b.index(m_blocks)))
     m_block = b.add(arith.SubiOp(b.index(m_blocks - 1), from_end))
-    bh = b.add(arith.DivSIOp(pid, b.index(m_blocks)))
+    bh = b.add(arith.DivSIOp(rest, b.index(m_blocks)))
     head = b.add(arith.RemSIOp(bh, b.index(heads)))
     bat = b.add(arith.DivSIOp(bh, b.index(heads)))
-    kv_head = b.add(arith.DivSIOp(head, b.index(heads // kv_heads)))
+    group = 1 if plan.packed else heads // kv_heads
+    kv_head = b.add(arith.DivSIOp(head, b.index(group))) if group > 1 else head
     m0 = b.add(arith.MuliOp(m_block, b.index(bm)))
     zero = b.index(0)
 
-    element = _element(op.query)
-    q = b.add(tile.LoadOp(params[op.query], [bat, head, m0, zero], [bm, d]))
-    k_param, v_param = params[op.key], params[op.value]
-    mask_param = params.get(op.mask) if op.mask is not None else None
+    q = b.add(tile.LoadOp(q_param, [bat, head, m0, zero], [bm, d]))
     score_t, acc_t, row_t = (
         TensorType(f32, [bm, bn]),
         TensorType(f32, [bm, dv]),
@@ -213,8 +313,8 @@ def attention_kernel(
             in_range = b.add(nn.CompareOp("lt", cols, _index_splat(b, s, [bm, bn])))
             scores = b.add(nn.SelectOp(in_range, scores, ninf))
             if op.is_causal:
-                rows = _index_tile(b, m0, bm, 0, [bm, bn])
-                keep = b.add(nn.CompareOp("le", cols, rows))
+                rows_ = _index_tile(b, m0, bm, 0, [bm, bn])
+                keep = b.add(nn.CompareOp("le", cols, rows_))
                 scores = b.add(nn.SelectOp(keep, scores, ninf))
         if mask_param is not None:
             scores = _apply_mask(b, mask_param, [bat, head, m0, n0], bm, bn, scores, ninf)
@@ -248,22 +348,98 @@ def attention_kernel(
         end = b.add(arith.MinSIOp(b.add(arith.AddiOp(m0, b.index(bm))), b.index(s)))
         state = loop(zero, full_end, state, masked=False)
         state = loop(full_end, end, state, masked=True)
+    elif split:
+        assert chunk_id is not None
+        # this chunk's keys [lo, hi): whole blocks first, then the ragged end if it is here
+        lo = b.add(arith.MuliOp(chunk_id, b.index(plan.chunk)))
+        hi = b.add(arith.MinSIOp(b.add(arith.AddiOp(lo, b.index(plan.chunk))), b.index(s)))
+        full_end = b.add(arith.MaxSIOp(lo, b.add(arith.MinSIOp(hi, b.index(whole)))))
+        state = loop(lo, full_end, state, masked=False)
+        if whole < s:
+            state = loop(full_end, hi, state, masked=True)
     else:
         if whole:
             state = loop(zero, b.index(whole), state, masked=False)
         if whole < s:
             state = loop(b.index(whole), b.index(s), state, masked=True)
-    _, l_fin, acc_fin = state
+    m_fin, l_fin, acc_fin = state
     empty = b.add(nn.CompareOp("eq", l_fin, b.splat(0.0, row_t)))
     divisor = b.add(nn.SelectOp(empty, b.splat(1.0, row_t), l_fin))
     out = b.add(nn.DivOp(acc_fin, b.rows(divisor, [bm, dv])))
-    out = b.cast(out, element)
-    entry.add_op(tile.StoreOp(out, params[op.result], [bat, head, m0, zero]))
+    if split:
+        assert chunk_id is not None
+        o_param, lse_param = entry.args[-2:]
+        entry.add_op(tile.StoreOp(out, o_param, [bat, head, chunk_id, m0, zero]))
+        log2_l = b.add(nn.MulOp(b.add(nn.LogOp(divisor)), b.splat(LOG2E, row_t)))
+        lse = b.add(nn.AddOp(m_fin, log2_l))
+        lse = b.add(nn.SelectOp(empty, b.splat(neg_inf, row_t), lse))
+        entry.add_op(tile.StoreOp(lse, lse_param, [bat, head, chunk_id, m0]))
+    else:
+        entry.add_op(tile.StoreOp(b.cast(out, element), entry.args[-1], [bat, head, m0, zero]))
     entry.add_op(tile.ReturnOp())
-    first = entry.first_op
-    for c in b.constant_ops:
-        entry.insert_op_before(c, first)  # type: ignore[arg-type]
-    return kernel, values, batch * heads * m_blocks
+    b.hoist_constants()
+    return kernel, batch * heads * m_blocks * plan.splits
+
+
+COMBINE_TILE_ELEMENTS = 8192
+"""The largest [chunks, rows, Ev] tile the combine kernel holds."""
+
+
+def combine_kernel(name: str, op: nn.AttentionOp, plan: AttentionPlan) -> tuple[tile.KernelOp, int]:
+    """The kernel merging a split plan's chunks and its number of programs: per row,
+    weights 2^(lse_c - max lse), the output sum_c w_c o_c / sum_c w_c (0 for a row no
+    chunk kept a key of). Parameters: partial outputs, log-sum-exps, output."""
+    shapes = attention_shapes(op, plan)
+    assert shapes.partial_out is not None and shapes.partial_lse is not None
+    element = _element(op.query)
+    types = [
+        MemRefType(f32, shapes.partial_out),
+        MemRefType(f32, shapes.partial_lse),
+        MemRefType(element, shapes.out),
+    ]
+    kernel = tile.KernelOp(name, 1, types)
+    batch, heads, rows, _ = shapes.out
+    chunks, dv = _pow2_at_least(plan.splits, 1), plan.blocks.value_head
+    block = max(1, min(_pow2_at_least(rows, 1), COMBINE_TILE_ELEMENTS // (chunks * dv)))
+    kernel.schedule = StringAttr(tile.Schedule.ATTENTION.value)
+    kernel.iteration_sizes = int_array([batch, heads, rows, plan.splits])
+    kernel.block_sizes = int_array([1, 1, block, chunks])
+    entry = kernel.body.block
+    o_param, lse_param, out_param = entry.args
+    b = _Builder(entry)
+    r_blocks = -(-rows // block)
+    pid = b.add(tile.ProgramIdOp(0))
+    r0 = b.add(arith.MuliOp(b.add(arith.RemSIOp(pid, b.index(r_blocks))), b.index(block)))
+    bh = b.add(arith.DivSIOp(pid, b.index(r_blocks)))
+    head = b.add(arith.RemSIOp(bh, b.index(heads)))
+    bat = b.add(arith.DivSIOp(bh, b.index(heads)))
+    zero = b.index(0)
+    neg_inf = float("-inf")
+    lse_t, row_t = TensorType(f32, [chunks, block]), TensorType(f32, [block])
+    lse = b.add(tile.LoadOp(lse_param, [bat, head, zero, r0], [chunks, block], fill=neg_inf))
+    o = b.add(tile.LoadOp(o_param, [bat, head, zero, r0, zero], [chunks, block, dv]))
+    peak = b.add(tile.ReduceOp("max", lse, 0))
+    dead = b.add(nn.CompareOp("eq", peak, b.splat(neg_inf, row_t)))
+    peak = b.add(nn.SelectOp(dead, b.splat(0.0, row_t), peak))
+    spread = b.add(tile.BroadcastOp(peak, [1], lse_t))
+    w = b.add(nn.Exp2Op(b.add(nn.SubOp(lse, spread))))
+    total = b.add(tile.ReduceOp("sum", w, 0))
+    wide_t = TensorType(f32, [chunks, block, dv])
+    weighted = b.add(nn.MulOp(o, b.add(tile.BroadcastOp(w, [0, 1], wide_t))))
+    num = b.add(tile.ReduceOp("sum", weighted, 0))
+    empty = b.add(nn.CompareOp("eq", total, b.splat(0.0, row_t)))
+    divisor = b.add(nn.SelectOp(empty, b.splat(1.0, row_t), total))
+    out = b.add(nn.DivOp(num, b.rows(divisor, [block, dv])))
+    entry.add_op(tile.StoreOp(b.cast(out, element), out_param, [bat, head, r0, zero]))
+    entry.add_op(tile.ReturnOp())
+    b.hoist_constants()
+    return kernel, batch * heads * r_blocks
+
+
+def _memref(v: SSAValue) -> MemRefType:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return MemRefType(t.element_type, t.get_shape())
 
 
 def _element(v: SSAValue) -> Attribute:

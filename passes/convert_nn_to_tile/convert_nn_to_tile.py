@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 from xdsl.context import Context
@@ -53,6 +53,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
     UnitAttr,
+    f32,
 )
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
@@ -72,7 +73,9 @@ from fuseopt.passes.convert_nn_to_tile.analysis import (
 from fuseopt.passes.convert_nn_to_tile.attention import (
     attention_kernel,
     attention_schedule_refusal,
-    choose_attention_blocks,
+    attention_shapes,
+    combine_kernel,
+    plan_attention,
 )
 from fuseopt.passes.convert_nn_to_tile.emitter import KernelEmitter
 from fuseopt.passes.convert_nn_to_tile.heuristics import (
@@ -482,24 +485,56 @@ class HostLowering:
             raise error_at(
                 op, f"convert-nn-to-tile: no attention schedule ({refusal}); run nn-decompose"
             )
-        blocks = choose_attention_blocks(
+        plan = plan_attention(
             op, self.opts.attention_block_m or 0, self.opts.attention_block_n or 0
         )
-        kernel, values, programs = attention_kernel(self._kernel_name("attention"), op, blocks)
+        shapes = attention_shapes(op, plan)
+        out = self._result_buffer(op.result)
+        self.buffers[op.result] = out
+        query, rows_out = self.buffers[op.query], out
+        if plan.packed:  # the group's query heads as rows: free views of both buffers
+            query = self._view(query, shapes.query)
+            rows_out = self._view(out, shapes.out)
+        inputs = [query, *(self.buffers[v] for v in op.operands[1:])]
+        kernel, programs = attention_kernel(self._kernel_name("attention"), op, plan)
+        if plan.splits == 1:
+            self._launch_at(op, kernel, programs, [*inputs, rows_out])
+            return
+        assert shapes.partial_out is not None and shapes.partial_lse is not None
+        partial_out = self._alloc(MemRefType(f32, shapes.partial_out))
+        partial_lse = self._alloc(MemRefType(f32, shapes.partial_lse))
+        self._launch_at(op, kernel, programs, [*inputs, partial_out, partial_lse])
+        combine, programs = combine_kernel(self._kernel_name("attention_combine"), op, plan)
+        self._launch_at(op, combine, programs, [partial_out, partial_lse, rows_out])
+
+    def _view(self, buffer: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """`buffer` (contiguous) under another shape."""
+        t = buffer.type
+        assert isinstance(t, MemRefType)
+        view = tile.ViewOp(buffer, MemRefType(t.element_type, list(shape)))
+        self.block.add_op(view)
+        return view.result
+
+    def _alloc(self, t: MemRefType) -> SSAValue:
+        """A temporary buffer of type `t`."""
+        alloc = tile.AllocOp(t)
+        self.block.add_op(alloc)
+        return alloc.result
+
+    def _launch_at(
+        self, op: Operation, kernel: tile.KernelOp, programs: int, args: list[SSAValue]
+    ) -> None:
+        """Insert `kernel` (located at `op`) and launch it over `programs` programs."""
         if programs > MAX_GRID:
             raise error_at(op, f"convert-nn-to-tile: {programs} programs exceed one launch")
         kernel.location = op.location
         self.module.body.block.insert_op_before(kernel, self.f)
-        self.buffers[op.result] = self._result_buffer(op.result)
-        args = [self.buffers[v] for v in values]
         self.block.add_op(tile.LaunchOp(kernel.sym_name.data, [programs], args))
 
     def _temp(self, v: SSAValue) -> SSAValue:
         t = v.type
         assert isinstance(t, TensorType)
-        alloc = tile.AllocOp(MemRefType(t.element_type, t.get_shape()))
-        self.block.add_op(alloc)
-        return alloc.result
+        return self._alloc(MemRefType(t.element_type, t.get_shape()))
 
     def _gemm(self, mm: nn.MatmulOp, ins: dict[SSAValue, SSAValue], c: SSAValue) -> None:
         """`tile.gemm` (the library's GEMM) computing `mm` into the buffer `c`."""
