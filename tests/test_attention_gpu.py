@@ -59,7 +59,9 @@ def test_attention_matches_on_the_gpu(case: str, backend: str) -> None:
     model = Attention(causal, hq != hkv)
     compiled = fuseopt.compile(model, inputs, backend=backend, strict=True)
     assert not compiled.fallbacks
-    assert [k.schedule for k in compiled.kernels].count("attention") == 1
+    # one attention kernel (and its combine kernel where the keys are split)
+    kernels = [k.name for k in compiled.kernels if k.schedule == "attention"]
+    assert len([n for n in kernels if "combine" not in n]) == 1, kernels
     with torch.no_grad():
         got = compiled(*inputs)
         wide = tuple(x.double() if x.is_floating_point() else x for x in inputs)
