@@ -479,3 +479,60 @@ def test_export_keeps_one_attention_op(form: str) -> None:
         assert "scale = 3.000000e-01" in text
     got = fuseopt.load_mlir(text, backend="triton")(*inputs)
     torch.testing.assert_close(got[0], model(*inputs), rtol=1e-5, atol=1e-5)
+
+
+def test_training_keeps_pytorch_attention_and_matches_gradients() -> None:
+    """With gradients on, the forward graph's SDPA returns the logsumexp its backward
+    needs, which nn.attention does not: that node stays PyTorch's fused kernel (forward
+    and backward, never the S x S scores), everything else compiles, and the gradients
+    match eager's."""
+    model, inputs = _capture_inputs("causal", torch.float32)
+    leaves = [x.clone().requires_grad_() for x in inputs]
+    compiled = fuseopt.compile(model, backend="interpret")
+    compiled(*leaves).square().sum().backward()
+    eager_leaves = [x.clone().requires_grad_() for x in inputs]
+    model(*eager_leaves).square().sum().backward()
+    for got, want in zip(leaves, eager_leaves, strict=True):
+        torch.testing.assert_close(got.grad, want.grad, rtol=1e-4, atol=1e-5)
+    targets = {f.target for f in compiled.fallbacks}
+    assert any("scaled_dot_product" in t for t in targets), targets
+    assert compiled.regions  # the rest (the scaling around it, the backward) compiled
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2", "bert"])
+def test_hugging_face_models_get_one_attention_per_layer(family: str) -> None:
+    """Two-layer Hugging Face models with SDPA attention: one nn.attention per layer,
+    no attention op left to PyTorch, outputs as eager's."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    small = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2}
+    heads = {"num_attention_heads": 4, "vocab_size": 100, "attn_implementation": "sdpa"}
+    if family == "llama":
+        model = transformers.LlamaForCausalLM(
+            transformers.LlamaConfig(**small, **heads, num_key_value_heads=2)
+        )
+    elif family == "qwen2":
+        model = transformers.Qwen2ForCausalLM(
+            transformers.Qwen2Config(**small, **heads, num_key_value_heads=2)
+        )
+    elif family == "gpt2":
+        config = transformers.GPT2Config(
+            n_embd=64, n_layer=2, n_head=4, vocab_size=100, attn_implementation="sdpa"
+        )
+        model = transformers.GPT2LMHeadModel(config)
+    else:
+        model = transformers.BertModel(transformers.BertConfig(**small, **heads))
+    model.eval()
+    ids = torch.randint(0, 100, (2, 12))
+    kwargs = {}
+    if family == "bert":  # a padded second sequence
+        kwargs["attention_mask"] = (torch.arange(12) < torch.tensor([[12], [8]])).long()
+    compiled = fuseopt.compile(model, backend="interpret")
+    with torch.no_grad():
+        got, want = compiled(ids, **kwargs)[0], model(ids, **kwargs)[0]
+    attention = [
+        op for r in compiled.regions for op in r.imported.walk() if isinstance(op, nn.AttentionOp)
+    ]
+    assert len(attention) == 2
+    assert not [f for f in compiled.fallbacks if "attention" in f.target]
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
