@@ -6,17 +6,16 @@
 // BADSIZE-NOT: Traceback
 
 // Causal grouped-query attention with a padding mask, 100 queries against 120 keys: one
-// flash-attention kernel, a program per (batch, query head, block of 128 queries; 128 keys
-// a step, causal), the
+// flash-attention kernel, a program per (batch, query head, block of 128 queries), the
 // last query block first. Query head h reads key/value head h // 2. The query tile is
 // loaded once; the keys every row keeps whole (left of the program's diagonal) come in a
 // loop without index masks, the diagonal and the ragged end in a second loop that masks
 // by comparing key and query indices. Scores are in base-2 units (scale * log2(e)),
-// each exponential an nn.exp2; the mask [2, 1, 1, 120] is read one [1, 128] row per key
+// each exponential an nn.exp2; the mask [2, 1, 1, 120] is read one [1, 64] row per key
 // block and broadcast.
 // CHECK-LABEL: tile.kernel @attention grid 1
 // CHECK-SAME:  (%[[Q:.*]]: memref<2x4x100x64xbf16>, %[[K:.*]]: memref<2x2x120x64xbf16>, %[[V:.*]]: memref<2x2x120x64xbf16>, %[[M:.*]]: memref<2x1x1x120xi1>, %[[O:.*]]: memref<2x4x100x64xbf16>)
-// CHECK-SAME:  schedule = "attention", iteration_sizes = array<i64: 2, 4, 100, 120>, block_sizes = array<i64: 1, 1, 128, 128>
+// CHECK-SAME:  schedule = "attention", iteration_sizes = array<i64: 2, 4, 100, 120>, block_sizes = array<i64: 1, 1, 128, 64>
 // CHECK:       %[[PID:.*]] = tile.program_id 0
 // CHECK:       %[[FROM_END:.*]] = arith.remsi %[[PID]], %{{.*}} : index
 // CHECK:       %[[MB:.*]] = arith.subi %{{.*}}, %[[FROM_END]] : index
@@ -30,22 +29,22 @@
 // CHECK:       %[[END:.*]] = arith.minsi
 // CHECK:       scf.for %[[N:.*]] = %{{.*}} to %[[WHOLE]] step %{{.*}} iter_args
 // CHECK-NOT:     tile.iota
-// CHECK:         %[[KT:.*]] = tile.load %[[K]][%[[B]], %[[KVH]], %[[N]], %{{.*}}] : memref<2x2x120x64xbf16> -> tensor<128x64xbf16>
+// CHECK:         %[[KT:.*]] = tile.load %[[K]][%[[B]], %[[KVH]], %[[N]], %{{.*}}] : memref<2x2x120x64xbf16> -> tensor<64x64xbf16>
 // CHECK:         tile.transpose %[[KT]] [1, 0]
-// CHECK:         tile.dot %[[QT]], %{{.*}} : tensor<128x64xbf16>, tensor<64x128xbf16>, tensor<128x128xf32>
-// CHECK:         nn.constant 0.18033688011112042 : tensor<128x128xf32>
-// CHECK:         tile.load %[[M]][%[[B]], %{{.*}}, %{{.*}}, %[[N]]] : memref<2x1x1x120xi1> -> tensor<1x128xi1>
-// CHECK:         tile.broadcast %{{.*}} dims [0, 1] : tensor<1x128xi1> -> tensor<128x128xi1>
+// CHECK:         tile.dot %[[QT]], %{{.*}} : tensor<128x64xbf16>, tensor<64x64xbf16>, tensor<128x64xf32>
+// CHECK:         nn.constant 0.18033688011112042 : tensor<128x64xf32>
+// CHECK:         tile.load %[[M]][%[[B]], %{{.*}}, %{{.*}}, %[[N]]] : memref<2x1x1x120xi1> -> tensor<1x64xi1>
+// CHECK:         tile.broadcast %{{.*}} dims [0, 1] : tensor<1x64xi1> -> tensor<128x64xi1>
 // CHECK:         tile.reduce max
 // CHECK:         nn.exp2
 // CHECK:         nn.exp2
 // CHECK:         tile.reduce sum
-// CHECK:         tile.load %[[V]][%[[B]], %[[KVH]], %[[N]], %{{.*}}] : memref<2x2x120x64xbf16> -> tensor<128x64xbf16>
-// CHECK:         nn.cast %{{.*}} : tensor<128x128xf32> -> tensor<128x128xbf16>
+// CHECK:         tile.load %[[V]][%[[B]], %[[KVH]], %[[N]], %{{.*}}] : memref<2x2x120x64xbf16> -> tensor<64x64xbf16>
+// CHECK:         nn.cast %{{.*}} : tensor<128x64xf32> -> tensor<128x64xbf16>
 // CHECK:         tile.dot
 // CHECK:         scf.yield
 // CHECK:       scf.for %[[N2:.*]] = %[[WHOLE]] to %[[END]] step
-// CHECK:         tile.iota %[[N2]] start 0 step 1 : tensor<128xi64>
+// CHECK:         tile.iota %[[N2]] start 0 step 1 : tensor<64xi64>
 // CHECK:         nn.compare lt
 // CHECK:         tile.iota %[[M0]] start 0 step 1 : tensor<128xi64>
 // CHECK:         nn.compare le
@@ -58,7 +57,7 @@
 // FORCED:      tile.launch @attention grid [32]
 
 // KNOBS:       schedule = "attention"
-// KNOBS-SAME:  num_warps = 8 : i64, num_stages = 3 : i64
+// KNOBS-SAME:  num_warps = 4 : i64, num_stages = 3 : i64
 func.func @main(%q: tensor<2x4x100x64xbf16>, %k: tensor<2x2x120x64xbf16>, %v: tensor<2x2x120x64xbf16>, %m: tensor<2x1x1x120xi1>) -> tensor<2x4x100x64xbf16> {
   %o = nn.attention %q, %k, %v mask %m causal {scale = 0.125 : f64} : tensor<2x4x100x64xbf16>, tensor<2x2x120x64xbf16>, tensor<2x2x120x64xbf16>, tensor<2x1x1x120xi1> -> tensor<2x4x100x64xbf16>
   func.return %o : tensor<2x4x100x64xbf16>
