@@ -26,9 +26,17 @@ from fuseopt.diagnostics import CompileError, ConfigurationError, verify_module
 from fuseopt.passes.convert_nn_to_tile.heuristics import FORCEABLE, TileOptions
 from fuseopt.passes.tile_promote import SHARED_BUDGET
 
-FUSE_PASSES = ("nn-decompose", "nn-split-reductions", "canonicalize", "cse", "nn-fuse")
-"""The nn-level pipeline's passes: composites into primitives, reductions of few long
-rows in two stages, cleanup, then fusion groups."""
+FUSE_PASSES = (
+    "nn-match-attention",
+    "nn-decompose",
+    "nn-split-reductions",
+    "canonicalize",
+    "cse",
+    "nn-fuse",
+)
+"""The nn-level pipeline's passes: attention written out as ops into nn.attention,
+composites into primitives, reductions of few long rows in two stages, cleanup, then
+fusion groups."""
 
 FUSE = ",".join(FUSE_PASSES)
 """The nn-level pipeline as `-p` text."""

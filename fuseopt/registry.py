@@ -53,6 +53,12 @@ def _nn_decompose() -> type[ModulePass]:
     return NNDecomposePass
 
 
+def _nn_match_attention() -> type[ModulePass]:
+    from fuseopt.passes.nn_match_attention import NNMatchAttentionPass
+
+    return NNMatchAttentionPass
+
+
 def _nn_split_reductions() -> type[ModulePass]:
     from fuseopt.passes.nn_split_reductions import NNSplitReductionsPass
 
@@ -69,6 +75,7 @@ FUSEOPT_DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn, "tile": _tile}
 """fuseopt's own dialects, by name."""
 
 FUSEOPT_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "nn-match-attention": _nn_match_attention,
     "nn-decompose": _nn_decompose,
     "nn-split-reductions": _nn_split_reductions,
     "nn-fuse": _nn_fuse,

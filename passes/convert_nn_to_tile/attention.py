@@ -160,8 +160,8 @@ def choose_attention_blocks(
     with head dims of 128 or more takes BN = BM by default (on an H200 at head dim 128,
     128-key steps made causal 2k-8k prefill 8-15 % faster; non-causal ones were 3 %
     slower, and causal ones at head dim 64 15 % slower) and any causal kernel keeps
-    BN <= BM (its loop split needs BM a multiple of BN). Both caps are halved for head dims above 128 (the tiles are twice
-    as wide)."""
+    BN <= BM (its loop split needs BM a multiple of BN). Both caps are halved for head
+    dims above 128 (the tiles are twice as wide)."""
     _, _, lq, e = _shape(op.query)
     s, ev = _shape(op.key)[2], _shape(op.value)[-1]
     head, value_head = _pow2_at_least(e), _pow2_at_least(ev)
