@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import Float32Type, Float64Type, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -40,6 +40,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.traits import Pure
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_bool, is_float
@@ -75,6 +76,25 @@ def _splat(v: SSAValue) -> float | None:
     if isinstance(owner, nn.ConstantOp) and isinstance(owner.splat_value, float):
         return owner.splat_value
     return None
+
+
+def _widening(cast: Operation) -> bool:
+    """A cast from f16/bf16 to f32 (exact: dropping it keeps every value)."""
+    return _is_narrow_float(_element(cast.operands[0])) and isinstance(
+        _element(cast.results[0]), Float32Type
+    )
+
+
+def _narrowing(cast: Operation) -> bool:
+    """A cast from f32 to f16/bf16 (a rounding nn.attention makes once at its output,
+    computing in f32 in between, as PyTorch's fused attention does)."""
+    return isinstance(_element(cast.operands[0]), Float32Type) and _is_narrow_float(
+        _element(cast.results[0])
+    )
+
+
+def _is_narrow_float(t: object) -> bool:
+    return is_float(t) and not isinstance(t, Float32Type | Float64Type)
 
 
 def _unbroadcast(v: SSAValue) -> SSAValue:
@@ -131,7 +151,7 @@ def _scores(v: SSAValue) -> _Scores | None:
     rounded back: how the frontend imports a Python-scalar multiply) too."""
     scale = 1.0
     narrow = _owner(v, nn.CastOp)
-    if narrow is not None:
+    if narrow is not None and _narrowing(narrow):
         v = narrow.input
     for kind in (nn.MulOp, nn.DivOp):
         op = _owner(v, kind)
@@ -143,7 +163,7 @@ def _scores(v: SSAValue) -> _Scores | None:
             v = op.operands[0]
             break
     widen = _owner(v, nn.CastOp)
-    if widen is not None:
+    if widen is not None and _widening(widen):
         v = widen.input
     if len(_shape(v)) == 4 and isinstance(v.owner, nn.ReshapeOp):
         v3 = v.owner.input
@@ -192,14 +212,14 @@ class MatchAttention(RewritePattern):
         if probs is None or value is None:
             return
         narrow = _owner(probs, nn.CastOp)  # softmax in f32, rounded to the model's type
-        if narrow is not None:
+        if narrow is not None and _narrowing(narrow):
             probs = narrow.input
         softmax = _owner(probs, nn.SoftmaxOp)
         if softmax is None or softmax.axis.value.data != 3:
             return
         x = softmax.operands[0]
         widen = _owner(x, nn.CastOp)
-        if widen is not None and isinstance(_element(x), Float32Type):
+        if widen is not None and _widening(widen):
             x = widen.input
         mask: SSAValue | None = None
         negate = False
@@ -285,7 +305,9 @@ class NNMatchAttentionPass(ModulePass):
 
 
 def _erase_dead(block: Block) -> None:
-    """Erase the nn ops whose results nothing uses (the matched chains), last first."""
+    """Erase the pure nn ops whose results nothing uses (the matched chains), last
+    first (an op with effects, nn.torch_call, stays)."""
     for op in reversed(list(block.ops)):
-        if op.dialect_name() == "nn" and op.results and not any(r.first_use for r in op.results):
+        unused = op.results and not any(r.first_use for r in op.results)
+        if op.dialect_name() == "nn" and unused and op.has_trait(Pure):
             block.erase_op(op)

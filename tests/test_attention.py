@@ -536,3 +536,30 @@ def test_hugging_face_models_get_one_attention_per_layer(family: str) -> None:
     assert len(attention) == 2
     assert not [f for f in compiled.fallbacks if "attention" in f.target]
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["interpret", "triton"])
+def test_a_row_masked_with_finfo_min_averages_like_pytorch(backend: str) -> None:
+    """An additive finfo.min mask over a whole row is not -inf: the softmax is uniform
+    there (PyTorch's result), in the reference and in the kernel (whose base-2 scaling
+    must not overflow it to -inf)."""
+    low = torch.finfo(torch.float32).min
+    text = attention_text((1, 1, 2, 16), (1, 1, 4, 16), 16, "f32", mask=((1, 1, 2, 4), "f32"))
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, 1, n, 16, generator=g) for n in (2, 4, 4))
+    mask = torch.zeros(1, 1, 2, 4)
+    mask[0, 0, 1] = low
+    (got,) = fuseopt.load_mlir(text, backend=backend)(q, k, v, mask)
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(got[0, 0, 1], v[0, 0].mean(0), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_broadcast_attention_runs_in_pytorch() -> None:
+    """A key of batch 1 against a query of batch 2 (PyTorch broadcasts it): not an
+    nn.attention form, so the node runs in PyTorch's kernel, with the same result."""
+    model = Attention()
+    g = torch.Generator().manual_seed(2)
+    q, k, v = torch.randn(2, 2, 5, 16, generator=g), *(torch.randn(1, 2, 7, 16) for _ in "kv")
+    compiled = fuseopt.compile(model, backend="interpret")
+    torch.testing.assert_close(compiled(q, k, v), model(q, k, v))

@@ -42,6 +42,7 @@ from fuseopt.backends.host_memory import (
     pointer_aliases,
     reinterpret,
 )
+from fuseopt.backends.library_gemm import mm_padded, padded_columns
 from fuseopt.backends.targets import CUDA
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile_host, torch_call
@@ -150,6 +151,12 @@ class HostPlan:
             # dispatch costs several microseconds of host time per call
             shapes = [tuple(v.type.get_shape()) for v in (step.lhs, step.rhs, step.out)]  # type: ignore[attr-defined]
             product = torch.matmul
+            if all(len(sh) == 2 for sh in shapes) and not ta:
+                out_element = element_bytes(step.out.type.element_type)  # type: ignore[attr-defined]
+                columns = padded_columns(shapes[2][1], shapes[0][1], out_element)
+                if columns != shapes[2][1]:  # N padded to whole vectors (library_gemm.py)
+                    self.steps.append(self._padded_gemm(a, bb, c, tb, columns))
+                    return
             if all(len(sh) == 2 for sh in shapes):
                 product = torch.mm
             elif all(len(sh) == 3 for sh in shapes) and len({sh[0] for sh in shapes}) == 1:
@@ -162,6 +169,16 @@ class HostPlan:
                 product(x.mT if ta else x, y.mT if tb else y, out=b[c])
 
             self.steps.append(gemm)
+
+    @staticmethod
+    def _padded_gemm(a: int, b: int, c: int, tb: bool, columns: int) -> Step:
+        """The 2-d library GEMM of slots a, b into c, run at N = `columns`."""
+
+        def gemm(buffers: list, dev: torch.device) -> None:
+            y = buffers[b]
+            mm_padded(buffers[a], y.mT if tb else y, buffers[c], columns)
+
+        return gemm
 
     def _torch_call(self, step: tile_host.TorchCall) -> Step:
         """The PyTorch op on its input slots, each result copied into its output slot."""

@@ -23,6 +23,7 @@ from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
 from fuseopt.backends.host_memory import contiguous_strides, plan_workspace, pointer_aliases
+from fuseopt.backends.library_gemm import padded_columns
 from fuseopt.backends.triton import op_table
 from fuseopt.backends.triton.kernel_printer import KernelPrinter
 from fuseopt.backends.triton.names import NameTable
@@ -40,6 +41,8 @@ import torch
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice as fuseopt_libdevice
+
+from fuseopt.backends.library_gemm import mm_padded as fuseopt_mm_padded
 
 INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
 """Running in Triton's CPU interpreter (set when this module is imported)."""
@@ -283,16 +286,21 @@ def _torch_call_lines(
 def _gemm_call(op: tile.GemmOp, expr: dict[SSAValue, str]) -> str:
     """The library GEMM as the most direct torch call: `torch.mm` (rows of a batched
     left operand folded into M, views only), else `torch.matmul`; transposes are `.mT`
-    views that cuBLAS reads as they are (no copy)."""
+    views that cuBLAS reads as they are (no copy). A 2-d product whose N is not whole
+    16-byte vectors runs padded (`backends/library_gemm.py`)."""
     a, b, c = expr[op.lhs], expr[op.rhs], expr[op.out]
     ta, tb = op.transpose_a is not None, op.transpose_b is not None
     sa, sb, sc = (buffer_spec(v.type)[0] for v in (op.lhs, op.rhs, op.out))
     b_expr = f"{b}.mT" if tb else b
     if len(sb) == 2 and not ta:
-        if len(sa) == 2:
-            return f"torch.mm({a}, {b_expr}, out={c})"
-        rows = math.prod(sa[:-1])
-        return f"torch.mm({a}.view({rows}, {sa[-1]}), {b_expr}, out={c}.view({rows}, {sc[-1]}))"
+        a2, c2 = a, c
+        if len(sa) != 2:
+            rows = math.prod(sa[:-1])
+            a2, c2 = f"{a}.view({rows}, {sa[-1]})", f"{c}.view({rows}, {sc[-1]})"
+        columns = padded_columns(sc[-1], sa[-1], element_bytes(op.out.type.element_type))  # type: ignore[attr-defined]
+        if columns != sc[-1]:  # N padded to whole vectors: cuBLAS's aligned kernels
+            return f"fuseopt_mm_padded({a2}, {b_expr}, {c2}, {columns})"
+        return f"torch.mm({a2}, {b_expr}, out={c2})"
     a_expr = f"{a}.mT" if ta else a
     return f"torch.matmul({a_expr}, {b_expr}, out={c})"
 

@@ -83,3 +83,19 @@ func.func @finite_fill(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: t
   %o = nn.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   func.return %o : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+// Casts other than f16/bf16 <-> f32 change the scores (here truncated to integers):
+// not attention's chain.
+// CHECK-LABEL: func.func @integer_scores
+// CHECK-NOT:   nn.attention
+// CHECK:       nn.cast {{.*}} -> tensor<1x2x8x8xi64>
+func.func @integer_scores(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %s = nn.matmul %q, %k transpose_b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
+  %i = nn.cast %s : tensor<1x2x8x8xf32> -> tensor<1x2x8x8xi64>
+  %f = nn.cast %i : tensor<1x2x8x8xi64> -> tensor<1x2x8x8xf32>
+  %p = nn.softmax %f axis 3 : tensor<1x2x8x8xf32>
+  %o = nn.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  func.return %o : tensor<1x2x8x16xf32>
+}

@@ -134,6 +134,16 @@ def attention(
         raise ctx.fail("attention needs 3-d or 4-d (batch, heads, seq, dim) operands")
     b, h, lq, e = _shape(q)
     hk, s = _shape(k)[1], _shape(k)[2]
+    kb, vb = _shape(k), _shape(v)
+    if kb[0] != b or vb[0] != b or kb[3] != e or vb[1:3] != (hk, s):
+        # PyTorch broadcasts batch dims (a key of batch 1) and repeats 3-d GQA along
+        # the batch: such forms run in PyTorch's kernel
+        raise ctx.fail(
+            f"attention over query {list(_shape(q))}, key {list(kb)}, value {list(vb)}: "
+            "only [B, H, L, E] / [B, Hkv, S, E] / [B, Hkv, S, Ev] operands are fused"
+        )
+    if 0 in (*_shape(q), *kb, *vb):
+        raise ctx.fail("attention over an empty operand runs in PyTorch")
     if hk == 0 or h % hk:
         raise ctx.fail(f"{h} query heads are not a multiple of {hk} key/value heads")
     element = _type(q).element_type

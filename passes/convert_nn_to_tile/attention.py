@@ -47,6 +47,9 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from fuseopt.dialects import nn, tile
 from fuseopt.dialects.syntax import int_array, is_bool
 
+F32_MAX = 3.4028234663852886e38
+"""The largest finite f32."""
+
 LOG2E = 1.4426950408889634
 """log2(e): scores times this are in base-2 units (exp(x) = 2^(x log2 e))."""
 
@@ -491,5 +494,11 @@ def _apply_mask(
         return b.add(nn.SelectOp(loaded, scores, neg_inf))
     if not isinstance(t.element_type, Float32Type):
         loaded = b.cast(loaded, f32)
-    in_base_2 = b.add(nn.MulOp(loaded, b.splat(LOG2E, TensorType(f32, [bm, bn]))))
-    return b.add(nn.AddOp(scores, in_base_2))
+    block_t = TensorType(f32, [bm, bn])
+    in_base_2 = b.add(nn.MulOp(loaded, b.splat(LOG2E, block_t)))
+    # a finfo.min mask times log2(e) would overflow to -inf, and a row masked whole
+    # would then be zeros instead of PyTorch's uniform average: finite values stay
+    # finite (-inf, a key dropped, stays -inf)
+    floor = b.add(nn.MaxOp(in_base_2, b.splat(-F32_MAX, block_t)))
+    dropped = b.add(nn.CompareOp("eq", loaded, neg_inf))
+    return b.add(nn.AddOp(scores, b.add(nn.SelectOp(dropped, neg_inf, floor))))
