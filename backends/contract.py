@@ -96,6 +96,15 @@ class Backend(Protocol):
         ...
 
 
+def default_attention(backend: str) -> str:
+    """The frontend's default `attention` option for `backend`: its target's (the GPU
+    targets in backends/targets.py), else "fused"."""
+    from fuseopt.backends.targets import TARGETS
+
+    target = TARGETS.get(backend)
+    return target.attention if target is not None else "fused"
+
+
 def check_options(backend: str, options: Mapping[str, Any], known: Collection[str]) -> None:
     """Raise a ConfigurationError naming the keys of `options` not in `known`, and listing
     the known ones once each (see `describe_options`)."""

@@ -8,11 +8,13 @@ boolean padding mask expanded inside the module, as Hugging Face builds it). Sys
 `eager` (PyTorch's own choice of SDPA kernel), `sdpa-flash`, `sdpa-cudnn`,
 `sdpa-efficient` (each forced with `sdpa_kernel`; a backend that refuses the case is
 listed as such), `torch.compile`, and `fuseopt-<backend>` (`fuseopt.compile`, strict: a
-fallback is an error). Before anything is timed, every output is compared with a float64
-reference; a system whose error is more than twice eager's (plus 1e-3) is marked FAILED
-and not timed. Times are do_bench medians of the whole call (`wall`) and the summed GPU
-kernel time per call from torch.profiler (`kernels`); TFLOP/s counts 4 * B * H * L * S * D
-multiply-adds (half of it under a causal mask). Needs a CUDA GPU (except --quick).
+fallback is an error; `attention="fused"` on every backend, so the CUDA backend's own
+kernel is measured though its default leaves SDPA to PyTorch). Before anything is timed,
+every output is compared with a float64 reference; a system whose error is more than
+twice eager's (plus 1e-3) is marked FAILED and not timed. Times are do_bench medians of
+the whole call (`wall`) and the summed GPU kernel time per call from torch.profiler
+(`kernels`); TFLOP/s counts 4 * B * H * L * S * D multiply-adds (half of it under a
+causal mask). Needs a CUDA GPU (except --quick).
 """
 
 from __future__ import annotations
@@ -140,7 +142,8 @@ def make_system(name: str, model: Attention, inputs: tuple):  # noqa: ANN201 - a
     import fuseopt
 
     backend = name.removeprefix("fuseopt-")
-    compiled = fuseopt.compile(model, inputs, backend=backend, strict=True)
+    # attention="fused" also on the CUDA backend, whose default leaves SDPA to PyTorch
+    compiled = fuseopt.compile(model, inputs, backend=backend, strict=True, attention="fused")
     if compiled.fallbacks:
         raise RuntimeError(f"ops left to PyTorch: {[f.target for f in compiled.fallbacks]}")
     return lambda: compiled(*inputs)

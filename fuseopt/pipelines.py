@@ -70,6 +70,10 @@ class LoweringOptions:
     precision: str = "f32"
     shared_bytes: int = SHARED_BUDGET
     """Shared memory one program may use (tile-promote's budget)."""
+    match_attention: bool = True
+    """Whether the fuse stage turns attention written out as ops into nn.attention
+    (nn-match-attention): off for a target whose attention kernel is slower than the
+    written-out ops (the CUDA target)."""
 
     def forcing(self, sizes: Mapping[str, int]) -> LoweringOptions:
         """These options with the tile sizes in `sizes` forced (keys are the tiler's
@@ -107,14 +111,17 @@ class LoweringOptions:
 def pipeline_passes(name: str, lowering: LoweringOptions | None = None) -> list[ModulePass]:
     """Named pipeline `name` (a key of PIPELINES) as pass objects: "fuse", or
     "standard" with the tile stage `lowering` builds (the default tile options when
-    None; a backend passes its target's). A CompileError for another name."""
+    None; a backend passes its target's), without nn-match-attention where `lowering`
+    says so. A CompileError for another name."""
     if name not in PIPELINES:
         raise CompileError(f"no pipeline named {name!r} (pipelines: {', '.join(PIPELINES)})")
     passes = registry.all_passes()
-    fuse = [passes[flag]()() for flag in FUSE_PASSES]
+    lowering = lowering or LoweringOptions()
+    flags = [f for f in FUSE_PASSES if lowering.match_attention or f != "nn-match-attention"]
+    fuse = [passes[flag]()() for flag in flags]
     if name == "fuse":
         return fuse
-    return [*fuse, *(lowering or LoweringOptions()).passes()]
+    return [*fuse, *lowering.passes()]
 
 
 def pipeline_spec(passes: Sequence[ModulePass]) -> str:

@@ -9,10 +9,11 @@ compiled by the chosen fuseopt backend; everything else runs eagerly.
 Options (`torch.compile(..., options={...})`): `backend` (fuseopt backend name,
 default "triton"); `strict` (default False: a region the backend fails on runs eagerly
 and is logged as a fallback; True: the backend's error is raised); `attention`
-("fused", the default: PyTorch's fused attention kernels become `nn.attention`, one
-flash-attention kernel each; "nn": decomposed into matmul, softmax and matmul;
-"eager": left to PyTorch); every other key is passed to the backend, which rejects keys it
-does not know with a ConfigurationError.
+("fused": PyTorch's fused attention kernels become `nn.attention`, one flash-attention
+kernel each; "nn": decomposed into matmul, softmax and matmul; "eager": left to
+PyTorch; the default is the backend's, `default_attention`: "fused" except on the CUDA
+backend, whose attention kernel is still slow); every other key is passed to the
+backend, which rejects keys it does not know with a ConfigurationError.
 The registration is the `torch_dynamo_backends` entry point `fuseopt` in pyproject.toml.
 
 A graph traced on meta-device inputs runs eagerly in PyTorch (logged at INFO): meta
@@ -52,7 +53,9 @@ DEFAULT_BACKEND = "triton"
 ATTENTION_MODES = ("fused", "nn", "eager")
 """Values of the `attention` option (see the module docstring)."""
 
-ATTENTION_REASON = "PyTorch's fused attention kernel (option attention='eager')"
+ATTENTION_REASON = (
+    "PyTorch's fused attention kernel (option attention='eager', the CUDA backend's default)"
+)
 """The fallback reason logged for fused attention under attention='eager'."""
 
 DECOMPOSED_OPS = [
@@ -115,7 +118,7 @@ def fuseopt_backend(
     not available (before any compilation work), and a ConfigurationError for a bad
     option or mode.
     """
-    from fuseopt.backends.contract import check_mode, resolve_backend
+    from fuseopt.backends.contract import check_mode, default_attention, resolve_backend
 
     settings = dict(options or {})
     backend_name = settings.pop("backend", DEFAULT_BACKEND)
@@ -123,7 +126,7 @@ def fuseopt_backend(
     strict = settings.pop("strict", False)
     if not isinstance(strict, bool):
         raise ConfigurationError(f"option 'strict' must be True or False, got {strict!r}")
-    attention = settings.pop("attention", "fused")
+    attention = settings.pop("attention", default_attention(backend_name))
     if attention not in ATTENTION_MODES:
         raise ConfigurationError(
             f"option 'attention' must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}"
