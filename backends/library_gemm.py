@@ -10,10 +10,12 @@ weight, the product written into a padded buffer, its first N columns copied out
 nothing: N itself must be aligned. Inductor pads the same way (`pad_mm`).
 
 Both backends run a 2-D library GEMM through `mm_padded` when `padded_columns` says so;
-the Triton backend's printed host function imports it.
+the Triton backend prints its source into the generated module (`mm_padded_source`).
 """
 
 from __future__ import annotations
+
+import inspect
 
 import torch
 
@@ -54,3 +56,9 @@ def mm_padded(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, columns: int)
     product = torch.empty((a.shape[0], columns), dtype=out.dtype, device=out.device)
     torch.mm(a, wide, out=product)
     out.copy_(product[:, :n])
+
+
+def mm_padded_source(name: str) -> str:
+    """`mm_padded`'s source as a function called `name` (the Triton backend prints it
+    into its modules, which import nothing but torch and Triton)."""
+    return inspect.getsource(mm_padded).replace("def mm_padded(", f"def {name}(", 1)

@@ -23,7 +23,7 @@ from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
 from fuseopt.backends.host_memory import contiguous_strides, plan_workspace, pointer_aliases
-from fuseopt.backends.library_gemm import padded_columns
+from fuseopt.backends.library_gemm import mm_padded_source, padded_columns
 from fuseopt.backends.triton import op_table
 from fuseopt.backends.triton.kernel_printer import KernelPrinter
 from fuseopt.backends.triton.names import NameTable
@@ -41,8 +41,6 @@ import torch
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice as fuseopt_libdevice
-
-from fuseopt.backends.library_gemm import mm_padded as fuseopt_mm_padded
 
 INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
 """Running in Triton's CPU interpreter (set when this module is imported)."""
@@ -283,6 +281,11 @@ def _torch_call_lines(
     return lines
 
 
+PADDED_GEMM = "fuseopt_mm_padded"
+"""The printed module's copy of `library_gemm.mm_padded` (defined when a host function
+calls it: the module imports nothing but torch and Triton)."""
+
+
 def _gemm_call(op: tile.GemmOp, expr: dict[SSAValue, str]) -> str:
     """The library GEMM as the most direct torch call: `torch.mm` (rows of a batched
     left operand folded into M, views only), else `torch.matmul`; transposes are `.mT`
@@ -299,7 +302,7 @@ def _gemm_call(op: tile.GemmOp, expr: dict[SSAValue, str]) -> str:
             a2, c2 = f"{a}.view({rows}, {sa[-1]})", f"{c}.view({rows}, {sc[-1]})"
         columns = padded_columns(sc[-1], sa[-1], element_bytes(op.out.type.element_type))  # type: ignore[attr-defined]
         if columns != sc[-1]:  # N padded to whole vectors: cuBLAS's aligned kernels
-            return f"fuseopt_mm_padded({a2}, {b_expr}, {c2}, {columns})"
+            return f"{PADDED_GEMM}({a2}, {b_expr}, {c2}, {columns})"
         return f"torch.mm({a2}, {b_expr}, out={c2})"
     a_expr = f"{a}.mT" if ta else a
     return f"torch.matmul({a_expr}, {b_expr}, out={c})"
@@ -354,6 +357,8 @@ def assemble(kernels: list[KernelInfo], host_sources: list[str]) -> str:
     parts = [HEADER]
     parts += [op_table.HELPERS[h] for h in helpers]
     parts += [k.source for k in kernels]
+    if any(f"{PADDED_GEMM}(" in s for s in host_sources):
+        parts.append(mm_padded_source(PADDED_GEMM))
     parts += host_sources
     return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
 

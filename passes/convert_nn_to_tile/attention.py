@@ -12,9 +12,9 @@ row max), l [BM] (running sum) and acc [BM, Dv]:
                          acc = acc * 2^(m - m') + p V;  m = m'
     out = acc / l                                     (0 for a row that kept no key)
 
-The scores are kept in base-2 units (an additive mask is scaled by log2(e) too), so each
-exponential is one `nn.exp2` (the hardware's ex2.approx on the GPU) and the scale costs
-no extra multiply: exp's libm accuracy buys nothing where every argument is <= 0.
+The scores are kept in base-2 units (an additive mask is scaled by log2(e) too, kept
+finite where it was), so each exponential is one `nn.exp2` (exp2f: one hardware ex2 with
+its range handled) and the scale costs no extra multiply.
 
 Key blocks come in two loops: the blocks every row of the program keeps whole (no
 bounds or causal mask to compute), then the blocks on the causal diagonal and the
@@ -24,6 +24,11 @@ first. A query head reads key/value head `h // (Hq / Hkv)` (grouped-query attent
 without repeating K and V); a mask operand is read per block at its own broadcast
 shape (a dim of 1 is indexed at 0 and broadcast in registers). Head dims are padded to
 a power of two by masked loads. `tile-promote` picks the launch knobs.
+
+`plan_attention` also packs the query heads of a key/value group as one program's rows
+when no row needs a mask of its own, and splits the keys of short queries into chunks
+merged by `combine_kernel` when the row blocks alone would leave the GPU idle (a decode
+step).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 // A language-model head whose vocabulary (50257) is not whole 16-byte vectors: the
 // library GEMM runs at N = 50264 (`fuseopt_mm_padded`: the weight padded with zero
 // rows, the product's first 50257 columns copied out), where cuBLAS's aligned kernels
-// apply; an aligned N keeps the plain torch.mm.
-// CHECK:       from fuseopt.backends.library_gemm import mm_padded as fuseopt_mm_padded
+// apply; the module defines its copy of library_gemm.mm_padded; an aligned N keeps the
+// plain torch.mm.
+// CHECK:       def fuseopt_mm_padded(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, columns: int) -> None:
 // CHECK-LABEL: def lm_head(in0, in1, *, device):
 // CHECK:           fuseopt_mm_padded(in0, in1.mT, out0, 50264)
 // CHECK-LABEL: def aligned(in0, in1, *, device):
