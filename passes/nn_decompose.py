@@ -34,6 +34,7 @@ from xdsl.pattern_rewriter import (
 from fuseopt.diagnostics import error_at
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_bool
+from fuseopt.passes.convert_nn_to_tile.attention import attention_schedule_refusal
 from fuseopt.passes.nn_builder import NNBuilder
 
 
@@ -140,8 +141,6 @@ class AttentionLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.AttentionOp, rewriter: PatternRewriter) -> None:
-        from fuseopt.passes.convert_nn_to_tile.attention import attention_schedule_refusal
-
         if not self.every and attention_schedule_refusal(op) is None:
             return
         b = NNBuilder()

@@ -44,6 +44,7 @@ from xdsl.traits import Pure
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_bool, is_float
+from fuseopt.passes.nn_canonicalization_patterns import splat_of
 
 
 def _shape(v: SSAValue) -> tuple[int, ...]:
@@ -58,24 +59,15 @@ def _element(v: SSAValue):  # noqa: ANN202 - an xDSL type attribute
     return t.element_type
 
 
-def _single_use(v: SSAValue) -> bool:
-    return v.has_one_use()
-
-
 def _owner(v: SSAValue, kind: type[Operation]) -> Operation | None:
     """`v`'s producer when it is a `kind` op used only by this chain (once)."""
     op = v.owner
-    return op if isinstance(op, kind) and _single_use(v) else None
+    return op if isinstance(op, kind) and v.has_one_use() else None
 
 
-def _splat(v: SSAValue) -> float | None:
-    """The value of a (broadcast) float splat constant, else None."""
-    while isinstance(v.owner, nn.BroadcastOp):
-        v = v.owner.input
-    owner = v.owner
-    if isinstance(owner, nn.ConstantOp) and isinstance(owner.splat_value, float):
-        return owner.splat_value
-    return None
+def _splat(v: SSAValue) -> float | int | None:
+    """The value of a (broadcast) splat constant, else None."""
+    return splat_of(unbroadcast(v))
 
 
 def _widening(cast: Operation) -> bool:
@@ -97,8 +89,12 @@ def _is_narrow_float(t: object) -> bool:
     return is_float(t) and not isinstance(t, Float32Type | Float64Type)
 
 
-def _unbroadcast(v: SSAValue) -> SSAValue:
-    while isinstance(v.owner, nn.BroadcastOp):
+def unbroadcast(v: SSAValue, max_rank: int | None = None) -> SSAValue:
+    """`v` with the `nn.broadcast`s producing it peeled off (only down to sources of at
+    most `max_rank` dims, when given)."""
+    while isinstance(v.owner, nn.BroadcastOp) and (
+        max_rank is None or len(_shape(v.owner.input)) <= max_rank
+    ):
         v = v.owner.input
     return v
 
@@ -167,7 +163,7 @@ def _scores(v: SSAValue) -> _Scores | None:
         v = widen.input
     if len(_shape(v)) == 4 and isinstance(v.owner, nn.ReshapeOp):
         v3 = v.owner.input
-        if not _single_use(v) or len(_shape(v3)) != 3:
+        if not v.has_one_use() or len(_shape(v3)) != 3:
             return None
     else:
         v3 = v
@@ -200,7 +196,7 @@ class MatchAttention(RewritePattern):
         out = op.result
         target: Operation = op
         if len(_shape(out)) == 3:  # [B*H, L, Dv], reshaped back to [B, H, L, Dv]
-            back = out.get_user_of_unique_use() if _single_use(out) else None
+            back = out.get_user_of_unique_use() if out.has_one_use() else None
             if not isinstance(back, nn.ReshapeOp) or len(_shape(back.result)) != 4:
                 return
             target = back
@@ -230,13 +226,13 @@ class MatchAttention(RewritePattern):
             for i in (0, 1):
                 scores = _scores(add.operands[i])
                 if scores is not None:
-                    mask = _unbroadcast(add.operands[1 - i])
+                    mask = unbroadcast(add.operands[1 - i])
                     break
         elif select is not None and _splat(select.operands[2]) == float("-inf"):
-            scores, mask = _scores(select.operands[1]), _unbroadcast(select.operands[0])
+            scores, mask = _scores(select.operands[1]), unbroadcast(select.operands[0])
         elif select is not None and _splat(select.operands[1]) == float("-inf"):
             # masked_fill(drop, -inf): keep where `drop` is false
-            scores, mask = _scores(select.operands[2]), _unbroadcast(select.operands[0])
+            scores, mask = _scores(select.operands[2]), unbroadcast(select.operands[0])
             negate = True
         else:
             scores = _scores(x)

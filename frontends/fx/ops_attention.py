@@ -29,6 +29,8 @@ from xdsl.ir import SSAValue
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_bool
 from fuseopt.frontends.fx.context import ImportContext, Imported, register
+from fuseopt.passes.nn_canonicalization_patterns import splat_of
+from fuseopt.passes.nn_match_attention import unbroadcast
 
 aten = torch.ops.aten
 
@@ -62,15 +64,12 @@ def _only_output_used(ctx: ImportContext, node: Node) -> None:
 
 def _unbroadcast(v: SSAValue) -> SSAValue:
     """`v` with the `nn.broadcast`s producing it peeled off (down to rank 4 or less)."""
-    while isinstance(v.owner, nn.BroadcastOp) and len(_shape(v.owner.input)) <= 4:
-        v = v.owner.input
-    return v
+    return unbroadcast(v, max_rank=4)
 
 
 def _splat_of(v: SSAValue) -> float | int | None:
     """The value of a (broadcast) splat constant, else None."""
-    owner = _unbroadcast(v).owner
-    return owner.splat_value if isinstance(owner, nn.ConstantOp) else None
+    return splat_of(_unbroadcast(v))
 
 
 def _mask_operand(

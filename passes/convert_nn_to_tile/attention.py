@@ -40,7 +40,6 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     Float32Type,
     IndexType,
-    IntegerAttr,
     MemRefType,
     StringAttr,
     TensorType,
@@ -51,6 +50,8 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuseopt.dialects import nn, tile
 from fuseopt.dialects.syntax import int_array, is_bool
+from fuseopt.passes.convert_nn_to_tile.analysis import shape as _shape
+from fuseopt.passes.convert_nn_to_tile.index_constants import IndexConstants
 
 F32_MAX = 3.4028234663852886e38
 """The largest finite f32."""
@@ -84,12 +85,6 @@ def _pow2_at_least(n: int, least: int = 16) -> int:
     return p
 
 
-def _shape(v: SSAValue) -> tuple[int, ...]:
-    t = v.type
-    assert isinstance(t, TensorType)
-    return tuple(t.get_shape())
-
-
 def attention_schedule_refusal(op: nn.AttentionOp) -> str | None:
     """Why the attention schedule does not take `op` (None when it does): a head dim
     above MAX_HEAD_DIM, or an empty operand."""
@@ -118,11 +113,6 @@ class AttentionPlan:
     row blocks alone would leave the GPU idle (a decode step) and not causal."""
     chunk: int
     """Keys per chunk (a multiple of BN); the key length when not split."""
-
-    @property
-    def kernels(self) -> int:
-        """Kernels the plan launches."""
-        return 2 if self.splits > 1 else 1
 
 
 SPLIT_PROGRAMS = 256
@@ -187,24 +177,17 @@ def choose_attention_blocks(
 
 
 class _Builder:
-    """Appends ops to a block; index constants are hoisted to the kernel entry."""
+    """Appends ops to a block; `index(n)` makes index constants, hoisted to the kernel
+    entry when it is done."""
 
     def __init__(self, entry: Block):
         self.entry = entry
         self.block = entry
-        self.constants: dict[int, SSAValue] = {}
-        self.constant_ops: list[Operation] = []
+        self.index = IndexConstants()
 
     def add(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
         return op.results[0]
-
-    def index(self, n: int) -> SSAValue:
-        if n not in self.constants:
-            op = arith.ConstantOp(IntegerAttr(n, IndexType()))
-            self.constant_ops.append(op)
-            self.constants[n] = op.result
-        return self.constants[n]
 
     def splat(self, value: float, t: TensorType) -> SSAValue:
         return self.add(nn.ConstantOp(float(value), t))
@@ -215,12 +198,6 @@ class _Builder:
         if t.element_type == element:
             return x
         return self.add(nn.CastOp(x, TensorType(element, t.get_shape())))
-
-    def hoist_constants(self) -> None:
-        """Put the index constants at the start of the kernel."""
-        first = self.entry.first_op
-        for c in self.constant_ops:
-            self.entry.insert_op_before(c, first)  # type: ignore[arg-type]
 
     def rows(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
         """A [BM] tile broadcast along a new last dim to `shape`."""
@@ -391,7 +368,7 @@ def attention_kernel(
     else:
         entry.add_op(tile.StoreOp(b.cast(out, element), entry.args[-1], [bat, head, m0, zero]))
     entry.add_op(tile.ReturnOp())
-    b.hoist_constants()
+    b.index.hoist(entry)
     return kernel, batch * heads * m_blocks * plan.splits
 
 
@@ -446,7 +423,7 @@ def combine_kernel(name: str, op: nn.AttentionOp, plan: AttentionPlan) -> tuple[
     out = b.add(nn.DivOp(num, b.rows(divisor, [block, dv])))
     entry.add_op(tile.StoreOp(b.cast(out, element), out_param, [bat, head, r0, zero]))
     entry.add_op(tile.ReturnOp())
-    b.hoist_constants()
+    b.index.hoist(entry)
     return kernel, batch * heads * r_blocks
 
 

@@ -59,6 +59,7 @@ from fuseopt.passes.convert_nn_to_tile.analysis import (
     shape,
 )
 from fuseopt.passes.convert_nn_to_tile.heuristics import Blocks, candidates, tiled_dims
+from fuseopt.passes.convert_nn_to_tile.index_constants import IndexConstants
 from fuseopt.passes.convert_nn_to_tile.matmul import emit_matmul
 
 REDUCE_KIND = {nn.SumOp: "sum", nn.MeanOp: "sum", nn.ReduceMaxOp: "max", nn.ReduceMinOp: "min"}
@@ -100,8 +101,7 @@ class KernelEmitter:
         self.online_stats = online_stats
         self.row_cache_bytes = row_cache_bytes
         self.tiled = set(tiled_dims(space))
-        self.constants: dict[int, SSAValue] = {}
-        self.constant_ops: list[Operation] = []
+        self.constants = IndexConstants()
         self.operands = {v for m in space.matmuls for v in (m.lhs, m.rhs)}
         self.varies = self._part_dependent()
         self.part_offsets: dict[tuple[SSAValue, int, int], SSAValue] = {}
@@ -172,11 +172,7 @@ class KernelEmitter:
 
     def index(self, n: int) -> SSAValue:
         """An index constant (hoisted to the kernel entry)."""
-        if n not in self.constants:
-            op = arith.ConstantOp(IntegerAttr(n, IndexType()))
-            self.constant_ops.append(op)
-            self.constants[n] = op.result
-        return self.constants[n]
+        return self.constants(n)
 
     @staticmethod
     def add(ctx: Context, op: Operation) -> SSAValue:
@@ -231,9 +227,7 @@ class KernelEmitter:
                     ctx.offsets[sp.reduce_dim] = self.index(0)
                 self.store(ctx, list(range(len(g.outputs))))
         entry.add_op(tile.ReturnOp())
-        first = entry.first_op
-        for op in self.constant_ops:
-            entry.insert_op_before(op, first)  # type: ignore[arg-type]
+        self.constants.hoist(entry)
         return kernel, [grid]
 
     def _annotate(self, kernel: tile.KernelOp) -> None:

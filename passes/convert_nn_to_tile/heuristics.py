@@ -43,10 +43,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
+from fuseopt.dialects import tile
 from fuseopt.passes.convert_nn_to_tile.analysis import MATMUL, POINTWISE, REDUCTION, IterationSpace
-
-ATTENTION = "attention"
-"""The attention schedule's kind (tile.Schedule.ATTENTION)."""
 
 MAX_ROW_BLOCK = 8192
 """Longest row (elements, a power of two) kept whole in one program's registers."""
@@ -328,7 +326,7 @@ def launch_knobs(
     vec = max(1, 16 // max(1, element_bytes))
     while vec > 1 and (inner_block % vec or inner_size % vec):
         vec //= 2
-    if kind in (MATMUL, ATTENTION):
+    if kind in (MATMUL, tile.Schedule.ATTENTION):
         # tensor-core tiles: 8 warps for a 128 x 128 tile, 4 below (an attention
         # kernel's largest tile is its query block times the head dim)
         warps = 8 if tile_elements >= 128 * 128 else 4
