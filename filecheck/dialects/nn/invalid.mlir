@@ -313,3 +313,11 @@ func.func @attention_rank(%q: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
   %0 = nn.attention %q, %q, %q {scale = 0.25 : f64} : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>
   func.return %0 : tensor<2x8x16xf32>
 }
+
+// -----
+
+func.func @exp2_of_integers(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error@+1 {{'nn.exp2' op needs a floating-point tensor, got tensor<4xi64>}}
+  %0 = nn.exp2 %a : tensor<4xi64>
+  func.return %0 : tensor<4xi64>
+}
