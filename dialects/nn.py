@@ -795,6 +795,51 @@ class ConcatOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class TakeOp(IRDLOperation):
+    """Gather by flat position: `result[i] = input.flatten()[index[i]]` (torch.take).
+
+    The result has the index's shape and the input's element type; the index is i64
+    and every entry must lie in [0, numel(input)) (the reference raises otherwise;
+    kernels read 0 there and never touch memory outside the input). Embeddings,
+    `index_select`, `gather` and advanced indexing become a take under index
+    arithmetic (the frontend computes each element's flat position), so the gathered
+    input is read where its consumer needs it: a fused kernel loads it by address
+    (`tile.gather`) and the input must come from outside the kernel.
+
+    Example:
+        %r = nn.take %w, %pos : tensor<64x32xf32>, tensor<8x32xi64> -> tensor<8x32xf32>
+    """
+
+    name = "nn.take"
+    input = operand_def(TensorType)
+    index = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
+    assembly_format = (
+        "$input `,` $index attr-dict `:` type($input) `,` type($index) `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue, index: SSAValue):
+        x, i = tensor_type(input, "input"), tensor_type(index, "index")
+        super().__init__(
+            operands=[input, index], result_types=[TensorType(x.element_type, i.get_shape())]
+        )
+
+    def verify_(self) -> None:
+        x, i = tensor_type(self.input, "input"), tensor_type(self.index, "index")
+        check_element_type(x, "input")
+        if not (isinstance(i.element_type, IntegerType) and i.element_type.width.data == 64):
+            raise VerifyException(f"index must be a tensor of i64, got {i}")
+        if not math.prod(x.get_shape()) and math.prod(i.get_shape()):
+            raise VerifyException(f"cannot take from an empty input {x}")
+        r = tensor_type(self.result, "result")
+        if r.get_shape() != i.get_shape() or r.element_type != x.element_type:
+            raise VerifyException(
+                f"result must be tensor<{shape_str(i.get_shape())}x{x.element_type}>, got {r}"
+            )
+
+
 # --------------------------------------------------------------------------- constant
 
 
@@ -1320,7 +1365,7 @@ class TorchCallOp(IRDLOperation):
     one for every op without an nn lowering, so any model exports.
 
     Example:
-        %e = nn.torch_call "aten.embedding.default"(%w, %ids) {call = "{'args':[{'operand':0},{'operand':1}],'kwargs':{}}"} : (tensor<64x32xf32>, tensor<1x8xi64>) -> tensor<1x8x32xf32>
+        %s = nn.torch_call "aten.cumsum.default"(%x) {call = "{'args':[{'operand':0},1],'kwargs':{}}"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
     """
 
     name = "nn.torch_call"
@@ -1499,6 +1544,7 @@ NN = Dialect(
         TransposeOp,
         SliceOp,
         ConcatOp,
+        TakeOp,
         BroadcastOp,
         SoftmaxOp,
         LogSoftmaxOp,

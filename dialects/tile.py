@@ -13,6 +13,7 @@ directly onto CUDA (one program = one thread block):
   ranked `tensor`s held in registers; `tile.program_id` says which program runs,
   `tile.load`/`tile.store` move a box of a buffer (the tile covers the buffer's trailing
   dims; out-of-bounds elements are masked: loads give `fill`, stores skip them),
+  `tile.gather` loads element by element at flat positions a tile of i64 holds,
   `tile.mask` makes an explicit in-bounds mask, `tile.dot` (f32 accumulation),
   `tile.reduce`, `tile.broadcast` and `tile.transpose` work on tiles, and shared memory
   is `tile.alloc` of a `#tile.memory_space<shared>` memref filled by `tile.copy` and
@@ -73,6 +74,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     NoneAttr,
     StringAttr,
@@ -697,6 +699,45 @@ class StoreOp(IRDLOperation):
 
 
 @irdl_op_definition
+class GatherOp(IRDLOperation):
+    """Load by address: element i of the result is the buffer's element at flat
+    (row-major) position `index[i]`; a position outside [0, numel) reads 0 and touches
+    no memory. The result has the index tile's shape and the buffer's element type;
+    the index is i64. What `nn.take` becomes in a kernel (embeddings, gathers,
+    advanced indexing). Kernel-only.
+
+    Example:
+        %t = tile.gather %w[%pos] : memref<64x32xf32>, tensor<16x32xi64> -> tensor<16x32xf32>
+    """
+
+    name = "tile.gather"
+    assembly_format = (
+        "$buffer `[` $index `]` attr-dict `:` type($buffer) `,` type($index) `->` type($result)"
+    )
+    buffer = operand_def(MemRefType)
+    index = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(self, buffer: SSAValue, index: SSAValue):
+        b, i = memref_type(buffer, "buffer"), tensor_type(index, "index")
+        super().__init__(
+            operands=[buffer, index], result_types=[TensorType(b.element_type, i.get_shape())]
+        )
+
+    def verify_(self) -> None:
+        require_kernel(self)
+        b, i = memref_type(self.buffer, "buffer"), tensor_type(self.index, "index")
+        if not (isinstance(i.element_type, IntegerType) and i.element_type.width.data == 64):
+            raise VerifyException(f"the index must be a tile of i64, got {i}")
+        r = tensor_type(self.result, "result")
+        if r.get_shape() != i.get_shape() or r.element_type != b.element_type:
+            raise VerifyException(
+                f"the result must have the index's shape and the buffer's element type: "
+                f"{r}, {i}, {b}"
+            )
+
+
+@irdl_op_definition
 class MaskOp(IRDLOperation):
     """An i1 tile, true where `offset[d] + i_d < bound[d]` in every dim d. Kernel-only.
 
@@ -921,7 +962,7 @@ class TorchCallOp(IRDLOperation):
     result's shape and element type). The call text is `nn.torch_call`'s.
 
     Example:
-        tile.torch_call "aten.embedding.default"(%w, %ids) into (%e) {call = "{'args':[{'operand':0},{'operand':1}],'kwargs':{}}"} : (memref<64x32xf32>, memref<1x8xi64>) -> (memref<1x8x32xf32>)
+        tile.torch_call "aten.cumsum.default"(%x) into (%s) {call = "{'args':[{'operand':0},1],'kwargs':{}}"} : (memref<4x8xf32>) -> (memref<4x8xf32>)
     """
 
     name = "tile.torch_call"
@@ -1214,6 +1255,7 @@ TILE = Dialect(
         LaunchOp,
         ProgramIdOp,
         LoadOp,
+        GatherOp,
         StoreOp,
         MaskOp,
         AllocOp,
@@ -1240,6 +1282,7 @@ __all__ = [
     "BroadcastOp",
     "CopyOp",
     "DotOp",
+    "GatherOp",
     "GemmOp",
     "IotaOp",
     "KernelOp",

@@ -9,7 +9,9 @@ Each nn op's `NNCanonicalization` trait asks `patterns_for(op_type)` for its pat
   PyTorch (a max or min of nothing has no value and is left alone);
 - constant folding: an op whose operands are all constants folds to a constant when
   every operand is a splat (any size: elementwise and layout ops map splats to
-  splats) or the result has at most `MAX_FOLD_ELEMENTS` elements.
+  splats) or the result has at most `MAX_FOLD_ELEMENTS` elements; a broadcast of an
+  index vector stays (a kernel computes it from its tile indices, a dense constant
+  would be read from memory).
 Folding evaluates the op with the reference interpreter, so it has the same numerics,
 on one element for a splat. It never materializes an operand of more than
 `MAX_EVAL_ELEMENTS` elements: a reduction of a larger splat folds symbolically (max and
@@ -248,7 +250,7 @@ class FoldConstants(RewritePattern):
             if reduced is not None:
                 rewriter.replace(op, nn.ConstantOp(reduced, result_type))
                 return
-        if _elements(result_type) > MAX_FOLD_ELEMENTS:
+        if _elements(result_type) > MAX_FOLD_ELEMENTS or _broadcasts_index_vector(op):
             return
         if any(_elements(v.type) > MAX_EVAL_ELEMENTS for v in op.operands):
             return
@@ -258,6 +260,15 @@ class FoldConstants(RewritePattern):
         except InterpretError:  # e.g. the max of no elements: not ours to decide here
             return
         rewriter.replace(op, nn.ConstantOp(_value_attr(out, result_type), result_type))
+
+
+def _broadcasts_index_vector(op: Operation) -> bool:
+    owner = op.operands[0].owner
+    return (
+        isinstance(op, nn.BroadcastOp)
+        and isinstance(owner, nn.ConstantOp)
+        and (owner.arange is not None)
+    )
 
 
 def _elements(t: object) -> int:

@@ -11,6 +11,8 @@ test can parse it, make random inputs and compare two pipelines with
 - reductions (sum, reduce_max, reduce_min, mean) over random axes, with or without keepdim;
 - matmuls (fresh weight arguments, optional transpose_b, batched or not);
 - shape ops: reshape, transpose, slice, concat;
+- gathers (`nn.take`) at random in-range positions (a dense constant), or as an
+  embedding builds them: a row id times the row length plus a column index vector;
 - several results: the function returns 1 to 3 values, intermediates included.
 
 Shapes are tiny (dims 1 to 4, rank 1 to 3) so the reference interpreter stays fast. The
@@ -55,6 +57,8 @@ UNARY = (
 BINARY = ("add", "sub", "mul", "div", "max", "min")
 REDUCTIONS = ("sum", "reduce_max", "reduce_min", "mean")
 COMPARES = ("lt", "le", "gt", "ge", "eq", "ne")
+FLOATS = ("f32", "bf16")
+"""The element types drawn ops compute on (i1 and i64 values only feed selects and takes)."""
 
 
 def type_str(shape: tuple[int, ...], dtype: str = "f32") -> str:
@@ -102,7 +106,7 @@ class _Builder:
         return name
 
     def pick(self, dtype: str | None = "f32") -> tuple[str, tuple[int, ...], str]:
-        pool = [v for v in self.values if v[2] == dtype or (dtype is None and v[2] != "i1")]
+        pool = [v for v in self.values if v[2] == dtype or (dtype is None and v[2] in FLOATS)]
         return self.draw(st.sampled_from(pool))
 
     def same_shaped(self, shape: tuple[int, ...], dtype: str) -> str:
@@ -138,6 +142,7 @@ def _add_op(b: _Builder) -> None:
                 "cast",
                 "constant",
                 "index_vector",
+                "take",
             ]
         )
     )
@@ -216,9 +221,47 @@ def _add_op(b: _Builder) -> None:
         r = b.emit(f"nn.reshape {c} : {type_str((n,))} -> {type_str(along)}", along)
         v = b.emit(f"nn.broadcast {r} : {type_str(along)} -> {t}", shape)
         b.emit(f"nn.add {x}, {v} : {t}", shape)
+    elif kind == "take":
+        _add_take(b, x, shape)
     else:  # constant (and kinds that did not apply to this rank)
         c = b.emit(f"nn.constant {draw(st.sampled_from([0.5, -1.5, 2.0]))} : {t}", shape)
         b.emit(f"nn.mul {x}, {c} : {t}", shape)
+
+
+def _add_take(b: _Builder, x: str, shape: tuple[int, ...]) -> None:
+    """`nn.take` of `x`: at random positions (a dense i64 constant of a random shape),
+    or row by row as an embedding reads (row ids times the row length, plus a column
+    index vector; `x` viewed as rows of its last dim)."""
+    draw, numel = b.draw, math.prod(shape)
+    t = type_str(shape)
+    if draw(st.booleans()) or not shape:
+        out = tuple(draw(st.integers(1, 4)) for _ in range(draw(st.integers(1, 3))))
+        positions = draw(
+            st.lists(st.integers(0, numel - 1), min_size=math.prod(out), max_size=math.prod(out))
+        )
+        dense = np.array(positions).reshape(out).tolist()
+        p = b.emit(f"nn.constant dense<{dense}> : {type_str(out, 'i64')}", out, "i64")
+    else:
+        cols, rows = shape[-1], numel // shape[-1]
+        k = draw(st.integers(1, 4))
+        ids = draw(st.lists(st.integers(0, rows - 1), min_size=k, max_size=k))
+        out = (k, cols)
+        r = b.emit(
+            f"nn.constant dense<{[[i * cols] for i in ids]}> : {type_str((k, 1), 'i64')}",
+            (k, 1),
+            "i64",
+        )
+        rb = b.emit(
+            f"nn.broadcast {r} : {type_str((k, 1), 'i64')} -> {type_str(out, 'i64')}", out, "i64"
+        )
+        c = b.emit(
+            f"nn.constant dense<{list(range(cols))}> : {type_str((cols,), 'i64')}", (cols,), "i64"
+        )
+        cb = b.emit(
+            f"nn.broadcast {c} : {type_str((cols,), 'i64')} -> {type_str(out, 'i64')}", out, "i64"
+        )
+        p = b.emit(f"nn.add {rb}, {cb} : {type_str(out, 'i64')}", out, "i64")
+    b.emit(f"nn.take {x}, {p} : {t}, {type_str(out, 'i64')} -> {type_str(out)}", out)
 
 
 @st.composite
@@ -230,8 +273,8 @@ def nn_graphs(draw: st.DrawFn, min_ops: int = 1, max_ops: int = 40) -> RandomGra
     b.arg(tuple(draw(st.integers(1, 4)) for _ in range(rank)))
     for _ in range(draw(st.integers(min_ops, max_ops))):
         _add_op(b)
-    computed = [v for v in b.values if v[0].startswith("%v") and v[2] != "i1"] or [
-        v for v in b.values if v[2] != "i1"
+    computed = [v for v in b.values if v[0].startswith("%v") and v[2] in FLOATS] or [
+        v for v in b.values if v[2] in FLOATS
     ]
     results = [computed[-1]]
     extra = draw(st.lists(st.sampled_from(computed), max_size=2))

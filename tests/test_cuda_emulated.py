@@ -109,6 +109,26 @@ func.func @main(%x: tensor<40x48xbf16>) -> tensor<40x48xbf16> {
   func.return %8 : tensor<40x48xbf16>
 }
 """.replace("ROWS", str(list(range(-1, 39)))).replace("COLS", str(list(range(48)))),
+    # an embedding as the frontend builds it: row ids (inputs in [-1.5, 1.5] truncated
+    # to -1, 0, 1, plus one) times the row length plus a column index vector, gathered
+    # by address (tile.gather) and added to in the same kernel; rows of 200 are ragged
+    "embedding_rows": """
+func.func @main(%f: tensor<12xbf16>, %w: tensor<3x200xbf16>, %b: tensor<12x200xbf16>) -> tensor<12x200xbf16> {
+  %i = nn.cast %f : tensor<12xbf16> -> tensor<12xi64>
+  %one = nn.constant 1 : tensor<12xi64>
+  %j = nn.add %i, %one : tensor<12xi64>
+  %r = nn.reshape %j : tensor<12xi64> -> tensor<12x1xi64>
+  %d = nn.constant 200 : tensor<12x1xi64>
+  %s = nn.mul %r, %d : tensor<12x1xi64>
+  %sb = nn.broadcast %s : tensor<12x1xi64> -> tensor<12x200xi64>
+  %c = nn.constant dense<COLS> : tensor<200xi64>
+  %cb = nn.broadcast %c : tensor<200xi64> -> tensor<12x200xi64>
+  %p = nn.add %sb, %cb : tensor<12x200xi64>
+  %e = nn.take %w, %p : tensor<3x200xbf16>, tensor<12x200xi64> -> tensor<12x200xbf16>
+  %y = nn.add %e, %b : tensor<12x200xbf16>
+  func.return %y : tensor<12x200xbf16>
+}
+""".replace("COLS", str(list(range(200)))),
     # a PyTorch op kept as a call between kernels: the host plan runs it in PyTorch
     "torch_call_between_kernels": """
 func.func @main(%x: tensor<6x100xbf16>) -> tensor<6x100xbf16> {

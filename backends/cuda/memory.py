@@ -1,4 +1,4 @@
-"""CUDA C++ for the tile memory ops: load, store, copy, mask, alloc, view, barrier.
+"""CUDA C++ for the tile memory ops: load, gather, store, copy, mask, alloc, view, barrier.
 
 Every access goes chunk by chunk through a dist layout (`values.Layout`): a chunk is
 `v` consecutive elements of one row of the box, so it is consecutive in the buffer.
@@ -183,6 +183,25 @@ def _emit_load(em, op: tile.LoadOp) -> None:  # noqa: ANN001
     em.values[op.result] = out
 
 
+def _emit_gather(em, op: tile.GatherOp) -> None:  # noqa: ANN001
+    """Each slot reads the buffer at its own flat position (0 outside the buffer)."""
+    buf = em.buffer(op.buffer)
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    out = em.new_dist(tuple(t.get_shape()), t.element_type, "gather")
+    index = em.as_dist(em.val(op.index), out.layout)
+    fill = op_table.literal(0, t.element_type)
+    numel = math.prod(buf.shape)
+
+    def read(k: int, j: int) -> str:
+        at = f"(long long)({em.slot(index, k, j)})"
+        slot = em.slot(out, k, j)
+        return f"{slot} = ({at} >= 0 && {at} < {numel}LL) ? {buf.name}[{at}] : {fill};"
+
+    em.for_slots(out.layout, read)
+    em.values[op.result] = out
+
+
 def _emit_store(em, op: tile.StoreOp) -> None:  # noqa: ANN001
     buf = em.buffer(op.buffer)
     x = em.val(op.value)
@@ -317,6 +336,7 @@ def memory_handlers() -> dict[type[Operation], Callable]:
     """The printer handlers of the memory ops, by op class."""
     return {
         tile.LoadOp: _emit_load,
+        tile.GatherOp: _emit_gather,
         tile.StoreOp: _emit_store,
         tile.CopyOp: _emit_copy,
         tile.MaskOp: _emit_mask,

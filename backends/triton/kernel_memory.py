@@ -8,6 +8,7 @@ sizes give unmasked, vectorizable accesses. Shared memory (`tile.alloc` in a ker
 reads of a shared buffer go to the global source it was copied from (Triton stages
 through shared memory and caches by itself; those reads ask L2 to keep the row,
 `evict_last`). A tile loaded only to be transposed is read transposed by addressing.
+A `tile.gather` is one masked `tl.load` at the index tile's addresses.
 """
 
 from __future__ import annotations
@@ -200,6 +201,20 @@ class MemoryPrinter:
             self.folded.add(transposed)
             return
         self.bind(op.result, "x", expr)
+
+    def _gather(self, op: tile.GatherOp) -> None:
+        """`tl.load(ptr + index, mask=in bounds, other=0)`: one address per element."""
+        if op.buffer in self.shared:
+            raise error_at(op, "the triton target gathers only from global memory")
+        index = self.materialized(op.index)
+        numel = math.prod(_shape(op.buffer))
+        zero = op_table.literal(0, op_table.element_type(op.result))
+        self.bind(
+            op.result,
+            "gathered",
+            f"tl.load({self.value(op.buffer)} + {index}, "
+            f"mask=({index} >= 0) & ({index} < {numel}), other={zero})",
+        )
 
     def _store(self, op: tile.StoreOp) -> None:
         ptr, mask = self._address(op.buffer, list(op.offsets), _shape(op.value))

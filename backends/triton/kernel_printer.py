@@ -327,7 +327,7 @@ class KernelPrinter(MemoryPrinter):
         if shape:
             positions = self._arange(op.offset, shape[0], True)
         else:
-            positions = f"(tl.zeros([], tl.int64) + {self.value(op.offset)})"
+            positions = f"(tl.full([], 0, tl.int64) + {self.value(op.offset)})"
         expr = positions if op.step_value == 1 else f"{op.step_value} * {positions}"
         if op.start_value:
             expr = f"{op.start_value} + {expr}"
@@ -449,6 +449,7 @@ _HANDLERS = {
     arith.IndexCastOp: KernelPrinter._index_cast,
     tile.ProgramIdOp: KernelPrinter._program_id,
     tile.LoadOp: KernelPrinter._load,
+    tile.GatherOp: KernelPrinter._gather,
     tile.AllocOp: KernelPrinter._shared_alloc,
     tile.CopyOp: KernelPrinter._copy,
     tile.BarrierOp: KernelPrinter._barrier,

@@ -31,6 +31,7 @@ from fuseopt.frontends.fx import (  # noqa: F401 - importing fills the op table
     ops_attention,
     ops_creation,
     ops_elementwise,
+    ops_indexing,
     ops_linalg,
     ops_loss,
     ops_reduction,

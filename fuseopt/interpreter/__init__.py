@@ -5,7 +5,8 @@ included) and returns its results as a tuple of NumPy arrays. It is the oracle e
 pass and backend is checked against. Storage conventions per element type are in
 `fuseopt.interpreter.dtypes` (bf16 results come back as bf16-exact float32 arrays).
 Errors are `InterpretError`s (`fuseopt.interpreter.errors`), never NumPy's: a max or
-min over an axis of size 0 raises `EmptyReductionError`, as PyTorch raises.
+min over an axis of size 0 raises `EmptyReductionError`, an `nn.take` position out of
+range `IndexOutOfRangeError`, as PyTorch raises.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from xdsl.interpreter import Interpreter
 
 from fuseopt.dialects import tile_host
 from fuseopt.interpreter.dtypes import to_tensor
-from fuseopt.interpreter.errors import EmptyReductionError, InterpretError
+from fuseopt.interpreter.errors import EmptyReductionError, IndexOutOfRangeError, InterpretError
 from fuseopt.interpreter.nn_semantics import NNFunctions
 
 
@@ -78,4 +79,4 @@ def interpret(
     return tuple(interpreter.call_op(target, tuple(inputs)))
 
 
-__all__ = ["EmptyReductionError", "InterpretError", "interpret"]
+__all__ = ["EmptyReductionError", "IndexOutOfRangeError", "InterpretError", "interpret"]

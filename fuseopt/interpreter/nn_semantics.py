@@ -30,7 +30,7 @@ from xdsl.interpreter import (
 
 from fuseopt.dialects import nn
 from fuseopt.interpreter.dtypes import compute_dtype, to_element_type
-from fuseopt.interpreter.errors import EmptyReductionError
+from fuseopt.interpreter.errors import EmptyReductionError, IndexOutOfRangeError
 from fuseopt.interpreter.torch_calls import run_torch_call
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -214,6 +214,14 @@ class NNFunctions(InterpreterFunctions):
     @impl(nn.ConcatOp)
     def run_concat(self, interpreter: Interpreter, op: nn.ConcatOp, args: PythonValues):
         return (np.concatenate([np.asarray(a) for a in args], axis=op.axis.value.data),)
+
+    @impl(nn.TakeOp)
+    def run_take(self, interpreter: Interpreter, op: nn.TakeOp, args: PythonValues):
+        x, index = np.asarray(args[0]), np.asarray(args[1], dtype=np.int64)
+        bad = (index < 0) | (index >= x.size)
+        if bad.any():
+            raise IndexOutOfRangeError(op, int(index[bad].flat[0]), x.size)
+        return (x.reshape(-1)[index].copy(),)
 
     @impl(nn.SoftmaxOp)
     def run_softmax(self, interpreter: Interpreter, op: nn.SoftmaxOp, args: PythonValues):

@@ -183,6 +183,14 @@ class TileFunctions(InterpreterFunctions):
             out[tile_index] = buf[buf_index].reshape(out[tile_index].shape)
         return (out,)
 
+    @impl(tile.GatherOp)
+    def run_gather(self, interpreter: Interpreter, op: tile.GatherOp, args: PythonValues):
+        buf, index = np.asarray(args[0]).reshape(-1), np.asarray(args[1], dtype=np.int64)
+        inside = (index >= 0) & (index < buf.size)
+        out = np.zeros(index.shape, dtype=buf.dtype)
+        out[inside] = buf[index[inside]]
+        return (out,)
+
     @impl(tile.StoreOp)
     def run_store(self, interpreter: Interpreter, op: tile.StoreOp, args: PythonValues):
         value, buf, *offsets = args

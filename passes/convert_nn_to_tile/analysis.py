@@ -25,6 +25,10 @@ the parts: part `p` of a buffer is the box at offset `p * g` along that dim, a s
 picks parts, a concat lists them. One split class per group, at most MAX_PARTS parts
 per value, and never in a matmul; the split dim is never merged with a neighbour.
 
+An `nn.take` ties its index's axes to its result's, like an elementwise op; the input
+it gathers from is read by address (`tile.gather`), so it must be a group input, and an
+input read only that way spans no iteration dim (`IterationSpace.gathered`).
+
 A pure pointwise group whose values all have the same element count is *flat*: one
 dim, every value spans it, reshapes are free. Anything else that does not fit raises
 `Untileable`. nn-fuse asks `analyze` before every merge (`legality`), so its
@@ -102,6 +106,9 @@ class IterationSpace:
     tiled: tuple[int, ...] | None = None
     """The dims tiles cover when transposes decide it (see `_tiling_for_transposes`);
     None: the schedule's default (`heuristics.tiled_dims`)."""
+    gathered: frozenset[SSAValue] = frozenset()
+    """Inputs read only by `nn.take` (by address): they span no iteration dim, and the
+    kernel gets them whole, in their own shape."""
 
     def span(self, v: SSAValue) -> tuple[int, ...]:
         """The iteration dims `v` spans, in order."""
@@ -338,8 +345,30 @@ def _owner(v: SSAValue | None) -> Operation | None:
     return v.owner if v is not None and isinstance(v.owner, Operation) else None
 
 
+def gathered_inputs(group: Group) -> frozenset[SSAValue]:
+    """The inputs of `group` that only `nn.take`s read (as the input they gather from);
+    Untileable when a take gathers from a value computed in the group (a kernel reads
+    by address only from memory)."""
+    inputs = set(group.inputs)
+    takes = [op for op in group.ops if isinstance(op, nn.TakeOp)]
+    for op in takes:
+        if op.input not in inputs:
+            raise Untileable(op, "nn.take gathers from a value computed in the kernel")
+    ops = set(group.ops)
+    return frozenset(
+        op.input
+        for op in takes
+        if all(
+            isinstance(u.operation, nn.TakeOp) and u.index == 0
+            for u in op.input.uses
+            if u.operation in ops
+        )
+    )
+
+
 def analyze(group: Group) -> IterationSpace:
     """The iteration space of `group`, or `Untileable`."""
+    gathered = gathered_inputs(group)
     for op in group.ops:
         for r in op.results:
             if not isinstance(r.type, TensorType) or any(d < 0 for d in shape(r)):
@@ -351,7 +380,8 @@ def analyze(group: Group) -> IterationSpace:
         values = [*group.inputs, *(r for op in group.ops for r in op.results)]
         return IterationSpace(POINTWISE, [n], {v: (0,) for v in values})
     axes = _Axes()
-    for v in group.inputs:
+    inputs = [v for v in group.inputs if v not in gathered]
+    for v in inputs:
         axes.add(v)
     reduced: set[Node] = set()
     contraction: set[Node] = set()
@@ -361,7 +391,7 @@ def analyze(group: Group) -> IterationSpace:
             axes.add(r)
         _tie(op, axes, reduced, contraction, matmuls)
     check_matmuls(matmuls, bool(reduced))
-    values = [*group.inputs, *(r for op in group.ops for r in op.results)]
+    values = [*inputs, *(r for op in group.ops for r in op.results)]
     classes_of = {
         v: tuple(axes.find((v, i)) for i, n in enumerate(shape(v)) if n != 1) for v in values
     }
@@ -386,6 +416,8 @@ def analyze(group: Group) -> IterationSpace:
         if sig in solved.layouts:
             space.layouts[v] = solved.layouts[sig]
     space.tiled = solved.tiled
+    space.gathered = gathered
+    space.spans.update({v: () for v in gathered})
     if solved.split is not None:
         space.split_dim = solved.dim_of[solved.split]
     space.reduce_dim = solved.reduce_dim
@@ -536,7 +568,7 @@ class AxisSummary:
         summary = AxisSummary(op)
         summary.pending = []
         axes = _Axes()
-        values = [*op.operands, *op.results]
+        values = [*_tied_operands(op), *op.results]
         for v in values:
             axes.add(v)
         reduced: set[Node] = set()
@@ -637,6 +669,11 @@ def _shares_lhs(a: nn.MatmulOp, b: nn.MatmulOp) -> bool:
     )
 
 
+def _tied_operands(op: Operation) -> list[SSAValue]:
+    """The operands whose axes `op` ties (all but the input an `nn.take` gathers from)."""
+    return [op.index] if isinstance(op, nn.TakeOp) else list(op.operands)
+
+
 def _axis_of(v: SSAValue, cls: Node, signature: tuple[Node, ...]) -> int:
     axes = [i for i, n in enumerate(shape(v)) if n != 1]
     return axes[signature.index(cls)]
@@ -657,6 +694,9 @@ def _tie(
                 axes.tie(x, i, r, i, op)
     elif isinstance(op, nn.ConstantOp):
         pass
+    elif isinstance(op, nn.TakeOp):  # the input is read by address: only the index ties
+        for i in range(len(shape(op.result))):
+            axes.tie(op.index, i, op.result, i, op)
     elif isinstance(op, nn.BroadcastOp):
         x, r = op.operands[0], op.results[0]
         lead = len(shape(r)) - len(shape(x))

@@ -9,7 +9,8 @@ Algorithm:
    stack of suspended emissions, so a chain of any length nests no Python calls): an
    input is a masked
    `tile.load` at the context's offsets, an nn op is re-created on tiles (elementwise
-   ops keep their nn name; `nn.broadcast` becomes `tile.broadcast`; squeeze-only
+   ops keep their nn name; `nn.broadcast` becomes `tile.broadcast`; `nn.take` becomes
+   `tile.gather` from the input's buffer at the index tile's positions; squeeze-only
    reshapes are free; reductions become `tile.reduce` with out-of-bounds elements
    replaced by the identity); a value's tile has one dim per tiled iteration dim it spans;
    a value holding several parts of a split dim (slices/concats, `analysis`)
@@ -145,6 +146,8 @@ class KernelEmitter:
         mm = self.space.matmul
         if operand and mm is not None and v in self.operands:
             return MemRefType(t.element_type, self.operand_view(v)[0])
+        if v in self.space.gathered:  # read by address only: the buffer in its own shape
+            return MemRefType(t.element_type, list(shape(v)) or [1])
         dims = [self.space.extent(v, d) for d in self.space.layout(v)] or [1]
         return MemRefType(t.element_type, dims)
 
@@ -389,6 +392,9 @@ class KernelEmitter:
             assert arange is not None
             (offset,) = self.offsets(ctx, r, part)
             return self.add(ctx, tile.IotaOp(offset, *arange, self.tile_type(r)))
+        if isinstance(op, nn.TakeOp):  # any view of the input has its flat order
+            index = yield self._emit_steps(op.index, ctx, part)
+            return self.add(ctx, tile.GatherOp(self.params[op.input], index))
         if isinstance(op, nn.ReductionOp) and self.space.reduce_dim in self.space.span(
             op.operands[0]
         ):

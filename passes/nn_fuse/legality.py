@@ -5,8 +5,10 @@ set of top-level ops of one block; it is legal when it matches one of three kern
 shapes, each with one *domain* (the index space the kernel iterates over):
 
 - **pointwise**: elementwise ops and views (reshape, transpose, slice, concat, broadcast)
-  evaluated by index mapping. The domain is a flat index space whose size is the number
-  of elements of every group output (all outputs have the same element count).
+  evaluated by index mapping, and `nn.take` (elementwise in its index; the input it
+  gathers from is read by address, so it comes from outside the group). The domain is
+  a flat index space whose size is the number of elements of every group output (all
+  outputs have the same element count).
 - **reduction**: one or more reductions with the same input shape `S` and the same axes
   `A` (softmax: max and sum; layer_norm: two means), plus prologue and epilogue ops. Every
   op is *row-shaped*: its rank is that of `S` and it agrees with `S` on every kept axis
@@ -122,7 +124,7 @@ def classify(op: Operation) -> OpClass:
         # reduction group cannot always tile (a loss's input split into rows). One that
         # is returned is copied into its output anyway: that copy may join a group.
         return OpClass.OPAQUE
-    if isinstance(op, ELEMENTWISE_TYPES):
+    if isinstance(op, (*ELEMENTWISE_TYPES, nn.TakeOp)):  # a take: elementwise in its index
         return OpClass.ELEMENTWISE
     if isinstance(op, VIEW_TYPES):
         return OpClass.VIEW
@@ -257,7 +259,10 @@ def _squeezed(shape: Iterable[int]) -> tuple[int, ...]:
 def shape_violation(op: Operation, key: DomainKey, inside: bool, status: Status) -> str | None:
     """Why `op` (in the domain when `inside`) breaks its group's kind, or None: in a
     reduction group a view of a domain value must keep rows; in a matmul group nothing
-    may move accumulator elements."""
+    may move accumulator elements; an `nn.take` reads its input by address, so the input
+    comes from outside the group."""
+    if isinstance(op, nn.TakeOp) and status(op.input) is not None:
+        return "nn.take gathers from a value computed in the group (read by address)"
     if key.kind == MATMUL:
         moves = isinstance(op, nn.TransposeOp | nn.SliceOp | nn.ConcatOp)
         if moves and any(status(v) for v in op.operands):

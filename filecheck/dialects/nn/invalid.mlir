@@ -321,3 +321,27 @@ func.func @exp2_of_integers(%a: tensor<4xi64>) -> tensor<4xi64> {
   %0 = nn.exp2 %a : tensor<4xi64>
   func.return %0 : tensor<4xi64>
 }
+
+// -----
+
+func.func @take_float_index(%w: tensor<8x4xf32>, %p: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error@+1 {{'nn.take' op index must be a tensor of i64, got tensor<3xf32>}}
+  %0 = nn.take %w, %p : tensor<8x4xf32>, tensor<3xf32> -> tensor<3xf32>
+  func.return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @take_result_shape(%w: tensor<8x4xf32>, %p: tensor<3xi64>) -> tensor<4xf32> {
+  // expected-error@+1 {{'nn.take' op result must be tensor<3xf32>, got tensor<4xf32>}}
+  %0 = nn.take %w, %p : tensor<8x4xf32>, tensor<3xi64> -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @take_from_empty(%w: tensor<0x4xf32>, %p: tensor<3xi64>) -> tensor<3xf32> {
+  // expected-error@+1 {{'nn.take' op cannot take from an empty input tensor<0x4xf32>}}
+  %0 = nn.take %w, %p : tensor<0x4xf32>, tensor<3xi64> -> tensor<3xf32>
+  func.return %0 : tensor<3xf32>
+}

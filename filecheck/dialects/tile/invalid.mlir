@@ -780,3 +780,31 @@ func.func @f() {
   %i = tile.iota %c0 start 0 step 1 : tensor<8xi64>
   func.return
 }
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %i = tile.iota %c0 start 0 step 1 : tensor<8xf32>
+  // expected-error@+1 {{'tile.gather' op the index must be a tile of i64, got tensor<8xf32>}}
+  %g = tile.gather %x[%i] : memref<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %i = tile.iota %c0 start 0 step 1 : tensor<8xi64>
+  // expected-error@+1 {{'tile.gather' op the result must have the index's shape and the buffer's element type: tensor<8xbf16>, tensor<8xi64>, memref<8xf32>}}
+  %g = tile.gather %x[%i] : memref<8xf32>, tensor<8xi64> -> tensor<8xbf16>
+  tile.return
+}
+
+// -----
+
+func.func @f(%x: memref<8xf32>, %i: tensor<8xi64>) {
+  // expected-error@+1 {{'tile.gather' op tile.gather must be inside a tile.kernel}}
+  %g = tile.gather %x[%i] : memref<8xf32>, tensor<8xi64> -> tensor<8xf32>
+  func.return
+}

@@ -51,6 +51,10 @@ tile.kernel @row_reduction grid 2 (%x: memref<6x100xf32>, %y: memref<6xf32>) {
   %iota = tile.iota %c0 start 10 step -3 : tensor<128xi64>
   // CHECK-NEXT: tile.iota %{{.*}} start 0 step 1 : tensor<f32>
   %row = tile.iota %r start 0 step 1 : tensor<f32>
+  // a load by address: the flat positions a tile of i64 holds
+  // CHECK-NEXT: tile.gather %{{.*}}[%{{.*}}] : memref<6x100xf32>, tensor<128xi64> -> tensor<128xf32>
+  // GENERIC: "tile.gather"(%{{.*}}, %{{.*}}) : (memref<6x100xf32>, tensor<128xi64>) -> tensor<128xf32>
+  %g = tile.gather %x[%iota] : memref<6x100xf32>, tensor<128xi64> -> tensor<128xf32>
   %z = nn.constant 0.0 : tensor<2x128xf32>
   // CHECK: nn.select %[[M]], %{{.*}}, %{{.*}} : tensor<2x128xf32>
   %s = nn.select %m, %t, %z : tensor<2x128xf32>
