@@ -15,8 +15,9 @@ that narrow a yielded value, a matmul operand or a float-to-integer conversion h
 Algorithm, per region, in program order (the block is rebuilt, old ops erased):
 1. a 16-bit block argument is widened by one `nn.cast`, placed where a widened op first
    reads it (so a backend that loads at first use still does); views of it (broadcast,
-   reshape, transpose, slice, concat) stay 16-bit and are widened after the view, so a
-   broadcast weight is still indexed from memory rather than staged;
+   reshape, transpose, slice, concat) and gathers from it (`nn.take`, which reads its
+   input from memory by address) stay 16-bit and are widened after, so a broadcast
+   weight or an embedding table is still indexed in memory rather than staged;
 2. an explicit `nn.cast` between float types keeps its meaning: to f16/bf16 it rounds
    (readers in the group widen the rounded value), to f32 it is the source's f32 value.
    Only the rounding each 16-bit op implies is dropped, as torch.compile drops it;
@@ -64,6 +65,9 @@ from xdsl.passes import ModulePass
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_float
 from fuseopt.passes.nn_fuse.legality import VIEW_TYPES
+
+MOVES_ELEMENTS = (*VIEW_TYPES, nn.TakeOp)
+"""Ops that only move elements: kept in their operands' type, widened after."""
 
 
 def is_narrow_float(t: Attribute) -> bool:
@@ -152,7 +156,7 @@ class _RegionWidener:
             self.value_of[op.result] = self._add(new)
             return
         current = [self.value_of.get(v, v) for v in op.operands]
-        if isinstance(op, VIEW_TYPES) and all(
+        if isinstance(op, MOVES_ELEMENTS) and all(
             c.type == v.type for c, v in zip(current, op.operands, strict=True)
         ):
             self._clone(op, current, [r.type for r in op.results])  # widened after the view

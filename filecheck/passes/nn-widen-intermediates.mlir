@@ -153,3 +153,23 @@ func.func @view_of_input(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>) -> tensor<4x8
   }
   func.return %0 : tensor<4x8xbf16>
 }
+
+// -----
+
+// Rule: a gather reads its table from memory by address: the take stays bf16 (a
+// kernel gathers only from its inputs) and its result is widened after it.
+// CHECK-LABEL: func.func @take
+// CHECK:         ^bb0(%[[W:.*]]: tensor<64x32xbf16>, %[[P:.*]]: tensor<8x32xi64>, %[[B:.*]]: tensor<8x32xbf16>):
+// CHECK-NEXT:      %[[T:.*]] = nn.take %[[W]], %[[P]] : tensor<64x32xbf16>, tensor<8x32xi64> -> tensor<8x32xbf16>
+// CHECK-NEXT:      %[[TW:.*]] = nn.cast %[[T]] : tensor<8x32xbf16> -> tensor<8x32xf32>
+// CHECK-NEXT:      %[[BW:.*]] = nn.cast %[[B]] : tensor<8x32xbf16> -> tensor<8x32xf32>
+// CHECK-NEXT:      nn.add %[[TW]], %[[BW]] : tensor<8x32xf32>
+func.func @take(%w: tensor<64x32xbf16>, %p: tensor<8x32xi64>, %b: tensor<8x32xbf16>) -> tensor<8x32xbf16> {
+  %0 = nn.fusion ins(%w, %p, %b : tensor<64x32xbf16>, tensor<8x32xi64>, tensor<8x32xbf16>) -> tensor<8x32xbf16> {
+  ^bb0(%a: tensor<64x32xbf16>, %q: tensor<8x32xi64>, %c: tensor<8x32xbf16>):
+    %t = nn.take %a, %q : tensor<64x32xbf16>, tensor<8x32xi64> -> tensor<8x32xbf16>
+    %s = nn.add %t, %c : tensor<8x32xbf16>
+    nn.yield %s : tensor<8x32xbf16>
+  }
+  func.return %0 : tensor<8x32xbf16>
+}

@@ -26,9 +26,10 @@ Growth may pass through a group whose axes do not meet in one domain yet (RMSNor
 `broadcast(rsqrt(mean))` before the multiply that ties it to the row), so merges check
 with `partial=True`. Every final group is then checked in full; the ops of a group that
 fails are marked *strict* and the block is grouped again, with full checks on every
-merge that involves a strict op. Each round marks at least one new op (a group of
-strict ops only was checked in full), so this ends, and every group nn-fuse returns is
-one kernel for convert-nn-to-tile.
+merge that involves a strict op. Each round marks at least one new op, or stops: a
+group of strict ops only that still fails (an op no group can hold, which no merge
+checked) is left out, its ops unfused. So this ends, and every group nn-fuse returns
+is one kernel for convert-nn-to-tile.
 
 Cost: a merge must not revisit the groups it joins, or a chain of n ops costs n^2.
 Each group keeps its `GroupFacts` (legality decides a union from the uses where two
@@ -412,7 +413,10 @@ def find_groups(
                 incomplete.append(ops)
         if not incomplete:
             return found
-        strict.update(op for ops in incomplete for op in ops)
+        fresh = {op for ops in incomplete for op in ops} - strict
+        if not fresh:  # groups of strict ops only still fail: leave their ops unfused
+            return found
+        strict.update(fresh)
 
 
 def _grow(

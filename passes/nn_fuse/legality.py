@@ -124,6 +124,8 @@ def classify(op: Operation) -> OpClass:
         # reduction group cannot always tile (a loss's input split into rows). One that
         # is returned is copied into its output anyway: that copy may join a group.
         return OpClass.OPAQUE
+    if isinstance(op, nn.TakeOp) and _is_cloned(op.input):
+        return OpClass.OPAQUE  # a kernel gathers from memory, never from a cloned constant
     if isinstance(op, (*ELEMENTWISE_TYPES, nn.TakeOp)):  # a take: elementwise in its index
         return OpClass.ELEMENTWISE
     if isinstance(op, VIEW_TYPES):
@@ -133,6 +135,10 @@ def classify(op: Operation) -> OpClass:
     if isinstance(op, nn.MatmulOp):
         return OpClass.MATMUL
     return OpClass.OPAQUE
+
+
+def _is_cloned(v: SSAValue) -> bool:
+    return isinstance(v.owner, Operation) and cloned_into_fusion(v.owner)
 
 
 def _is_function_argument(v: SSAValue) -> bool:
