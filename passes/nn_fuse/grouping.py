@@ -14,7 +14,10 @@ Algorithm (greedy union of groups, in program order; every merge is checked):
    to merge the op's group with the operand's producer group (a transpose producer in a
    second pass, once the other ops have grouped). This grows elementwise chains,
    reduction prologues and epilogues, matmul epilogues, and joins two matmuls that
-   share A when their results meet in an elementwise op (gated MLP).
+   share A when their results meet in an elementwise op (gated MLP). Refused pairs
+   are tried again until none merges: a union refused in one domain may be legal
+   after one side joined another group (a reduction's row-shaped ops are side ops of a
+   pointwise group, counted against `max_recompute`, but in the reduction's domain).
 4. Siblings: pointwise or reduction groups that compute and read the same value are
    merged when legal, so the value is read once (e.g. two reductions of one tensor).
 A merge happens only if the union passes `check_group` (one kernel shape, bounded
@@ -437,6 +440,7 @@ def _grow(
     # 3. producer-consumer merges; transposes join only after the other ops have
     # grouped (a transpose merged early can leave a consumer outside: RoPE's slices of
     # a transposed q need q as a group input)
+    refused: list[tuple[Operation, Operation]] = []
     for late in (False, True):
         for op in fusible:
             for v in op.operands:
@@ -445,7 +449,16 @@ def _grow(
                     continue
                 if isinstance(producer, nn.TransposeOp) != late:
                     continue
-                part.try_merge(part.group(op), part.group(producer))
+                if not part.try_merge(part.group(op), part.group(producer)):
+                    refused.append((op, producer))
+    # a refused merge may be legal once the groups have grown: a per-row index
+    # computation is a side op of a pointwise group but in the domain of the row
+    # reduction that group later joins (an embedding chain merged after the norm)
+    while refused:
+        again = [(op, p) for op, p in refused if not part.try_merge(part.group(op), part.group(p))]
+        if len(again) == len(refused):
+            break
+        refused = again
     # 4. sibling merges: groups reading the same value
     readers: dict[SSAValue, list[Operation]] = {}
     for op in fusible:
