@@ -387,3 +387,83 @@ def test_cuda_kernel_matches_through_the_emulation(case: str, element: str, tmp_
     fn = CudaBackend().compile(fuseopt.parse(case_text(case, element)), "main", {})
     (got,) = EmulatedFunction(fn, tmp_path)(*inputs)
     check(case, dtype, got, inputs)
+
+
+# ---------------------------------------------------------------- sequence-major operands
+
+
+def head_transposed_text(
+    b: int, s: int, hq: int, hkv: int, e: int, element: str, out_used_twice: bool = False
+) -> str:
+    """@main(q, k, v) in [B, S, H, E], as projections write them: each transposed to
+    [B, H, S, E] for the attention, the output transposed back (what BERT and GPT-2 do
+    around SDPA)."""
+    q, kv = (b, s, hq, e), (b, s, hkv, e)
+    qt, kvt = (b, hq, s, e), (b, hkv, s, e)
+    lines = [
+        f"func.func @main(%q: {_tt(q, element)}, %k: {_tt(kv, element)}, "
+        f"%v: {_tt(kv, element)}) -> {_tt(q, element)} {{",
+        f"  %qt = nn.transpose %q [0, 2, 1, 3] : {_tt(q, element)} -> {_tt(qt, element)}",
+        f"  %kt = nn.transpose %k [0, 2, 1, 3] : {_tt(kv, element)} -> {_tt(kvt, element)}",
+        f"  %vt = nn.transpose %v [0, 2, 1, 3] : {_tt(kv, element)} -> {_tt(kvt, element)}",
+        f"  %o = nn.attention %qt, %kt, %vt {{scale = {1 / math.sqrt(e)!r} : f64}} : "
+        f"{_tt(qt, element)}, {_tt(kvt, element)}, {_tt(kvt, element)} -> {_tt(qt, element)}",
+    ]
+    if out_used_twice:
+        lines.append(f"  %o2 = nn.add %o, %o : {_tt(qt, element)}")
+        lines.append(
+            f"  %r = nn.transpose %o2 [0, 2, 1, 3] : {_tt(qt, element)} -> {_tt(q, element)}"
+        )
+    else:
+        lines.append(
+            f"  %r = nn.transpose %o [0, 2, 1, 3] : {_tt(qt, element)} -> {_tt(q, element)}"
+        )
+    lines += [f"  func.return %r : {_tt(q, element)}", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("shape", "copies"),
+    [
+        ((2, 40, 4, 4, 16), 0),  # all three operands and the output, a ragged key end
+        ((1, 33, 4, 4, 32), 0),
+        ((2, 40, 4, 2, 16), 2),  # grouped heads packed as rows: only K and V fold
+        ((2, 24, 4, 4, 24), 4),  # head dim 24 pads to 32: a padded column would read
+        #                          the next head, so nothing folds
+    ],
+    ids=str,
+)
+def test_head_transposes_fold_into_the_attention_kernel(
+    shape: tuple[int, ...], copies: int
+) -> None:
+    """BERT and GPT-2 transpose q, k, v to [B, H, S, E] for attention and the output
+    back: the kernel reads and writes [B, S, H * E] views instead, and the transposes
+    launch no copy kernel; results match the reference."""
+    b, s, hq, hkv, e = shape
+    text = head_transposed_text(b, s, hq, hkv, e, "f32")
+    module = fuseopt.parse(text)
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal((b, s, h, e)).astype(np.float32) for h in (hq, hkv, hkv)]
+    (expected,) = fuseopt.interpret(module, "main", *inputs)
+    tiled = fuseopt.run_pipeline(module.clone(), STANDARD)
+    kernels = [op for op in tiled.walk() if isinstance(op, tile.KernelOp)]
+    copy_kernels = [k for k in kernels if k.require_schedule() != tile.Schedule.ATTENTION]
+    assert len(copy_kernels) == copies, [k.sym_name.data for k in kernels]
+    for (actual,) in interpret_both_ways(tiled, "main", *inputs):
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_an_output_used_elsewhere_keeps_its_transpose() -> None:
+    text = head_transposed_text(2, 40, 4, 4, 16, "f32", out_used_twice=True)
+    module = fuseopt.parse(text)
+    rng = np.random.default_rng(4)
+    inputs = [rng.standard_normal((2, 40, 4, 16)).astype(np.float32) for _ in range(3)]
+    (expected,) = fuseopt.interpret(module, "main", *inputs)
+    tiled = fuseopt.run_pipeline(module.clone(), STANDARD)
+    (actual,) = fuseopt.interpret(tiled, "main", *inputs)
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+    attention = next(
+        k for k in tiled.walk() if isinstance(k, tile.KernelOp) and k.sym_name.data == "attention"
+    )
+    assert [str(a.type) for a in attention.body.block.args][0] == "memref<2x40x64xf32>"
+    assert str(attention.body.block.args[-1].type) == "memref<2x4x40x16xf32>"

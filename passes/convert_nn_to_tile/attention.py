@@ -25,6 +25,13 @@ without repeating K and V); a mask operand is read per block at its own broadcas
 shape (a dim of 1 is indexed at 0 and broadcast in registers). Head dims are padded to
 a power of two by masked loads. `tile-promote` picks the launch knobs.
 
+Operands and the output may be stored sequence-major, [B, S, H, E] (the layout the
+projections write, before the head transpose): `seq_major` names them, and the
+kernel then reads and writes that buffer viewed as [B, S, H * E], a head being a
+column block, so convert-nn-to-tile drops the transposes around the attention
+(`sequence_major_operands`). Only for power-of-two head dims (a padded column would
+read the next head) and unpacked queries.
+
 `plan_attention` also packs the query heads of a key/value group as one program's rows
 when no row needs a mask of its own, and splits the keys of short queries into chunks
 merged by `combine_kernel` when the row blocks alone would leave the GPU idle (a decode
@@ -33,7 +40,7 @@ step).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
@@ -233,17 +240,90 @@ def attention_shapes(op: nn.AttentionOp, plan: AttentionPlan) -> AttentionShapes
     )
 
 
+SEQ_MAJOR_ROLES = ("query", "key", "value", "out")
+"""The attention buffers that may be stored sequence-major ([B, S, H, E])."""
+
+
+def seq_major_allowed(op: nn.AttentionOp, plan: AttentionPlan, role: str) -> bool:
+    """Whether buffer `role` of `op` may be read or written sequence-major under
+    `plan`: its head dim is its padded tile width (no column of the next head is
+    read), the query and output are not packed, and the output is not split."""
+    blocks = plan.blocks
+    if role in ("query", "key"):
+        fits = _shape(op.query)[-1] == blocks.head
+    else:
+        fits = _shape(op.value)[-1] == blocks.value_head
+    if role in ("query", "out") and plan.packed:
+        return False
+    return fits and not (role == "out" and plan.splits > 1)
+
+
+def seq_major_type(t: MemRefType | TensorType) -> MemRefType:
+    """The [B, S, H * E] view of a [B, H, S, E] buffer stored sequence-major."""
+    b, h, n, e = t.get_shape()
+    return MemRefType(t.element_type, [b, n, h * e])
+
+
+HEAD_TRANSPOSE = (0, 2, 1, 3)
+"""The permutation between [B, S, H, E] and [B, H, S, E]."""
+
+
+def sequence_major_operands(
+    block: Block, plan_of: Callable[[nn.AttentionOp], AttentionPlan]
+) -> dict[nn.AttentionOp, dict[str, nn.TransposeOp]]:
+    """The head transposes of `block` that its attention kernels absorb, by attention op
+    and role (`SEQ_MAJOR_ROLES`): a query, key or value that is a top-level head
+    transpose's only use, and an output whose only user is one; each where
+    `seq_major_allowed` under the op's plan (`plan_of`). The kernel then reads the
+    transpose's input, or writes its result, sequence-major, and the transpose is not
+    lowered: no copy kernel."""
+    found: dict[nn.AttentionOp, dict[str, nn.TransposeOp]] = {}
+    for op in block.ops:
+        if not isinstance(op, nn.AttentionOp) or attention_schedule_refusal(op) is not None:
+            continue
+        plan = plan_of(op)
+        roles: dict[str, nn.TransposeOp] = {}
+        for role, v in (("query", op.query), ("key", op.key), ("value", op.value)):
+            owner = v.owner
+            if _head_transpose(owner, block) and len(list(v.uses)) == 1:
+                if seq_major_allowed(op, plan, role):
+                    roles[role] = owner  # type: ignore[assignment]
+        users = [u.operation for u in op.result.uses]
+        if len(users) == 1 and _head_transpose(users[0], block):
+            if seq_major_allowed(op, plan, "out"):
+                roles["out"] = users[0]  # type: ignore[assignment]
+        if roles:
+            found[op] = roles
+    return found
+
+
+def _head_transpose(op: object, block: Block) -> bool:
+    return (
+        isinstance(op, nn.TransposeOp)
+        and op.parent_block() is block
+        and tuple(op.perm) == HEAD_TRANSPOSE
+    )
+
+
 def attention_kernel(
-    name: str, op: nn.AttentionOp, plan: AttentionPlan
+    name: str, op: nn.AttentionOp, plan: AttentionPlan, seq_major: frozenset[str] = frozenset()
 ) -> tuple[tile.KernelOp, int]:
     """The flash-attention kernel of `op` under `plan` and its number of programs. Its
     parameters: query (in `attention_shapes`' form), key, value, the mask if any, then
-    the output, or the partial outputs and log-sum-exps of a split plan."""
+    the output, or the partial outputs and log-sum-exps of a split plan; the buffers
+    named in `seq_major` ([`seq_major_allowed`]) as `seq_major_type` views."""
     shapes = attention_shapes(op, plan)
     element = _element(op.query)
+    for role in seq_major:
+        assert seq_major_allowed(op, plan, role), role
+
+    def param(role: str, t: MemRefType) -> MemRefType:
+        return seq_major_type(t) if role in seq_major else t
+
     types = [
-        MemRefType(element, shapes.query),
-        *(_memref(v) for v in (op.key, op.value)),
+        param("query", MemRefType(element, shapes.query)),
+        param("key", _memref(op.key)),
+        param("value", _memref(op.value)),
         *([_memref(op.mask)] if op.mask is not None else []),
     ]
     split = plan.splits > 1
@@ -251,7 +331,7 @@ def attention_kernel(
         assert shapes.partial_out is not None and shapes.partial_lse is not None
         types += [MemRefType(f32, shapes.partial_out), MemRefType(f32, shapes.partial_lse)]
     else:
-        types.append(MemRefType(element, shapes.out))
+        types.append(param("out", MemRefType(element, shapes.out)))
     kernel = tile.KernelOp(name, 1, types)
     batch, heads, rows, _ = shapes.query
     kv_heads, s = _shape(op.key)[1], _shape(op.key)[2]
@@ -280,7 +360,13 @@ def attention_kernel(
     m0 = b.add(arith.MuliOp(m_block, b.index(bm)))
     zero = b.index(0)
 
-    q = b.add(tile.LoadOp(q_param, [bat, head, m0, zero], [bm, d]))
+    def box(role: str, h: SSAValue, row0: SSAValue, width: int) -> list[SSAValue]:
+        """Offsets of a [rows, width] tile of head `h` from row `row0` of buffer `role`."""
+        if role in seq_major:
+            return [bat, row0, b.add(arith.MuliOp(h, b.index(width)))]
+        return [bat, h, row0, zero]
+
+    q = b.add(tile.LoadOp(q_param, box("query", head, m0, d), [bm, d]))
     score_t, acc_t, row_t = (
         TensorType(f32, [bm, bn]),
         TensorType(f32, [bm, dv]),
@@ -293,7 +379,7 @@ def attention_kernel(
         """One key block at `n0`: the online-softmax update of (m, l, acc)."""
         b.block = blk
         m_i, l_i, acc = state
-        k = b.add(tile.LoadOp(k_param, [bat, kv_head, n0, zero], [bn, d]))
+        k = b.add(tile.LoadOp(k_param, box("key", kv_head, n0, d), [bn, d]))
         kt = b.add(tile.TransposeOp(k, [1, 0]))
         scores = b.add(tile.DotOp(q, kt, b.splat(0.0, score_t)))
         scores = b.add(nn.MulOp(scores, b.splat(scale * LOG2E, score_t)))
@@ -316,7 +402,7 @@ def attention_kernel(
         p = b.add(nn.Exp2Op(b.add(nn.SubOp(scores, b.rows(m_safe, [bm, bn])))))
         alpha = b.add(nn.Exp2Op(b.add(nn.SubOp(m_i, m_safe))))
         l_new = b.add(nn.AddOp(b.add(nn.MulOp(l_i, alpha)), b.add(tile.ReduceOp("sum", p, 1))))
-        v = b.add(tile.LoadOp(v_param, [bat, kv_head, n0, zero], [bn, dv]))
+        v = b.add(tile.LoadOp(v_param, box("value", kv_head, n0, dv), [bn, dv]))
         scaled = b.add(nn.MulOp(acc, b.rows(alpha, [bm, dv])))
         acc_new = b.add(tile.DotOp(b.cast(p, _element(op.value)), v, scaled))
         return [m_new, l_new, acc_new]
@@ -366,7 +452,8 @@ def attention_kernel(
         lse = b.add(nn.SelectOp(empty, b.splat(neg_inf, row_t), lse))
         entry.add_op(tile.StoreOp(lse, lse_param, [bat, head, chunk_id, m0]))
     else:
-        entry.add_op(tile.StoreOp(b.cast(out, element), entry.args[-1], [bat, head, m0, zero]))
+        at = box("out", head, m0, dv)
+        entry.add_op(tile.StoreOp(b.cast(out, element), entry.args[-1], at))
     entry.add_op(tile.ReturnOp())
     b.index.hoist(entry)
     return kernel, batch * heads * m_blocks * plan.splits

@@ -71,11 +71,14 @@ from fuseopt.passes.convert_nn_to_tile.analysis import (
     shape,
 )
 from fuseopt.passes.convert_nn_to_tile.attention import (
+    AttentionPlan,
     attention_kernel,
     attention_schedule_refusal,
     attention_shapes,
     combine_kernel,
     plan_attention,
+    seq_major_type,
+    sequence_major_operands,
 )
 from fuseopt.passes.convert_nn_to_tile.emitter import KernelEmitter
 from fuseopt.passes.convert_nn_to_tile.heuristics import (
@@ -143,6 +146,12 @@ def _whole_tensor_ok(op: Operation) -> bool:
             for v in values
         )
     )
+
+
+def _tensor(v: SSAValue) -> TensorType:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return t
 
 
 def _view_broadcasts(block: Block, returned: set[SSAValue]) -> set[Operation]:
@@ -230,6 +239,9 @@ class HostLowering:
         result was quadratic in a function with thousands of results)."""
         self.view_broadcasts = _view_broadcasts(old, set(self.out_param))
         self.reshaped_outputs = _reshaped_outputs(old, self.out_param, self.view_broadcasts)
+        self.seq_major = sequence_major_operands(old, self._attention_plan)
+        self.absorbed = {t for roles in self.seq_major.values() for t in roles.values()}
+        """Head transposes an attention kernel reads or writes through (never lowered)."""
         for op in list(old.ops):
             self._lower_top(op)
         for v, p in zip(ret.arguments, args[len(ins) :], strict=True):
@@ -253,7 +265,7 @@ class HostLowering:
         return MemRefType(t.element_type, t.get_shape())
 
     def _lower_top(self, op: Operation) -> None:
-        if isinstance(op, func.ReturnOp):
+        if isinstance(op, func.ReturnOp) or op in self.absorbed:
             return
         if isinstance(op, nn.FusionOp):
             block = op.body.block
@@ -485,18 +497,34 @@ class HostLowering:
             raise error_at(
                 op, f"convert-nn-to-tile: no attention schedule ({refusal}); run nn-decompose"
             )
-        plan = plan_attention(
-            op, self.opts.attention_block_m or 0, self.opts.attention_block_n or 0
-        )
+        plan = self._attention_plan(op)
         shapes = attention_shapes(op, plan)
-        out = self._result_buffer(op.result)
-        self.buffers[op.result] = out
-        query, rows_out = self.buffers[op.query], out
+        roles = self.seq_major.get(op, {})
+        if "out" in roles:  # written sequence-major, straight into the transpose's result
+            moved = roles["out"].result
+            out = self._result_buffer(moved)
+            self.buffers[moved] = out
+            rows_out = self._view(out, seq_major_type(_tensor(op.result)).get_shape())
+        else:
+            out = self._result_buffer(op.result)
+            self.buffers[op.result] = out
+            rows_out = out
+        operands = []
+        for role, v in (("query", op.query), ("key", op.key), ("value", op.value)):
+            if role in roles:  # read sequence-major from the transpose's input
+                source = self.buffers[roles[role].input]
+                operands.append(self._view(source, seq_major_type(_tensor(v)).get_shape()))
+            else:
+                operands.append(self.buffers[v])
+        query = operands[0]
         if plan.packed:  # the group's query heads as rows: free views of both buffers
             query = self._view(query, shapes.query)
             rows_out = self._view(out, shapes.out)
-        inputs = [query, *(self.buffers[v] for v in op.operands[1:])]
-        kernel, programs = attention_kernel(self._kernel_name("attention"), op, plan)
+        mask = [self.buffers[op.mask]] if op.mask is not None else []
+        inputs = [query, *operands[1:], *mask]
+        kernel, programs = attention_kernel(
+            self._kernel_name("attention"), op, plan, frozenset(roles)
+        )
         if plan.splits == 1:
             self._launch_at(op, kernel, programs, [*inputs, rows_out])
             return
@@ -506,6 +534,12 @@ class HostLowering:
         self._launch_at(op, kernel, programs, [*inputs, partial_out, partial_lse])
         combine, programs = combine_kernel(self._kernel_name("attention_combine"), op, plan)
         self._launch_at(op, combine, programs, [partial_out, partial_lse, rows_out])
+
+    def _attention_plan(self, op: nn.AttentionOp) -> AttentionPlan:
+        """How `op`'s kernels are laid out under this pass's block options."""
+        return plan_attention(
+            op, self.opts.attention_block_m or 0, self.opts.attention_block_n or 0
+        )
 
     def _view(self, buffer: SSAValue, shape: Sequence[int]) -> SSAValue:
         """`buffer` (contiguous) under another shape."""
