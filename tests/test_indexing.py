@@ -47,6 +47,10 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], Callable[[torch.dtype], tupl
         lambda x, i: x.index_select(0, i),
         lambda dt: (randn(7, 3, dtype=dt), torch.tensor([6, 1])),
     ),
+    "index_select_of_0d": (  # found by review: a 0-d result, not the index's shape
+        lambda x, i: x.index_select(0, i) * 2,
+        lambda dt: (randn(1, dtype=dt).reshape(()), torch.tensor([0])),
+    ),
     "gather_last": (
         lambda x, i: torch.gather(x, 2, i),
         lambda dt: (randn(4, 5, 6, dtype=dt), _ids(6, 4, 5, 3)),
@@ -251,3 +255,31 @@ func.func @main(%p: tensor<2xi64>, %x: tensor<2xf32>) -> tensor<2xf32> {
         lowered = fuseopt.run_pipeline(fuseopt.parse(text), pipeline)
         (got,) = fuseopt.interpret(lowered, "main", p, x)
         np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+MATMUL_AND_TAKE = """
+func.func @main(%a: tensor<4x16xf32>, %w: tensor<16x8xf32>, %p: tensor<4x8xi64>) -> tensor<4x8xf32> {
+  %m = nn.matmul %a, %w : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  %t = nn.take %a, %p : tensor<4x16xf32>, tensor<4x8xi64> -> tensor<4x8xf32>
+  %u = nn.take %w, %p : tensor<16x8xf32>, tensor<4x8xi64> -> tensor<4x8xf32>
+  %s = nn.add %m, %t : tensor<4x8xf32>
+  %r = nn.add %s, %u : tensor<4x8xf32>
+  func.return %r : tensor<4x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("route", ["auto", "kernel"])
+def test_a_take_from_a_matmul_operand_in_its_epilogue(route: str) -> None:
+    """Found by review: a take gathering from A or B of the matmul in its own kernel
+    was handed the epilogue's view of the operand (no K dim) and failed to launch. It
+    gathers from the operand's own parameter (the same flat order)."""
+    pipeline = STANDARD.replace("nn-fuse", f"nn-fuse{{route={route}}}")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((4, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 8)).astype(np.float32)
+    p = rng.integers(0, 64, (4, 8)).astype(np.int64)
+    (expected,) = fuseopt.interpret(fuseopt.parse(MATMUL_AND_TAKE), "main", a, w, p)
+    lowered = fuseopt.run_pipeline(fuseopt.parse(MATMUL_AND_TAKE), pipeline)
+    (got,) = fuseopt.interpret(lowered, "main", a, w, p)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

@@ -121,8 +121,8 @@ def index_select(ctx: ImportContext, node: Node) -> Imported:
     shape = _shape(x)
     dim = ctx.axis(ctx.arg(1, "dim"), max(len(shape), 1))
     index = _index(ctx, node.args[2], "index_select index")
-    if not shape:
-        return _take(ctx, x, [], _shape(index))  # a 0-d input: index [0] or [0, 0, ...]
+    if not shape:  # a 0-d input: the index holds one 0, the result is 0-d
+        return _take(ctx, x, [], list(ctx.out_type().get_shape()))
     index = ctx.reshape(index, [math.prod(_shape(index))])
     result = list(ctx.out_type().get_shape())
     along = _placed(ctx, index, len(result), dim)

@@ -158,9 +158,13 @@ class KernelEmitter:
         return [*(sp.sizes[d] for d in batch), *shape(v)[-2:]], batch
 
     def _read_by_epilogue(self, v: SSAValue) -> bool:
-        """Whether an op of the group other than a matmul reads `v`."""
+        """Whether an op of the group other than a matmul reads `v` as a tile (a take
+        gathers from the operand's own parameter: any view keeps the flat order)."""
         ops = set(self.group.ops)
-        return any(u.operation in ops and not isinstance(u.operation, nn.MatmulOp) for u in v.uses)
+        return any(
+            u.operation in ops and not isinstance(u.operation, nn.MatmulOp | nn.TakeOp)
+            for u in v.uses
+        )
 
     # ------------------------------------------------------------------ helpers
 

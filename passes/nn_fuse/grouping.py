@@ -15,9 +15,10 @@ Algorithm (greedy union of groups, in program order; every merge is checked):
    second pass, once the other ops have grouped). This grows elementwise chains,
    reduction prologues and epilogues, matmul epilogues, and joins two matmuls that
    share A when their results meet in an elementwise op (gated MLP). Refused pairs
-   are tried again until none merges: a union refused in one domain may be legal
-   after one side joined another group (a reduction's row-shaped ops are side ops of a
-   pointwise group, counted against `max_recompute`, but in the reduction's domain).
+   are tried again (a few sweeps, until one merges none): a union refused in one
+   domain may be legal after one side joined another group (a reduction's row-shaped
+   ops are side ops of a pointwise group, counted against `max_recompute`, but in the
+   reduction's domain).
 4. Siblings: pointwise or reduction groups that compute and read the same value are
    merged when legal, so the value is read once (e.g. two reductions of one tensor).
 A merge happens only if the union passes `check_group` (one kernel shape, bounded
@@ -390,6 +391,11 @@ class _Partition:
         return sorted(out, key=lambda ops: self.order[ops[0]])
 
 
+RETRY_ROUNDS = 4
+"""Sweeps over the producer-consumer pairs step 3 refused (each stops early when it
+merges none), so a pathological block costs a few sweeps, not one per merge."""
+
+
 def find_groups(
     block: Block,
     max_recompute: int = 8,
@@ -454,11 +460,15 @@ def _grow(
     # a refused merge may be legal once the groups have grown: a per-row index
     # computation is a side op of a pointwise group but in the domain of the row
     # reduction that group later joins (an embedding chain merged after the norm)
-    while refused:
-        again = [(op, p) for op, p in refused if not part.try_merge(part.group(op), part.group(p))]
-        if len(again) == len(refused):
+    for _ in range(RETRY_ROUNDS):
+        pending = [
+            (op, p)
+            for op, p in refused
+            if part.group(op) != part.group(p) and part.group(p) in part.facts
+        ]
+        refused = [(o, p) for o, p in pending if not part.try_merge(part.group(o), part.group(p))]
+        if len(refused) == len(pending):
             break
-        refused = again
     # 4. sibling merges: groups reading the same value
     readers: dict[SSAValue, list[Operation]] = {}
     for op in fusible:
