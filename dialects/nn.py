@@ -670,6 +670,37 @@ class TransposeOp(ConversionOp):
 
 
 @irdl_op_definition
+class CumsumOp(ConversionOp):
+    """Inclusive prefix sum along `axis`: `result[..., i, ...]` is the sum of the input's
+    elements 0..i on that axis (torch.cumsum). Result and input have one type (the
+    frontend casts first: PyTorch sums bools and integers as i64); floats accumulate
+    in f32 or wider and round each result once. Never fused: a kernel of its own.
+
+    Example:
+        %r = nn.cumsum %x axis 1 : tensor<4x8xi64> -> tensor<4x8xi64>
+    """
+
+    name = "nn.cumsum"
+    axis = attr_def(IntegerAttr[I64])
+    assembly_format = "$input `axis` $axis attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, axis: int):
+        super().__init__(input, input.type, {"axis": IntegerAttr(axis, i64)})
+
+    @property
+    def axis_value(self) -> int:
+        """The summed axis, in [0, rank)."""
+        return self.axis.value.data
+
+    def verify_(self) -> None:
+        a, r = self.verify_types()
+        normalized_axis(self.axis_value, max(1, len(a.get_shape())))
+        if is_bool(a.element_type):
+            raise VerifyException(f"cumsum of i1 is not defined; cast to i64 first: {a}")
+        check_same_type(a, r, "operand and result")
+
+
+@irdl_op_definition
 class SliceOp(ConversionOp):
     """Strided slice: along each dim, elements start, start+step, ... below limit.
 
@@ -1365,7 +1396,7 @@ class TorchCallOp(IRDLOperation):
     one for every op without an nn lowering, so any model exports.
 
     Example:
-        %s = nn.torch_call "aten.cumsum.default"(%x) {call = "{'args':[{'operand':0},1],'kwargs':{}}"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+        %s = nn.torch_call "aten.flip.default"(%x) {call = "{'args':[{'operand':0},[1]],'kwargs':{}}"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
     """
 
     name = "nn.torch_call"
@@ -1545,6 +1576,7 @@ NN = Dialect(
         SliceOp,
         ConcatOp,
         TakeOp,
+        CumsumOp,
         BroadcastOp,
         SoftmaxOp,
         LogSoftmaxOp,

@@ -962,7 +962,7 @@ class TorchCallOp(IRDLOperation):
     result's shape and element type). The call text is `nn.torch_call`'s.
 
     Example:
-        tile.torch_call "aten.cumsum.default"(%x) into (%s) {call = "{'args':[{'operand':0},1],'kwargs':{}}"} : (memref<4x8xf32>) -> (memref<4x8xf32>)
+        tile.torch_call "aten.flip.default"(%x) into (%s) {call = "{'args':[{'operand':0},[1]],'kwargs':{}}"} : (memref<4x8xf32>) -> (memref<4x8xf32>)
     """
 
     name = "tile.torch_call"

@@ -1,7 +1,7 @@
 """The call of a PyTorch op that fuseopt keeps opaque (`nn.torch_call`, `tile.torch_call`).
 
 An ATen op without an nn lowering is kept in the IR as a call: its target
-(`aten.cumsum.default`) and its arguments as JSON text, where each tensor argument is
+(`aten.flip.default`) and its arguments as JSON text, where each tensor argument is
 a reference to an operand of the op, so that the textual IR names everything the op
 needs and every stage can run it again. The text is JSON written with single quotes
 (so that it reads well inside an MLIR string attribute, where double quotes print as

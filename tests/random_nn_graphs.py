@@ -11,6 +11,7 @@ test can parse it, make random inputs and compare two pipelines with
 - reductions (sum, reduce_max, reduce_min, mean) over random axes, with or without keepdim;
 - matmuls (fresh weight arguments, optional transpose_b, batched or not);
 - shape ops: reshape, transpose, slice, concat;
+- prefix sums (`nn.cumsum`) along a random axis;
 - gathers (`nn.take`) at random in-range positions (a dense constant), or as an
   embedding builds them: a row id times the row length plus a column index vector;
 - several results: the function returns 1 to 3 values, intermediates included.
@@ -143,6 +144,7 @@ def _add_op(b: _Builder) -> None:
                 "constant",
                 "index_vector",
                 "take",
+                "cumsum",
             ]
         )
     )
@@ -223,6 +225,9 @@ def _add_op(b: _Builder) -> None:
         b.emit(f"nn.add {x}, {v} : {t}", shape)
     elif kind == "take":
         _add_take(b, x, shape)
+    elif kind == "cumsum" and rank >= 1:
+        axis = draw(st.integers(0, rank - 1))
+        b.emit(f"nn.cumsum {x} axis {axis} : {t} -> {t}", shape)
     else:  # constant (and kinds that did not apply to this rank)
         c = b.emit(f"nn.constant {draw(st.sampled_from([0.5, -1.5, 2.0]))} : {t}", shape)
         b.emit(f"nn.mul {x}, {c} : {t}", shape)

@@ -35,7 +35,7 @@ ELEMENTWISE = tuple(op for op in ALL_OPS if issubclass(op, nn.ELEMENTWISE_OPS))
 REDUCTIONS = nn.REDUCTION_OPS
 SHAPE_OPS = (nn.ReshapeOp, nn.TransposeOp, nn.SliceOp, nn.BroadcastOp, nn.ConcatOp)
 """Data movement: indexing inside fused kernels, whole-tensor kernels otherwise."""
-WHOLE_TENSOR = (*ELEMENTWISE, *REDUCTIONS, *SHAPE_OPS)
+WHOLE_TENSOR = (*ELEMENTWISE, *REDUCTIONS, *SHAPE_OPS, nn.CumsumOp)
 """What a whole-tensor kernel may hold (one op the tiler cannot index)."""
 
 FRONTEND_EXCEPTIONS = {
@@ -76,6 +76,8 @@ def test_the_dialect_lists_are_complete() -> None:
     known |= {nn.TorchCallOp}
     # a gather by flat position: elementwise in its index, `tile.gather` in any kernel
     known |= {nn.TakeOp}
+    # a scan: never fused, a whole-tensor kernel of its own
+    known |= {nn.CumsumOp}
     assert not [op.__name__ for op in ALL_OPS if op not in known]
 
 

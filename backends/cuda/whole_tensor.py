@@ -87,6 +87,8 @@ def print_whole_tensor(kernel: tile.KernelOp, c_name: str) -> tuple[str, int, in
     pnames = [names.fresh(f"p{i}") for i in range(len(params))]
     out_t = params[-1]
     assert isinstance(out_t, MemRefType)
+    if isinstance(op, nn.CumsumOp):
+        return _print_cumsum(op, pnames, params, c_name)
     shape = _shape(op.results[0])
     n = math.prod(shape)
     coords = [f"fo_c{d}" for d in range(len(shape))]
@@ -142,6 +144,44 @@ def print_whole_tensor(kernel: tile.KernelOp, c_name: str) -> tuple[str, int, in
         "}",
     ]
     return "\n".join(lines) + "\n", THREADS, grid_for(n // width)
+
+
+def _print_cumsum(
+    op: nn.CumsumOp, pnames: list[str], params: list, c_name: str
+) -> tuple[str, int, int]:
+    """A scan: one thread per line along the axis (the other coordinates), summing in
+    f32 (floats) or 64-bit integers and storing every prefix, rounded once. Linear
+    work; the parallelism is the number of lines (a tiled scan is future work)."""
+    shape = _shape(op.results[0])
+    axis = op.axis_value
+    length, inner = shape[axis], math.prod(shape[axis + 1 :])
+    lines = math.prod(shape) // length
+    elem = op.results[0].type.element_type  # type: ignore[union-attr]
+    ck = "float" if op_table.compute_kind(elem) == "float" else "int"
+    acc_t = "float" if ck == "float" else "long long"
+    ctype = op_table.c_type(elem)
+    x, out = pnames[0], pnames[-1]
+    value = op_table.to_compute(f"{x}[fo_at]", elem, ck)
+    sig = [
+        f"const {op_table.c_type(params[0].element_type)}* __restrict__ {x}",
+        f"{ctype}* __restrict__ {out}",
+    ]
+    lines_src = [
+        f'extern "C" __global__ void __launch_bounds__({THREADS})',
+        f"{c_name}({', '.join(sig)}) {{",
+        f"  for (long long fo_l = (long long)blockIdx.x * {THREADS} + threadIdx.x;",
+        f"       fo_l < {lines}LL; fo_l += (long long)gridDim.x * {THREADS}) {{",
+        f"    const long long fo_base = fo_l / {inner}LL * {length * inner}LL + fo_l % {inner}LL;",
+        f"    {acc_t} fo_a = 0;",
+        f"    for (long long fo_i = 0; fo_i < {length}LL; ++fo_i) {{",
+        f"      const long long fo_at = fo_base + fo_i * {inner}LL;",
+        f"      fo_a += {value};",
+        f"      {out}[fo_at] = ({ctype})({op_table.from_compute('fo_a', elem)});",
+        "    }",
+        "  }",
+        "}",
+    ]
+    return "\n".join(lines_src) + "\n", THREADS, grid_for(lines)
 
 
 def _value(  # noqa: ANN001

@@ -90,6 +90,8 @@ def _special(op: Operation, args: list[str]) -> str | None:
         return f"{args[0]}.to({op_table.torch_dtype(op_table.element_type(op.results[0]))})"
     if isinstance(op, nn.CompareOp):
         return f"{COMPARE[op.predicate.data]}({args[0]}, {args[1]})"
+    if isinstance(op, nn.CumsumOp):
+        return f"torch.cumsum({args[0]}, dim={op.axis_value})"
     if isinstance(op, nn.GeluOp):
         approximate = {"none": '"none"', "tanh": '"tanh"'}[op.approximation]  # never raw
         return f"torch.nn.functional.gelu({args[0]}, approximate={approximate})"

@@ -1,4 +1,4 @@
-"""Converters for reductions and row-wise ops: sum, mean, amax/amin, argmax/argmin and
+"""Converters for reductions and row-wise ops: sum, mean, amax/amin, argmax/argmin, cumsum and
 max.dim/min.dim, var/var_mean/std, softmax, log_softmax, layer_norm and rms_norm.
 
 Softmax and the norms become nn composites (`nn.softmax`, `nn.layer_norm`, ...), which
@@ -275,3 +275,21 @@ def rms_norm(ctx: ImportContext, node: Node) -> Imported:
     if eps is None:
         eps = torch.finfo(ctx.out_val().dtype).eps
     return _emit_norm(ctx, nn.RmsNormOp(x, w, None, float(eps), k))
+
+
+@register(aten.cumsum.default)
+def cumsum(ctx: ImportContext, node: Node) -> Imported:
+    """cumsum(x, dim, dtype=None): the input cast to the result's dtype (bools and
+    integers sum as int64, as PyTorch does), then `nn.cumsum` along `dim`."""
+    x = ctx.value(node.args[0])
+    t = ctx.out_type()
+    rank = len(t.get_shape())
+    axis = ctx.axis(ctx.arg(1, "dim"), max(rank, 1))
+    if not math.prod(t.get_shape()):
+        raise ctx.fail("cumsum of an empty tensor is not lowered")
+    if is_bool(t.element_type):
+        raise ctx.fail("cumsum into a bool result is not lowered")
+    x = ctx.cast(x, t.element_type)
+    if rank == 0:
+        return x  # the sum of one element
+    return ctx.emit(nn.CumsumOp(x, axis))

@@ -215,6 +215,12 @@ class NNFunctions(InterpreterFunctions):
     def run_concat(self, interpreter: Interpreter, op: nn.ConcatOp, args: PythonValues):
         return (np.concatenate([np.asarray(a) for a in args], axis=op.axis.value.data),)
 
+    @impl(nn.CumsumOp)
+    def run_cumsum(self, interpreter: Interpreter, op: nn.CumsumOp, args: PythonValues):
+        (x,) = _args(args)
+        summed = np.cumsum(x, axis=op.axis_value) if x.ndim else x
+        return (_result(op.result.type, summed),)
+
     @impl(nn.TakeOp)
     def run_take(self, interpreter: Interpreter, op: nn.TakeOp, args: PythonValues):
         x, index = np.asarray(args[0]), np.asarray(args[1], dtype=np.int64)

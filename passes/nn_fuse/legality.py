@@ -124,6 +124,8 @@ def classify(op: Operation) -> OpClass:
         # reduction group cannot always tile (a loss's input split into rows). One that
         # is returned is copied into its output anyway: that copy may join a group.
         return OpClass.OPAQUE
+    if isinstance(op, nn.CumsumOp):
+        return OpClass.OPAQUE  # a scan: a whole-tensor kernel of its own
     if isinstance(op, nn.TakeOp) and _is_cloned(op.input):
         return OpClass.OPAQUE  # a kernel gathers from memory, never from a cloned constant
     if isinstance(op, (*ELEMENTWISE_TYPES, nn.TakeOp)):  # a take: elementwise in its index

@@ -345,3 +345,27 @@ func.func @take_from_empty(%w: tensor<0x4xf32>, %p: tensor<3xi64>) -> tensor<3xf
   %0 = nn.take %w, %p : tensor<0x4xf32>, tensor<3xi64> -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }
+
+// -----
+
+func.func @cumsum_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error@+1 {{'nn.cumsum' op axis 2 is out of range for rank 2}}
+  %0 = nn.cumsum %x axis 2 : tensor<4x8xf32> -> tensor<4x8xf32>
+  func.return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @cumsum_bool(%x: tensor<4x8xi1>) -> tensor<4x8xi1> {
+  // expected-error@+1 {{'nn.cumsum' op cumsum of i1 is not defined; cast to i64 first: tensor<4x8xi1>}}
+  %0 = nn.cumsum %x axis 1 : tensor<4x8xi1> -> tensor<4x8xi1>
+  func.return %0 : tensor<4x8xi1>
+}
+
+// -----
+
+func.func @cumsum_type(%x: tensor<4x8xf32>) -> tensor<4x8xbf16> {
+  // expected-error@+1 {{'nn.cumsum' op operand and result must have the same type, got tensor<4x8xf32> and tensor<4x8xbf16>}}
+  %0 = nn.cumsum %x axis 1 : tensor<4x8xf32> -> tensor<4x8xbf16>
+  func.return %0 : tensor<4x8xbf16>
+}
