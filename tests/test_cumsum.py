@@ -129,3 +129,24 @@ def test_hugging_face_decoders_have_no_eager_op_left() -> None:
         compiled = fuseopt.compile(fn, backend="interpret", strict=True)
         assert_close(compiled(ids), fn(ids))
     assert not compiled.fallbacks, [str(f.target) for f in compiled.fallbacks]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_cumsum_on_the_gpu(backend: str, dtype: torch.dtype) -> None:
+    """Both printed forms on the device: a mask-like int64 prefix over 2048 positions,
+    float lines along the first and last axes, between fused kernels."""
+    fn = lambda x: (torch.cumsum(x * 2, -1) + torch.cumsum(x, 0)) * 1  # noqa: E731
+    x = _input((8, 2048), dtype).cuda()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, backend=backend, strict=True)
+        got, expected = compiled(x), fn(x)
+    if dtype == torch.float32:  # f32 accumulation in a different order over 2048 terms
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-3)
+    elif dtype == torch.bfloat16:  # bf16 eager rounds each prefix; the scan, once
+        torch.testing.assert_close(got.float(), expected.float(), rtol=2e-2, atol=0.5)
+    else:
+        assert torch.equal(got, expected)
+    assert not compiled.fallbacks
