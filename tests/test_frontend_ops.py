@@ -237,3 +237,18 @@ def test_integer_and_mixed_promotion() -> None:
     check(lambda a: a / 4, [i])
     check(lambda a, b: a + b, [i, x])
     check(lambda a, b: a.to(torch.bfloat16) * b, [x, randn(4, 8, dtype=torch.bfloat16)])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_sign_and_stack(dtype: torch.dtype) -> None:
+    """sign (NaN and -0.0 give 0, as PyTorch's) and stack along every dim, against
+    eager, with nothing left to PyTorch."""
+
+    def fn(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.sign(x), torch.stack([y, y * 2]), torch.stack([y, -y, y], dim=-1) * 2
+
+    x = (randn(3, 4, seed=1) * 4).to(dtype)
+    if dtype.is_floating_point:
+        x[0, 0], x[0, 1], x[1, 1] = float("nan"), -0.0, 0.0
+    y = (randn(3, 4, seed=2) * 4).to(dtype)
+    check(fn, [x, y])

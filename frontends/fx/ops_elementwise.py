@@ -1,5 +1,5 @@
 """Converters for elementwise ATen ops: arithmetic, math, activations, comparisons,
-selection and dtype conversion.
+selection, sign and dtype conversion.
 
 Operands are cast to the op's compute type and broadcast to the result shape by
 `ImportContext.elementwise`; activations nn has no op for (leaky_relu, softplus, mish,
@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.dialects.syntax import is_bool
 from fuseopt.frontends.fx.context import ImportContext, Imported, register
 
 aten = torch.ops.aten
@@ -214,6 +215,23 @@ def bitwise_not(ctx: ImportContext, node: Node) -> Imported:
         raise ctx.fail("bitwise_not is lowered for bool tensors only")
     x = ctx.value(node.args[0])
     return ctx.emit(nn.CompareOp("eq", x, _const_like(ctx, False, x)))
+
+
+@register(aten.sign.default, aten.sgn.default)
+def sign(ctx: ImportContext, node: Node) -> Imported:
+    """sign(x): 1, -1 or 0 by the sign of x (NaN and -0.0 give 0, as PyTorch's do; a
+    bool is itself), as two compares and selects."""
+    x = ctx.value(node.args[0])
+    t = ctx.out_type()
+    shape = t.get_shape()
+    if is_bool(t.element_type):
+        return x
+    zero = ctx.constant(0, t.element_type, shape)
+    one, minus = ctx.constant(1, t.element_type, shape), ctx.constant(-1, t.element_type, shape)
+    positive = ctx.emit(nn.CompareOp("gt", x, zero))
+    negative = ctx.emit(nn.CompareOp("lt", x, zero))
+    rest = ctx.emit(nn.SelectOp(negative, minus, zero))
+    return ctx.emit(nn.SelectOp(positive, one, rest))
 
 
 @register(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)

@@ -1,5 +1,5 @@
 """Converters for shape ATen ops: views, reshapes, transposes, expand, slicing,
-concatenation, splits and constant padding.
+concatenation, stacking, splits and constant padding.
 
 nn has value semantics, so views are plain reshapes; the result shape of every view is
 read from the node's example value rather than recomputed from `-1`s.
@@ -7,6 +7,7 @@ read from the node's example value rather than recomputed from `-1`s.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -184,6 +185,22 @@ def cat(ctx: ImportContext, node: Node) -> Imported:
     values = [v for v in values if _type(v).get_shape() != (0,) or rank == 1]
     if not values:
         raise ctx.fail("cat of only empty tensors")
+    if len(values) == 1:
+        return values[0]
+    return ctx.emit(nn.ConcatOp(values, dim))
+
+
+@register(aten.stack.default)
+def stack(ctx: ImportContext, node: Node) -> Imported:
+    """stack(tensors, dim=0): each input promoted to the result dtype and given a size-1
+    dim at `dim` (a reshape), then concatenated along it."""
+    out = ctx.out_type()
+    shape = list(out.get_shape())
+    dim = ctx.axis(ctx.arg(1, "dim", 0), len(shape))
+    one = [*shape[:dim], 1, *shape[dim + 1 :]]
+    values = [ctx.reshape(ctx.cast(ctx.value(a), out.element_type), one) for a in node.args[0]]
+    if not values or not math.prod(shape):
+        raise ctx.fail("stack of no or empty tensors is not lowered")
     if len(values) == 1:
         return values[0]
     return ctx.emit(nn.ConcatOp(values, dim))
