@@ -181,6 +181,10 @@ def _time_system(
         entry["kernel_us"] = kernel_profile.kernel_us
         entry["host_us"] = max(0.0, entry["time_us"] - kernel_profile.kernel_us)
         entry["kernel_names"] = list(kernel_profile.names[:12])
+        # where the kernel time goes: [name, us per call, launches per call]
+        entry["top_kernels"] = [
+            [name[:160], round(us, 2), round(n, 2)] for name, us, n in kernel_profile.top
+        ]
 
 
 def run_system(

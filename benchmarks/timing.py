@@ -78,6 +78,26 @@ class KernelProfile:
     kernels: int
     kernel_us: float
     names: tuple[str, ...]
+    top: tuple[tuple[str, float, float], ...] = ()
+    """(name, device us per call, launches per call) by time, longest first."""
+
+
+TOP_KERNELS = 12
+"""How many of a call's kernels `KernelProfile.top` lists."""
+
+
+def top_kernels(
+    timed: list[tuple[str, float]], calls: int, count: int = TOP_KERNELS
+) -> tuple[tuple[str, float, float], ...]:
+    """The `count` kernel names with the most device time over `calls` calls, from
+    (name, us) per launch: each with its us and launches per call."""
+    total: dict[str, float] = {}
+    launches: dict[str, int] = {}
+    for name, us in timed:
+        total[name] = total.get(name, 0.0) + us
+        launches[name] = launches.get(name, 0) + 1
+    ranked = sorted(total, key=lambda n: -total[n])[:count]
+    return tuple((n, total[n] / calls, launches[n] / calls) for n in ranked)
 
 
 def _is_kernel(name: str) -> bool:
@@ -105,6 +125,10 @@ def profile_kernels(
     kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA and _is_kernel(e.name)]
     total_us = sum(e.time_range.elapsed_us() for e in kernels)
     names = tuple(dict.fromkeys(e.name for e in kernels))
+    timed = [(e.name, e.time_range.elapsed_us()) for e in kernels]
     return KernelProfile(
-        kernels=round(len(kernels) / calls), kernel_us=total_us / calls, names=names
+        kernels=round(len(kernels) / calls),
+        kernel_us=total_us / calls,
+        names=names,
+        top=top_kernels(timed, calls),
     )

@@ -308,3 +308,13 @@ def test_launch_cost_chain_is_one_kernel_per_group() -> None:
     assert len(f.kernels) == 3
     x = torch.randn(SHAPE)
     torch.testing.assert_close(f(x)[0], eager_chain(3)(x)[0])
+
+
+def test_top_kernels_rank_by_time_per_call():
+    """The per-kernel breakdown every GPU row records (`top_kernels`): summed per name,
+    divided by the calls profiled, longest first."""
+    from benchmarks.timing import top_kernels
+
+    timed = [("gemm", 30.0), ("add", 2.0), ("gemm", 30.0), ("copy", 25.0), ("add", 2.0)]
+    top = top_kernels(timed * 2, calls=2, count=2)
+    assert top == (("gemm", 60.0, 2.0), ("copy", 25.0, 1.0))
