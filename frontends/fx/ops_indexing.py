@@ -26,6 +26,7 @@ from xdsl.ir import SSAValue
 from fuseopt.dialects import nn
 from fuseopt.frontends.fx.context import ImportContext, Imported, register
 from fuseopt.frontends.fx.ops_creation import index_vector
+from fuseopt.frontends.fx.ops_shape import contiguous_strides
 
 aten = torch.ops.aten
 
@@ -34,14 +35,6 @@ def _shape(v: SSAValue) -> list[int]:
     t = v.type
     assert isinstance(t, TensorType)
     return list(t.get_shape())
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return out[::-1]
 
 
 def _index(ctx: ImportContext, arg: object, what: str) -> SSAValue:
@@ -77,7 +70,7 @@ def _take(
     if not math.prod(shape) or not math.prod(result):
         raise ctx.fail("indexing into or producing an empty tensor is not lowered")
     position: SSAValue | None = None
-    for stride, coordinate in zip(_strides(shape), coordinates, strict=True):
+    for stride, coordinate in zip(contiguous_strides(shape), coordinates, strict=True):
         if coordinate is None:
             continue
         if isinstance(coordinate, int):

@@ -258,10 +258,10 @@ def seq_major_allowed(op: nn.AttentionOp, plan: AttentionPlan, role: str) -> boo
     return fits and not (role == "out" and plan.splits > 1)
 
 
-def seq_major_type(t: MemRefType | TensorType) -> MemRefType:
+def seq_major_shape(shape: Sequence[int]) -> list[int]:
     """The [B, S, H * E] view of a [B, H, S, E] buffer stored sequence-major."""
-    b, h, n, e = t.get_shape()
-    return MemRefType(t.element_type, [b, n, h * e])
+    b, h, n, e = shape
+    return [b, n, h * e]
 
 
 HEAD_TRANSPOSE = (0, 2, 1, 3)
@@ -311,14 +311,16 @@ def attention_kernel(
     """The flash-attention kernel of `op` under `plan` and its number of programs. Its
     parameters: query (in `attention_shapes`' form), key, value, the mask if any, then
     the output, or the partial outputs and log-sum-exps of a split plan; the buffers
-    named in `seq_major` ([`seq_major_allowed`]) as `seq_major_type` views."""
+    named in `seq_major` ([`seq_major_allowed`]) as `seq_major_shape` views."""
     shapes = attention_shapes(op, plan)
     element = _element(op.query)
     for role in seq_major:
         assert seq_major_allowed(op, plan, role), role
 
     def param(role: str, t: MemRefType) -> MemRefType:
-        return seq_major_type(t) if role in seq_major else t
+        return (
+            MemRefType(t.element_type, seq_major_shape(t.get_shape())) if role in seq_major else t
+        )
 
     types = [
         param("query", MemRefType(element, shapes.query)),
@@ -360,13 +362,26 @@ def attention_kernel(
     m0 = b.add(arith.MuliOp(m_block, b.index(bm)))
     zero = b.index(0)
 
-    def box(role: str, h: SSAValue, row0: SSAValue, width: int) -> list[SSAValue]:
-        """Offsets of a [rows, width] tile of head `h` from row `row0` of buffer `role`."""
-        if role in seq_major:
-            return [bat, row0, b.add(arith.MuliOp(h, b.index(width)))]
+    # a sequence-major buffer holds head h as the column block at h * width (computed
+    # once here, not per key block)
+    column = {
+        role: b.add(arith.MuliOp(h, b.index(width)))
+        for role, h, width in (
+            ("query", head, d),
+            ("key", kv_head, d),
+            ("value", kv_head, dv),
+            ("out", head, dv),
+        )
+        if role in seq_major
+    }
+
+    def box(role: str, h: SSAValue, row0: SSAValue) -> list[SSAValue]:
+        """Offsets of the tile of head `h` from row `row0` of buffer `role`."""
+        if role in column:
+            return [bat, row0, column[role]]
         return [bat, h, row0, zero]
 
-    q = b.add(tile.LoadOp(q_param, box("query", head, m0, d), [bm, d]))
+    q = b.add(tile.LoadOp(q_param, box("query", head, m0), [bm, d]))
     score_t, acc_t, row_t = (
         TensorType(f32, [bm, bn]),
         TensorType(f32, [bm, dv]),
@@ -379,7 +394,7 @@ def attention_kernel(
         """One key block at `n0`: the online-softmax update of (m, l, acc)."""
         b.block = blk
         m_i, l_i, acc = state
-        k = b.add(tile.LoadOp(k_param, box("key", kv_head, n0, d), [bn, d]))
+        k = b.add(tile.LoadOp(k_param, box("key", kv_head, n0), [bn, d]))
         kt = b.add(tile.TransposeOp(k, [1, 0]))
         scores = b.add(tile.DotOp(q, kt, b.splat(0.0, score_t)))
         scores = b.add(nn.MulOp(scores, b.splat(scale * LOG2E, score_t)))
@@ -402,7 +417,7 @@ def attention_kernel(
         p = b.add(nn.Exp2Op(b.add(nn.SubOp(scores, b.rows(m_safe, [bm, bn])))))
         alpha = b.add(nn.Exp2Op(b.add(nn.SubOp(m_i, m_safe))))
         l_new = b.add(nn.AddOp(b.add(nn.MulOp(l_i, alpha)), b.add(tile.ReduceOp("sum", p, 1))))
-        v = b.add(tile.LoadOp(v_param, box("value", kv_head, n0, dv), [bn, dv]))
+        v = b.add(tile.LoadOp(v_param, box("value", kv_head, n0), [bn, dv]))
         scaled = b.add(nn.MulOp(acc, b.rows(alpha, [bm, dv])))
         acc_new = b.add(tile.DotOp(b.cast(p, _element(op.value)), v, scaled))
         return [m_new, l_new, acc_new]
@@ -452,8 +467,7 @@ def attention_kernel(
         lse = b.add(nn.SelectOp(empty, b.splat(neg_inf, row_t), lse))
         entry.add_op(tile.StoreOp(lse, lse_param, [bat, head, chunk_id, m0]))
     else:
-        at = box("out", head, m0, dv)
-        entry.add_op(tile.StoreOp(b.cast(out, element), entry.args[-1], at))
+        entry.add_op(tile.StoreOp(b.cast(out, element), entry.args[-1], box("out", head, m0)))
     entry.add_op(tile.ReturnOp())
     b.index.hoist(entry)
     return kernel, batch * heads * m_blocks * plan.splits

@@ -77,7 +77,7 @@ from fuseopt.passes.convert_nn_to_tile.attention import (
     attention_shapes,
     combine_kernel,
     plan_attention,
-    seq_major_type,
+    seq_major_shape,
     sequence_major_operands,
 )
 from fuseopt.passes.convert_nn_to_tile.emitter import KernelEmitter
@@ -146,12 +146,6 @@ def _whole_tensor_ok(op: Operation) -> bool:
             for v in values
         )
     )
-
-
-def _tensor(v: SSAValue) -> TensorType:
-    t = v.type
-    assert isinstance(t, TensorType)
-    return t
 
 
 def _view_broadcasts(block: Block, returned: set[SSAValue]) -> set[Operation]:
@@ -504,7 +498,7 @@ class HostLowering:
             moved = roles["out"].result
             out = self._result_buffer(moved)
             self.buffers[moved] = out
-            rows_out = self._view(out, seq_major_type(_tensor(op.result)).get_shape())
+            rows_out = self._view(out, seq_major_shape(shape(op.result)))
         else:
             out = self._result_buffer(op.result)
             self.buffers[op.result] = out
@@ -513,7 +507,7 @@ class HostLowering:
         for role, v in (("query", op.query), ("key", op.key), ("value", op.value)):
             if role in roles:  # read sequence-major from the transpose's input
                 source = self.buffers[roles[role].input]
-                operands.append(self._view(source, seq_major_type(_tensor(v)).get_shape()))
+                operands.append(self._view(source, seq_major_shape(shape(v))))
             else:
                 operands.append(self.buffers[v])
         query = operands[0]
