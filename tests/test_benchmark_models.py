@@ -117,3 +117,25 @@ def test_missing_transformers_skips_cleanly(monkeypatch, capsys):
     monkeypatch.setitem(__import__("sys").modules, "transformers", None)
     assert models.main(["--quick"]) == 0
     assert "transformers` is not installed" in capsys.readouterr().out
+
+
+def test_generate_benchmark_counts_compiles(tmp_path) -> None:
+    """`benchmarks.generate --quick`: a greedy generate with a growing KV cache through
+    fuseopt gives eager's tokens (float32) and compiles a bounded number of graphs (the
+    prefill, the first decode step, the decode graph with the cache length symbolic),
+    not one per token; the record names the ops left to PyTorch."""
+    from benchmarks import generate
+
+    out = tmp_path / "generate.json"
+    argv = ["--quick", "--tokens", "6", "--prompt", "4", "--models", "llama"]
+    argv += ["--systems", "eager,fuseopt-triton", "--dtype", "float32", "--out", str(out)]
+    assert generate.main(argv) == 0
+    doc = json.loads(out.read_text())
+    assert doc["environment"]["torch"] == torch.__version__
+    eager, fused = doc["rows"]
+    assert eager["system"] == "eager" and eager["tokens_equal_eager"]
+    assert fused["tokens_equal_eager"], fused
+    assert 2 <= fused["dynamo_graphs"] <= 3 and fused["fuseopt_graphs"] <= 3, fused
+    assert fused["fallbacks"] and all("symbolic size" in reason for reason in fused["fallbacks"]), (
+        fused["fallbacks"]
+    )

@@ -206,6 +206,74 @@ def test_specializations_are_bounded(
     assert len(lines) == 1 and "more than 1 input shapes" in lines[0]
 
 
+def decode_step(x: torch.Tensor, cache: torch.Tensor, w: torch.Tensor) -> tuple:
+    """A decode step in miniature: static work on the new token, a cache that grows by
+    one row per call, attention over it, static work again."""
+    h = torch.tanh(x @ w) * 2 + 1
+    keys = torch.cat([cache, h], 0)
+    scores = torch.softmax(keys @ h.T * 0.5, 0)
+    read = (scores * keys).sum(0, keepdim=True)
+    return torch.sigmoid(read) * h + w.sum(0) * (cache.shape[0] + 1), keys
+
+
+@pytest.mark.parametrize("symbolic", ["auto", "partition"])
+def test_symbolic_graph_compiles_once(symbolic: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A graph whose symbolic size touches few ops (a growing cache) is compiled once:
+    the ops with symbolic sizes run in PyTorch, logged; the rest is compiled; the
+    symbolic size read as a scalar is never baked in; every result matches eager."""
+    w = randn(8, 8, seed=1)
+    compiled = torch.compile(
+        decode_step, backend="fuseopt", options={"backend": "interpret", "symbolic": symbolic}
+    )
+    regions_after_call = []
+    with caplog.at_level(logging.DEBUG, logger="fuseopt"):
+        for rows in range(2, 8):
+            x, cache = randn(1, 8, seed=rows), randn(rows, 8, seed=10 + rows)
+            for a, e in zip(compiled(x, cache, w), decode_step(x, cache, w), strict=True):
+                assert_close(a, e)
+            regions_after_call.append(
+                sum(r.getMessage().startswith("fuseopt: compiled ") for r in caplog.records)
+            )
+    # the first call compiles statically, the second the symbolic graph, then nothing
+    assert regions_after_call[0] >= 1 and regions_after_call[1] > regions_after_call[0]
+    assert len(set(regions_after_call[1:])) == 1, regions_after_call
+    messages = [r.getMessage() for r in caplog.records if r.name == "fuseopt"]
+    compiled_graphs = [m for m in messages if "symbolic sizes" in m]
+    assert len(compiled_graphs) == 1 and "compiled once" in compiled_graphs[0], messages
+    fallbacks = [m for m in messages if "run eagerly" in m]
+    assert fallbacks and "symbolic size" in fallbacks[-1], messages
+    assert "aten.tanh" not in fallbacks[-1] and "aten.sigmoid" not in fallbacks[-1]
+
+
+def test_symbolic_graph_specialized_on_request(caplog: pytest.LogCaptureFixture) -> None:
+    """symbolic="specialize" compiles the same graph per concrete shape, every op."""
+    w = randn(8, 8, seed=1)
+    compiled = torch.compile(
+        decode_step,
+        backend="fuseopt",
+        options={"backend": "interpret", "symbolic": "specialize"},
+        dynamic=True,
+    )
+    with caplog.at_level(logging.DEBUG, logger="fuseopt"):
+        for rows in (2, 3, 2):
+            x, cache = randn(1, 8, seed=rows), randn(rows, 8, seed=10 + rows)
+            for a, e in zip(compiled(x, cache, w), decode_step(x, cache, w), strict=True):
+                assert_close(a, e)
+    messages = [r.getMessage() for r in caplog.records if r.name == "fuseopt"]
+    assert any("compiled per concrete shape" in m for m in messages), messages
+    assert not [m for m in messages if "run eagerly" in m], messages
+    assert len([m for m in messages if m.startswith("fuseopt: compiled ")]) == 2
+
+
+def test_symbolic_option_is_checked() -> None:
+    """An unknown `symbolic` value is a ConfigurationError naming the choices."""
+    compiled = torch.compile(
+        decode_step, backend="fuseopt", options={"backend": "interpret", "symbolic": "maybe"}
+    )
+    with pytest.raises(Exception, match="'symbolic' must be one of auto, partition, specialize"):
+        compiled(randn(1, 8), randn(3, 8), randn(8, 8))
+
+
 def test_attention_training_falls_back_for_the_kernel_only() -> None:
     """Training through SDPA with attention="nn": the attention kernel (whose logsumexp
     the backward needs) and its backward run eagerly, everything around it is compiled, gradients match."""

@@ -215,7 +215,9 @@ def test_llama_gradients() -> None:
 
 def test_generate_runs_the_compiled_forward() -> None:
     """`compiled.generate(...)` of a Llama for causal LM decodes with the compiled
-    forward (greedy: the same tokens as eager), through prefill and the decode steps."""
+    forward (greedy: the same tokens as eager), through prefill and the decode steps;
+    the growing KV cache compiles no graph per token (prefill, the first decode step,
+    then one graph with the cache length symbolic, as torch.compile's own count)."""
     torch._dynamo.reset()
     config = transformers.LlamaConfig(
         hidden_size=HIDDEN,
@@ -231,7 +233,12 @@ def test_generate_runs_the_compiled_forward() -> None:
     ids = torch.randint(0, 64, (1, 5), generator=torch.Generator().manual_seed(2))
     compiled = fuseopt.compile(model, backend="interpret")
     with torch.no_grad():
-        expected = model.generate(ids, max_new_tokens=6, do_sample=False)
-        actual = compiled.generate(ids, max_new_tokens=6, do_sample=False)
+        expected = model.generate(ids, max_new_tokens=10, do_sample=False)
+        actual = compiled.generate(ids, max_new_tokens=10, do_sample=False)
     assert torch.equal(actual, expected), (actual, expected)
-    assert len({k.region for k in compiled.kernels}) >= 2  # prefill and decode compiled
+    graphs = {k.region.rsplit("_", 1)[0] for k in compiled.kernels}
+    assert 2 <= len(graphs) <= 3, graphs
+    assert compiled.fallbacks, "the symbolic-size ops run in PyTorch, logged"
+    assert all("(dynamic shapes run eagerly)" in f.reason for f in compiled.fallbacks), [
+        (f.target, f.reason) for f in compiled.fallbacks
+    ]

@@ -13,7 +13,9 @@ and is logged as a fallback; True: the backend's error is raised); `attention`
 kernel each; "nn": decomposed into matmul, softmax and matmul; "eager": left to
 PyTorch; the default is the backend's, `default_attention`: "fused" except on the CUDA
 backend, whose attention kernel is still slow); every other key is passed to the
-backend, which rejects keys it does not know with a ConfigurationError.
+backend, which rejects keys it does not know with a ConfigurationError;
+`symbolic` (how a graph Dynamo traced with symbolic sizes is compiled: "auto", the
+default, "partition" or "specialize"; see `compile_symbolic`).
 The registration is the `torch_dynamo_backends` entry point `fuseopt` in pyproject.toml.
 
 A graph traced on meta-device inputs runs eagerly in PyTorch (logged at INFO): meta
@@ -132,6 +134,11 @@ def fuseopt_backend(
             f"option 'attention' must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}"
         )
     eager = dict.fromkeys(FUSED_ATTENTION, ATTENTION_REASON) if attention == "eager" else {}
+    symbolic = settings.pop("symbolic", "auto")
+    if symbolic not in SYMBOLIC_MODES:
+        raise ConfigurationError(
+            f"option 'symbolic' must be one of {', '.join(SYMBOLIC_MODES)}, got {symbolic!r}"
+        )
     check_mode(mode if mode is not None else settings.get("mode"))
     if mode is not None:
         settings["mode"] = mode
@@ -183,8 +190,67 @@ def fuseopt_backend(
         )(graph, inputs)
 
     if has_symbolic_shapes(example_inputs):
-        return ShapeSpecializedGraph(gm, compile_static)
+        return compile_symbolic(gm, example_inputs, compile_static, symbolic)
     return compile_static(gm, example_inputs)
+
+
+SYMBOLIC_MODES = ("auto", "partition", "specialize")
+"""Values of the `symbolic` option (see `compile_symbolic`)."""
+
+MAX_SYMBOLIC_SHARE = 0.5
+"""Under symbolic="auto", a symbolic-size graph is compiled once (its symbolic ops in
+PyTorch) when at most this share of its tensor ops have symbolic sizes, and per
+concrete shape otherwise."""
+
+
+def compile_symbolic(
+    gm: GraphModule,
+    example_inputs: Sequence[Any],
+    compile_static: Callable[[GraphModule, Sequence[Any]], Callable[..., Any]],
+    symbolic: str,
+) -> Callable[..., Any]:
+    """Compile a graph Dynamo traced with symbolic sizes.
+
+    nn types are static, so fuseopt's kernels cannot take a symbolic size. Two ways:
+    - "partition": compile the graph once, symbolic as it is; the fallback partitioner
+      runs every op with a symbolic size in PyTorch (each listed in the fallback log)
+      and compiles the rest. No new shape ever recompiles. Right when the sizes that
+      change touch few ops, as a decode step's growing KV cache touches only the
+      cache concatenation and the attention;
+    - "specialize": `ShapeSpecializedGraph`, every op compiled, once per concrete
+      shape. Right when the symbolic size runs through the whole graph (a batch size)
+      and a few shapes repeat.
+    "auto" partitions when at most MAX_SYMBOLIC_SHARE of the graph's tensor ops have
+    symbolic sizes, and specializes otherwise.
+    """
+    share = symbolic_share(gm)
+    if symbolic == "auto":
+        symbolic = "partition" if share <= MAX_SYMBOLIC_SHARE else "specialize"
+    logger.info(
+        "fuseopt: a graph with symbolic sizes (%.0f%% of its tensor ops): %s",
+        100 * share,
+        "compiled once, its symbolic-size ops run in PyTorch"
+        if symbolic == "partition"
+        else "compiled per concrete shape",
+    )
+    if symbolic == "partition":
+        return compile_static(gm, example_inputs)
+    return ShapeSpecializedGraph(gm, compile_static)
+
+
+def symbolic_share(gm: GraphModule) -> float:
+    """The share of `gm`'s tensor-valued calls (Dynamo's example values) whose result
+    has a symbolic size; 1.0 for a graph without any."""
+    values = [
+        n.meta.get("example_value")
+        for n in gm.graph.nodes
+        if n.op in ("call_function", "call_method", "call_module")
+    ]
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    if not tensors:
+        return 1.0
+    symbolic = sum(any(isinstance(d, torch.SymInt) for d in v.shape) for v in tensors)
+    return symbolic / len(tensors)
 
 
 def on_meta_device(example_inputs: Sequence[Any]) -> bool:

@@ -12,7 +12,8 @@ Steps:
    fails to import, or that the region compiler answers with `RegionFallback`, keeps
    its eager submodule);
 4. log one line on logger `fuseopt` naming the ops that fell back and why (a
-   `getitem` unpacking an eager op's results is not listed: it is not work).
+   `getitem` unpacking an eager op's results, and size arithmetic on symbolic sizes,
+   are not listed: they are not work).
 """
 
 from __future__ import annotations
@@ -149,6 +150,8 @@ def unsupported_reason(node: Node) -> str | None:
         if isinstance(val, list | tuple) and node.target is operator.getitem:
             env[inp] = tuple(_trial_arg(block, v) for v in val)
             continue
+        if is_size_value(val):
+            return f"input '{inp.name}': symbolic scalar {val} (dynamic shapes run eagerly)"
         try:
             env[inp] = block.insert_arg(tensor_type(val), len(block.args))
         except UnsupportedTypeError as e:
@@ -162,6 +165,12 @@ def unsupported_reason(node: Node) -> str | None:
         return e.reason
     except Exception as e:  # a converter bug must fall back, never crash or miscompile
         return f"import failed ({type(e).__name__}: {e})"
+
+
+def is_size_value(value: object) -> bool:
+    """Whether an example value is a symbolic scalar (a SymInt, SymFloat or SymBool):
+    the node computing it is size arithmetic on the host, not tensor work."""
+    return isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool)
 
 
 def is_collective(target: object) -> bool:
@@ -340,7 +349,10 @@ def _log_fallbacks(
 ) -> None:
     eager = set(failed)
     failed = [
-        n for n in failed if not (n.target is operator.getitem and n.args and n.args[0] in eager)
+        n
+        for n in failed
+        if not (n.target is operator.getitem and n.args and n.args[0] in eager)
+        and not is_size_value(n.meta.get("val"))
     ]
     if not failed:
         return
