@@ -145,8 +145,11 @@ def test_cumsum_on_the_gpu(backend: str, dtype: torch.dtype) -> None:
         got, expected = compiled(x), fn(x)
     if dtype == torch.float32:  # f32 accumulation in a different order over 2048 terms
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-3)
-    elif dtype == torch.bfloat16:  # bf16 eager rounds each prefix; the scan, once
-        torch.testing.assert_close(got.float(), expected.float(), rtol=2e-2, atol=0.5)
+    elif dtype == torch.bfloat16:  # rounding differs from eager's: judge both by float64
+        reference = fn(x.double())
+        fused_error = (got.double() - reference).abs().max().item()
+        eager_error = (expected.double() - reference).abs().max().item()
+        assert fused_error <= 2 * eager_error, (fused_error, eager_error)
     else:
         assert torch.equal(got, expected)
     assert not compiled.fallbacks
