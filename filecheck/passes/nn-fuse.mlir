@@ -511,6 +511,40 @@ func.func @argument_cast_per_user(%x: tensor<2x8x16xbf16>, %s: tensor<2x8x1xf32>
 
 // -----
 
+// BERT's output block (widths cut): a GEMM with its bias, reshaped from [B*S, H] to
+// [B, S, H], a residual add, then a layer norm over H. Inside a group the reshape
+// regroups dims, which the tiler cannot tie to the norm's rows, so grouped with the
+// add it kept the add out of the norm (a kernel of its own). It reads a value computed
+// outside its consumers' group (the GEMM's), so it stays a host view of that buffer
+// and the add joins the norm: two kernels, not three.
+// CHECK-LABEL: func.func @output_block
+// CHECK:       nn.fusion
+// CHECK:         nn.matmul
+// CHECK:       nn.reshape %{{.*}} : tensor<32x64xf32> -> tensor<2x16x64xf32>
+// CHECK:       nn.fusion
+// CHECK:         nn.add
+// CHECK:         nn.mean
+// CHECK-NOT:   nn.fusion
+// CHECK:       func.return
+func.func @output_block(%x: tensor<32x64xf32>, %w: tensor<64x64xf32>, %b: tensor<64xf32>, %res: tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
+  %0 = nn.matmul %x, %w transpose_b : tensor<32x64xf32>, tensor<64x64xf32> -> tensor<32x64xf32>
+  %1 = nn.broadcast %b : tensor<64xf32> -> tensor<32x64xf32>
+  %2 = nn.add %0, %1 : tensor<32x64xf32>
+  %3 = nn.reshape %2 : tensor<32x64xf32> -> tensor<2x16x64xf32>
+  %4 = nn.add %3, %res : tensor<2x16x64xf32>
+  %5 = nn.mean %4 [2] keepdim : tensor<2x16x64xf32> -> tensor<2x16x1xf32>
+  %6 = nn.broadcast %5 : tensor<2x16x1xf32> -> tensor<2x16x64xf32>
+  %7 = nn.sub %4, %6 : tensor<2x16x64xf32>
+  %8 = nn.mul %7, %7 : tensor<2x16x64xf32>
+  %9 = nn.mean %8 [2] keepdim : tensor<2x16x64xf32> -> tensor<2x16x1xf32>
+  %10 = nn.rsqrt %9 : tensor<2x16x1xf32>
+  %11 = nn.broadcast %10 : tensor<2x16x1xf32> -> tensor<2x16x64xf32>
+  %12 = nn.mul %7, %11 : tensor<2x16x64xf32>
+  func.return %12 : tensor<2x16x64xf32>
+}
+
+// -----
+
 // A lone view is left to eager (a strided view there); constants are cloned into the
 // groups that use them. (The DOT file of --split-input-file holds this last case.)
 // DOT:         digraph fusion {
@@ -546,5 +580,3 @@ func.func @views_and_constants(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<
   %m = nn.mul %x, %c : tensor<4x8xf32>
   func.return %t, %m : tensor<8x4xf32>, tensor<4x8xf32>
 }
-
-

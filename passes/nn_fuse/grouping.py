@@ -21,6 +21,11 @@ Algorithm (greedy union of groups, in program order; every merge is checked):
    reduction's domain).
 4. Siblings: pointwise or reduction groups that compute and read the same value are
    merged when legal, so the value is read once (e.g. two reductions of one tensor).
+5. Host views: a reshape that regroups dims and reads a value computed outside its
+   group is free as a view of that value's buffer, but inside a group it is indexing
+   the tiler cannot tie to a reduction's rows. When groups hold such reshapes, the
+   block is grouped again with them left out, and the grouping with fewer kernels is
+   kept.
 A merge happens only if the union passes `check_group` (one kernel shape, bounded
 recompute, no duplicated reduction or matmul, one iteration space for the tiler) and the
 quotient graph of groups stays acyclic (no path from the union back into itself through
@@ -409,6 +414,53 @@ def find_groups(
     the algorithm. The block is not modified. `verify` checks every merge decision the
     slow way too (tests).
     """
+    groups = _find_groups(block, max_recompute, excluded, verify)
+    views = boundary_reshapes(groups)
+    if not views:
+        return groups
+    # 5. the same without those reshapes: each stays a host view of its operand's
+    # buffer (free), so its consumers may join a reduction it blocked (BERT's residual
+    # add of a GEMM result reshaped to [B, S, H], then LayerNorm over H)
+    regrouped = _find_groups(block, max_recompute, {*excluded, *views}, verify)
+    if _kernels(regrouped) < _kernels(groups):
+        return regrouped
+    return groups
+
+
+def _kernels(groups: list[FusionGroup]) -> int:
+    """How many kernels `groups` launch (pure view groups launch none)."""
+    return sum(g.computes for g in groups)
+
+
+def boundary_reshapes(groups: list[FusionGroup]) -> list[Operation]:
+    """The reshapes that regroup dims (not only add or drop unit dims) at a group's
+    input boundary: each reads a value computed outside its group, which is a whole
+    contiguous buffer, so the reshape can be a host view instead of indexing that keeps
+    its group from joining a reduction (the tiler ties axes one to one)."""
+    found = []
+    for group in groups:
+        if len(group.ops) < 2:
+            continue
+        inside = set(group.ops)
+        for op in group.ops:
+            if not isinstance(op, nn.ReshapeOp) or op.input.owner in inside:
+                continue
+            dims = [
+                [n for n in shape if n != 1]
+                for shape in (op.input.type.get_shape(), op.result.type.get_shape())
+            ]  # type: ignore[attr-defined]
+            if dims[0] != dims[1]:
+                found.append(op)
+    return found
+
+
+def _find_groups(
+    block: Block,
+    max_recompute: int,
+    excluded: Collection[Operation],
+    verify: bool,
+) -> list[FusionGroup]:
+    """Steps 1-4 until every group passes its full check (see the module docstring)."""
     order = {op: i for i, op in enumerate(block.ops)}
     strict: set[Operation] = set()
     while True:
