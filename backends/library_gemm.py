@@ -38,11 +38,18 @@ def padded_columns(columns: int, depth: int, element_bytes: int) -> int:
     return -(-columns // per_vector) * per_vector
 
 
-def mm_padded(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, columns: int) -> None:
-    """`out = a @ b` (2-d; `b` a [K, N] matrix or the transposed view of an [N, K] one)
-    computed at N = `columns`: `b` copied with zero columns appended (as rows of the
-    [N, K] form when `b` is a transposed view, so the copy reads and writes rows), the
-    product into a [M, columns] buffer, its first N columns copied into `out`."""
+def mm_padded(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor,
+    columns: int,
+    bias: torch.Tensor | None = None,
+) -> None:
+    """`out = a @ b (+ bias)` (2-d; `b` a [K, N] matrix or the transposed view of an
+    [N, K] one) computed at N = `columns`: `b` copied with zero columns appended (as
+    rows of the [N, K] form when `b` is a transposed view, so the copy reads and writes
+    rows), the product (`torch.addmm` with the bias zero-padded) into a [M, columns]
+    buffer, its first N columns copied into `out`."""
     k, n = b.shape
     if b.stride(0) == 1 and b.stride(1) != 1:  # the transposed view of an [N, K] weight
         rows = torch.empty((columns, k), dtype=b.dtype, device=b.device)
@@ -54,7 +61,12 @@ def mm_padded(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, columns: int)
         wide[:, :n].copy_(b)
         wide[:, n:].zero_()
     product = torch.empty((a.shape[0], columns), dtype=out.dtype, device=out.device)
-    torch.mm(a, wide, out=product)
+    if bias is None:
+        torch.mm(a, wide, out=product)
+    else:
+        padded_bias = torch.zeros((columns,), dtype=bias.dtype, device=bias.device)
+        padded_bias[:n].copy_(bias)
+        torch.addmm(padded_bias, a, wide, out=product)
     out.copy_(product[:, :n])
 
 

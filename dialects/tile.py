@@ -96,6 +96,7 @@ from xdsl.irdl import (
     lazy_traits_def,
     operand_def,
     opt_attr_def,
+    opt_operand_def,
     region_def,
     result_def,
     traits_def,
@@ -118,11 +119,11 @@ from fuseopt.diagnostics import error_at
 from fuseopt.dialects.syntax import (
     BareIdentifier,
     BareInteger,
+    FourOperandTypes,
     IndexOperands,
     IntList,
     SharedType,
     SharedTypeOp,
-    ThreeOperandTypes,
     TwoOperandTypes,
     array_values,
     int_array,
@@ -997,36 +998,50 @@ class TorchCallOp(IRDLOperation):
 
 @irdl_op_definition
 class GemmOp(IRDLOperation):
-    """Host side: `c = a @ b` by a library GEMM (cuBLAS), f32 accumulation.
+    """Host side: `c = a @ b (+ bias)` by a library GEMM (cuBLAS), f32 accumulation.
 
-    Shapes follow `nn.matmul` (batched, `b` may be rank 2, transpose flags).
+    Shapes follow `nn.matmul` (batched, `b` may be rank 2, transpose flags). The
+    optional `bias` is a vector of c's last dim, added to every row before the single
+    rounding to c's type (cuBLAS's bias epilogue, what `torch.addmm` and eager's
+    `F.linear` run); it needs a rank-2 `b` and no `transpose_a`.
 
     Example:
         tile.gemm %a, %w into %c transpose_b : memref<64x32xbf16>, memref<16x32xbf16>, memref<64x16xbf16>
+        tile.gemm %a, %w into %c bias %b transpose_b : memref<64x32xbf16>, memref<16x32xbf16>, memref<64x16xbf16>, memref<16xbf16>
     """
 
     name = "tile.gemm"
-    custom_directives = (ThreeOperandTypes,)
+    custom_directives = (FourOperandTypes,)
     assembly_format = (
-        "$lhs `,` $rhs `into` $out (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)? "
-        "attr-dict `:` custom<ThreeOperandTypes>(type($lhs), type($rhs), type($out))"
+        "$lhs `,` $rhs `into` $out (`bias` $bias^)? (`transpose_a` $transpose_a^)? "
+        "(`transpose_b` $transpose_b^)? "
+        "attr-dict `:` custom<FourOperandTypes>(type($lhs), type($rhs), type($out), type($bias))"
     )
     lhs = operand_def(MemRefType)
     rhs = operand_def(MemRefType)
     out = operand_def(MemRefType)
+    bias = opt_operand_def(MemRefType)
     transpose_a = opt_attr_def(UnitAttr)
     transpose_b = opt_attr_def(UnitAttr)
     FLAGS: ClassVar[tuple[str, ...]] = ("transpose_a", "transpose_b")
 
     def __init__(
-        self, lhs: SSAValue, rhs: SSAValue, out: SSAValue, transpose_a: bool, transpose_b: bool
+        self,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        out: SSAValue,
+        transpose_a: bool,
+        transpose_b: bool,
+        bias: SSAValue | None = None,
     ):
         flags = {
             f: UnitAttr()
             for f, on in zip(self.FLAGS, (transpose_a, transpose_b), strict=True)
             if on
         }
-        super().__init__(operands=[lhs, rhs, out], attributes=flags)
+        super().__init__(
+            operands=[lhs, rhs, out, [bias] if bias is not None else []], attributes=flags
+        )
 
     def verify_(self) -> None:
         from fuseopt.dialects.nn import matmul_shape
@@ -1051,6 +1066,16 @@ class GemmOp(IRDLOperation):
             raise VerifyException(str(e)) from None
         if tuple(c.get_shape()) != want:
             raise VerifyException(f"out must have shape {shape_str(want)}, got {c}")
+        if self.bias is None:
+            return
+        bias = memref_type(self.bias, "bias")
+        if bias.element_type != c.element_type or tuple(bias.get_shape()) != want[-1:]:
+            raise VerifyException(
+                f"bias must be a vector of out's last dim and type, {c.element_type} "
+                f"x{want[-1]}, got {bias}"
+            )
+        if len(b.get_shape()) != 2 or self.transpose_a is not None:
+            raise VerifyException("a bias needs a rank-2 rhs and no transpose_a (torch.addmm)")
 
 
 # --------------------------------------------------------------------------- tile math

@@ -61,7 +61,8 @@ class Launch:
 
 @dataclass(frozen=True)
 class Gemm:
-    """`tile.gemm`: `out = lhs @ rhs` (transposes as flagged) by a library GEMM."""
+    """`tile.gemm`: `out = lhs @ rhs (+ bias)` (transposes as flagged) by a library
+    GEMM."""
 
     op: tile.GemmOp
     lhs: SSAValue
@@ -69,6 +70,7 @@ class Gemm:
     out: SSAValue
     transpose_a: bool
     transpose_b: bool
+    bias: SSAValue | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ def read_host(f: func.FuncOp, backend: str, verb: str) -> HostFunction:
                     op.out,
                     op.transpose_a is not None,
                     op.transpose_b is not None,
+                    op.bias,
                 )
             )
         elif isinstance(op, tile.TorchCallOp):

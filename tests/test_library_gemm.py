@@ -47,3 +47,49 @@ def test_backends_pad_an_lm_head(backend: str) -> None:
         assert "fuseopt_mm_padded(" in compiled.regions[0].compiled.source  # type: ignore[attr-defined]
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), head(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_mm_padded_adds_a_bias(dtype: torch.dtype) -> None:
+    """With a bias, the padded product is `torch.addmm`'s: the bias zero-padded too."""
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(5, 24, generator=g).to(dtype)
+    b = torch.randn(37, 24, generator=g).to(dtype).mT
+    bias = torch.randn(37, generator=g).to(dtype)
+    out = torch.full((5, 37), float("nan"), dtype=dtype)
+    mm_padded(a, b, out, padded_columns(37, 10**6, a.element_size()), bias)
+    torch.testing.assert_close(out, torch.addmm(bias, a, b))
+
+
+@pytest.mark.parametrize("features", [16411, 16384], ids=["padded", "aligned"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_linear_bias_joins_the_library_gemm(
+    backend: str, dtype: torch.dtype, features: int
+) -> None:
+    """A linear layer with a bias, large enough for the library GEMM: the bias is added
+    in the GEMM's epilogue (torch.addmm, padded or not), so no kernel runs after it,
+    and the result matches eager's F.linear (which runs addmm too)."""
+    if backend == "cuda" and not torch.cuda.is_available():
+        pytest.skip("the CUDA backend runs on a GPU")
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(64, features).to(dtype)
+    with torch.no_grad():
+        layer.bias.uniform_(-4, 4)  # a bias as large as the products: a dropped one shows
+    x = torch.randn(2, 3, 64).to(dtype)
+    if backend == "cuda":
+        layer, x = layer.cuda(), x.cuda()
+    with torch.no_grad():
+        compiled = fuseopt.compile(layer, x, backend=backend)
+        assert [k.schedule for k in compiled.kernels] == ["library_gemm"]
+        if backend == "triton":
+            source = compiled.regions[0].compiled.source  # type: ignore[attr-defined]
+            host = source[source.rindex("\ndef ") :]  # the host function, printed last
+            calls = ("fuseopt_mm_padded(", "torch.addmm(", "torch.mm(")
+            (line,) = [x.strip() for x in host.splitlines() if x.strip().startswith(calls)]
+            if features == 16411:  # the bias (input 2) given to the padded GEMM
+                assert line.startswith("fuseopt_mm_padded(") and line.endswith(", in2)"), host
+            else:
+                assert line.startswith("torch.addmm(in2, "), host
+        tolerance = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {}
+        torch.testing.assert_close(compiled(x), layer(x), **tolerance)

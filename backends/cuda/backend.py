@@ -147,6 +147,9 @@ class HostPlan:
             a, bb, c = self._slot(step.lhs), self._slot(step.rhs), self._slot(step.out)
             ta, tb = step.transpose_a, step.transpose_b
             self.launches.append("library_gemm")
+            if step.bias is not None:
+                self.steps.append(self._bias_gemm(step, a, bb, c))
+                return
             # torch.mm / torch.bmm when the ranks allow: torch.matmul's broadcasting
             # dispatch costs several microseconds of host time per call
             shapes = [tuple(v.type.get_shape()) for v in (step.lhs, step.rhs, step.out)]  # type: ignore[attr-defined]
@@ -169,6 +172,26 @@ class HostPlan:
                 product(x.mT if ta else x, y.mT if tb else y, out=b[c])
 
             self.steps.append(gemm)
+
+    def _bias_gemm(self, step: tile_host.Gemm, a: int, b: int, c: int) -> Step:
+        """`out = lhs @ rhs + bias` (rhs rank 2, no transpose_a: the verifier's rule) as
+        `torch.addmm` over the rows of lhs (cuBLAS's bias epilogue), padded when N is
+        not whole 16-byte vectors."""
+        assert step.bias is not None
+        bias, tb = self._slot(step.bias), step.transpose_b
+        sa, sc = (tuple(v.type.get_shape()) for v in (step.lhs, step.out))  # type: ignore[attr-defined]
+        rows = math.prod(sa[:-1])
+        columns = padded_columns(sc[-1], sa[-1], element_bytes(step.out.type.element_type))  # type: ignore[attr-defined]
+
+        def gemm(buffers: list, dev: torch.device) -> None:
+            y = buffers[b].mT if tb else buffers[b]
+            x, out = buffers[a].view(rows, sa[-1]), buffers[c].view(rows, sc[-1])
+            if columns != sc[-1]:
+                mm_padded(x, y, out, columns, buffers[bias])
+            else:
+                torch.addmm(buffers[bias], x, y, out=out)
+
+        return gemm
 
     @staticmethod
     def _padded_gemm(a: int, b: int, c: int, tb: bool, columns: int) -> Step:

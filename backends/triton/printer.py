@@ -289,8 +289,9 @@ calls it: the module imports nothing but torch and Triton)."""
 def _gemm_call(op: tile.GemmOp, expr: dict[SSAValue, str]) -> str:
     """The library GEMM as the most direct torch call: `torch.mm` (rows of a batched
     left operand folded into M, views only), else `torch.matmul`; transposes are `.mT`
-    views that cuBLAS reads as they are (no copy). A 2-d product whose N is not whole
-    16-byte vectors runs padded (`backends/library_gemm.py`)."""
+    views that cuBLAS reads as they are (no copy); a bias is `torch.addmm`'s (cuBLAS's
+    epilogue). A 2-d product whose N is not whole 16-byte vectors runs padded
+    (`backends/library_gemm.py`)."""
     a, b, c = expr[op.lhs], expr[op.rhs], expr[op.out]
     ta, tb = op.transpose_a is not None, op.transpose_b is not None
     sa, sb, sc = (buffer_spec(v.type)[0] for v in (op.lhs, op.rhs, op.out))
@@ -300,9 +301,13 @@ def _gemm_call(op: tile.GemmOp, expr: dict[SSAValue, str]) -> str:
         if len(sa) != 2:
             rows = math.prod(sa[:-1])
             a2, c2 = f"{a}.view({rows}, {sa[-1]})", f"{c}.view({rows}, {sc[-1]})"
+        bias = expr[op.bias] if op.bias is not None else None
         columns = padded_columns(sc[-1], sa[-1], element_bytes(op.out.type.element_type))  # type: ignore[attr-defined]
         if columns != sc[-1]:  # N padded to whole vectors: cuBLAS's aligned kernels
-            return f"{PADDED_GEMM}({a2}, {b_expr}, {c2}, {columns})"
+            tail = f", {bias}" if bias else ""
+            return f"{PADDED_GEMM}({a2}, {b_expr}, {c2}, {columns}{tail})"
+        if bias:  # cuBLAS's bias epilogue
+            return f"torch.addmm({bias}, {a2}, {b_expr}, out={c2})"
         return f"torch.mm({a2}, {b_expr}, out={c2})"
     a_expr = f"{a}.mT" if ta else a
     return f"torch.matmul({a_expr}, {b_expr}, out={c})"

@@ -279,6 +279,46 @@ func.func @library_gemm(%x: tensor<40x24xbf16>, %w: tensor<50x24xbf16>) -> tenso
 
 // -----
 
+// A library GEMM whose epilogue starts with a bias add (through the f32 policy's casts)
+// takes the bias into the GEMM (cuBLAS's epilogue, one rounding): a projection with
+// nothing else after it launches no kernel; what follows the bias add is the epilogue.
+// CHECK-LABEL: func.func @gemm_bias
+// CHECK-SAME:  (%[[X:.*]]: memref<40x24xbf16>, %[[W:.*]]: memref<50x24xbf16>, %[[B:.*]]: memref<50xbf16>, %[[O:.*]]: memref<40x50xbf16> {tile.output})
+// CHECK-NEXT:  tile.gemm %[[X]], %[[W]] into %[[O]] bias %[[B]] transpose_b : memref<40x24xbf16>, memref<50x24xbf16>, memref<40x50xbf16>, memref<50xbf16>
+// CHECK-NEXT:  func.return
+// CHECK-LABEL: tile.kernel @bias_gelu
+// CHECK-NOT:   nn.add
+// CHECK:       nn.gelu
+// CHECK-LABEL: func.func @gemm_bias_gelu
+// CHECK:       tile.gemm %{{.*}}, %{{.*}} into %[[T:.*]] bias %{{.*}} transpose_b
+// CHECK-NEXT:  tile.launch @bias_gelu grid [{{.*}}] (%[[T]], %{{.*}})
+func.func @gemm_bias(%x: tensor<40x24xbf16>, %w: tensor<50x24xbf16>, %b: tensor<50xbf16>) -> tensor<40x50xbf16> {
+  %0 = nn.fusion ins(%x, %w, %b : tensor<40x24xbf16>, tensor<50x24xbf16>, tensor<50xbf16>) -> tensor<40x50xbf16> attributes {kernel_name = "bias", kind = "matmul", route = "library_gemm"} {
+  ^bb0(%a: tensor<40x24xbf16>, %c: tensor<50x24xbf16>, %v: tensor<50xbf16>):
+    %p = nn.matmul %a, %c transpose_b : tensor<40x24xbf16>, tensor<50x24xbf16> -> tensor<40x50xbf16>
+    %vb = nn.broadcast %v : tensor<50xbf16> -> tensor<40x50xbf16>
+    %pw = nn.cast %p : tensor<40x50xbf16> -> tensor<40x50xf32>
+    %vw = nn.cast %vb : tensor<40x50xbf16> -> tensor<40x50xf32>
+    %s = nn.add %pw, %vw : tensor<40x50xf32>
+    %r = nn.cast %s : tensor<40x50xf32> -> tensor<40x50xbf16>
+    nn.yield %r : tensor<40x50xbf16>
+  }
+  func.return %0 : tensor<40x50xbf16>
+}
+func.func @gemm_bias_gelu(%x: tensor<40x24xbf16>, %w: tensor<50x24xbf16>, %b: tensor<50xbf16>) -> tensor<40x50xbf16> {
+  %0 = nn.fusion ins(%x, %w, %b : tensor<40x24xbf16>, tensor<50x24xbf16>, tensor<50xbf16>) -> tensor<40x50xbf16> attributes {kernel_name = "bias_gelu", kind = "matmul", route = "library_gemm"} {
+  ^bb0(%a: tensor<40x24xbf16>, %c: tensor<50x24xbf16>, %v: tensor<50xbf16>):
+    %p = nn.matmul %a, %c transpose_b : tensor<40x24xbf16>, tensor<50x24xbf16> -> tensor<40x50xbf16>
+    %vb = nn.broadcast %v : tensor<50xbf16> -> tensor<40x50xbf16>
+    %s = nn.add %vb, %p : tensor<40x50xbf16>
+    %g = nn.gelu %s : tensor<40x50xbf16>
+    nn.yield %g : tensor<40x50xbf16>
+  }
+  func.return %0 : tensor<40x50xbf16>
+}
+
+// -----
+
 // Ops outside fusions: one kernel each (a lone transpose is a copy: a one-program
 // whole_tensor kernel, which each backend prints as its own tuned copy; transposes inside
 // fused groups are indexed); a result used later is written into its out-param and

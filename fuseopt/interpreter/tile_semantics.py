@@ -133,14 +133,17 @@ class TileFunctions(InterpreterFunctions):
 
     @impl(tile.GemmOp)
     def run_gemm(self, interpreter: Interpreter, op: tile.GemmOp, args: PythonValues):
-        a, b, out = (np.asarray(x) for x in args)
+        a, b, out = (np.asarray(x) for x in args[:3])
         a, b = compute_dtype(a), compute_dtype(b)
         if op.transpose_a is not None:
             a = np.swapaxes(a, -1, -2)
         if op.transpose_b is not None:
             b = np.swapaxes(b, -1, -2)
         assert isinstance(op.out.type, MemRefType)
-        out[...] = to_element_type(np.matmul(a, b), op.out.type.element_type)
+        product = np.matmul(a, b)
+        if op.bias is not None:  # added before the one rounding (cuBLAS's epilogue)
+            product = product + compute_dtype(np.asarray(args[3]))
+        out[...] = to_element_type(product, op.out.type.element_type)
         return ()
 
     @impl(tile.TorchCallOp)

@@ -22,7 +22,8 @@ Lowering of groups:
   `nn.matmul`, which calls `tile.gemm` (nn-fuse bypassed it: the library GEMM, as eager),
   and an `nn.broadcast` read only by unfused elementwise ops, which joins each of their
   kernels as indexing (no buffer, no kernel of its own);
-- `route = "library_gemm"` fusions call `tile.gemm` and tile the epilogue alone;
+- `route = "library_gemm"` fusions call `tile.gemm` (taking a bias add into the
+  library's epilogue: `gemm_bias.py`) and tile the rest of the epilogue alone;
 - nn-fuse only forms groups that fit one iteration space (`legality`), so each
   of its fusions is one kernel; a hand-written fusion that does not fit (see
   `analysis`) is split into runs of consecutive ops that do
@@ -81,6 +82,7 @@ from fuseopt.passes.convert_nn_to_tile.attention import (
     sequence_major_operands,
 )
 from fuseopt.passes.convert_nn_to_tile.emitter import KernelEmitter
+from fuseopt.passes.convert_nn_to_tile.gemm_bias import match_gemm_bias
 from fuseopt.passes.convert_nn_to_tile.heuristics import (
     MAX_TILE_ELEMENTS,
     Blocks,
@@ -572,21 +574,26 @@ class HostLowering:
     def _library_gemm(
         self, group: Group, ins: dict[SSAValue, SSAValue], outs: dict[SSAValue, SSAValue], hint: str
     ) -> None:
-        """`tile.gemm` for the group's matmul, then a kernel for the epilogue."""
+        """`tile.gemm` for the group's matmul (with its bias add when the epilogue starts
+        with one: `gemm_bias`), then a kernel for the rest of the epilogue, if any."""
         mms = [o for o in group.ops if isinstance(o, nn.MatmulOp)]
         if len(mms) != 1 or mms[0].lhs not in ins or mms[0].rhs not in ins:
             self._group(group, ins, outs, hint)
             return
         mm = mms[0]
-        c = outs[mm.result] if mm.result in outs else self._temp(mm.result)
-        self._gemm(mm, ins, c)
-        rest = [o for o in group.ops if o is not mm]
-        outputs = [v for v in group.outputs if v is not mm.result]
+        bias = match_gemm_bias(mm, group.inputs, group.outputs)
+        product, absorbed = (bias.value, {mm, *bias.ops}) if bias else (mm.result, {mm})
+        c = outs[product] if product in outs else self._temp(product)
+        flags = (mm.transpose_a is not None, mm.transpose_b is not None)
+        vector = ins[bias.bias] if bias else None
+        self.block.add_op(tile.GemmOp(ins[mm.lhs], ins[mm.rhs], c, *flags, vector))
+        rest = [o for o in group.ops if o not in absorbed]
+        outputs = [v for v in group.outputs if v is not product]
         if not outputs:
             return
         used = {x for o in rest for x in o.operands} | set(outputs)
-        inputs = [v for v in [*group.inputs, mm.result] if v in used]
-        epilogue_ins = {**ins, mm.result: c}
+        inputs = [v for v in [*group.inputs, product] if v in used]
+        epilogue_ins = {**ins, product: c}
         self._group(Group(rest, inputs, outputs), {v: epilogue_ins[v] for v in inputs}, outs, hint)
 
 

@@ -29,7 +29,8 @@ Routes for a matmul group (memory-bound groups are always a generated `kernel`: 
 never move more bytes nor launch more kernels than eager):
 - `kernel`: one generated kernel, GEMM and epilogue together (memory-bound GEMMs);
 - `library_gemm`: library GEMM(s), then one generated epilogue kernel (large,
-  compute-bound GEMMs, where the library's speed beats saving the round trip);
+  compute-bound GEMMs, where the library's speed beats saving the round trip); a bias
+  add right after the GEMM is the library's own epilogue, not a kernel;
 - `unfused`: left to eager (tiny GEMMs whose epilogue saves less than the extra cost of
   a generated kernel, FuseML's "bypass"; a lone matmul with nothing to fuse).
 The cheapest estimate wins; near-ties (within `TIE_S`) go to the simpler route (unfused,
@@ -54,6 +55,7 @@ from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.dtypes import element_bytes
+from fuseopt.passes.convert_nn_to_tile.gemm_bias import match_gemm_bias
 
 KERNEL, LIBRARY_GEMM, UNFUSED = nn.Route.KERNEL, nn.Route.LIBRARY_GEMM, nn.Route.UNFUSED
 """The values of a group's `route` attribute (`nn.Route`)."""
@@ -275,7 +277,15 @@ def _library_route(
     total_reads = sum(eager_op_reads(mm) for mm in matmuls)
     total_writes = sum(eager_op_writes(mm) for mm in matmuls)
     seconds = sum(eager_op_s(mm, gpu) for mm in matmuls)
-    epilogue = [op for op in ops if is_eager_kernel(op) and not isinstance(op, nn.MatmulOp)]
+    # a bias add right after a GEMM is the library's epilogue (convert-nn-to-tile's
+    # `gemm_bias`): no kernel, no round trip
+    biases = [match_gemm_bias(mm, inputs, outputs) for mm in matmuls]
+    absorbed = {op for b in biases if b for op in b.ops}
+    epilogue = [
+        op
+        for op in ops
+        if is_eager_kernel(op) and not isinstance(op, nn.MatmulOp) and op not in absorbed
+    ]
     kernels = len(matmuls)
     if epilogue:
         members = set(ops)
@@ -284,7 +294,7 @@ def _library_route(
             for v in inputs
             if all(isinstance(u.operation, nn.MatmulOp) for u in v.uses if u.operation in members)
         }
-        results = {mm.result for mm in matmuls}
+        results = {b.value if b else mm.result for mm, b in zip(matmuls, biases, strict=True)}
         reads = sum(
             value_bytes(v) for v in inputs if v not in only_gemm_inputs and not _splat_constant(v)
         ) + sum(value_bytes(r) for r in results)

@@ -224,6 +224,22 @@ func.func @f(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x4xf32>) {
 
 // -----
 
+func.func @f(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>, %v: memref<4xf32>) {
+  // expected-error@+1 {{'tile.gemm' op bias must be a vector of out's last dim and type, f32 x3, got memref<4xf32>}}
+  tile.gemm %a, %b into %c bias %v : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>, memref<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%a: memref<8x4xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>, %v: memref<3xf32>) {
+  // expected-error@+1 {{'tile.gemm' op a bias needs a rank-2 rhs and no transpose_a (torch.addmm)}}
+  tile.gemm %a, %b into %c bias %v transpose_a : memref<8x4xf32>, memref<8x3xf32>, memref<4x3xf32>, memref<3xf32>
+  func.return
+}
+
+// -----
+
 func.func @f(%a: memref<4x8xf32>, %b: memref<8x3xbf16>, %c: memref<4x3xf32>) {
   // expected-error@+1 {{'tile.gemm' op tile.gemm needs one floating-point element type: memref<4x8xf32>, memref<8x3xbf16>, memref<4x3xf32>}}
   tile.gemm %a, %b into %c : memref<4x8xf32>, memref<8x3xbf16>, memref<4x3xf32>

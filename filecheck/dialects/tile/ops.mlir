@@ -168,6 +168,10 @@ func.func @host(%a: memref<4x25xf32>, %out: memref<100xbf16> {tile.output}) {
   // CHECK: tile.gemm %{{.*}}, %{{.*}} into %{{.*}} transpose_b : memref<2x64x32xbf16>, memref<16x32xbf16>, memref<2x64x16xbf16>
   // GENERIC: "tile.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) {transpose_b} : (memref<2x64x32xbf16>, memref<16x32xbf16>, memref<2x64x16xbf16>) -> ()
   tile.gemm %ga, %gb into %gc transpose_b : memref<2x64x32xbf16>, memref<16x32xbf16>, memref<2x64x16xbf16>
+  %gbias = tile.alloc : memref<16xbf16>
+  // CHECK: tile.gemm %{{.*}}, %{{.*}} into %{{.*}} bias %{{.*}} transpose_b : memref<2x64x32xbf16>, memref<16x32xbf16>, memref<2x64x16xbf16>, memref<16xbf16>
+  // GENERIC: "tile.gemm"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {transpose_b} : (memref<2x64x32xbf16>, memref<16x32xbf16>, memref<2x64x16xbf16>, memref<16xbf16>) -> ()
+  tile.gemm %ga, %gb into %gc bias %gbias transpose_b : memref<2x64x32xbf16>, memref<16x32xbf16>, memref<2x64x16xbf16>, memref<16xbf16>
   %ta = tile.alloc : memref<32x64xf32>
   %tb = tile.alloc : memref<32x8xf32>
   %tc = tile.alloc : memref<64x8xf32>
