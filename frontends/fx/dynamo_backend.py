@@ -239,18 +239,24 @@ def compile_symbolic(
 
 
 def symbolic_share(gm: GraphModule) -> float:
-    """The share of `gm`'s tensor-valued calls (Dynamo's example values) whose result
-    has a symbolic size; 1.0 for a graph without any."""
-    values = [
-        n.meta.get("example_value")
+    """The share of `gm`'s tensor-valued calls (Dynamo's example values) that read or
+    make a tensor with a symbolic size (a reduction over a symbolic axis has a static
+    result but cannot compile either); 1.0 for a graph without any."""
+
+    def symbolic(n: Node) -> bool:
+        v = n.meta.get("example_value")
+        return isinstance(v, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in v.shape)
+
+    calls = [
+        n
         for n in gm.graph.nodes
         if n.op in ("call_function", "call_method", "call_module")
+        and isinstance(n.meta.get("example_value"), torch.Tensor)
     ]
-    tensors = [v for v in values if isinstance(v, torch.Tensor)]
-    if not tensors:
+    if not calls:
         return 1.0
-    symbolic = sum(any(isinstance(d, torch.SymInt) for d in v.shape) for v in tensors)
-    return symbolic / len(tensors)
+    touched = sum(symbolic(n) or any(symbolic(a) for a in n.all_input_nodes) for n in calls)
+    return touched / len(calls)
 
 
 def on_meta_device(example_inputs: Sequence[Any]) -> bool:
