@@ -16,8 +16,15 @@ the Triton backend prints its source into the generated module (`mm_padded_sourc
 from __future__ import annotations
 
 import inspect
+import math
+from collections import Counter
+from collections.abc import Callable
 
 import torch
+from xdsl.ir import SSAValue
+
+from fuseopt.dialects import tile_host
+from fuseopt.dialects.dtypes import element_bytes
 
 VECTOR_BYTES = 16
 """The alignment cuBLAS's fast kernels need of N, in bytes."""
@@ -49,7 +56,8 @@ def mm_padded(
     [N, K] one) computed at N = `columns`: `b` copied with zero columns appended (as
     rows of the [N, K] form when `b` is a transposed view, so the copy reads and writes
     rows), the product (`torch.addmm` with the bias zero-padded) into a [M, columns]
-    buffer, its first N columns copied into `out`."""
+    buffer, its first N columns copied into `out`. An `out` that is already the first
+    N columns of an [M, columns] buffer (`padded_output`) is that buffer: no copy."""
     k, n = b.shape
     if b.stride(0) == 1 and b.stride(1) != 1:  # the transposed view of an [N, K] weight
         rows = torch.empty((columns, k), dtype=b.dtype, device=b.device)
@@ -60,17 +68,67 @@ def mm_padded(
         wide = torch.empty((k, columns), dtype=b.dtype, device=b.device)
         wide[:, :n].copy_(b)
         wide[:, n:].zero_()
-    product = torch.empty((a.shape[0], columns), dtype=out.dtype, device=out.device)
+    m = a.shape[0]
+    room = out.untyped_storage().nbytes() // out.element_size() - out.storage_offset()
+    in_place = out.stride() == (columns, 1) and room >= m * columns
+    if in_place:
+        product = out.as_strided((m, columns), (columns, 1))
+    else:
+        product = torch.empty((m, columns), dtype=out.dtype, device=out.device)
     if bias is None:
         torch.mm(a, wide, out=product)
     else:
         padded_bias = torch.zeros((columns,), dtype=bias.dtype, device=bias.device)
         padded_bias[:n].copy_(bias)
         torch.addmm(padded_bias, a, wide, out=product)
-    out.copy_(product[:, :n])
+    if not in_place:
+        out.copy_(product[:, :n])
 
 
 def mm_padded_source(name: str) -> str:
     """`mm_padded`'s source as a function called `name` (the Triton backend prints it
     into its modules, which import nothing but torch and Triton)."""
     return inspect.getsource(mm_padded).replace("def mm_padded(", f"def {name}(", 1)
+
+
+def padded_output(
+    empty: Callable[..., torch.Tensor], shape: tuple[int, ...], columns: int, dtype: torch.dtype
+) -> torch.Tensor:
+    """A tensor of `shape` whose rows are `columns` apart: the first `shape[-1]` columns
+    of a [rows, columns] buffer from `empty(size, stride, dtype)`, for a padded GEMM to
+    write its product into whole (`mm_padded`), as torch.compile's padded matmuls
+    return their results (a row pitch of whole 16-byte vectors)."""
+    rows = math.prod(shape[:-1])
+    return empty((rows, columns), (columns, 1), dtype)[:, : shape[-1]].view(shape)
+
+
+def padded_outputs(host: tile_host.HostFunction) -> dict[SSAValue, int]:
+    """The output params of `host` a padded 2-d library GEMM writes (directly or
+    through a view) and nothing else reads or writes, with the GEMM's padded N: a
+    backend allocates them with that row pitch (`padded_output`), so the GEMM writes
+    its product in place and the output keeps the pitch, as torch.compile's padded
+    matmuls return theirs (GPT-2's logits: no copy of the 2048 x 50257 product)."""
+    outputs = {p.value for p in host.params if p.output}
+    sources = {s.value: s.source for s in host.steps if isinstance(s, tile_host.View)}
+    used: Counter[SSAValue] = Counter()
+    for step in host.steps:
+        args: tuple[SSAValue | None, ...] = ()
+        if isinstance(step, tile_host.Launch):
+            args = step.args
+        elif isinstance(step, tile_host.TorchCall):
+            args = (*step.ins, *step.outs)
+        elif isinstance(step, tile_host.Gemm):
+            args = (step.lhs, step.rhs, step.out, step.bias)
+        for v in args:
+            if v is not None:
+                used[sources.get(v, v)] += 1
+    found = {}
+    for step in host.steps:
+        if not isinstance(step, tile_host.Gemm) or step.transpose_a:
+            continue
+        sa, sb, sc = (tuple(v.type.get_shape()) for v in (step.lhs, step.rhs, step.out))  # type: ignore[attr-defined]
+        columns = padded_columns(sc[-1], sa[-1], element_bytes(step.out.type.element_type))  # type: ignore[attr-defined]
+        target = sources.get(step.out, step.out)
+        if len(sb) == 2 and columns != sc[-1] and target in outputs and used[target] == 1:
+            found[target] = columns
+    return found

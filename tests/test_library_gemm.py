@@ -7,7 +7,12 @@ import pytest
 import torch
 
 import fuseopt
-from fuseopt.backends.library_gemm import MIN_PADDED_WEIGHT, mm_padded, padded_columns
+from fuseopt.backends.library_gemm import (
+    MIN_PADDED_WEIGHT,
+    mm_padded,
+    padded_columns,
+    padded_output,
+)
 
 
 def test_padded_columns_rounds_unaligned_large_weights_only() -> None:
@@ -46,7 +51,30 @@ def test_backends_pad_an_lm_head(backend: str) -> None:
     if backend == "triton":
         assert "fuseopt_mm_padded(" in compiled.regions[0].compiled.source  # type: ignore[attr-defined]
     with torch.no_grad():
-        torch.testing.assert_close(compiled(x), head(x), rtol=1e-4, atol=1e-4)
+        got = compiled(x)
+        torch.testing.assert_close(got, head(x), rtol=1e-4, atol=1e-4)
+    if compiled.kernels:  # written in place with the padded row pitch (as torch.compile)
+        assert got.stride() == (16412, 1), got.stride()
+
+
+@pytest.mark.parametrize("shape", [(5, 37), (2, 3, 37)])
+def test_mm_padded_writes_a_padded_output_in_place(shape: tuple[int, ...]) -> None:
+    """An output allocated with the padded row pitch is the product's buffer: the
+    GEMM writes it whole and no column is copied; values and shape are `a @ b`'s."""
+    g = torch.Generator().manual_seed(2)
+    rows = 1
+    for n in shape[:-1]:
+        rows *= n
+    a = torch.randn(rows, 24, generator=g)
+    b = torch.randn(37, 24, generator=g).mT
+
+    def empty(size: tuple[int, ...], stride: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        return torch.full(size, float("nan"), dtype=dtype).as_strided(size, stride)
+
+    out = padded_output(empty, shape, 40, torch.float32)
+    assert out.shape == shape and out.stride()[-2:] == (40, 1)
+    mm_padded(a, b, out.view(rows, 37), 40)
+    torch.testing.assert_close(out, (a @ b).view(shape))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

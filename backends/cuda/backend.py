@@ -42,7 +42,12 @@ from fuseopt.backends.host_memory import (
     pointer_aliases,
     reinterpret,
 )
-from fuseopt.backends.library_gemm import mm_padded, padded_columns
+from fuseopt.backends.library_gemm import (
+    mm_padded,
+    padded_columns,
+    padded_output,
+    padded_outputs,
+)
 from fuseopt.backends.targets import CUDA
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile_host, torch_call
@@ -86,6 +91,8 @@ class HostPlan:
         for p in host.params:
             spec = (self._slot(p.value), p.shape, torch_dtype(p.element))
             (self.outputs if p.output else self.inputs).append(spec)
+        self.pitches = {self._slot(v): n for v, n in padded_outputs(host).items()}
+        """Output slots a padded GEMM writes whole: their row pitch (`padded_output`)."""
         self.steps: list[Step] = []
         self.launches: list[str] = []
         self.workspace = plan_workspace(host)
@@ -216,6 +223,19 @@ class HostPlan:
         return call
 
 
+def _output(
+    shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, pitch: int | None
+) -> torch.Tensor:
+    """An output buffer: contiguous, or with rows `pitch` apart (`padded_output`)."""
+    if pitch is None:
+        return torch.empty(shape, dtype=dtype, device=device)
+
+    def empty(size: tuple[int, ...], stride: tuple[int, ...], dt: torch.dtype) -> torch.Tensor:
+        return torch.empty_strided(size, stride, dtype=dt, device=device)
+
+    return padded_output(empty, shape, pitch, dtype)
+
+
 def _record(cls: type, k: CudaKernel, grid: tuple[int, ...] | None) -> Any:
     """A `fuseopt.backends.contract.KernelRecord` for `k` (with its file suffix and launch when the
     record has those fields)."""
@@ -249,7 +269,19 @@ class CudaFunction:
             raise CompileError(f"no function @{func_name} in the compiled module")
         self.plan = HostPlan(f, by_ir)
         by_launch = {s.kernel.c_name: s.grid for s in self.plan.steps if isinstance(s, Launch)}
-        self.kernels = [_record(KernelRecord, k, by_launch.get(k.c_name)) for k in kernels]
+        by_name = {k.c_name: k for k in kernels}
+        self.kernels = []
+        """One record per launch of the host function, library GEMMs and calls of
+        PyTorch ops included (as the Triton backend's)."""
+        for name in self.plan.launches:
+            if name in by_name:
+                self.kernels.append(_record(KernelRecord, by_name[name], by_launch.get(name)))
+            elif name == "library_gemm":
+                self.kernels.append(KernelRecord(name, ("nn.matmul",), name, None, ".cu", "cuBLAS"))
+            else:
+                self.kernels.append(
+                    KernelRecord(name, ("nn.torch_call",), "torch_call", None, ".cu", "PyTorch")
+                )
         self._loaded: dict[tuple[int, str], LoadedKernel] = {}
         # per (device index, host thread): `_bind`
         self._bound: dict[tuple[int, int], list[tuple | None]] = {}
@@ -340,7 +372,7 @@ class CudaFunction:
             check_gpu()
             dev = torch.device("cuda", torch.cuda.current_device())
         for s, shape, dt in plan.outputs:
-            bufs[s] = torch.empty(shape, dtype=dt, device=dev)
+            bufs[s] = _output(shape, dt, dev, plan.pitches.get(s))
         index = dev.index or 0
         if index != torch.cuda.current_device():
             with torch.cuda.device(dev):
@@ -363,7 +395,7 @@ class CudaFunction:
             for (s, _, _), x in zip(plan.inputs, inputs, strict=True):
                 bufs[s] = x
             for s, shape, dt in plan.outputs:
-                bufs[s] = torch.empty(shape, dtype=dt, device=device)
+                bufs[s] = _output(shape, dt, device, plan.pitches.get(s))
             self._run(bufs, device, device.index or 0)
             return tuple(bufs[s] for s, _, _ in plan.outputs)  # type: ignore[misc]
 

@@ -23,7 +23,7 @@ from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
 from fuseopt.backends.host_memory import contiguous_strides, plan_workspace, pointer_aliases
-from fuseopt.backends.library_gemm import mm_padded_source, padded_columns
+from fuseopt.backends.library_gemm import mm_padded_source, padded_columns, padded_outputs
 from fuseopt.backends.triton import op_table
 from fuseopt.backends.triton.kernel_printer import KernelPrinter
 from fuseopt.backends.triton.names import NameTable
@@ -209,9 +209,20 @@ def _print_host(
     empty = local.fresh("empty")
     if plan.offsets or any(p.output for p in host.params):
         body.append(f"{empty} = fuseopt_empty[device.type]")
+    pitches = padded_outputs(host)
     for p in host.params:
         spec = buffer_spec(p.value.type)
-        if p.output:
+        if p.output and p.value in pitches:  # a padded GEMM writes it whole: no copy
+            name = local.fresh(p.value.name_hint or f"out{len(outputs)}")
+            shape, columns = spec[0], pitches[p.value]
+            rows = math.prod(shape[:-1])
+            body.append(
+                f"{name} = {empty}(({rows}, {columns}), ({columns}, 1), {spec[1]})"
+                f"[:, :{shape[-1]}].view({shape!r})"
+            )
+            outputs.append(name)
+            info.outputs.append(spec)
+        elif p.output:
             name = local.fresh(p.value.name_hint or f"out{len(outputs)}")
             strides = contiguous_strides(spec[0])
             body.append(f"{name} = {empty}({spec[0]!r}, {strides!r}, {spec[1]})")

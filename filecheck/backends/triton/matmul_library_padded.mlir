@@ -2,12 +2,15 @@
 
 // A language-model head whose vocabulary (50257) is not whole 16-byte vectors: the
 // library GEMM runs at N = 50264 (`fuseopt_mm_padded`: the weight padded with zero
-// rows, the product's first 50257 columns copied out), where cuBLAS's aligned kernels
-// apply; the module defines its copy of library_gemm.mm_padded; an aligned N keeps the
+// rows), where cuBLAS's aligned kernels apply. The output is allocated with that row
+// pitch, so the product is written in place and returned as the first 50257 columns
+// (what torch.compile returns), not copied out. The module defines its copy of
+// library_gemm.mm_padded; an aligned N keeps the
 // plain torch.mm. A bias add after the GEMM joins it: `torch.addmm` (cuBLAS's bias
 // epilogue), or the padded GEMM given the bias (padded with zeros too).
 // CHECK:       def fuseopt_mm_padded(
 // CHECK-LABEL: def lm_head(in0, in1, *, device):
+// CHECK:           out0 = empty((64, 50264), (50264, 1), torch.bfloat16)[:, :50257].view((64, 50257))
 // CHECK:           fuseopt_mm_padded(in0, in1.mT, out0, 50264)
 // CHECK-LABEL: def aligned(in0, in1, *, device):
 // CHECK:           torch.mm(in0, in1.mT, out=out0)
