@@ -30,7 +30,9 @@ projections write, before the head transpose): `seq_major` names them, and the
 kernel then reads and writes that buffer viewed as [B, S, H * E], a head being a
 column block, so convert-nn-to-tile drops the transposes around the attention
 (`sequence_major_operands`). Only for power-of-two head dims (a padded column would
-read the next head) and unpacked queries.
+read the next head) and unpacked queries. Where q, k or v is a column block of wider
+rows (one projection's [B, S, 3 * H * E] output split in three, as GPT-2's), the kernel
+reads it from those rows at the block's column offset: the slice is not lowered either.
 
 `plan_attention` also packs the query heads of a key/value group as one program's rows
 when no row needs a mask of its own, and splits the keys of short queries into chunks
@@ -40,7 +42,7 @@ step).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
@@ -258,10 +260,24 @@ def seq_major_allowed(op: nn.AttentionOp, plan: AttentionPlan, role: str) -> boo
     return fits and not (role == "out" and plan.splits > 1)
 
 
-def seq_major_shape(shape: Sequence[int]) -> list[int]:
-    """The [B, S, H * E] view of a [B, H, S, E] buffer stored sequence-major."""
+def seq_major_shape(shape: Sequence[int], columns: int | None = None) -> list[int]:
+    """The [B, S, H * E] view of a [B, H, S, E] buffer stored sequence-major; rows
+    `columns` wide when its heads are a column block of wider rows (a packed QKV)."""
     b, h, n, e = shape
-    return [b, n, h * e]
+    return [b, n, columns if columns is not None else h * e]
+
+
+@dataclass(frozen=True)
+class SeqMajor:
+    """How the kernel reads (or writes) one operand sequence-major: the buffer holding
+    it (`source`: the head transpose's input, or the value a column slice of it was
+    taken from) viewed as [B, S, `columns`], head h at column `offset + h * E`; and
+    the ops the kernel absorbs (not lowered: the transpose, a reshape and a slice)."""
+
+    source: SSAValue
+    columns: int
+    offset: int
+    ops: tuple[Operation, ...]
 
 
 HEAD_TRANSPOSE = (0, 2, 1, 3)
@@ -270,31 +286,68 @@ HEAD_TRANSPOSE = (0, 2, 1, 3)
 
 def sequence_major_operands(
     block: Block, plan_of: Callable[[nn.AttentionOp], AttentionPlan]
-) -> dict[nn.AttentionOp, dict[str, nn.TransposeOp]]:
+) -> dict[nn.AttentionOp, dict[str, SeqMajor]]:
     """The head transposes of `block` that its attention kernels absorb, by attention op
-    and role (`SEQ_MAJOR_ROLES`): a query, key or value that is a top-level head
-    transpose's only use, and an output whose only user is one; each where
-    `seq_major_allowed` under the op's plan (`plan_of`). The kernel then reads the
-    transpose's input, or writes its result, sequence-major, and the transpose is not
-    lowered: no copy kernel."""
-    found: dict[nn.AttentionOp, dict[str, nn.TransposeOp]] = {}
+    and role: a query, key or value that is a top-level head transpose's only use, and
+    an output whose only user is one; each where `seq_major_allowed` under the op's plan
+    (`plan_of`). The kernel then reads the transpose's input, or writes its result,
+    sequence-major, and the transpose is not lowered: no copy kernel. An operand whose
+    transpose reads `reshape(slice(x))`, a column block of x's rows (GPT-2's q, k and v
+    split from one projection), is read from x itself, the reshape and slice absorbed
+    too (`_column_block`)."""
+    found: dict[nn.AttentionOp, dict[str, SeqMajor]] = {}
     for op in block.ops:
         if not isinstance(op, nn.AttentionOp) or attention_schedule_refusal(op) is not None:
             continue
         plan = plan_of(op)
-        roles: dict[str, nn.TransposeOp] = {}
+        roles: dict[str, SeqMajor] = {}
         for role, v in (("query", op.query), ("key", op.key), ("value", op.value)):
             owner = v.owner
             if _head_transpose(owner, block) and len(list(v.uses)) == 1:
                 if seq_major_allowed(op, plan, role):
-                    roles[role] = owner  # type: ignore[assignment]
+                    assert isinstance(owner, nn.TransposeOp)
+                    roles[role] = _column_block(owner, block) or SeqMajor(
+                        owner.input, _width(v), 0, (owner,)
+                    )
         users = [u.operation for u in op.result.uses]
         if len(users) == 1 and _head_transpose(users[0], block):
             if seq_major_allowed(op, plan, "out"):
-                roles["out"] = users[0]  # type: ignore[assignment]
+                moved = users[0]
+                assert isinstance(moved, nn.TransposeOp)
+                roles["out"] = SeqMajor(moved.result, _width(op.result), 0, (moved,))
         if roles:
             found[op] = roles
     return found
+
+
+def _width(v: SSAValue) -> int:
+    """H * E of a [B, H, S, E] value."""
+    _, h, _, e = _shape(v)
+    return h * e
+
+
+def _column_block(transpose: nn.TransposeOp, block: Block) -> SeqMajor | None:
+    """The read of `transpose`'s operand from the rows it is a column block of, when
+    that operand is `reshape(slice(x))`: x is [B, S, T], the slice keeps every row and
+    a contiguous run of columns, the reshape splits that run into [H, E], and each
+    result has one use; else None."""
+    reshape = transpose.input.owner
+    if not isinstance(reshape, nn.ReshapeOp) or reshape.parent_block() is not block:
+        return None
+    cut = reshape.input.owner
+    if not isinstance(cut, nn.SliceOp) or cut.parent_block() is not block:
+        return None
+    if len(list(reshape.result.uses)) != 1 or len(list(cut.result.uses)) != 1:
+        return None
+    source, sliced, split = _shape(cut.input), _shape(cut.result), _shape(reshape.result)
+    if len(source) != 3 or len(split) != 4 or sliced[:2] != split[:2]:
+        return None
+    *rows, (lo, hi, step) = cut.bounds
+    if step != 1 or any(bound != (0, n, 1) for bound, n in zip(rows, source, strict=False)):
+        return None
+    if hi - lo != split[2] * split[3]:
+        return None
+    return SeqMajor(cut.input, source[2], lo, (transpose, reshape, cut))
 
 
 def _head_transpose(op: object, block: Block) -> bool:
@@ -306,21 +359,26 @@ def _head_transpose(op: object, block: Block) -> bool:
 
 
 def attention_kernel(
-    name: str, op: nn.AttentionOp, plan: AttentionPlan, seq_major: frozenset[str] = frozenset()
+    name: str,
+    op: nn.AttentionOp,
+    plan: AttentionPlan,
+    seq_major: Mapping[str, tuple[int, int]] | None = None,
 ) -> tuple[tile.KernelOp, int]:
     """The flash-attention kernel of `op` under `plan` and its number of programs. Its
     parameters: query (in `attention_shapes`' form), key, value, the mask if any, then
     the output, or the partial outputs and log-sum-exps of a split plan; the buffers
-    named in `seq_major` ([`seq_major_allowed`]) as `seq_major_shape` views."""
+    named in `seq_major` ([`seq_major_allowed`]) as [B, S, columns] views, head h at
+    column `offset + h * E` (role -> (columns, offset), see `SeqMajor`)."""
+    seq_major = dict(seq_major or {})
     shapes = attention_shapes(op, plan)
     element = _element(op.query)
     for role in seq_major:
         assert seq_major_allowed(op, plan, role), role
 
     def param(role: str, t: MemRefType) -> MemRefType:
-        return (
-            MemRefType(t.element_type, seq_major_shape(t.get_shape())) if role in seq_major else t
-        )
+        if role not in seq_major:
+            return t
+        return MemRefType(t.element_type, seq_major_shape(t.get_shape(), seq_major[role][0]))
 
     types = [
         param("query", MemRefType(element, shapes.query)),
@@ -365,7 +423,7 @@ def attention_kernel(
     # a sequence-major buffer holds head h as the column block at h * width (computed
     # once here, not per key block)
     column = {
-        role: b.add(arith.MuliOp(h, b.index(width)))
+        role: _column(b, h, width, seq_major[role][1])
         for role, h, width in (
             ("query", head, d),
             ("key", kv_head, d),
@@ -526,6 +584,12 @@ def combine_kernel(name: str, op: nn.AttentionOp, plan: AttentionPlan) -> tuple[
     entry.add_op(tile.ReturnOp())
     b.index.hoist(entry)
     return kernel, batch * heads * r_blocks
+
+
+def _column(b: _Builder, head: SSAValue, width: int, offset: int) -> SSAValue:
+    """`offset + head * width`: the first column of a head in a sequence-major row."""
+    start = b.add(arith.MuliOp(head, b.index(width)))
+    return b.add(arith.AddiOp(start, b.index(offset))) if offset else start
 
 
 def _memref(v: SSAValue) -> MemRefType:

@@ -236,8 +236,11 @@ class HostLowering:
         self.view_broadcasts = _view_broadcasts(old, set(self.out_param))
         self.reshaped_outputs = _reshaped_outputs(old, self.out_param, self.view_broadcasts)
         self.seq_major = sequence_major_operands(old, self._attention_plan)
-        self.absorbed = {t for roles in self.seq_major.values() for t in roles.values()}
-        """Head transposes an attention kernel reads or writes through (never lowered)."""
+        self.absorbed = {
+            o for roles in self.seq_major.values() for read in roles.values() for o in read.ops
+        }
+        """Head transposes an attention kernel reads or writes through, and the reshapes and
+        column slices it reads past (never lowered)."""
         for op in list(old.ops):
             self._lower_top(op)
         for v, p in zip(ret.arguments, args[len(ins) :], strict=True):
@@ -497,7 +500,7 @@ class HostLowering:
         shapes = attention_shapes(op, plan)
         roles = self.seq_major.get(op, {})
         if "out" in roles:  # written sequence-major, straight into the transpose's result
-            moved = roles["out"].result
+            moved = roles["out"].source
             out = self._result_buffer(moved)
             self.buffers[moved] = out
             rows_out = self._view(out, seq_major_shape(shape(op.result)))
@@ -507,9 +510,10 @@ class HostLowering:
             rows_out = out
         operands = []
         for role, v in (("query", op.query), ("key", op.key), ("value", op.value)):
-            if role in roles:  # read sequence-major from the transpose's input
-                source = self.buffers[roles[role].input]
-                operands.append(self._view(source, seq_major_shape(shape(v))))
+            if role in roles:  # read sequence-major: the transpose's input, or its rows
+                read = roles[role]
+                source = self.buffers[read.source]
+                operands.append(self._view(source, seq_major_shape(shape(v), read.columns)))
             else:
                 operands.append(self.buffers[v])
         query = operands[0]
@@ -518,9 +522,8 @@ class HostLowering:
             rows_out = self._view(out, shapes.out)
         mask = [self.buffers[op.mask]] if op.mask is not None else []
         inputs = [query, *operands[1:], *mask]
-        kernel, programs = attention_kernel(
-            self._kernel_name("attention"), op, plan, frozenset(roles)
-        )
+        layouts = {role: (r.columns, r.offset) for role, r in roles.items()}
+        kernel, programs = attention_kernel(self._kernel_name("attention"), op, plan, layouts)
         if plan.splits == 1:
             self._launch_at(op, kernel, programs, [*inputs, rows_out])
             return
@@ -538,9 +541,11 @@ class HostLowering:
         )
 
     def _view(self, buffer: SSAValue, shape: Sequence[int]) -> SSAValue:
-        """`buffer` (contiguous) under another shape."""
+        """`buffer` (contiguous) under another shape (itself under its own)."""
         t = buffer.type
         assert isinstance(t, MemRefType)
+        if tuple(t.get_shape()) == tuple(shape):
+            return buffer
         view = tile.ViewOp(buffer, MemRefType(t.element_type, list(shape)))
         self.block.add_op(view)
         return view.result
