@@ -245,6 +245,30 @@ def test_symbolic_graph_compiles_once(symbolic: str, caplog: pytest.LogCaptureFi
     assert "aten.tanh" not in fallbacks[-1] and "aten.sigmoid" not in fallbacks[-1]
 
 
+class MaskedAttention(nn.Module):
+    """SDPA with an optional key-padding mask, viewed to [B, 1, 1, S]."""
+
+    def forward(self, q, k, v, keep=None):  # noqa: ANN001, ANN201
+        mask = None if keep is None else keep[:, None, None, :]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_a_graph_whose_work_is_symbolic_is_specialized() -> None:
+    """Attention behind a mask view, after other shapes made Dynamo trace sizes
+    symbolically: its one op of work is symbolic, so the graph is compiled per shape
+    (partitioning would leave all of it to PyTorch); nothing falls back."""
+    torch._dynamo.reset()
+    for b, h, s, d in ((2, 4, 33, 16), (1, 8, 40, 32)):
+        qkv = tuple(randn(b, h, s, d, seed=i) for i in range(3))
+        fuseopt.compile(MaskedAttention(), qkv, backend="interpret", strict=True)
+    qkv = tuple(randn(4, 4, 16, 16, seed=i) for i in range(3))
+    keep = torch.arange(16)[None, :] < torch.tensor([[5], [16], [9], [1]])
+    compiled = fuseopt.compile(MaskedAttention(), (*qkv, keep), backend="interpret", strict=True)
+    assert not compiled.fallbacks, [(f.target, f.reason) for f in compiled.fallbacks]
+    with torch.no_grad():
+        assert_close(compiled(*qkv, keep), MaskedAttention()(*qkv, keep))
+
+
 def test_symbolic_graph_specialized_on_request(caplog: pytest.LogCaptureFixture) -> None:
     """symbolic="specialize" compiles the same graph per concrete shape, every op."""
     w = randn(8, 8, seed=1)

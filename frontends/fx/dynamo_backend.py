@@ -199,8 +199,8 @@ SYMBOLIC_MODES = ("auto", "partition", "specialize")
 
 MAX_SYMBOLIC_SHARE = 0.5
 """Under symbolic="auto", a symbolic-size graph is compiled once (its symbolic ops in
-PyTorch) when at most this share of its tensor ops have symbolic sizes, and per
-concrete shape otherwise."""
+PyTorch) when less than this share of its tensor ops (views aside) touch symbolic
+sizes, and per concrete shape otherwise."""
 
 
 def compile_symbolic(
@@ -220,12 +220,12 @@ def compile_symbolic(
     - "specialize": `ShapeSpecializedGraph`, every op compiled, once per concrete
       shape. Right when the symbolic size runs through the whole graph (a batch size)
       and a few shapes repeat.
-    "auto" partitions when at most MAX_SYMBOLIC_SHARE of the graph's tensor ops have
-    symbolic sizes, and specializes otherwise.
+    "auto" partitions when less than MAX_SYMBOLIC_SHARE of the graph's tensor ops
+    (views aside) read or make a tensor of symbolic size, and specializes otherwise.
     """
     share = symbolic_share(gm)
     if symbolic == "auto":
-        symbolic = "partition" if share <= MAX_SYMBOLIC_SHARE else "specialize"
+        symbolic = "partition" if share < MAX_SYMBOLIC_SHARE else "specialize"
     logger.info(
         "fuseopt: a graph with symbolic sizes (%.0f%% of its tensor ops): %s",
         100 * share,
@@ -239,9 +239,9 @@ def compile_symbolic(
 
 
 def symbolic_share(gm: GraphModule) -> float:
-    """The share of `gm`'s tensor-valued calls (Dynamo's example values) that read or
-    make a tensor with a symbolic size (a reduction over a symbolic axis has a static
-    result but cannot compile either); 1.0 for a graph without any."""
+    """The share of `gm`'s tensor-valued calls that are not views (Dynamo's example
+    values) that read or make a tensor with a symbolic size (a reduction over a symbolic
+    axis has a static result but cannot compile either); 1.0 for a graph without any."""
 
     def symbolic(n: Node) -> bool:
         v = n.meta.get("example_value")
@@ -251,7 +251,8 @@ def symbolic_share(gm: GraphModule) -> float:
         n
         for n in gm.graph.nodes
         if n.op in ("call_function", "call_method", "call_module")
-        and isinstance(n.meta.get("example_value"), torch.Tensor)
+        and isinstance(v := n.meta.get("example_value"), torch.Tensor)
+        and not v._is_view()  # views move no data: an SDPA behind a mask view is one op
     ]
     if not calls:
         return 1.0
