@@ -344,3 +344,27 @@ def test_dynamic_norm_modules(make: object, caplog: pytest.LogCaptureFixture) ->
     messages = [r.getMessage() for r in caplog.records if r.name == "fuseopt"]
     assert not [m for m in messages if "eagerly" in m], messages
     assert len([m for m in messages if m.startswith("fuseopt: compiled ")]) >= 3
+
+
+def test_host_scalars_reach_the_device_of_a_region() -> None:
+    """A 0-d CPU tensor among device inputs (a float attribute Dynamo wraps under
+    dynamic=True, converted eagerly) is copied to the region's device before the
+    kernels read it; a region wholly on the CPU keeps its inputs as they are."""
+    from torch.fx import symbolic_trace
+
+    from fuseopt.frontends.fx.partition import CompiledRegion, host_scalars
+
+    def f(x: torch.Tensor, s: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x * s + y
+
+    gm = symbolic_trace(f)
+    x_node, s_node, y_node = (n for n in gm.graph.nodes if n.op == "placeholder")
+    s_node.meta["val"] = torch.tensor(2.0)
+    for device, expected in (("meta", (1,)), ("cpu", ())):
+        x_node.meta["val"] = y_node.meta["val"] = torch.empty(4, device=device)
+        assert host_scalars(gm) == expected
+
+    seen = []
+    region = CompiledRegion(lambda *a: seen.extend(t.device.type for t in a) or a, "r", (1,))
+    region(torch.empty(4, device="meta"), torch.tensor(2.0), torch.empty(4, device="meta"))
+    assert seen == ["meta", "meta", "meta"]

@@ -287,7 +287,8 @@ def compile_graph_module(
             failed.extend(n for n in sub.graph.nodes if n.op == "call_function")
             reasons.update({n: e.reason for n in sub.graph.nodes})
             continue
-        _call_directly(gm, node, CompiledRegion(with_layouts(compiled, layouts), func_name))
+        region = CompiledRegion(with_layouts(compiled, layouts), func_name, host_scalars(sub))
+        _call_directly(gm, node, region)
     gm.recompile()
     _log_fallbacks(graph_name, failed, reasons, record)
     record.graphs.append(graph_name)
@@ -315,18 +316,48 @@ def _reads_strides(node: Node) -> bool:
     return last >= source.numel()
 
 
+def host_scalars(sub: GraphModule) -> tuple[int, ...]:
+    """The positions of `sub`'s inputs that are 0-d tensors on the CPU while another
+    input lives on an accelerator: PyTorch mixes such scalars into device ops (Dynamo
+    passes a module's float attributes that way under dynamic=True, and an eager
+    conversion of one stays on the CPU), but a kernel cannot read host memory."""
+    vals = [n.meta.get("val") for n in sub.graph.nodes if n.op == "placeholder"]
+    tensors = [v for v in vals if isinstance(v, torch.Tensor)]
+    if not any(v.device.type != "cpu" for v in tensors):
+        return ()
+    return tuple(
+        i
+        for i, v in enumerate(vals)
+        if isinstance(v, torch.Tensor) and v.dim() == 0 and v.device.type == "cpu"
+    )
+
+
 class CompiledRegion:
     """A compiled nn function standing in for an FX submodule: the partitioned graph
     calls it as a function (a `call_function` node), without the per-call dispatch of an
-    `nn.Module` call. Returns the region's outputs as a sequence."""
+    `nn.Module` call. Returns the region's outputs as a sequence. Inputs at
+    `host_scalars` positions (`host_scalars`) are copied to the device of the first
+    input that is not on the CPU."""
 
-    def __init__(self, fn: Callable[..., Sequence[torch.Tensor]], name: str):
+    def __init__(
+        self,
+        fn: Callable[..., Sequence[torch.Tensor]],
+        name: str,
+        host_scalars: tuple[int, ...] = (),
+    ):
         self.fn = fn
+        self.host_scalars = host_scalars
         self.__name__ = self.__qualname__ = name  # how FX names it in the graph's code
         self.__module__ = __name__
 
     def __call__(self, *args: torch.Tensor) -> Sequence[torch.Tensor]:
         """Run the compiled region."""
+        if self.host_scalars:
+            device = next(a.device for a in args if a.device.type != "cpu")
+            moved = list(args)
+            for i in self.host_scalars:
+                moved[i] = moved[i].to(device, non_blocking=True)
+            return self.fn(*moved)
         return self.fn(*args)
 
 
