@@ -16,7 +16,9 @@ loop-invariant offsets except the loop's induction variable). Per kernel:
    budget model is the CUDA printer's allocation (`matmul_shared_bytes`), so a
    recorded decision fits when the printer obeys it;
 3. **launch knobs** for every kernel: `num_warps`, `num_stages` and `vector_width`
-   (elements per 16-byte access), from `heuristics.launch_knobs`.
+   (elements per 16-byte access), from `heuristics.launch_knobs`; an attention
+   kernel's stages are cut until its pipelined key and value tiles fit `shared-bytes`
+   (`attention_shared_bytes`).
 
 The CUDA backend obeys these (backends/cuda/pipeline.py); the Triton backend maps them
 to num_warps / num_stages (Triton stages operands itself) and may read the source where
@@ -133,6 +135,9 @@ def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int, row_budget: 
         if staging == "registers":
             used = 0
         kernel.operand_staging = StringAttr(staging)
+    if kind == tile.Schedule.ATTENTION:  # fewer stages where f32 or wide heads do not fit
+        while n_stages > 1 and attention_shared_bytes(kernel, n_stages) > budget:
+            n_stages -= 1
     kernel.num_warps = IntegerAttr(knobs.num_warps, i64)
     kernel.num_stages = IntegerAttr(n_stages, i64)
     kernel.vector_width = IntegerAttr(knobs.vector_width, i64)
@@ -191,6 +196,32 @@ def carve_shared(sizes: list[int], start: int = 0) -> int:
     for size in sizes:
         end = -(-end // SHARED_ALIGN) * SHARED_ALIGN + size
     return end
+
+
+def attention_shared_bytes(kernel: tile.KernelOp, stages: int) -> int:
+    """Shared memory an attention kernel's key loop takes pipelined `stages` deep (what
+    Triton allocates, give or take its scratch): every tile loaded inside the loop (a
+    key block of K and V, a mask block) once per stage, the tiles loaded before it
+    (the query block) once. An f32 kernel with 128-wide heads at 3 stages needs 256 KiB,
+    more than an H100 block may have."""
+    staged = fixed = 0
+    for op in kernel.walk():
+        if not isinstance(op, tile.LoadOp):
+            continue
+        t = op.result.type
+        assert isinstance(t, TensorType)
+        size = math.prod(t.get_shape()) * element_bytes(t.element_type)
+        in_loop = any(isinstance(p, scf.ForOp) for p in _ancestors(op))
+        staged, fixed = (staged + size, fixed) if in_loop else (staged, fixed + size)
+    return fixed + stages * staged
+
+
+def _ancestors(op: Operation) -> list[Operation]:
+    found, parent = [], op.parent_op()
+    while parent is not None:
+        found.append(parent)
+        parent = parent.parent_op()
+    return found
 
 
 def _tile_shape(op: Operation) -> tuple[int, ...]:

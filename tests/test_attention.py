@@ -526,3 +526,23 @@ def test_an_output_used_elsewhere_keeps_its_transpose() -> None:
     )
     assert [str(a.type) for a in attention.body.block.args][0] == "memref<2x40x64xf32>"
     assert str(attention.body.block.args[-1].type) == "memref<2x4x40x16xf32>"
+
+
+@pytest.mark.parametrize(("element", "stages"), [("f32", 2), ("bf16", 3)])
+def test_attention_stages_fit_shared_memory(element: str, stages: int) -> None:
+    """128-wide heads: at 3 stages the f32 key loop's K and V tiles would need 256 KiB
+    of shared memory (Triton refused it on an H100: 246272 > 232448 bytes), so
+    tile-promote stages it 2 deep; bf16 keeps 3."""
+    from fuseopt.passes.tile_promote import SHARED_BUDGET, attention_shared_bytes
+
+    shape = (1, 4, 128, 128)
+    t = _tt(shape, element)
+    text = (
+        f"func.func @main(%q: {t}, %k: {t}, %v: {t}) -> {t} {{\n"
+        f"  %o = nn.attention %q, %k, %v {{scale = 0.088 : f64}} : {t}, {t}, {t} -> {t}\n"
+        f"  func.return %o : {t}\n}}\n"
+    )
+    tiled = fuseopt.run_pipeline(fuseopt.parse(text), STANDARD)
+    (kernel,) = [op for op in tiled.walk() if isinstance(op, tile.KernelOp)]
+    assert kernel.num_stages is not None and kernel.num_stages.value.data == stages
+    assert attention_shared_bytes(kernel, stages) <= SHARED_BUDGET
