@@ -41,7 +41,7 @@ def _uses(step: object) -> tuple[SSAValue, ...]:
     if isinstance(step, Launch):
         return step.args
     if isinstance(step, Gemm):
-        return (step.lhs, step.rhs, step.out)
+        return tuple(v for v in (step.lhs, step.rhs, step.out, step.bias) if v is not None)
     if isinstance(step, TorchCall):
         return (*step.ins, *step.outs)
     if isinstance(step, View):

@@ -108,8 +108,15 @@ def padded_outputs(host: tile_host.HostFunction) -> dict[SSAValue, int]:
     backend allocates them with that row pitch (`padded_output`), so the GEMM writes
     its product in place and the output keeps the pitch, as torch.compile's padded
     matmuls return theirs (GPT-2's logits: no copy of the 2048 x 50257 product)."""
-    outputs = {p.value for p in host.params if p.output}
-    sources = {s.value: s.source for s in host.steps if isinstance(s, tile_host.View)}
+    outputs = {p.value: tuple(p.shape) for p in host.params if p.output}
+    views = {s.value: s.source for s in host.steps if isinstance(s, tile_host.View)}
+
+    def root(v: SSAValue) -> SSAValue:  # through chains of views
+        while v in views:
+            v = views[v]
+        return v
+
+    sources = {v: root(v) for v in views}
     used: Counter[SSAValue] = Counter()
     for step in host.steps:
         args: tuple[SSAValue | None, ...] = ()
@@ -129,6 +136,8 @@ def padded_outputs(host: tile_host.HostFunction) -> dict[SSAValue, int]:
         sa, sb, sc = (tuple(v.type.get_shape()) for v in (step.lhs, step.rhs, step.out))  # type: ignore[attr-defined]
         columns = padded_columns(sc[-1], sa[-1], element_bytes(step.out.type.element_type))  # type: ignore[attr-defined]
         target = sources.get(step.out, step.out)
-        if len(sb) == 2 and columns != sc[-1] and target in outputs and used[target] == 1:
+        if len(sb) != 2 or columns == sc[-1] or target not in outputs or used[target] != 1:
+            continue
+        if outputs[target][-1] == sc[-1]:  # only leading dims regrouped: rows stay rows
             found[target] = columns
     return found

@@ -121,3 +121,64 @@ def test_linear_bias_joins_the_library_gemm(
                 assert line.startswith("torch.addmm(in2, "), host
         tolerance = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {}
         torch.testing.assert_close(compiled(x), layer(x), **tolerance)
+
+
+def _padded_weight(columns: int = 16411) -> torch.Tensor:
+    return torch.randn(64, columns, generator=torch.Generator().manual_seed(7))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, w: (x @ w).flatten(),  # the output is not rows of N: not padded
+        lambda x, w: (x @ w).t(),  # traced transposed: restrided over the padded rows
+        lambda x, w: (x @ w)[:, :5] * 2,  # read by a kernel: not padded
+    ],
+    ids=["flattened", "transposed", "read-again"],
+)
+def test_padded_gemm_outputs_in_every_layout(fn) -> None:  # noqa: ANN001
+    """Outputs of a padded GEMM that are reshaped, traced transposed or read again
+    compile and match eager (found by review: a flattened one crashed, a transposed
+    one read rows at the unpadded pitch)."""
+    x, w = torch.randn(6, 64), _padded_weight()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, (x, w), backend="triton", strict=True)
+        torch.testing.assert_close(compiled(x, w), fn(x, w), rtol=1e-4, atol=1e-4)
+
+
+def test_a_computed_bias_is_not_overwritten() -> None:
+    """A bias computed in the region (a reduction) and a GEMM temporary (its epilogue
+    is a relu): the workspace plan counts the bias as read by the GEMM, so the GEMM's
+    output never takes the bias's bytes (found by review)."""
+
+    def fn(x: torch.Tensor, w: torch.Tensor, stack: torch.Tensor) -> torch.Tensor:
+        return torch.relu(torch.nn.functional.linear(x, w, stack.sum(0)))
+
+    g = torch.Generator().manual_seed(8)
+    x, w, stack = torch.randn(6, 64, generator=g), torch.randn(16384, 64, generator=g), None
+    stack = torch.randn(3, 16384, generator=g)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, (x, w, stack), backend="triton", strict=True)
+        torch.testing.assert_close(compiled(x, w, stack), fn(x, w, stack), rtol=1e-4, atol=1e-4)
+
+
+def test_a_narrowing_cast_keeps_its_rounding() -> None:
+    """`(x @ w).half() + b.half()` overflows to inf where eager does: a narrowing cast is
+    not the widening policy's, so the bias is not moved into the f32 GEMM (found by
+    review)."""
+
+    def fn(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return ((x @ w).half() + b.half()).float()
+
+    g = torch.Generator().manual_seed(9)
+    x, w = torch.randn(6, 64, generator=g) * 3000, torch.randn(64, 16384, generator=g)
+    b = torch.randn(16384, generator=g)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, (x, w, b), backend="triton")
+        got, want = compiled(x, w, b), fn(x, w, b)
+    assert torch.isinf(want).any()
+    assert torch.equal(torch.isinf(got), torch.isinf(want))
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=1e-3)  # a 1-ulp f16 flip

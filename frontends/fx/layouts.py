@@ -199,13 +199,20 @@ def with_layouts(
     if layouts.trivial:
         return fn
     into, back = layouts.inputs, layouts.restrides
+    unmoved = [None if o is None else inverse(o) for o in layouts.outputs]
+
+    def restride(r: torch.Tensor, b: tuple, inv: Sequence[int]) -> torch.Tensor:
+        # dense unless a backend padded its rows (a padded GEMM's output): then the
+        # logical dim d has the stride of stored dim inv[d]
+        strides = b[1] if r.is_contiguous() else tuple(r.stride(k) for k in inv)
+        return reinterpret(r, b[0], strides, r.storage_offset())
 
     def call(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
         moved = [a if o is None else a.permute(o) for a, o in zip(args, into, strict=True)]
         results = fn(*moved)
         return tuple(
-            r if b is None else reinterpret(r, b[0], b[1], r.storage_offset())
-            for r, b in zip(results, back, strict=True)
+            r if b is None else restride(r, b, inv)
+            for r, b, inv in zip(results, back, unmoved, strict=True)
         )
 
     return call

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import AnyFloat, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
@@ -33,6 +33,19 @@ class GemmBias:
 def _only_use(v: SSAValue) -> Operation | None:
     uses = list(v.uses)
     return uses[0].operation if len(uses) == 1 else None
+
+
+def _widening(cast: Operation, element: object) -> bool:
+    """Whether `cast` is the f32 policy's widening of a value of type `element` (to a
+    float at least as wide: exact, so the bias epilogue's one rounding is the same)."""
+    if not isinstance(cast, nn.CastOp):
+        return False
+    wide = cast.result.type.element_type  # type: ignore[attr-defined]
+    return (
+        isinstance(wide, AnyFloat)
+        and isinstance(element, AnyFloat)
+        and wide.bitwidth >= element.bitwidth
+    )
 
 
 def _through_cast(v: SSAValue, element: object) -> tuple[SSAValue, list[Operation]]:
@@ -61,6 +74,8 @@ def match_gemm_bias(
     add = _only_use(mm.result)
     ops: list[Operation] = []
     if isinstance(add, nn.CastOp):
+        if not _widening(add, element):
+            return None
         ops.append(add)
         add = _only_use(add.result)
     if not isinstance(add, nn.AddOp):
@@ -71,7 +86,7 @@ def match_gemm_bias(
         return None
     producer, consumer = other.owner, add
     if isinstance(producer, nn.CastOp):
-        if _only_use(producer.result) is not add:
+        if _only_use(producer.result) is not add or not _widening(producer, element):
             return None
         ops.append(producer)
         producer, consumer = producer.input.owner, producer
