@@ -200,20 +200,25 @@ def carve_shared(sizes: list[int], start: int = 0) -> int:
 
 def attention_shared_bytes(kernel: tile.KernelOp, stages: int) -> int:
     """Shared memory an attention kernel's key loop takes pipelined `stages` deep (what
-    Triton allocates, give or take its scratch): every tile loaded inside the loop (a
-    key block of K and V, a mask block) once per stage, the tiles loaded before it
-    (the query block) once. An f32 kernel with 128-wide heads at 3 stages needs 256 KiB,
-    more than an H100 block may have."""
-    staged = fixed = 0
+    Triton allocates, give or take its scratch): every tile loaded inside a key loop (a
+    key block of K and V, a mask block) once per stage, in the loop that loads most
+    (a causal kernel's full and diagonal loops run one after the other), and the
+    tiles loaded before them (the query block) once. An f32 kernel with 128-wide heads
+    at 3 stages needs 256 KiB, more than an H100 block may have."""
+    fixed = 0
+    staged: dict[Operation, int] = {}  # per outermost loop: the loops run one after another
     for op in kernel.walk():
         if not isinstance(op, tile.LoadOp):
             continue
         t = op.result.type
         assert isinstance(t, TensorType)
         size = math.prod(t.get_shape()) * element_bytes(t.element_type)
-        in_loop = any(isinstance(p, scf.ForOp) for p in _ancestors(op))
-        staged, fixed = (staged + size, fixed) if in_loop else (staged, fixed + size)
-    return fixed + stages * staged
+        loops = [p for p in _ancestors(op) if isinstance(p, scf.ForOp)]
+        if loops:
+            staged[loops[-1]] = staged.get(loops[-1], 0) + size
+        else:
+            fixed += size
+    return fixed + stages * max(staged.values(), default=0)
 
 
 def _ancestors(op: Operation) -> list[Operation]:

@@ -528,18 +528,24 @@ def test_an_output_used_elsewhere_keeps_its_transpose() -> None:
     assert str(attention.body.block.args[-1].type) == "memref<2x4x40x16xf32>"
 
 
-@pytest.mark.parametrize(("element", "stages"), [("f32", 2), ("bf16", 3)])
-def test_attention_stages_fit_shared_memory(element: str, stages: int) -> None:
+@pytest.mark.parametrize(
+    ("element", "causal", "stages"),
+    [("f32", "", 2), ("bf16", "", 3), ("bf16", "causal ", 3), ("f32", "causal ", 1)],
+)
+def test_attention_stages_fit_shared_memory(element: str, causal: str, stages: int) -> None:
     """128-wide heads: at 3 stages the f32 key loop's K and V tiles would need 256 KiB
     of shared memory (Triton refused it on an H100: 246272 > 232448 bytes), so
-    tile-promote stages it 2 deep; bf16 keeps 3."""
+    tile-promote stages it 2 deep (1 for the causal kernel's 128-key blocks); bf16
+    keeps 3, causal too (its full and diagonal key loops run one after the other:
+    their tiles are not added up)."""
     from fuseopt.passes.tile_promote import SHARED_BUDGET, attention_shared_bytes
 
-    shape = (1, 4, 128, 128)
+    shape = (1, 4, 384, 128)
     t = _tt(shape, element)
     text = (
         f"func.func @main(%q: {t}, %k: {t}, %v: {t}) -> {t} {{\n"
-        f"  %o = nn.attention %q, %k, %v {{scale = 0.088 : f64}} : {t}, {t}, {t} -> {t}\n"
+        f"  %o = nn.attention %q, %k, %v {causal}{{scale = 0.088 : f64}} : "
+        f"{t}, {t}, {t} -> {t}\n"
         f"  func.return %o : {t}\n}}\n"
     )
     tiled = fuseopt.run_pipeline(fuseopt.parse(text), STANDARD)

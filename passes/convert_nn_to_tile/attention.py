@@ -420,8 +420,8 @@ def attention_kernel(
     m0 = b.add(arith.MuliOp(m_block, b.index(bm)))
     zero = b.index(0)
 
-    # a sequence-major buffer holds head h as the column block at h * width (computed
-    # once here, not per key block)
+    # a sequence-major buffer holds head h as the column block at offset + h * width
+    # (computed once here, not per key block)
     column = {
         role: _column(b, h, width, seq_major[role][1])
         for role, h, width in (
