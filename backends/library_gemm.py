@@ -23,7 +23,7 @@ from collections.abc import Callable
 import torch
 from xdsl.ir import SSAValue
 
-from fuseopt.dialects import tile_host
+from fuseopt.dialects import tile, tile_host
 from fuseopt.dialects.dtypes import element_bytes
 
 VECTOR_BYTES = 16
@@ -43,6 +43,13 @@ def padded_columns(columns: int, depth: int, element_bytes: int) -> int:
     if columns * depth < MIN_PADDED_WEIGHT:
         return columns
     return -(-columns // per_vector) * per_vector
+
+
+def gemm_columns(op: tile.GemmOp) -> int:
+    """The N library GEMM `op` runs at (`padded_columns` of its output's last dim, its
+    depth and its element size): the output's own N unless padding pays."""
+    depth, columns = op.lhs.type.get_shape()[-1], op.out.type.get_shape()[-1]  # type: ignore[attr-defined]
+    return padded_columns(columns, depth, element_bytes(op.out.type.element_type))  # type: ignore[attr-defined]
 
 
 def mm_padded(
@@ -133,8 +140,8 @@ def padded_outputs(host: tile_host.HostFunction) -> dict[SSAValue, int]:
     for step in host.steps:
         if not isinstance(step, tile_host.Gemm) or step.transpose_a:
             continue
-        sa, sb, sc = (tuple(v.type.get_shape()) for v in (step.lhs, step.rhs, step.out))  # type: ignore[attr-defined]
-        columns = padded_columns(sc[-1], sa[-1], element_bytes(step.out.type.element_type))  # type: ignore[attr-defined]
+        sb, sc = (tuple(v.type.get_shape()) for v in (step.rhs, step.out))  # type: ignore[attr-defined]
+        columns = gemm_columns(step.op)
         target = sources.get(step.out, step.out)
         if len(sb) != 2 or columns == sc[-1] or target not in outputs or used[target] != 1:
             continue

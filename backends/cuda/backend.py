@@ -43,8 +43,8 @@ from fuseopt.backends.host_memory import (
     reinterpret,
 )
 from fuseopt.backends.library_gemm import (
+    gemm_columns,
     mm_padded,
-    padded_columns,
     padded_output,
     padded_outputs,
 )
@@ -162,8 +162,7 @@ class HostPlan:
             shapes = [tuple(v.type.get_shape()) for v in (step.lhs, step.rhs, step.out)]  # type: ignore[attr-defined]
             product = torch.matmul
             if all(len(sh) == 2 for sh in shapes) and not ta:
-                out_element = element_bytes(step.out.type.element_type)  # type: ignore[attr-defined]
-                columns = padded_columns(shapes[2][1], shapes[0][1], out_element)
+                columns = gemm_columns(step.op)
                 if columns != shapes[2][1]:  # N padded to whole vectors (library_gemm.py)
                     self.steps.append(self._padded_gemm(a, bb, c, tb, columns))
                     return
@@ -188,7 +187,7 @@ class HostPlan:
         bias, tb = self._slot(step.bias), step.transpose_b
         sa, sc = (tuple(v.type.get_shape()) for v in (step.lhs, step.out))  # type: ignore[attr-defined]
         rows = math.prod(sa[:-1])
-        columns = padded_columns(sc[-1], sa[-1], element_bytes(step.out.type.element_type))  # type: ignore[attr-defined]
+        columns = gemm_columns(step.op)
 
         def gemm(buffers: list, dev: torch.device) -> None:
             y = buffers[b].mT if tb else buffers[b]

@@ -23,7 +23,7 @@ from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
 from fuseopt.backends.host_memory import contiguous_strides, plan_workspace, pointer_aliases
-from fuseopt.backends.library_gemm import mm_padded_source, padded_columns, padded_outputs
+from fuseopt.backends.library_gemm import gemm_columns, mm_padded_source, padded_outputs
 from fuseopt.backends.triton import op_table
 from fuseopt.backends.triton.kernel_printer import KernelPrinter
 from fuseopt.backends.triton.names import NameTable
@@ -212,20 +212,9 @@ def _print_host(
     pitches = padded_outputs(host)
     for p in host.params:
         spec = buffer_spec(p.value.type)
-        if p.output and p.value in pitches:  # a padded GEMM writes it whole: no copy
+        if p.output:
             name = local.fresh(p.value.name_hint or f"out{len(outputs)}")
-            shape, columns = spec[0], pitches[p.value]
-            rows = math.prod(shape[:-1])
-            body.append(
-                f"{name} = {empty}(({rows}, {columns}), ({columns}, 1), {spec[1]})"
-                f"[:, :{shape[-1]}].view({shape!r})"
-            )
-            outputs.append(name)
-            info.outputs.append(spec)
-        elif p.output:
-            name = local.fresh(p.value.name_hint or f"out{len(outputs)}")
-            strides = contiguous_strides(spec[0])
-            body.append(f"{name} = {empty}({spec[0]!r}, {strides!r}, {spec[1]})")
+            body.append(f"{name} = {_output_allocation(empty, spec, pitches.get(p.value))}")
             outputs.append(name)
             info.outputs.append(spec)
         else:
@@ -277,6 +266,17 @@ def _print_host(
     return "\n".join(head + ["    " + line for line in body]) + "\n", info
 
 
+def _output_allocation(empty: str, spec: tuple[tuple[int, ...], str], pitch: int | None) -> str:
+    """The expression allocating an output of `spec` (shape, dtype): contiguous, or the
+    first columns of [rows, `pitch`] rows where a padded GEMM writes it whole
+    (`library_gemm.padded_output`)."""
+    shape, dtype = spec
+    if pitch is None:
+        return f"{empty}({shape!r}, {contiguous_strides(shape)!r}, {dtype})"
+    rows = math.prod(shape[:-1])
+    return f"{empty}(({rows}, {pitch}), ({pitch}, 1), {dtype})[:, :{shape[-1]}].view({shape!r})"
+
+
 def _torch_call_lines(
     step: tile_host.TorchCall, expr: dict[SSAValue, str], local: NameTable
 ) -> list[str]:
@@ -313,7 +313,7 @@ def _gemm_call(op: tile.GemmOp, expr: dict[SSAValue, str]) -> str:
             rows = math.prod(sa[:-1])
             a2, c2 = f"{a}.view({rows}, {sa[-1]})", f"{c}.view({rows}, {sc[-1]})"
         bias = expr[op.bias] if op.bias is not None else None
-        columns = padded_columns(sc[-1], sa[-1], element_bytes(op.out.type.element_type))  # type: ignore[attr-defined]
+        columns = gemm_columns(op)
         if columns != sc[-1]:  # N padded to whole vectors: cuBLAS's aligned kernels
             tail = f", {bias}" if bias else ""
             return f"{PADDED_GEMM}({a2}, {b_expr}, {c2}, {columns}{tail})"

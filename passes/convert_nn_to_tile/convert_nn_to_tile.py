@@ -571,10 +571,17 @@ class HostLowering:
         assert isinstance(t, TensorType)
         return self._alloc(MemRefType(t.element_type, t.get_shape()))
 
-    def _gemm(self, mm: nn.MatmulOp, ins: dict[SSAValue, SSAValue], c: SSAValue) -> None:
-        """`tile.gemm` (the library's GEMM) computing `mm` into the buffer `c`."""
+    def _gemm(
+        self,
+        mm: nn.MatmulOp,
+        ins: dict[SSAValue, SSAValue],
+        c: SSAValue,
+        bias: SSAValue | None = None,
+    ) -> None:
+        """`tile.gemm` (the library's GEMM) computing `mm` (plus the `bias` buffer) into
+        the buffer `c`."""
         transpose_a, transpose_b = mm.transpose_a is not None, mm.transpose_b is not None
-        self.block.add_op(tile.GemmOp(ins[mm.lhs], ins[mm.rhs], c, transpose_a, transpose_b))
+        self.block.add_op(tile.GemmOp(ins[mm.lhs], ins[mm.rhs], c, transpose_a, transpose_b, bias))
 
     def _library_gemm(
         self, group: Group, ins: dict[SSAValue, SSAValue], outs: dict[SSAValue, SSAValue], hint: str
@@ -589,9 +596,7 @@ class HostLowering:
         bias = match_gemm_bias(mm, group.inputs, group.outputs)
         product, absorbed = (bias.value, {mm, *bias.ops}) if bias else (mm.result, {mm})
         c = outs[product] if product in outs else self._temp(product)
-        flags = (mm.transpose_a is not None, mm.transpose_b is not None)
-        vector = ins[bias.bias] if bias else None
-        self.block.add_op(tile.GemmOp(ins[mm.lhs], ins[mm.rhs], c, *flags, vector))
+        self._gemm(mm, ins, c, ins[bias.bias] if bias else None)
         rest = [o for o in group.ops if o not in absorbed]
         outputs = [v for v in group.outputs if v is not product]
         if not outputs:

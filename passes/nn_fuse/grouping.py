@@ -70,6 +70,7 @@ from fuseopt.passes.nn_fuse.legality import (
     check_union,
     classify,
     merge_facts,
+    squeezed,
 )
 
 
@@ -445,11 +446,8 @@ def boundary_reshapes(groups: list[FusionGroup]) -> list[Operation]:
         for op in group.ops:
             if not isinstance(op, nn.ReshapeOp) or op.input.owner in inside:
                 continue
-            dims = [
-                [n for n in shape if n != 1]
-                for shape in (op.input.type.get_shape(), op.result.type.get_shape())
-            ]  # type: ignore[attr-defined]
-            if dims[0] != dims[1]:
+            source, result = op.input.type, op.result.type
+            if squeezed(source.get_shape()) != squeezed(result.get_shape()):  # type: ignore[attr-defined]
                 found.append(op)
     return found
 

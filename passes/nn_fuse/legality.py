@@ -260,7 +260,8 @@ Status = Callable[[SSAValue], bool | None]
 computing it is in the domain."""
 
 
-def _squeezed(shape: Iterable[int]) -> tuple[int, ...]:
+def squeezed(shape: Iterable[int]) -> tuple[int, ...]:
+    """`shape` without its unit dims."""
     return tuple(d for d in shape if d != 1)
 
 
@@ -295,7 +296,7 @@ def shape_violation(op: Operation, key: DomainKey, inside: bool, status: Status)
             and all(status(v) for v in op.operands)
         )
     elif isinstance(op, nn.ReshapeOp):
-        ok = _squeezed(src) == _squeezed(dst)
+        ok = squeezed(src) == squeezed(dst)
     else:  # transpose moves elements between rows
         ok = False
     if ok:
