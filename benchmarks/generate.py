@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from benchmarks.machine import describe_environment
+from benchmarks.timing import synchronize
 
 DECODERS = ("llama", "qwen2", "mistral", "gpt2")
 """Model-suite families with a KV cache."""
@@ -101,12 +102,10 @@ def make_generate(name: str, model: torch.nn.Module) -> tuple[Callable[..., Any]
 
 def timed(fn: Callable[[], Any], device: torch.device) -> tuple[Any, float]:
     """`fn()` and its wall time in seconds (synchronized on a GPU)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    synchronize(device)
     start = time.perf_counter()
     out = fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    synchronize(device)
     return out, time.perf_counter() - start
 
 
