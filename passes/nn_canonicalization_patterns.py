@@ -9,9 +9,12 @@ Each nn op's `NNCanonicalization` trait asks `patterns_for(op_type)` for its pat
   PyTorch (a max or min of nothing has no value and is left alone);
 - constant folding: an op whose operands are all constants folds to a constant when
   every operand is a splat (any size: elementwise and layout ops map splats to
-  splats) or the result has at most `MAX_FOLD_ELEMENTS` elements; a broadcast of an
-  index vector stays (a kernel computes it from its tile indices, a dense constant
-  would be read from memory).
+  splats), the result has at most `MAX_FOLD_ELEMENTS` elements, or the result is a
+  splat or an index vector of at most `MAX_INDEX_FOLD_ELEMENTS` (`arange(n) + 1`:
+  kernels compute both from their tile indices, so a compile-time-constant chain such
+  as Hugging Face's position ids and packed-sequence test folds away whole); a
+  broadcast of an index vector stays (a kernel computes it from its tile indices, a
+  dense constant would be read from memory).
 Folding evaluates the op with the reference interpreter, so it has the same numerics,
 on one element for a splat. It never materializes an operand of more than
 `MAX_EVAL_ELEMENTS` elements: a reduction of a larger splat folds symbolically (max and
@@ -43,6 +46,11 @@ from fuseopt.interpreter.errors import InterpretError
 
 MAX_FOLD_ELEMENTS = 1024
 """Largest non-splat result that constant folding materializes."""
+
+MAX_INDEX_FOLD_ELEMENTS = 1 << 16
+"""Largest index-vector result (`arange(n) + 1`, Hugging Face's position ids and the
+packed-sequence test built on them) that constant folding materializes: kernels compute
+such a constant from their tile indices, so folding it costs no memory traffic."""
 
 MAX_EVAL_ELEMENTS = 1 << 20
 """Largest operand constant folding materializes to evaluate an op (8 MiB as f64); a
@@ -250,7 +258,8 @@ class FoldConstants(RewritePattern):
             if reduced is not None:
                 rewriter.replace(op, nn.ConstantOp(reduced, result_type))
                 return
-        if _elements(result_type) > MAX_FOLD_ELEMENTS or _broadcasts_index_vector(op):
+        count = _elements(result_type)
+        if count > MAX_EVAL_ELEMENTS or _broadcasts_index_vector(op):
             return
         if any(_elements(v.type) > MAX_EVAL_ELEMENTS for v in op.operands):
             return
@@ -259,7 +268,26 @@ class FoldConstants(RewritePattern):
             out = np.asarray(_run(op, args))
         except InterpretError:  # e.g. the max of no elements: not ours to decide here
             return
-        rewriter.replace(op, nn.ConstantOp(_value_attr(out, result_type), result_type))
+        if count > MAX_FOLD_ELEMENTS and not _may_be_free_in_kernels(out, count):
+            return
+        folded = nn.ConstantOp(_value_attr(out, result_type), result_type)
+        if count > MAX_FOLD_ELEMENTS and folded.splat_value is None and folded.arange is None:
+            return  # a large dense constant would be read from memory: keep computing it
+        rewriter.replace(op, folded)
+
+
+def _may_be_free_in_kernels(values: np.ndarray, count: int) -> bool:
+    """A cheap numeric test of whether `values` (a folded result larger than
+    MAX_FOLD_ELEMENTS) can be a splat, or an index vector of at most
+    MAX_INDEX_FOLD_ELEMENTS elements: constants a kernel makes from its tile indices
+    instead of reading memory (`nn.ConstantOp.arange` then decides)."""
+    flat = values.reshape(-1)
+    if np.all(flat == flat[0]):
+        return True
+    if count > MAX_INDEX_FOLD_ELEMENTS or sum(n > 1 for n in values.shape) != 1:
+        return False
+    steps = np.diff(flat)
+    return bool(np.all(steps == steps[0]))
 
 
 def _broadcasts_index_vector(op: Operation) -> bool:

@@ -193,3 +193,57 @@ func.func @f() -> tensor<1024x1024xf32> {
     assert peak < 4 << 20
     (const,) = [op for op in module.walk() if isinstance(op, nn.ConstantOp)]
     assert const.splat_value == pytest.approx(np.exp(2.0), rel=1e-6)
+
+
+def _arange_module(n: int, body: str, result: str) -> str:
+    values = ", ".join(str(i) for i in range(n))
+    return f"""
+func.func @f() -> {result} {{
+  %pos = nn.constant dense<[{values}]> : tensor<{n}xi64>
+{body}
+}}
+"""
+
+
+def test_canonicalize_folds_index_vector_chains_past_the_dense_limit() -> None:
+    """Hugging Face's packed-sequence test on position ids (`diff(pos, prepend=pos[:1] - 1)
+    != 1`, then cumsum) over 2048 positions is a compile-time constant: every step is
+    an index vector or a splat, so it folds away whole (it was ten kernels in GPT-2's
+    prefill). A dense result that is neither stays computed."""
+    n = 2048
+    body = f"""  %one = nn.constant 1 : tensor<1x{n}xi64>
+  %p = nn.reshape %pos : tensor<{n}xi64> -> tensor<1x{n}xi64>
+  %p1 = nn.add %p, %one : tensor<1x{n}xi64>
+  %first = nn.slice %p1 [0:1, 0:1] : tensor<1x{n}xi64> -> tensor<1x1xi64>
+  %one1 = nn.constant 1 : tensor<1x1xi64>
+  %dummy = nn.sub %first, %one1 : tensor<1x1xi64>
+  %cat = nn.concat %dummy, %p1 axis 1 : tensor<1x1xi64>, tensor<1x{n}xi64> -> tensor<1x{n + 1}xi64>
+  %lo = nn.slice %cat [0:1, 0:{n}] : tensor<1x{n + 1}xi64> -> tensor<1x{n}xi64>
+  %hi = nn.slice %cat [0:1, 1:{n + 1}] : tensor<1x{n + 1}xi64> -> tensor<1x{n}xi64>
+  %diff = nn.sub %hi, %lo : tensor<1x{n}xi64>
+  %ne = nn.compare ne, %diff, %one : tensor<1x{n}xi64>
+  %flag = nn.cast %ne : tensor<1x{n}xi1> -> tensor<1x{n}xi64>
+  %packed = nn.cumsum %flag axis 1 : tensor<1x{n}xi64> -> tensor<1x{n}xi64>
+  %sq = nn.mul %p1, %p1 : tensor<1x{n}xi64>
+  func.return %packed, %p1, %sq : tensor<1x{n}xi64>, tensor<1x{n}xi64>, tensor<1x{n}xi64>"""
+    result = f"(tensor<1x{n}xi64>, tensor<1x{n}xi64>, tensor<1x{n}xi64>)"
+    module = fuseopt.parse(_arange_module(n, body, result))
+    fuseopt.run_pipeline(module, "canonicalize")
+    ret = next(op for op in module.walk() if op.name == "func.return")
+    packed, shifted, squared = (v.owner for v in ret.operands)
+    assert isinstance(packed, nn.ConstantOp) and packed.splat_value == 0
+    assert isinstance(shifted, nn.ConstantOp) and shifted.arange == (1, 1)
+    assert isinstance(squared, nn.MulOp)  # 1, 4, 9, ...: dense data, computed in a kernel
+
+
+def test_canonicalize_keeps_long_index_vectors_computed() -> None:
+    """An index vector longer than MAX_INDEX_FOLD_ELEMENTS is not materialized by folding."""
+    from fuseopt.passes.nn_canonicalization_patterns import MAX_INDEX_FOLD_ELEMENTS
+
+    n = MAX_INDEX_FOLD_ELEMENTS + 1
+    body = f"""  %one = nn.constant 1 : tensor<{n}xi64>
+  %p1 = nn.add %pos, %one : tensor<{n}xi64>
+  func.return %p1 : tensor<{n}xi64>"""
+    module = fuseopt.parse(_arange_module(n, body, f"tensor<{n}xi64>"))
+    fuseopt.run_pipeline(module, "canonicalize")
+    assert [op.name for op in module.walk() if isinstance(op, nn.AddOp)] == ["nn.add"]
