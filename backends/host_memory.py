@@ -17,6 +17,7 @@ aligned pointers; vector loads want more).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -99,9 +100,16 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 try:
     from torch._C._dynamo.guards import _reinterpret_tensor as reinterpret
 except ImportError:  # a PyTorch without it: the same view, one call slower
-    reinterpret = torch.as_strided
-"""A view of a workspace as a temporary: ``reinterpret(base, size, stride, offset)``
-(the one C call Inductor's generated code uses for the same purpose)."""
+
+    def reinterpret(
+        base: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int
+    ) -> torch.Tensor:
+        return base.as_strided(size, stride, base.storage_offset() + offset)
+
+
+"""A view of a buffer: ``reinterpret(base, size, stride, offset)``, `offset` elements from
+the base's start (a workspace's temporary, a `tile.view` at an offset; the one C call
+Inductor's generated code uses for the same purpose)."""
 
 
 def pointer_aliases(host: HostFunction) -> dict[SSAValue, SSAValue]:
@@ -112,7 +120,8 @@ def pointer_aliases(host: HostFunction) -> dict[SSAValue, SSAValue]:
     (buffers are contiguous and row-major), so a `tile.view` used only as kernel launch
     arguments (or by other such views) names the same bytes as its source: the host code
     can skip making a view tensor per call. Views a library GEMM, a PyTorch call or a
-    shape-reading step uses keep their own tensor."""
+    shape-reading step uses keep their own tensor, as do views at an offset into their
+    source (their data pointer is not the source's)."""
     users: dict[SSAValue, list[object]] = {}
     for step in host.steps:
         for v in _uses(step):
@@ -127,6 +136,6 @@ def pointer_aliases(host: HostFunction) -> dict[SSAValue, SSAValue]:
 
     aliases: dict[SSAValue, SSAValue] = {}
     for value, view in views.items():  # in program order: a view's source comes first
-        if launch_only(value):
+        if launch_only(value) and not view.offset:
             aliases[value] = aliases.get(view.source, view.source)
     return aliases

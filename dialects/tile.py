@@ -933,25 +933,43 @@ class BarrierOp(IRDLOperation):
 
 @irdl_op_definition
 class ViewOp(IRDLOperation):
-    """Reinterpret a contiguous buffer under another shape with the same element count.
+    """Reinterpret a contiguous buffer under another shape with the same element count,
+    or, with `offset`, the contiguous run of the buffer's elements that starts `offset`
+    elements in (in row-major order) as a smaller buffer: a host-side view, as a slice
+    that keeps whole trailing rows of a buffer is (`x[:, 1:]` of a 1 x n tensor).
 
     Example:
         %v = tile.view %x : memref<4x8xf32> -> memref<32xf32>
+        %s = tile.view %x {offset = 8 : i64} : memref<4x8xf32> -> memref<2x8xf32>
     """
 
     name = "tile.view"
     source = operand_def(MemRefType)
     result = result_def(MemRefType)
+    offset = opt_attr_def(IntegerAttr)
     traits = traits_def(Pure())
     assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
 
-    def __init__(self, source: SSAValue, t: MemRefType):
-        super().__init__(operands=[source], result_types=[t])
+    def __init__(self, source: SSAValue, t: MemRefType, offset: int | None = None):
+        attributes = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
+        super().__init__(operands=[source], result_types=[t], attributes=attributes)
+
+    @property
+    def element_offset(self) -> int:
+        """Where the view starts in its source, in elements (0 without `offset`)."""
+        return 0 if self.offset is None else self.offset.value.data
 
     def verify_(self) -> None:
         a, r = memref_type(self.source, "source"), memref_type(self.result, "result")
-        if a.element_type != r.element_type or math.prod(a.get_shape()) != math.prod(r.get_shape()):
-            raise VerifyException(f"tile.view keeps the element type and count: {a} -> {r}")
+        count, available = math.prod(r.get_shape()), math.prod(a.get_shape())
+        if a.element_type != r.element_type:
+            raise VerifyException(f"tile.view keeps the element type: {a} -> {r}")
+        if self.offset is None and count != available:
+            raise VerifyException(f"tile.view keeps the element count: {a} -> {r}")
+        if self.offset is not None and not 0 <= self.element_offset <= available - count:
+            raise VerifyException(
+                f"tile.view at offset {self.element_offset} reads past its source: {a} -> {r}"
+            )
         if memory_space(a) != memory_space(r):
             raise VerifyException(f"tile.view keeps the memory space: {a} -> {r}")
 

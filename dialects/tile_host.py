@@ -45,9 +45,11 @@ class Alloc(Buffer):
 
 @dataclass(frozen=True)
 class View(Buffer):
-    """`tile.view`: `source` reinterpreted under this shape."""
+    """`tile.view`: `source` reinterpreted under this shape, starting `offset` elements
+    into it."""
 
     source: SSAValue
+    offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ def read_host(f: func.FuncOp, backend: str, verb: str) -> HostFunction:
         if isinstance(op, tile.AllocOp):
             steps.append(Alloc(*_buffer(op.result)))
         elif isinstance(op, tile.ViewOp):
-            steps.append(View(*_buffer(op.result), source=op.source))
+            steps.append(View(*_buffer(op.result), source=op.source, offset=op.element_offset))
         elif isinstance(op, tile.LaunchOp):
             steps.append(Launch(op.kernel.root_reference.data, op.grid_sizes, tuple(op.args)))
         elif isinstance(op, tile.GemmOp):

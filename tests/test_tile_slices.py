@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_nn_fuse_workloads import rmsnorm_rope, t
 from test_tile_lowering import TILE, lower_and_compare, schedules
 
 import fuseopt
-from fuseopt.dialects import nn
+from fuseopt.dialects import nn, tile
 from fuseopt.passes.convert_nn_to_tile.analysis import Group, Untileable, analyze
 from fuseopt.pipelines import STANDARD
 
@@ -203,3 +204,62 @@ def test_cuda_kernels_match_the_reference(name: str, tmp_path: Path) -> None:
     if not emulator_available():
         pytest.skip("g++ is not installed")
     run_emulated(ONE_KERNEL[name][0], tmp_path, "bf16")
+
+
+def contiguous_slices(n: int) -> str:
+    """Slices that are runs of their operand's buffer, read by kernels nn-fuse cannot
+    give them to (Hugging Face's packed-sequence test on position ids: a diff of a
+    concat, then cumsum); the concat and cumsum are kernels of their own."""
+    x, one, cat = t((1, n), "i64"), t((1, 1), "i64"), t((1, n + 1), "i64")
+    m, rows = t((6, n)), t((3, n))
+    return f"""func.func @main(%pos: {x}, %m: {m}) -> ({x}, {rows}) {{
+  %first = nn.slice %pos [0:1, 0:1] : {x} -> {one}
+  %c1 = nn.constant 1 : {one}
+  %dummy = nn.sub %first, %c1 : {one}
+  %cat = nn.concat %dummy, %pos axis 1 : {one}, {x} -> {cat}
+  %lo = nn.slice %cat [0:1, 0:{n}] : {cat} -> {x}
+  %hi = nn.slice %cat [0:1, 1:{n + 1}] : {cat} -> {x}
+  %diff = nn.sub %hi, %lo : {x}
+  %ones = nn.constant 1 : {x}
+  %ne = nn.compare ne, %diff, %ones : {x}
+  %flag = nn.cast %ne : {t((1, n), "i1")} -> {x}
+  %packed = nn.cumsum %flag axis 1 : {x} -> {x}
+  %mid = nn.slice %m [2:5, 0:{n}] : {m} -> {rows}
+  %e = nn.exp %mid : {rows}
+  func.return %packed, %e : {x}, {rows}
+}}"""
+
+
+def test_contiguous_slices_are_host_views(tmp_path: Path) -> None:
+    """A slice between kernels that is one run of its operand's buffer launches nothing
+    (a `tile.view` at an element offset); the program stays correct through the tile
+    interpreter, the Triton backend (kernels in the CPU interpreter, host views by
+    PyTorch) and the CUDA kernels (emulated)."""
+    import torch
+    from test_nn_fuse_workloads import random_args
+
+    from fuseopt.backends.kernel_cache import KernelCache
+    from fuseopt.backends.triton.backend import compile_module
+    from fuseopt.dialects.dtypes import torch_dtype
+
+    text = contiguous_slices(37)
+    tiled = lower_and_compare(text, TILE)
+    views = [op for op in tiled.walk() if isinstance(op, tile.ViewOp) and op.offset is not None]
+    assert sorted(v.element_offset for v in views) == [0, 0, 1]  # %mid fuses into the exp
+    kernels = [op.sym_name.data for op in tiled.walk() if isinstance(op, tile.KernelOp)]
+    assert not [k for k in kernels if "slice" in k], kernels
+
+    module = fuseopt.parse(text)
+    args = random_args(fuseopt.run_pipeline(module.clone(), "canonicalize"), seed=5)
+    expected = fuseopt.interpret(module, "main", *args)
+    types = next(iter(module.ops)).function_type.inputs.data  # type: ignore[attr-defined]
+    fn = compile_module(module, "main", {}, KernelCache(str(tmp_path / "cache")))
+    inputs = [torch.from_numpy(a) for a in args]
+    got = fn(*(x.to(torch_dtype(t.element_type)) for x, t in zip(inputs, types, strict=True)))
+    for e, g in zip(expected, got, strict=True):
+        np.testing.assert_allclose(g.float().numpy(), np.asarray(e, np.float32), rtol=2e-2)
+
+    from test_cuda_emulated import emulator_available, run_emulated
+
+    if emulator_available():
+        run_emulated(text, tmp_path, "f32")

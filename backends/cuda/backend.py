@@ -135,9 +135,18 @@ class HostPlan:
             self.slots[step.value] = self._slot(step.source)  # kernels read the pointer
         elif isinstance(step, tile_host.View):
             s, src, shape = self._slot(step.value), self._slot(step.source), step.shape
+            if step.offset:  # a run of the source's elements
+                strides, offset = contiguous_strides(shape), step.offset
 
-            def view(b: list, dev: torch.device, s=s, src=src, shape=shape) -> None:
-                b[s] = b[src].view(shape)
+                def view(
+                    b: list, dev: torch.device, s=s, src=src, shape=shape, st=strides, o=offset
+                ) -> None:
+                    b[s] = reinterpret(b[src], shape, st, o)
+
+            else:
+
+                def view(b: list, dev: torch.device, s=s, src=src, shape=shape) -> None:
+                    b[s] = b[src].view(shape)
 
             self.steps.append(view)
         elif isinstance(step, tile_host.Launch):

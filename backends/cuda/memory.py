@@ -320,6 +320,8 @@ def _emit_alloc(em, op: tile.AllocOp) -> None:  # noqa: ANN001
 
 
 def _emit_view(em, op: tile.ViewOp) -> None:  # noqa: ANN001
+    if op.element_offset:
+        raise ValueError("a tile.view at an offset inside a kernel (host views only)")
     src = em.buffer(op.source)
     t = op.result.type
     assert isinstance(t, MemRefType)

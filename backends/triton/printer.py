@@ -45,8 +45,15 @@ from triton.language.extra import libdevice as fuseopt_libdevice
 INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
 """Running in Triton's CPU interpreter (set when this module is imported)."""
 
-fuseopt_reinterpret = getattr(torch._C._dynamo.guards, "_reinterpret_tensor", torch.as_strided)
-"""A view of the workspace as a temporary: (base, size, stride, storage offset)."""
+fuseopt_reinterpret = getattr(
+    torch._C._dynamo.guards,
+    "_reinterpret_tensor",
+    lambda base, size, stride, offset: base.as_strided(
+        size, stride, base.storage_offset() + offset
+    ),
+)
+"""A view of a buffer: (base, size, stride, offset in elements from the base's start), a
+temporary in the workspace or a run of a buffer's elements (`tile.view` at an offset)."""
 
 fuseopt_empty = {
     kind: getattr(torch._C._dynamo.guards, f"_empty_strided_{kind}", None)
@@ -243,7 +250,13 @@ def _print_host(
         elif isinstance(step, tile_host.View):
             shape, _ = buffer_spec(step.value.type)
             expr[step.value] = local.fresh(step.value.name_hint or "view")
-            body.append(f"{expr[step.value]} = {expr[step.source]}.view({shape!r})")
+            if step.offset:  # a run of the source's elements
+                body.append(
+                    f"{expr[step.value]} = fuseopt_reinterpret({expr[step.source]}, {shape!r}, "
+                    f"{contiguous_strides(shape)!r}, {step.offset})"
+                )
+            else:
+                body.append(f"{expr[step.value]} = {expr[step.source]}.view({shape!r})")
         elif isinstance(step, tile_host.Launch):
             k = kernels[step.kernel]
             if not k.args:

@@ -626,3 +626,30 @@ func.func @columns(%x: tensor<300x200xf32>) -> tensor<200xf32> {
   %s = nn.sum %x [0] : tensor<300x200xf32> -> tensor<200xf32>
   func.return %s : tensor<200xf32>
 }
+
+// -----
+
+// An unfused slice that is one contiguous run of its operand's buffer (whole trailing
+// dims, one index on the dims before its last cut) is a host view at an element offset,
+// no kernel; a slice that is not (columns of a matrix) is a one-program copy.
+// CHECK-LABEL: func.func @contiguous_slices
+// CHECK-SAME:  (%[[X:.*]]: memref<1x37xi64>, %[[M:.*]]: memref<6x8xf32>
+// CHECK:       %[[TAIL:.*]] = tile.view %[[X]] {offset = 1 : i64} : memref<1x37xi64> -> memref<1x36xi64>
+// CHECK:       %[[ROWS:.*]] = tile.view %[[M]] {offset = 16 : i64} : memref<6x8xf32> -> memref<3x8xf32>
+// CHECK:       %[[ROW:.*]] = tile.view %[[M]] {offset = 42 : i64} : memref<6x8xf32> -> memref<1x3xf32>
+// CHECK-NEXT:  tile.view %[[ROW]] : memref<1x3xf32> -> memref<3xf32>
+// CHECK:       tile.launch @contiguous_slices_slice grid [1] (%[[M]], %{{.*}})
+func.func @contiguous_slices(%x: tensor<1x37xi64>, %m: tensor<6x8xf32>) -> (tensor<1x36xi64>, tensor<3x8xf32>, tensor<3xf32>, tensor<6x2xf32>) {
+  %tail = nn.slice %x [0:1, 1:37] : tensor<1x37xi64> -> tensor<1x36xi64>
+  %one = nn.constant 1 : tensor<1x36xi64>
+  %a = nn.add %tail, %one : tensor<1x36xi64>
+  %rows = nn.slice %m [2:5, 0:8] : tensor<6x8xf32> -> tensor<3x8xf32>
+  %two = nn.constant 2.0 : tensor<3x8xf32>
+  %b = nn.mul %rows, %two : tensor<3x8xf32>
+  %row = nn.slice %m [5:6, 2:5] : tensor<6x8xf32> -> tensor<1x3xf32>
+  %part = nn.reshape %row : tensor<1x3xf32> -> tensor<3xf32>
+  %three = nn.constant 3.0 : tensor<3xf32>
+  %c = nn.mul %part, %three : tensor<3xf32>
+  %cols = nn.slice %m [0:6, 1:3] : tensor<6x8xf32> -> tensor<6x2xf32>
+  func.return %a, %b, %c, %cols : tensor<1x36xi64>, tensor<3x8xf32>, tensor<3xf32>, tensor<6x2xf32>
+}

@@ -73,9 +73,14 @@ def _shape(t: object) -> tuple[int, ...]:
     return tuple(t.get_shape())
 
 
-def reinterpret(buffer: np.ndarray, t: MemRefType) -> np.ndarray:
-    """`buffer` viewed with the shape of `t` (same storage; a TileRuntimeError otherwise)."""
-    view = buffer.reshape(_shape(t))
+def reinterpret(buffer: np.ndarray, t: MemRefType, offset: int = 0) -> np.ndarray:
+    """`buffer` viewed with the shape of `t`, from `offset` elements in (same storage; a
+    TileRuntimeError otherwise)."""
+    shape = _shape(t)
+    flat = buffer.reshape(-1)
+    if not np.shares_memory(flat, buffer) and buffer.size:
+        raise TileRuntimeError(f"cannot view a non-contiguous buffer as {t}")
+    view = flat[offset : offset + math.prod(shape)].reshape(shape)
     if not np.shares_memory(view, buffer) and buffer.size:
         raise TileRuntimeError(f"cannot view a non-contiguous buffer as {t}")
     return view
@@ -129,7 +134,7 @@ class TileFunctions(InterpreterFunctions):
     @impl(tile.ViewOp)
     def run_view(self, interpreter: Interpreter, op: tile.ViewOp, args: PythonValues):
         assert isinstance(op.result.type, MemRefType)
-        return (reinterpret(np.asarray(args[0]), op.result.type),)
+        return (reinterpret(np.asarray(args[0]), op.result.type, op.element_offset),)
 
     @impl(tile.GemmOp)
     def run_gemm(self, interpreter: Interpreter, op: tile.GemmOp, args: PythonValues):

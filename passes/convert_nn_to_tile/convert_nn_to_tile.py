@@ -150,6 +150,25 @@ def _whole_tensor_ok(op: Operation) -> bool:
     )
 
 
+def contiguous_slice_offset(op: nn.SliceOp) -> int | None:
+    """Where `op`'s result starts in its operand's row-major buffer, in elements, when
+    the result is one contiguous run of that buffer (unit steps; every dim after the
+    last one it cuts is whole, every dim before that keeps one index: `x[:, 1:]` of a
+    1 x n tensor, rows `x[2:5]` or part of one row `x[1, 2:5]` of a matrix); else None."""
+    shape = [int(n) for n in op.input.type.get_shape()]  # type: ignore[union-attr]
+    bounds = list(op.bounds)
+    if any(step != 1 for _, _, step in bounds):
+        return None
+    cuts = [i for i, (lo, hi, _) in enumerate(bounds) if (lo, hi) != (0, shape[i])]
+    if cuts and any(hi - lo != 1 for lo, hi, _ in bounds[: cuts[-1]]):
+        return None
+    offset, stride = 0, 1
+    for i in reversed(range(len(shape))):
+        offset += bounds[i][0] * stride
+        stride *= shape[i]
+    return offset
+
+
 def _view_broadcasts(block: Block, returned: set[SSAValue]) -> set[Operation]:
     """The unfused `nn.broadcast` ops that need no buffer: every user is an unfused
     elementwise op, which reads the broadcast as indexing in its own kernel (eager PyTorch
@@ -315,6 +334,17 @@ class HostLowering:
             self.block.add_op(view)
             self.buffers[r] = view.result
             return
+        if isinstance(op, nn.SliceOp) and r not in self.out_param:
+            offset = contiguous_slice_offset(op)
+            if offset is not None:  # a run of the operand's elements: no copy
+                t = r.type
+                assert isinstance(t, TensorType)
+                view = tile.ViewOp(
+                    self.buffers[op.input], MemRefType(t.element_type, t.get_shape()), offset
+                )
+                self.block.add_op(view)
+                self.buffers[r] = view.result
+                return
         if op in self.view_broadcasts:
             return  # read as indexing by each elementwise user (see `_view_broadcasts`)
         if isinstance(op, nn.MatmulOp):

@@ -209,8 +209,24 @@ func.func @f() {
 // -----
 
 func.func @f(%x: memref<4x8xf32>) {
-  // expected-error@+1 {{'tile.view' op tile.view keeps the element type and count: memref<4x8xf32> -> memref<30xf32>}}
+  // expected-error@+1 {{'tile.view' op tile.view keeps the element count: memref<4x8xf32> -> memref<30xf32>}}
   %v = tile.view %x : memref<4x8xf32> -> memref<30xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: memref<4x8xf32>) {
+  // expected-error@+1 {{'tile.view' op tile.view at offset 9 reads past its source: memref<4x8xf32> -> memref<3x8xf32>}}
+  %v = tile.view %x {offset = 9 : i64} : memref<4x8xf32> -> memref<3x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: memref<4x8xf32>) {
+  // expected-error@+1 {{'tile.view' op tile.view keeps the element type: memref<4x8xf32> -> memref<32xf16>}}
+  %v = tile.view %x : memref<4x8xf32> -> memref<32xf16>
   func.return
 }
 

@@ -154,6 +154,10 @@ func.func @host(%a: memref<4x25xf32>, %out: memref<100xbf16> {tile.output}) {
   // CHECK-NEXT: %[[V:.*]] = tile.view %[[A]] : memref<4x25xf32> -> memref<100xf32>
   // GENERIC: "tile.view"(%{{.*}}) : (memref<4x25xf32>) -> memref<100xf32>
   %v = tile.view %a : memref<4x25xf32> -> memref<100xf32>
+  // a contiguous run of the source's elements: rows 1 and 2
+  // CHECK-NEXT: %{{.*}} = tile.view %[[A]] {offset = 25 : i64} : memref<4x25xf32> -> memref<2x25xf32>
+  // GENERIC: "tile.view"(%{{.*}}) {offset = 25 : i64} : (memref<4x25xf32>) -> memref<2x25xf32>
+  %rows = tile.view %a {offset = 25 : i64} : memref<4x25xf32> -> memref<2x25xf32>
   // a buffer may be passed with another shape of the same element count
   // CHECK-NEXT: tile.launch @pointwise grid [2] (%[[A]], %[[OUT]]) : memref<4x25xf32>, memref<100xbf16>
   // GENERIC: "tile.launch"(%{{.*}}, %{{.*}}) {kernel = @pointwise, grid = array<i64: 2>} : (memref<4x25xf32>, memref<100xbf16>) -> ()
