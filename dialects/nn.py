@@ -1306,7 +1306,7 @@ class AttentionOp(IRDLOperation):
     result = result_def(TensorType)
     scale = attr_def(FloatAttr)
     causal = opt_attr_def(UnitAttr)
-    traits = lazy_traits_def(lambda: (Pure(),))
+    traits = lazy_traits_def(lambda: (Pure(), NNCanonicalization()))
     custom_directives = (FourOperandTypes,)
     assembly_format = (
         "$query `,` $key `,` $value (`mask` $mask^)? (`causal` $causal^)? attr-dict `:` "

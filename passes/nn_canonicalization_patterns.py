@@ -7,6 +7,8 @@ Each nn op's `NNCanonicalization` trait asks `patterns_for(op_type)` for its pat
   broadcast of broadcast -> one broadcast; a widening cast undone by the reverse cast;
 - reductions of nothing: a sum over an axis of size 0 is 0 and a mean NaN, as in
   PyTorch (a max or min of nothing has no value and is left alone);
+- grouped-query attention: an `nn.attention` whose key and value are repeated over
+  their query groups (`repeat_kv`) reads them unrepeated;
 - constant folding: an op whose operands are all constants folds to a constant when
   every operand is a splat (any size: elementwise and layout ops map splats to
   splats), the result has at most `MAX_FOLD_ELEMENTS` elements, or the result is a
@@ -354,6 +356,46 @@ def _value_attr(values: np.ndarray, t: TensorType) -> DenseIntOrFPElementsAttr |
 
 
 @cache
+def unrepeated_kv(v: SSAValue) -> SSAValue:
+    """A [B, H, S, D] key or value that is [B, Hkv, S, D] repeated over its query group
+    (reshape to [B, Hkv, 1, S, D], broadcast to [B, Hkv, G, S, D], reshape back: Hugging
+    Face's `repeat_kv`), as the unrepeated [B, Hkv, S, D]; else `v`."""
+    flat = v.owner
+    wide = flat.input.owner if isinstance(flat, nn.ReshapeOp) else None
+    grouped = wide.input.owner if isinstance(wide, nn.BroadcastOp) else None
+    if not isinstance(grouped, nn.ReshapeOp) or len(_dims(v)) != 4:
+        return v
+    b, h, s, d = _dims(v)
+    source = grouped.input
+    ws, ss = _dims(wide.result), _dims(source)
+    if len(ws) != 5 or len(ss) != 4 or ws[0] != b or ws[1] * ws[2] != h or ws[3:] != (s, d):
+        return v
+    if ss != (b, ws[1], s, d) or _dims(grouped.result) != (b, ws[1], 1, s, d):
+        return v
+    return source
+
+
+def _dims(v: SSAValue) -> tuple[int, ...]:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+class FoldRepeatedKeyValue(RewritePattern):
+    """attention(q, repeat_kv(k), repeat_kv(v)) -> attention(q, k, v): query head h reads
+    key/value head h // G of the unrepeated [B, Hkv, S, D] tensors (grouped-query
+    attention), so no kernel copies the keys and values G times (Hugging Face's SDPA
+    path repeats them before calling `scaled_dot_product_attention`)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.AttentionOp, rewriter: PatternRewriter) -> None:
+        key, value = unrepeated_kv(op.key), unrepeated_kv(op.value)
+        if key is op.key or value is op.value or _dims(key)[1] != _dims(value)[1]:
+            return
+        new = nn.AttentionOp(op.query, key, value, op.mask, op.scale_value, op.is_causal)
+        rewriter.replace(op, new)
+
+
 class FoldEmptyReduction(RewritePattern):
     """sum / mean over an axis of size 0 -> the constant 0 / NaN of the result type
     (a kernel has nothing to read there; the value needs no input)."""
@@ -388,4 +430,6 @@ def patterns_for(op_type: type[Operation]) -> tuple[RewritePattern, ...]:
         found.append(FoldTransposeIntoMatmul())
     if op_type in (nn.SumOp, nn.MeanOp):
         found.append(FoldEmptyReduction())
+    if op_type is nn.AttentionOp:
+        found.append(FoldRepeatedKeyValue())
     return tuple(found)

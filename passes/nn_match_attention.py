@@ -12,7 +12,8 @@ select of -inf, a softmax over the last axis (between casts to f32 and back for 
 models), and a second batched matmul. This pass finds that chain, anchored at the second
 matmul, and replaces it with one `nn.attention` (a flash-attention kernel later: the
 L x S scores never reach memory). Grouped-query heads repeated by a broadcast
-(`repeat_kv`) are read unrepeated.
+(`repeat_kv`) are read unrepeated (`unrepeated_kv`, which canonicalization also applies
+to every nn.attention).
 
 A chain is taken only when every value it drops is used by the chain alone (attention
 weights a model returns keep the ops), the shapes are those of attention (rank 4, the
@@ -44,7 +45,7 @@ from xdsl.traits import Pure
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_bool, is_float
-from fuseopt.passes.nn_canonicalization_patterns import splat_of
+from fuseopt.passes.nn_canonicalization_patterns import splat_of, unrepeated_kv
 
 
 def _shape(v: SSAValue) -> tuple[int, ...]:
@@ -112,25 +113,6 @@ def _four_d(v: SSAValue) -> SSAValue | None:
     if len(s) != 4 or len(r) != 3 or s[0] * s[1] != r[0] or s[2:] != r[1:]:
         return None
     return src
-
-
-def _unrepeated(v: SSAValue) -> SSAValue:
-    """A [B, H, S, D] key or value that is [B, Hkv, S, D] repeated over its query group
-    (reshape to [B, Hkv, 1, S, D], broadcast to [B, Hkv, G, S, D], reshape back), as
-    the unrepeated [B, Hkv, S, D]; else `v`."""
-    flat = _owner(v, nn.ReshapeOp)
-    wide = _owner(flat.input, nn.BroadcastOp) if flat is not None else None
-    grouped = _owner(wide.input, nn.ReshapeOp) if wide is not None else None
-    if flat is None or wide is None or grouped is None:
-        return v
-    b, h, s, d = _shape(v)
-    source = grouped.input
-    ws, ss = _shape(wide.result), _shape(source)
-    if len(ws) != 5 or len(ss) != 4 or ws[0] != b or ws[1] * ws[2] != h or ws[3:] != (s, d):
-        return v
-    if ss != (b, ws[1], s, d) or _shape(grouped.result) != (b, ws[1], 1, s, d):
-        return v
-    return source
 
 
 @dataclass
@@ -238,7 +220,7 @@ class MatchAttention(RewritePattern):
             scores = _scores(x)
         if scores is None:
             return
-        query, key, value = scores.query, _unrepeated(scores.key), _unrepeated(value)
+        query, key, value = scores.query, unrepeated_kv(scores.key), unrepeated_kv(value)
         element = _element(query)
         if not is_float(element) or _element(final) != element:
             return

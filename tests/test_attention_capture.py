@@ -186,3 +186,41 @@ def test_batch_broadcast_attention_runs_in_pytorch() -> None:
     q, k, v = torch.randn(2, 2, 5, 16, generator=g), *(torch.randn(1, 2, 7, 16) for _ in "kv")
     compiled = fuseopt.compile(model, backend="interpret")
     torch.testing.assert_close(compiled(q, k, v), model(q, k, v))
+
+
+class RepeatedKV(torch.nn.Module):
+    """Grouped-query attention as Hugging Face's SDPA path computes it: `repeat_kv`
+    (expand over the query group, reshape) before F.scaled_dot_product_attention."""
+
+    def forward(self, q, k, v):  # noqa: ANN001, ANN201
+        def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
+            b, h, s, d = x.shape
+            return x[:, :, None].expand(b, h, groups, s, d).reshape(b, h * groups, s, d)
+
+        groups = q.shape[1] // k.shape[1]
+        return F.scaled_dot_product_attention(
+            q, repeat_kv(k, groups), repeat_kv(v, groups), is_causal=True
+        )
+
+
+@pytest.mark.parametrize("element", ["f32", "bf16"])
+def test_repeated_kv_heads_are_read_unrepeated(element: str) -> None:
+    """The attention kernel reads the [B, Hkv, S, D] keys and values (query head h reads
+    head h // G): no kernel copies them G times, and the result is eager's."""
+    dtype = DTYPES[element]
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (
+        torch.randn(s, generator=g).to(dtype)
+        for s in ((2, 6, 11, 16), (2, 2, 11, 16), (2, 2, 11, 16))
+    )
+    model = RepeatedKV()
+    compiled = fuseopt.compile(model, backend="triton")
+    with torch.no_grad():
+        got = compiled(q, k, v)
+        want = model(q.double(), k.double(), v.double())
+    assert [k.schedule for k in compiled.kernels] == ["attention"], compiled.kernels
+    fused = compiled.regions[0].compiled.fused_module
+    (attention,) = [op for op in fused.walk() if isinstance(op, nn.AttentionOp)]
+    assert attention.key.type.get_shape() == (2, 2, 11, 16)  # type: ignore[union-attr]
+    tol = 1e-5 if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(got.double(), want, rtol=tol, atol=tol)

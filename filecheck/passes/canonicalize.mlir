@@ -190,3 +190,29 @@ func.func @select_constant_condition(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: t
   %2 = nn.select %c, %a, %a : tensor<4xf32>
   func.return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Keys and values repeated over their query groups (Hugging Face's repeat_kv: reshape to
+// [B, Hkv, 1, S, D], broadcast over the group, reshape back) are read unrepeated by the
+// attention (grouped-query heads); a value repeated differently, or only the key
+// repeated, stays as it is.
+// CHECK-LABEL: func.func @attention_reads_kv_unrepeated
+// CHECK-SAME:  (%[[Q:.*]]: tensor<1x4x8x16xf32>, %[[K:.*]]: tensor<1x2x8x16xf32>, %[[V:.*]]: tensor<1x2x8x16xf32>)
+// CHECK:       %[[KR:.*]] = nn.reshape %{{.*}} : tensor<1x2x2x8x16xf32> -> tensor<1x4x8x16xf32>
+// CHECK:       %[[A:.*]] = nn.attention %[[Q]], %[[K]], %[[V]] causal {scale = 2.500000e-01 : f64} : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x4x8x16xf32>
+// CHECK:       nn.attention %[[Q]], %[[KR]], %{{.*}} {scale
+// CHECK-NEXT:  func.return %[[A]]
+func.func @attention_reads_kv_unrepeated(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) {
+  %k5 = nn.reshape %k : tensor<1x2x8x16xf32> -> tensor<1x2x1x8x16xf32>
+  %kb = nn.broadcast %k5 : tensor<1x2x1x8x16xf32> -> tensor<1x2x2x8x16xf32>
+  %kr = nn.reshape %kb : tensor<1x2x2x8x16xf32> -> tensor<1x4x8x16xf32>
+  %v5 = nn.reshape %v : tensor<1x2x8x16xf32> -> tensor<1x2x1x8x16xf32>
+  %vb = nn.broadcast %v5 : tensor<1x2x1x8x16xf32> -> tensor<1x2x2x8x16xf32>
+  %vr = nn.reshape %vb : tensor<1x2x2x8x16xf32> -> tensor<1x4x8x16xf32>
+  %a = nn.attention %q, %kr, %vr causal {scale = 0.25 : f64} : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>
+  %vt = nn.transpose %vr [0, 1, 3, 2] : tensor<1x4x8x16xf32> -> tensor<1x4x16x8xf32>
+  %vw = nn.reshape %vt : tensor<1x4x16x8xf32> -> tensor<1x4x8x16xf32>
+  %b = nn.attention %q, %kr, %vw {scale = 0.25 : f64} : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>
+  func.return %a, %b : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>
+}
