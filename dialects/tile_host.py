@@ -45,11 +45,12 @@ class Alloc(Buffer):
 
 @dataclass(frozen=True)
 class View(Buffer):
-    """`tile.view`: `source` reinterpreted under this shape, starting `offset` elements
-    into it."""
+    """`tile.view`: `source` reinterpreted under this shape or, when `offset` is not None,
+    the run of `source`'s elements that starts `offset` elements in (it may hold fewer
+    elements than `source`, also at offset 0)."""
 
     source: SSAValue
-    offset: int = 0
+    offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,8 @@ def read_host(f: func.FuncOp, backend: str, verb: str) -> HostFunction:
         if isinstance(op, tile.AllocOp):
             steps.append(Alloc(*_buffer(op.result)))
         elif isinstance(op, tile.ViewOp):
-            steps.append(View(*_buffer(op.result), source=op.source, offset=op.element_offset))
+            offset = None if op.offset is None else op.element_offset
+            steps.append(View(*_buffer(op.result), source=op.source, offset=offset))
         elif isinstance(op, tile.LaunchOp):
             steps.append(Launch(op.kernel.root_reference.data, op.grid_sizes, tuple(op.args)))
         elif isinstance(op, tile.GemmOp):

@@ -355,7 +355,6 @@ def _value_attr(values: np.ndarray, t: TensorType) -> DenseIntOrFPElementsAttr |
     return DenseIntOrFPElementsAttr.from_list(t, items)
 
 
-@cache
 def unrepeated_kv(v: SSAValue) -> SSAValue:
     """A [B, H, S, D] key or value that is [B, Hkv, S, D] repeated over its query group
     (reshape to [B, Hkv, 1, S, D], broadcast to [B, Hkv, G, S, D], reshape back: Hugging
@@ -396,6 +395,7 @@ class FoldRepeatedKeyValue(RewritePattern):
         rewriter.replace(op, new)
 
 
+@cache
 class FoldEmptyReduction(RewritePattern):
     """sum / mean over an axis of size 0 -> the constant 0 / NaN of the result type
     (a kernel has nothing to read there; the value needs no input)."""

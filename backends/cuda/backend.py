@@ -135,7 +135,7 @@ class HostPlan:
             self.slots[step.value] = self._slot(step.source)  # kernels read the pointer
         elif isinstance(step, tile_host.View):
             s, src, shape = self._slot(step.value), self._slot(step.source), step.shape
-            if step.offset:  # a run of the source's elements
+            if step.offset is not None:  # a run of the source's elements
                 strides, offset = contiguous_strides(shape), step.offset
 
                 def view(

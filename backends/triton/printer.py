@@ -250,7 +250,7 @@ def _print_host(
         elif isinstance(step, tile_host.View):
             shape, _ = buffer_spec(step.value.type)
             expr[step.value] = local.fresh(step.value.name_hint or "view")
-            if step.offset:  # a run of the source's elements
+            if step.offset is not None:  # a run of the source's elements
                 body.append(
                     f"{expr[step.value]} = fuseopt_reinterpret({expr[step.source]}, {shape!r}, "
                     f"{contiguous_strides(shape)!r}, {step.offset})"

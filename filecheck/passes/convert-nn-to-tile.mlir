@@ -630,26 +630,36 @@ func.func @columns(%x: tensor<300x200xf32>) -> tensor<200xf32> {
 // -----
 
 // An unfused slice that is one contiguous run of its operand's buffer (whole trailing
-// dims, one index on the dims before its last cut) is a host view at an element offset,
-// no kernel; a slice that is not (columns of a matrix) is a one-program copy.
+// dims, one index on the dims before its last cut) and starts 16-byte aligned is a host
+// view at an element offset, no kernel; a run that starts misaligned (i64 element 1) or
+// a slice that is not a run (columns of a matrix) is a one-program copy. A run at offset
+// 0 with fewer elements (the first rows) carries its offset too: it is not a reshape.
 // CHECK-LABEL: func.func @contiguous_slices
 // CHECK-SAME:  (%[[X:.*]]: memref<1x37xi64>, %[[M:.*]]: memref<6x8xf32>
-// CHECK:       %[[TAIL:.*]] = tile.view %[[X]] {offset = 1 : i64} : memref<1x37xi64> -> memref<1x36xi64>
+// CHECK:       %[[TAIL:.*]] = tile.view %[[X]] {offset = 2 : i64} : memref<1x37xi64> -> memref<1x35xi64>
+// CHECK:       tile.launch @contiguous_slices_slice grid [1] (%[[X]], %{{.*}})
 // CHECK:       %[[ROWS:.*]] = tile.view %[[M]] {offset = 16 : i64} : memref<6x8xf32> -> memref<3x8xf32>
-// CHECK:       %[[ROW:.*]] = tile.view %[[M]] {offset = 42 : i64} : memref<6x8xf32> -> memref<1x3xf32>
+// CHECK:       %[[ROW:.*]] = tile.view %[[M]] {offset = 44 : i64} : memref<6x8xf32> -> memref<1x3xf32>
 // CHECK-NEXT:  tile.view %[[ROW]] : memref<1x3xf32> -> memref<3xf32>
-// CHECK:       tile.launch @contiguous_slices_slice grid [1] (%[[M]], %{{.*}})
-func.func @contiguous_slices(%x: tensor<1x37xi64>, %m: tensor<6x8xf32>) -> (tensor<1x36xi64>, tensor<3x8xf32>, tensor<3xf32>, tensor<6x2xf32>) {
-  %tail = nn.slice %x [0:1, 1:37] : tensor<1x37xi64> -> tensor<1x36xi64>
-  %one = nn.constant 1 : tensor<1x36xi64>
-  %a = nn.add %tail, %one : tensor<1x36xi64>
+// CHECK:       tile.view %[[M]] {offset = 0 : i64} : memref<6x8xf32> -> memref<2x8xf32>
+// CHECK:       tile.launch @contiguous_slices_slice_1 grid [1] (%[[M]], %{{.*}})
+func.func @contiguous_slices(%x: tensor<1x37xi64>, %m: tensor<6x8xf32>) -> (tensor<1x35xi64>, tensor<1x36xi64>, tensor<3x8xf32>, tensor<3xf32>, tensor<2x8xf32>, tensor<6x2xf32>) {
+  %tail = nn.slice %x [0:1, 2:37] : tensor<1x37xi64> -> tensor<1x35xi64>
+  %one = nn.constant 1 : tensor<1x35xi64>
+  %a = nn.add %tail, %one : tensor<1x35xi64>
+  %odd = nn.slice %x [0:1, 1:37] : tensor<1x37xi64> -> tensor<1x36xi64>
+  %one36 = nn.constant 1 : tensor<1x36xi64>
+  %a2 = nn.add %odd, %one36 : tensor<1x36xi64>
   %rows = nn.slice %m [2:5, 0:8] : tensor<6x8xf32> -> tensor<3x8xf32>
   %two = nn.constant 2.0 : tensor<3x8xf32>
   %b = nn.mul %rows, %two : tensor<3x8xf32>
-  %row = nn.slice %m [5:6, 2:5] : tensor<6x8xf32> -> tensor<1x3xf32>
+  %row = nn.slice %m [5:6, 4:7] : tensor<6x8xf32> -> tensor<1x3xf32>
   %part = nn.reshape %row : tensor<1x3xf32> -> tensor<3xf32>
   %three = nn.constant 3.0 : tensor<3xf32>
   %c = nn.mul %part, %three : tensor<3xf32>
+  %head = nn.slice %m [0:2, 0:8] : tensor<6x8xf32> -> tensor<2x8xf32>
+  %w = nn.constant 0.5 : tensor<8x8xf32>
+  %d = nn.matmul %head, %w : tensor<2x8xf32>, tensor<8x8xf32> -> tensor<2x8xf32>
   %cols = nn.slice %m [0:6, 1:3] : tensor<6x8xf32> -> tensor<6x2xf32>
-  func.return %a, %b, %c, %cols : tensor<1x36xi64>, tensor<3x8xf32>, tensor<3xf32>, tensor<6x2xf32>
+  func.return %a, %a2, %b, %c, %d, %cols : tensor<1x35xi64>, tensor<1x36xi64>, tensor<3x8xf32>, tensor<3xf32>, tensor<2x8xf32>, tensor<6x2xf32>
 }

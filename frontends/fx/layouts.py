@@ -205,7 +205,7 @@ def with_layouts(
         # dense unless a backend padded its rows (a padded GEMM's output): then the
         # logical dim d has the stride of stored dim inv[d]
         strides = b[1] if r.is_contiguous() else tuple(r.stride(k) for k in inv)
-        return reinterpret(r, b[0], strides, r.storage_offset())
+        return reinterpret(r, b[0], strides, 0)  # the offset is relative to r's own
 
     def call(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
         moved = [a if o is None else a.permute(o) for a, o in zip(args, into, strict=True)]

@@ -77,13 +77,10 @@ def reinterpret(buffer: np.ndarray, t: MemRefType, offset: int = 0) -> np.ndarra
     """`buffer` viewed with the shape of `t`, from `offset` elements in (same storage; a
     TileRuntimeError otherwise)."""
     shape = _shape(t)
-    flat = buffer.reshape(-1)
-    if not np.shares_memory(flat, buffer) and buffer.size:
+    flat = buffer.reshape(-1)  # a view exactly when the buffer is contiguous
+    if buffer.size and not np.shares_memory(flat, buffer):
         raise TileRuntimeError(f"cannot view a non-contiguous buffer as {t}")
-    view = flat[offset : offset + math.prod(shape)].reshape(shape)
-    if not np.shares_memory(view, buffer) and buffer.size:
-        raise TileRuntimeError(f"cannot view a non-contiguous buffer as {t}")
-    return view
+    return flat[offset : offset + math.prod(shape)].reshape(shape)
 
 
 UNWRITTEN = (math.nan, 0)

@@ -61,6 +61,7 @@ from xdsl.passes import ModulePass
 
 from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import nn, tile
+from fuseopt.dialects.dtypes import element_bytes
 from fuseopt.identifiers import unique_name
 from fuseopt.passes.convert_nn_to_tile.analysis import (
     AmbiguousDomain,
@@ -154,7 +155,11 @@ def contiguous_slice_offset(op: nn.SliceOp) -> int | None:
     """Where `op`'s result starts in its operand's row-major buffer, in elements, when
     the result is one contiguous run of that buffer (unit steps; every dim after the
     last one it cuts is whole, every dim before that keeps one index: `x[:, 1:]` of a
-    1 x n tensor, rows `x[2:5]` or part of one row `x[1, 2:5]` of a matrix); else None."""
+    1 x n tensor, rows `x[2:5]` or part of one row `x[1, 2:5]` of a matrix); else None.
+    The host takes such a slice as a view only when its start is 16-byte aligned:
+    kernels are specialized for aligned pointers (Triton's divisibility specialization,
+    the CUDA backend's vector loads), so a misaligned view would cost a slower launch
+    path or narrower loads on every call, more than the one-program copy it saves."""
     shape = [int(n) for n in op.input.type.get_shape()]  # type: ignore[union-attr]
     bounds = list(op.bounds)
     if any(step != 1 for _, _, step in bounds):
@@ -336,9 +341,10 @@ class HostLowering:
             return
         if isinstance(op, nn.SliceOp) and r not in self.out_param:
             offset = contiguous_slice_offset(op)
-            if offset is not None:  # a run of the operand's elements: no copy
-                t = r.type
-                assert isinstance(t, TensorType)
+            t = r.type
+            assert isinstance(t, TensorType)
+            aligned = offset is not None and offset * element_bytes(t.element_type) % 16 == 0
+            if aligned:  # a run of the operand's elements, 16-byte aligned: no copy
                 view = tile.ViewOp(
                     self.buffers[op.input], MemRefType(t.element_type, t.get_shape()), offset
                 )
