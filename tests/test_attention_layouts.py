@@ -7,6 +7,7 @@ test_attention.py)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -56,6 +57,8 @@ def head_transposed_text(
         ((2, 40, 4, 2, 16), 2),  # grouped heads packed as rows: only K and V fold
         ((2, 24, 4, 4, 24), 4),  # head dim 24 pads to 32: a padded column would read
         #                          the next head, so nothing folds
+        ((1, 512, 4, 4, 16), 0),  # keys split in two chunks: the combine kernel writes
+        ((1, 700, 2, 2, 32), 0),  # the output sequence-major (Qwen2's prefill)
     ],
     ids=str,
 )
@@ -178,3 +181,28 @@ def test_attention_stages_fit_shared_memory(element: str, causal: str, stages: i
     (kernel,) = [op for op in tiled.walk() if isinstance(op, tile.KernelOp)]
     assert kernel.num_stages is not None and kernel.num_stages.value.data == stages
     assert attention_shared_bytes(kernel, stages) <= SHARED_BUDGET
+
+
+def test_split_attention_writes_its_output_sequence_major(tmp_path: Path) -> None:
+    """A split plan's combine kernel writes the [B, S, H * E] output in place of the
+    output transpose, correct through the Triton backend (CPU interpreter) and the CUDA
+    kernels (emulated)."""
+    import torch
+
+    from fuseopt.backends.kernel_cache import KernelCache
+    from fuseopt.backends.triton.backend import compile_module
+
+    b, s, h, e = 1, 512, 4, 16
+    text = head_transposed_text(b, s, h, h, e, "f32")
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal((b, s, h, e)).astype(np.float32) for _ in range(3)]
+    (expected,) = fuseopt.interpret(fuseopt.parse(text), "main", *inputs)
+    fn = compile_module(fuseopt.parse(text), "main", {}, KernelCache(str(tmp_path / "c")))
+    assert [k.name for k in fn.kernels] == ["attention", "attention_combine"]
+    (got,) = fn(*(torch.from_numpy(x) for x in inputs))
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-5)
+
+    from test_cuda_emulated import emulator_available, run_emulated
+
+    if emulator_available():
+        run_emulated(text, tmp_path, "f32")

@@ -249,7 +249,8 @@ SEQ_MAJOR_ROLES = ("query", "key", "value", "out")
 def seq_major_allowed(op: nn.AttentionOp, plan: AttentionPlan, role: str) -> bool:
     """Whether buffer `role` of `op` may be read or written sequence-major under
     `plan`: its head dim is its padded tile width (no column of the next head is
-    read), the query and output are not packed, and the output is not split."""
+    read), and the query and output are not packed (a split plan's output is written
+    by its combine kernel, sequence-major too)."""
     blocks = plan.blocks
     if role in ("query", "key"):
         fits = _shape(op.query)[-1] == blocks.head
@@ -257,7 +258,7 @@ def seq_major_allowed(op: nn.AttentionOp, plan: AttentionPlan, role: str) -> boo
         fits = _shape(op.value)[-1] == blocks.value_head
     if role in ("query", "out") and plan.packed:
         return False
-    return fits and not (role == "out" and plan.splits > 1)
+    return fits
 
 
 def seq_major_shape(shape: Sequence[int], columns: int | None = None) -> list[int]:
@@ -535,17 +536,26 @@ COMBINE_TILE_ELEMENTS = 8192
 """The largest [chunks, rows, Ev] tile the combine kernel holds."""
 
 
-def combine_kernel(name: str, op: nn.AttentionOp, plan: AttentionPlan) -> tuple[tile.KernelOp, int]:
+def combine_kernel(
+    name: str, op: nn.AttentionOp, plan: AttentionPlan, out_layout: tuple[int, int] | None = None
+) -> tuple[tile.KernelOp, int]:
     """The kernel merging a split plan's chunks and its number of programs: per row,
     weights 2^(lse_c - max lse), the output sum_c w_c o_c / sum_c w_c (0 for a row no
-    chunk kept a key of). Parameters: partial outputs, log-sum-exps, output."""
+    chunk kept a key of). Parameters: partial outputs, log-sum-exps, output. With
+    `out_layout` (columns, offset; see `SeqMajor`) the output is written sequence-major,
+    [B, L, columns] with head h at column `offset + h * Ev`, as `attention_kernel` writes
+    an unsplit one."""
     shapes = attention_shapes(op, plan)
     assert shapes.partial_out is not None and shapes.partial_lse is not None
+    assert out_layout is None or seq_major_allowed(op, plan, "out")
     element = _element(op.query)
+    out_shape = (
+        list(shapes.out) if out_layout is None else seq_major_shape(shapes.out, out_layout[0])
+    )
     types = [
         MemRefType(f32, shapes.partial_out),
         MemRefType(f32, shapes.partial_lse),
-        MemRefType(element, shapes.out),
+        MemRefType(element, out_shape),
     ]
     kernel = tile.KernelOp(name, 1, types)
     batch, heads, rows, _ = shapes.out
@@ -580,7 +590,12 @@ def combine_kernel(name: str, op: nn.AttentionOp, plan: AttentionPlan) -> tuple[
     empty = b.add(nn.CompareOp("eq", total, b.splat(0.0, row_t)))
     divisor = b.add(nn.SelectOp(empty, b.splat(1.0, row_t), total))
     out = b.add(nn.DivOp(num, b.rows(divisor, [block, dv])))
-    entry.add_op(tile.StoreOp(b.cast(out, element), out_param, [bat, head, r0, zero]))
+    where = (
+        [bat, head, r0, zero]
+        if out_layout is None
+        else [bat, r0, _column(b, head, dv, out_layout[1])]
+    )
+    entry.add_op(tile.StoreOp(b.cast(out, element), out_param, where))
     entry.add_op(tile.ReturnOp())
     b.index.hoist(entry)
     return kernel, batch * heads * r_blocks

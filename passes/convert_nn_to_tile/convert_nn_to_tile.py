@@ -559,7 +559,9 @@ class HostLowering:
         mask = [self.buffers[op.mask]] if op.mask is not None else []
         inputs = [query, *operands[1:], *mask]
         layouts = {role: (r.columns, r.offset) for role, r in roles.items()}
-        kernel, programs = attention_kernel(self._kernel_name("attention"), op, plan, layouts)
+        # a split plan's combine kernel writes the output, the attention kernel partials
+        own = {r: lay for r, lay in layouts.items() if plan.splits == 1 or r != "out"}
+        kernel, programs = attention_kernel(self._kernel_name("attention"), op, plan, own)
         if plan.splits == 1:
             self._launch_at(op, kernel, programs, [*inputs, rows_out])
             return
@@ -567,7 +569,9 @@ class HostLowering:
         partial_out = self._alloc(MemRefType(f32, shapes.partial_out))
         partial_lse = self._alloc(MemRefType(f32, shapes.partial_lse))
         self._launch_at(op, kernel, programs, [*inputs, partial_out, partial_lse])
-        combine, programs = combine_kernel(self._kernel_name("attention_combine"), op, plan)
+        combine, programs = combine_kernel(
+            self._kernel_name("attention_combine"), op, plan, layouts.get("out")
+        )
         self._launch_at(op, combine, programs, [partial_out, partial_lse, rows_out])
 
     def _attention_plan(self, op: nn.AttentionOp) -> AttentionPlan:
