@@ -24,7 +24,7 @@ import torch
 from xdsl.ir import SSAValue
 
 from fuseopt.dialects.dtypes import element_bytes
-from fuseopt.dialects.tile_host import Alloc, Gemm, HostFunction, Launch, TorchCall, View
+from fuseopt.dialects.tile_host import Alloc, HostFunction, Launch, View, step_buffers
 
 ALIGNMENT = 256
 """Every temporary starts at a multiple of this many bytes in the workspace."""
@@ -36,18 +36,6 @@ class WorkspacePlan:
 
     nbytes: int
     offsets: dict[SSAValue, int]
-
-
-def _uses(step: object) -> tuple[SSAValue, ...]:
-    if isinstance(step, Launch):
-        return step.args
-    if isinstance(step, Gemm):
-        return tuple(v for v in (step.lhs, step.rhs, step.out, step.bias) if v is not None)
-    if isinstance(step, TorchCall):
-        return (*step.ins, *step.outs)
-    if isinstance(step, View):
-        return (step.source,)
-    return ()
 
 
 def _aligned(n: int) -> int:
@@ -69,7 +57,7 @@ def plan_workspace(host: HostFunction) -> WorkspacePlan:
             size[step.value] = _aligned(max(1, math.prod(step.shape)) * element_bytes(step.element))
         elif isinstance(step, View) and step.source in root:
             root[step.value] = root[step.source]
-        for v in _uses(step):
+        for v in step_buffers(step):
             if v in root:
                 last[root[v]] = i
     offsets: dict[SSAValue, int] = {}
@@ -124,7 +112,7 @@ def pointer_aliases(host: HostFunction) -> dict[SSAValue, SSAValue]:
     source (their data pointer is not the source's)."""
     users: dict[SSAValue, list[object]] = {}
     for step in host.steps:
-        for v in _uses(step):
+        for v in step_buffers(step):
             users.setdefault(v, []).append(step)
     views = {step.value: step for step in host.steps if isinstance(step, View)}
 

@@ -124,18 +124,12 @@ def padded_outputs(host: tile_host.HostFunction) -> dict[SSAValue, int]:
         return v
 
     sources = {v: root(v) for v in views}
-    used: Counter[SSAValue] = Counter()
-    for step in host.steps:
-        args: tuple[SSAValue | None, ...] = ()
-        if isinstance(step, tile_host.Launch):
-            args = step.args
-        elif isinstance(step, tile_host.TorchCall):
-            args = (*step.ins, *step.outs)
-        elif isinstance(step, tile_host.Gemm):
-            args = (step.lhs, step.rhs, step.out, step.bias)
-        for v in args:
-            if v is not None:
-                used[sources.get(v, v)] += 1
+    used: Counter[SSAValue] = Counter(
+        sources.get(v, v)
+        for step in host.steps
+        if not isinstance(step, tile_host.View)  # a view only names bytes
+        for v in tile_host.step_buffers(step)
+    )
     found = {}
     for step in host.steps:
         if not isinstance(step, tile_host.Gemm) or step.transpose_a:

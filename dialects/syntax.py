@@ -150,6 +150,11 @@ def tensor_type(value: SSAValue | Attribute, what: str) -> TensorType:
     return t
 
 
+def static_shape(value: SSAValue) -> tuple[int, ...]:
+    """The shape of tensor value `value` (a VerifyException when it is not a tensor)."""
+    return tuple(tensor_type(value, "value").get_shape())
+
+
 def shape_str(shape: Sequence[int]) -> str:
     """A shape as MLIR writes it: `4x8`, or `scalar` for rank 0."""
     return "x".join(str(d) for d in shape) if shape else "scalar"

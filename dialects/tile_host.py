@@ -90,6 +90,19 @@ class TorchCall:
 Step = Alloc | View | Launch | Gemm | TorchCall
 
 
+def step_buffers(step: Step) -> tuple[SSAValue, ...]:
+    """The buffers `step` reads or writes (a view: its source; an allocation: none)."""
+    if isinstance(step, Launch):
+        return step.args
+    if isinstance(step, Gemm):
+        return tuple(v for v in (step.lhs, step.rhs, step.out, step.bias) if v is not None)
+    if isinstance(step, TorchCall):
+        return (*step.ins, *step.outs)
+    if isinstance(step, View):
+        return (step.source,)
+    return ()
+
+
 @dataclass(frozen=True)
 class HostFunction:
     """A host function read by `read_host`: its name, parameters and steps."""

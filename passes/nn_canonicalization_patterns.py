@@ -42,7 +42,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from fuseopt.dialects import nn
-from fuseopt.dialects.syntax import int_array, is_float
+from fuseopt.dialects.syntax import int_array, is_float, static_shape
 from fuseopt.interpreter.dtypes import to_element_type
 from fuseopt.interpreter.errors import InterpretError
 
@@ -362,22 +362,16 @@ def unrepeated_kv(v: SSAValue) -> SSAValue:
     flat = v.owner
     wide = flat.input.owner if isinstance(flat, nn.ReshapeOp) else None
     grouped = wide.input.owner if isinstance(wide, nn.BroadcastOp) else None
-    if not isinstance(grouped, nn.ReshapeOp) or len(_dims(v)) != 4:
+    if not isinstance(grouped, nn.ReshapeOp) or len(static_shape(v)) != 4:
         return v
-    b, h, s, d = _dims(v)
+    b, h, s, d = static_shape(v)
     source = grouped.input
-    ws, ss = _dims(wide.result), _dims(source)
+    ws, ss = static_shape(wide.result), static_shape(source)
     if len(ws) != 5 or len(ss) != 4 or ws[0] != b or ws[1] * ws[2] != h or ws[3:] != (s, d):
         return v
-    if ss != (b, ws[1], s, d) or _dims(grouped.result) != (b, ws[1], 1, s, d):
+    if ss != (b, ws[1], s, d) or static_shape(grouped.result) != (b, ws[1], 1, s, d):
         return v
     return source
-
-
-def _dims(v: SSAValue) -> tuple[int, ...]:
-    t = v.type
-    assert isinstance(t, TensorType)
-    return tuple(t.get_shape())
 
 
 class FoldRepeatedKeyValue(RewritePattern):
@@ -389,7 +383,7 @@ class FoldRepeatedKeyValue(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.AttentionOp, rewriter: PatternRewriter) -> None:
         key, value = unrepeated_kv(op.key), unrepeated_kv(op.value)
-        if key is op.key or value is op.value or _dims(key)[1] != _dims(value)[1]:
+        if key is op.key or value is op.value or static_shape(key)[1] != static_shape(value)[1]:
             return
         new = nn.AttentionOp(op.query, key, value, op.mask, op.scale_value, op.is_causal)
         rewriter.replace(op, new)

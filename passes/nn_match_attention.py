@@ -44,14 +44,8 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import Pure
 
 from fuseopt.dialects import nn
-from fuseopt.dialects.syntax import is_bool, is_float
+from fuseopt.dialects.syntax import is_bool, is_float, static_shape
 from fuseopt.passes.nn_canonicalization_patterns import splat_of, unrepeated_kv
-
-
-def _shape(v: SSAValue) -> tuple[int, ...]:
-    t = v.type
-    assert isinstance(t, TensorType)
-    return tuple(t.get_shape())
 
 
 def _element(v: SSAValue):  # noqa: ANN202 - an xDSL type attribute
@@ -94,7 +88,7 @@ def unbroadcast(v: SSAValue, max_rank: int | None = None) -> SSAValue:
     """`v` with the `nn.broadcast`s producing it peeled off (only down to sources of at
     most `max_rank` dims, when given)."""
     while isinstance(v.owner, nn.BroadcastOp) and (
-        max_rank is None or len(_shape(v.owner.input)) <= max_rank
+        max_rank is None or len(static_shape(v.owner.input)) <= max_rank
     ):
         v = v.owner.input
     return v
@@ -103,13 +97,13 @@ def unbroadcast(v: SSAValue, max_rank: int | None = None) -> SSAValue:
 def _four_d(v: SSAValue) -> SSAValue | None:
     """The 4-d [B, H, N, D] tensor a 3-d batched-matmul operand [B*H, N, D] was
     reshaped from (or `v` itself when it is 4-d already)."""
-    if len(_shape(v)) == 4:
+    if len(static_shape(v)) == 4:
         return v
     reshape = _owner(v, nn.ReshapeOp)
     if reshape is None:
         return None
     src = reshape.input
-    s, r = _shape(src), _shape(v)
+    s, r = static_shape(src), static_shape(v)
     if len(s) != 4 or len(r) != 3 or s[0] * s[1] != r[0] or s[2:] != r[1:]:
         return None
     return src
@@ -143,9 +137,9 @@ def _scores(v: SSAValue) -> _Scores | None:
     widen = _owner(v, nn.CastOp)
     if widen is not None and _widening(widen):
         v = widen.input
-    if len(_shape(v)) == 4 and isinstance(v.owner, nn.ReshapeOp):
+    if len(static_shape(v)) == 4 and isinstance(v.owner, nn.ReshapeOp):
         v3 = v.owner.input
-        if not v.has_one_use() or len(_shape(v3)) != 3:
+        if not v.has_one_use() or len(static_shape(v3)) != 3:
             return None
     else:
         v3 = v
@@ -177,15 +171,15 @@ class MatchAttention(RewritePattern):
             return
         out = op.result
         target: Operation = op
-        if len(_shape(out)) == 3:  # [B*H, L, Dv], reshaped back to [B, H, L, Dv]
+        if len(static_shape(out)) == 3:  # [B*H, L, Dv], reshaped back to [B, H, L, Dv]
             back = out.get_user_of_unique_use() if out.has_one_use() else None
-            if not isinstance(back, nn.ReshapeOp) or len(_shape(back.result)) != 4:
+            if not isinstance(back, nn.ReshapeOp) or len(static_shape(back.result)) != 4:
                 return
             target = back
-        elif len(_shape(out)) != 4:
+        elif len(static_shape(out)) != 4:
             return
         final = target.results[0]
-        b, h, lq, dv = _shape(final)
+        b, h, lq, dv = static_shape(final)
         probs, value = _four_d(op.lhs), _four_d(op.rhs)
         if probs is None or value is None:
             return
@@ -226,11 +220,15 @@ class MatchAttention(RewritePattern):
             return
         if not (_element(key) == _element(value) == element):
             return
-        s, e = _shape(key)[2], _shape(query)[3]
-        if _shape(query)[:3] != (b, h, lq) or _shape(key)[3] != e or _shape(key)[:1] != (b,):
+        s, e = static_shape(key)[2], static_shape(query)[3]
+        if (
+            static_shape(query)[:3] != (b, h, lq)
+            or static_shape(key)[3] != e
+            or static_shape(key)[:1] != (b,)
+        ):
             return
-        hkv = _shape(key)[1]
-        if _shape(value) != (b, hkv, s, dv) or hkv == 0 or h % hkv:
+        hkv = static_shape(key)[1]
+        if static_shape(value) != (b, hkv, s, dv) or hkv == 0 or h % hkv:
             return
         prologue: list[Operation] = []
         if mask is not None:
@@ -254,7 +252,7 @@ def _mask4(
 ) -> tuple[SSAValue | None, list[Operation]]:
     """`mask` as nn.attention's mask operand (rank 4, each dim 1 or full; i1, the
     query's type or f32) and the ops making it, or (None, []) when it cannot be."""
-    shape = _shape(mask)
+    shape = static_shape(mask)
     if len(shape) > 4:
         return None, []
     shape4 = (1,) * (4 - len(shape)) + shape
