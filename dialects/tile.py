@@ -32,8 +32,12 @@ in `#tile.memory_space<registers>` is rejected. `registers` is a `MemorySpace` v
 that a kernel can record where its matmul operands are staged: `operand_staging` is
 "shared" or "registers" (tile-promote).
 
-Buffers are contiguous and row-major (a memref with a layout is rejected), so a tile's
-innermost dim is unit-stride and a kernel parameter's strides follow from its shape.
+Buffers are contiguous and row-major, except a kernel parameter read or written only by
+`tile.load`/`tile.store`: it may be a strided view, `memref<62x224xf32, strided<[256, 1],
+offset: 272>>`, whose element `(i, j)` is at `offset + 256 i + j` from the start of the
+buffer the launch passes (a slice `x[1:-1, 16:-16]` of a 64 x 256 tensor read in place;
+`strided_layout`). Static, non-negative strides and offset; the launch checks that the
+view stays inside the buffer. Anywhere else a memref with a layout is rejected.
 Masks are implicit in `tile.load`/`tile.store` (in bounds: `0 <= offset + i < dim` in
 every dim the tile covers); `tile.mask` is only emitted where a value must be replaced
 (reduction identities). A load's `fill` is an f64 float for float tiles (inf and NaN
@@ -77,6 +81,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     NoneAttr,
+    StridedLayoutAttr,
     StringAttr,
     SymbolRefAttr,
     TensorType,
@@ -243,14 +248,62 @@ def output_params(f: func.FuncOp) -> list[bool]:
     return [OUTPUT_ATTR in d.data for d in f.arg_attrs.data]
 
 
-def memref_type(value: SSAValue | Attribute, what: str) -> MemRefType:
-    """The static memref type of `value`, or a VerifyException naming `what`."""
+def strided_layout(t: MemRefType) -> tuple[tuple[int, ...], int] | None:
+    """(strides, offset) in elements of a strided view type, None for a contiguous
+    buffer (no layout). Raises VerifyException for any other layout, or for strides or
+    an offset that are dynamic, negative or of the wrong rank."""
+    layout = t.layout
+    if isinstance(layout, NoneAttr):
+        return None
+    if not isinstance(layout, StridedLayoutAttr):
+        raise VerifyException(f"a buffer's layout must be strided<[...], offset: n>, got {t}")
+    strides, offset = layout.get_strides(), layout.get_offset()
+    if (
+        len(strides) != len(t.get_shape())
+        or offset is None
+        or offset < 0
+        or any(s is None or s < 0 for s in strides)
+    ):
+        raise VerifyException(
+            f"a strided view needs one static, non-negative stride per dim and a static, "
+            f"non-negative offset, got {t}"
+        )
+    return tuple(int(s) for s in strides), int(offset)  # type: ignore[arg-type]
+
+
+def row_major_strides(dims: Sequence[int]) -> tuple[int, ...]:
+    """The strides in elements of a contiguous row-major buffer of shape `dims`."""
+    out, acc = [], 1
+    for n in reversed(dims):
+        out.append(acc)
+        acc *= n
+    return tuple(reversed(out))
+
+
+def buffer_strides(t: MemRefType) -> tuple[int, ...]:
+    """The strides in elements of a buffer or strided view (row-major for a buffer)."""
+    layout = strided_layout(t)
+    return row_major_strides(t.get_shape()) if layout is None else layout[0]
+
+
+def buffer_offset(t: MemRefType) -> int:
+    """Where a strided view starts in the buffer passed for it (0 for a buffer)."""
+    layout = strided_layout(t)
+    return 0 if layout is None else layout[1]
+
+
+def memref_type(value: SSAValue | Attribute, what: str, strided: bool = False) -> MemRefType:
+    """The static memref type of `value`, or a VerifyException naming `what`.
+    `strided`: a strided view (a kernel parameter that loads and stores address) is
+    accepted too; otherwise a layout is rejected."""
     t = value.type if isinstance(value, SSAValue) else value
     if not isinstance(t, MemRefType):
         raise VerifyException(f"{what} must be a memref, got {t}")
     if any(d < 0 for d in t.get_shape()):
         raise VerifyException(f"{what} must have a static shape, got {t}")
-    if not isinstance(t.layout, NoneAttr):
+    if strided and not isinstance(t.layout, NoneAttr):
+        strided_layout(t)
+    elif not isinstance(t.layout, NoneAttr):
         raise VerifyException(f"{what} must be a contiguous row-major buffer (no layout), got {t}")
     if memory_space(t) == MemorySpace.REGISTERS:
         raise VerifyException(
@@ -411,7 +464,7 @@ class KernelOp(IRDLOperation):
         if not 1 <= self.grid_rank <= 3:
             raise VerifyException(f"grid rank must be 1, 2 or 3, got {self.grid_rank}")
         for i, a in enumerate(self.body.block.args):
-            t = memref_type(a, f"kernel parameter {i}")
+            t = memref_type(a, f"kernel parameter {i}", strided=True)
             if memory_space(t) != MemorySpace.GLOBAL:
                 raise VerifyException(f"kernel parameter {i} must be a global buffer, got {t}")
         if not isinstance(self.body.block.last_op, ReturnOp):
@@ -464,7 +517,9 @@ class LaunchOp(IRDLOperation):
     """Host side: run kernel `@k` over a grid of the given sizes with buffer arguments.
 
     Each argument must have the element type and element count of the kernel's
-    parameter; a different shape is a free row-major reinterpretation (a view).
+    parameter; a different shape is a free row-major reinterpretation (a view). A
+    strided parameter (`strided_layout`) is a view of the argument's elements: it must
+    stay inside them.
 
     Example:
         tile.launch @add grid [4] (%x, %y) : memref<64xf32>, memref<64xf32>
@@ -516,10 +571,23 @@ class LaunchOp(IRDLOperation):
             )
         for i, (a, p) in enumerate(zip(self.args, params, strict=True)):
             t = memref_type(a, f"argument {i}")
-            if t.element_type != p.element_type or math.prod(t.get_shape()) != math.prod(
-                p.get_shape()
-            ):
+            if t.element_type != p.element_type or not _passable(t, p):
                 raise VerifyException(f"argument {i} of type {t} cannot be passed as {p}")
+
+
+def _passable(arg: MemRefType, param: MemRefType) -> bool:
+    """Whether buffer type `arg` can be passed for kernel parameter type `param`: the same
+    element count (a row-major reinterpretation), or a strided view whose elements all
+    lie inside the buffer."""
+    layout = strided_layout(param)
+    if layout is None:
+        return math.prod(arg.get_shape()) == math.prod(param.get_shape())
+    strides, offset = layout
+    sizes = param.get_shape()
+    if math.prod(sizes) == 0:
+        return True
+    last = offset + sum((n - 1) * s for n, s in zip(sizes, strides, strict=True))
+    return last < math.prod(arg.get_shape())
 
 
 @irdl_op_definition
@@ -580,7 +648,7 @@ class LoadOp(IRDLOperation):
         tile: Sequence[int],
         fill: float | int = 0,
     ):
-        t = memref_type(buffer, "buffer")
+        t = memref_type(buffer, "buffer", strided=True)
         attrs: dict[str, Attribute] = {}
         if fill != 0:
             attrs["fill"] = fill_attr(fill, t.element_type)
@@ -597,7 +665,7 @@ class LoadOp(IRDLOperation):
 
     def verify_(self) -> None:
         require_kernel(self)
-        buf = memref_type(self.buffer, "buffer")
+        buf = memref_type(self.buffer, "buffer", strided=True)
         tile = tensor_type(self.result, "result")
         check_index_operands(self.offsets, "offsets")
         check_tile_box(tile.get_shape(), buf, len(self.offsets), "tile.load")
@@ -691,7 +759,7 @@ class StoreOp(IRDLOperation):
 
     def verify_(self) -> None:
         require_kernel(self)
-        buf = memref_type(self.buffer, "buffer")
+        buf = memref_type(self.buffer, "buffer", strided=True)
         tile = tensor_type(self.value, "value")
         check_index_operands(self.offsets, "offsets")
         check_tile_box(tile.get_shape(), buf, len(self.offsets), "tile.store")

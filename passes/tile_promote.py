@@ -248,7 +248,11 @@ def _cache_rows(kernel: tile.KernelOp, budget: int) -> int:
     reads: dict[SSAValue, list[tuple[scf.ForOp, tile.LoadOp]]] = {}
     for loop in loops:
         for op in loop.body.block.ops:
-            if isinstance(op, tile.LoadOp) and isinstance(op.buffer, BlockArgument):
+            if (
+                isinstance(op, tile.LoadOp)
+                and isinstance(op.buffer, BlockArgument)
+                and tile.strided_layout(op.buffer.type) is None  # type: ignore[arg-type]
+            ):
                 reads.setdefault(op.buffer, []).append((loop, op))
     used, cached = 0, []
     zero: SSAValue | None = None

@@ -190,7 +190,8 @@ class KernelEmitter:
             ro = i not in self.written
             ctype = op_table.c_type(t.element_type)
             params.append(f"{'const ' if ro else ''}{ctype}* __restrict__ {name}")
-            self.values[arg] = Buffer(name, tuple(t.get_shape()), t.element_type, False, ro)
+            view = tile.strided_layout(t)
+            self.values[arg] = Buffer(name, tuple(t.get_shape()), t.element_type, False, ro, view)
         self.emit_block(block)
         head = [
             f'extern "C" __global__ void __launch_bounds__({self.launch_bounds()})',

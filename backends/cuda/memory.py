@@ -46,7 +46,7 @@ class ChunkAccess:
         p, lay, box, buf = self.p, self.lay, self.box, self.buf
         strides = buf.strides()
         out = [f"const int {p}_f = {start or lay.chunk_start(k)};"]
-        terms: list[str] = []
+        terms: list[str] = [f"{buf.offset}LL"] if buf.offset else []
         conds: list[str] = []
         if start is not None:
             conds += [guard] if guard else []
@@ -76,6 +76,11 @@ class ChunkAccess:
             out.append(f"const long long {p}_c = {self.offsets[last]};")
         return out
 
+    def at(self, j: int) -> str:
+        """The index of element j of the chunk (its last-dim stride apart)."""
+        step = self.buf.strides()[-1] if self.buf.shape else 1
+        return f"{self.p}_g + {j * step}"
+
     def elem_ok(self, j: int) -> str:
         """Element j of the chunk is in bounds."""
         return f"{self.p}_ok && {self.p}_c + {j} < {self.buf.shape[-1]}"
@@ -99,16 +104,17 @@ def _load_chunk(em, acc: ChunkAccess, out: Val, k: int, fill: str, lines: list[s
     em.open("")
     for text in lines:
         em.line(text)
-    if lay.v > 1:
+    vector = lay.v > 1 and buf.unit_last
+    if vector:
         em.open(f"if ({acc.whole()} && fo_aligned({buf.name} + fo_g, {_vec(ctype, lay.v)}))")
         em.line(f"fo_copy_vec<{ctype}, {lay.v}>(&{out.name}[{k * lay.v}], {buf.name} + fo_g);")
         em.close()
         em.open("else")
     for j in range(lay.v):
         em.line(
-            f"{out.name}[{k * lay.v + j}] = ({acc.elem_ok(j)}) ? {buf.name}[fo_g + {j}] : {fill};"
+            f"{out.name}[{k * lay.v + j}] = ({acc.elem_ok(j)}) ? {buf.name}[{acc.at(j)}] : {fill};"
         )
-    if lay.v > 1:
+    if vector:
         em.close()
     em.close()
 
@@ -154,14 +160,15 @@ def emit_store_from(em, x: Val, buf: Buffer, offsets: list[str]) -> None:  # noq
         em.open("")
         for text in acc.lines(k):
             em.line(text)
-        if lay.v > 1 and x.kind == "dist":
+        vector = lay.v > 1 and x.kind == "dist" and buf.unit_last
+        if vector:
             em.open(f"if ({acc.whole()} && fo_aligned({buf.name} + fo_g, {_vec(ctype, lay.v)}))")
             em.line(f"fo_copy_vec<{ctype}, {lay.v}>({buf.name} + fo_g, &{x.name}[{k * lay.v}]);")
             em.close()
             em.open("else")
         for j in range(lay.v):
-            em.line(f"if ({acc.elem_ok(j)}) {buf.name}[fo_g + {j}] = {em.slot(x, k, j)};")
-        if lay.v > 1 and x.kind == "dist":
+            em.line(f"if ({acc.elem_ok(j)}) {buf.name}[{acc.at(j)}] = {em.slot(x, k, j)};")
+        if vector:
             em.close()
         em.close()
 

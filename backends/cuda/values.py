@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Attribute
 
+from fuseopt.dialects import tile
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -125,11 +127,21 @@ class Buffer:
     elem: Attribute
     shared: bool
     readonly: bool = False
+    view: tuple[tuple[int, ...], int] | None = None
+    """(strides, offset) of a strided view parameter (`tile.strided_layout`); None for a
+    contiguous row-major buffer."""
 
     def strides(self) -> tuple[int, ...]:
-        """Row-major strides in elements."""
-        out, acc = [], 1
-        for d in reversed(self.shape):
-            out.append(acc)
-            acc *= d
-        return tuple(reversed(out))
+        """Strides in elements (row-major unless a strided view)."""
+        return tile.row_major_strides(self.shape) if self.view is None else self.view[0]
+
+    @property
+    def offset(self) -> int:
+        """Where the elements start in the pointer passed (0 but for a strided view)."""
+        return 0 if self.view is None else self.view[1]
+
+    @property
+    def unit_last(self) -> bool:
+        """Whether consecutive elements of the last dim are adjacent (chunks of a row can
+        move as one vector)."""
+        return not self.shape or self.strides()[-1] == 1

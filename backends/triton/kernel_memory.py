@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.backends.triton import op_table
-from fuseopt.backends.triton.indexing import UNKNOWN, IndexRange, expand, strides
+from fuseopt.backends.triton.indexing import UNKNOWN, IndexRange, expand
 from fuseopt.backends.triton.names import NameTable
 from fuseopt.diagnostics import error_at
 from fuseopt.dialects import tile
@@ -92,9 +93,15 @@ class MemoryPrinter:
         """
         shape = _shape(buf)
         rank, t = len(shape), len(tile_shape)
-        wide = math.prod(shape) > INT32_LIMIT
+        buf_type = buf.type
+        assert isinstance(buf_type, MemRefType)
+        steps, start = tile.buffer_strides(buf_type), tile.buffer_offset(buf_type)
+        extent = start + sum((n - 1) * s for n, s in zip(shape, steps, strict=True)) + 1
+        wide = max(extent, math.prod(shape)) > INT32_LIMIT
         terms, checks = [self.value(buf)], []
-        for d, (o, n, s) in enumerate(zip(offsets, shape, strides(shape), strict=True)):
+        if start:  # a strided view: its elements start `start` into the buffer passed
+            terms.append(str(start))
+        for d, (o, n, s) in enumerate(zip(offsets, shape, steps, strict=True)):
             known = self.ranges.get(o, UNKNOWN)
             if d < rank - t:
                 base = self.value(o)

@@ -631,18 +631,22 @@ func.func @columns(%x: tensor<300x200xf32>) -> tensor<200xf32> {
 
 // An unfused slice that is one contiguous run of its operand's buffer (whole trailing
 // dims, one index on the dims before its last cut) and starts 16-byte aligned is a host
-// view at an element offset, no kernel; a run that starts misaligned (i64 element 1) or
-// a slice that is not a run (columns of a matrix) is a one-program copy. A run at offset
-// 0 with fewer elements (the first rows) carries its offset too: it is not a reshape.
+// view at an element offset, no kernel. A run that starts misaligned (i64 element 1) is
+// read in place by the kernel adding one to it: it gets %x itself as a strided view at
+// offset 1. A slice that is returned (columns of a matrix) is a one-program copy. A run
+// at offset 0 with fewer elements (the first rows) carries its offset too: it is not a
+// reshape.
+// CHECK:       tile.kernel @[[ODD:.*]] grid 1 (%{{.*}}: memref<36xi64, strided<[1], offset: 1>>, %{{.*}}: memref<36xi64>)
 // CHECK-LABEL: func.func @contiguous_slices
 // CHECK-SAME:  (%[[X:.*]]: memref<1x37xi64>, %[[M:.*]]: memref<6x8xf32>
 // CHECK:       %[[TAIL:.*]] = tile.view %[[X]] {offset = 2 : i64} : memref<1x37xi64> -> memref<1x35xi64>
-// CHECK:       tile.launch @contiguous_slices_slice grid [1] (%[[X]], %{{.*}})
+// CHECK-NOT:   tile.launch @contiguous_slices_slice
+// CHECK:       tile.launch @[[ODD]] grid [1] (%[[X]], %{{.*}}) : memref<1x37xi64>, memref<1x36xi64>
 // CHECK:       %[[ROWS:.*]] = tile.view %[[M]] {offset = 16 : i64} : memref<6x8xf32> -> memref<3x8xf32>
 // CHECK:       %[[ROW:.*]] = tile.view %[[M]] {offset = 44 : i64} : memref<6x8xf32> -> memref<1x3xf32>
 // CHECK-NEXT:  tile.view %[[ROW]] : memref<1x3xf32> -> memref<3xf32>
 // CHECK:       tile.view %[[M]] {offset = 0 : i64} : memref<6x8xf32> -> memref<2x8xf32>
-// CHECK:       tile.launch @contiguous_slices_slice_1 grid [1] (%[[M]], %{{.*}})
+// CHECK:       tile.launch @contiguous_slices_slice grid [1] (%[[M]], %{{.*}})
 func.func @contiguous_slices(%x: tensor<1x37xi64>, %m: tensor<6x8xf32>) -> (tensor<1x35xi64>, tensor<1x36xi64>, tensor<3x8xf32>, tensor<3xf32>, tensor<2x8xf32>, tensor<6x2xf32>) {
   %tail = nn.slice %x [0:1, 2:37] : tensor<1x37xi64> -> tensor<1x35xi64>
   %one = nn.constant 1 : tensor<1x35xi64>

@@ -75,11 +75,19 @@ def _shape(t: object) -> tuple[int, ...]:
 
 def reinterpret(buffer: np.ndarray, t: MemRefType, offset: int = 0) -> np.ndarray:
     """`buffer` viewed with the shape of `t`, from `offset` elements in (same storage; a
-    TileRuntimeError otherwise)."""
+    TileRuntimeError otherwise); a strided `t` (a kernel parameter) views the elements
+    its layout names."""
     shape = _shape(t)
     flat = buffer.reshape(-1)  # a view exactly when the buffer is contiguous
     if buffer.size and not np.shares_memory(flat, buffer):
         raise TileRuntimeError(f"cannot view a non-contiguous buffer as {t}")
+    layout = tile.strided_layout(t)
+    if layout is not None:  # a strided view of the buffer's elements (a kernel parameter)
+        strides, start = layout
+        items = flat.itemsize
+        return np.lib.stride_tricks.as_strided(
+            flat[offset + start :], shape, tuple(s * items for s in strides)
+        )
     return flat[offset : offset + math.prod(shape)].reshape(shape)
 
 

@@ -38,14 +38,15 @@ back to smaller groups (`convert_nn_to_tile.tileable_subgroups`).
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from fuseopt.dialects import nn
+from fuseopt.dialects import nn, tile
 
 ELEMENTWISE = nn.ELEMENTWISE_OPS
 """nn ops applied element by element (operands and result of one shape)."""
@@ -109,6 +110,9 @@ class IterationSpace:
     gathered: frozenset[SSAValue] = frozenset()
     """Inputs read only by `nn.take` (by address): they span no iteration dim, and the
     kernel gets them whole, in their own shape."""
+    views: dict[SSAValue, tuple[tuple[int, ...], int]] = field(default_factory=dict)
+    """Inputs read in place from a strided view of another buffer (a slice): (strides,
+    offset) in elements, one stride per dim of `layout(v)` (see `analyze`)."""
 
     def span(self, v: SSAValue) -> tuple[int, ...]:
         """The iteration dims `v` spans, in order."""
@@ -265,6 +269,7 @@ def solve_classes(
     signatures: dict[tuple[Node, ...], SSAValue | None],
     candidates: Iterable[tuple[tuple[Node, ...], SSAValue | None]] | None,
     matmul: Operation | None,
+    unmergeable: frozenset[tuple[Node, Node]] = frozenset(),
 ) -> ClassSpace:
     """Steps 2 and 3 of the module docstring on classes alone.
 
@@ -272,8 +277,9 @@ def solve_classes(
     the first value that has them (named in errors), in order of first appearance.
     `candidates`: (signature, value) pairs in the order values are tried as the domain;
     None: the one signature that spans every class (`AmbiguousDomain` if several do).
-    `matmul`: the group's first matmul, if any. Raises `Untileable` (`Incomplete` when
-    no value spans the whole space)."""
+    `matmul`: the group's first matmul, if any. `unmergeable`: pairs of classes never
+    merged into one dim (axes not contiguous in a strided view). Raises `Untileable`
+    (`Incomplete` when no value spans the whole space)."""
     split, part = _split_class(classes)
     if split is not None and matmul is not None:
         raise Untileable(matmul, "slices or concats in a matmul kernel")
@@ -310,6 +316,7 @@ def solve_classes(
             and members[i] == members[i - 1]
             and all(_follows(list(s), domain[i - 1], c) for s in transposed)
             and split not in (c, domain[i - 1])
+            and (domain[i - 1], c) not in unmergeable
             and (c in red_classes) == (domain[i - 1] in red_classes)
             and (matmul is None or i < len(domain) - 2)
         )
@@ -366,19 +373,37 @@ def gathered_inputs(group: Group) -> frozenset[SSAValue]:
     )
 
 
-def analyze(group: Group) -> IterationSpace:
-    """The iteration space of `group`, or `Untileable`."""
+Strides = tuple[tuple[int, ...], int]
+"""(strides, offset) in elements of an input read in place from a strided view."""
+
+
+def analyze(group: Group, strided: Mapping[SSAValue, Strides] | None = None) -> IterationSpace:
+    """The iteration space of `group`, or `Untileable`.
+
+    `strided`: inputs the kernel reads in place from a strided view of another buffer
+    (an unfused slice), with their strides (per axis) and offset. Such an input must be
+    read as a tile (not gathered from, not a matmul operand), and two of its axes merge
+    into one iteration dim only where they are contiguous in the view; the space lists
+    each one's strides along its dims (`IterationSpace.views`)."""
+    strided = dict(strided or {})
     gathered = gathered_inputs(group)
+    for v in strided:
+        if v in gathered or any(
+            isinstance(u.operation, nn.MatmulOp) and u.operation in group.ops for u in v.uses
+        ):
+            raise Untileable(None, "a strided view is read by address or by a matmul")
     for op in group.ops:
         for r in op.results:
             if not isinstance(r.type, TensorType) or any(d < 0 for d in shape(r)):
                 raise Untileable(op, "results must be statically shaped tensors")
         if isinstance(op, nn.ConstantOp) and op.splat_value is None and op.arange is None:
             raise Untileable(op, "dense constants other than index vectors are not tiled")
-    if _is_flat(group):
+    if _is_flat(group) and all(_contiguous(shape(v), st) for v, (st, _) in strided.items()):
         n = math.prod(shape(group.outputs[0])) if group.outputs else 1
         values = [*group.inputs, *(r for op in group.ops for r in op.results)]
-        return IterationSpace(POINTWISE, [n], {v: (0,) for v in values})
+        flat = IterationSpace(POINTWISE, [n], {v: (0,) for v in values})
+        flat.views = {v: ((1,), offset) for v, (_, offset) in strided.items()}
+        return flat
     axes = _Axes()
     inputs = [v for v in group.inputs if v not in gathered]
     for v in inputs:
@@ -406,6 +431,7 @@ def analyze(group: Group) -> IterationSpace:
         signatures,
         ((classes_of[v], v) for v in candidates),
         matmuls[0] if matmuls else None,
+        _unmergeable(strided, axes),
     )
     space = IterationSpace(solved.kind, solved.sizes)
     for v in values:
@@ -417,6 +443,8 @@ def analyze(group: Group) -> IterationSpace:
             space.layouts[v] = solved.layouts[sig]
     space.tiled = solved.tiled
     space.gathered = gathered
+    for v, (st, offset) in strided.items():
+        space.views[v] = (_view_strides(v, st, axes, solved.dim_of), offset)
     space.spans.update({v: () for v in gathered})
     if solved.split is not None:
         space.split_dim = solved.dim_of[solved.split]
@@ -430,6 +458,40 @@ def analyze(group: Group) -> IterationSpace:
         space.k_size = a[-2] if mm.transpose_a is not None else a[-1]
         check_matmul_operands(matmuls, lambda v: v in group.inputs)
     return space
+
+
+def _contiguous(dims: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a view of shape `dims` with `strides` is one contiguous run (row-major
+    strides on every axis that is not of size 1)."""
+    row_major = tile.row_major_strides(dims)
+    return all(s == r for n, s, r in zip(dims, strides, row_major, strict=True) if n != 1)
+
+
+def _unmergeable(strided: Mapping[SSAValue, Strides], axes: _Axes) -> frozenset[tuple[Node, Node]]:
+    """Pairs of axis classes that must stay separate iteration dims: adjacent non-unit
+    axes of a strided view that are not contiguous in it (both orders)."""
+    pairs: set[tuple[Node, Node]] = set()
+    for v, (st, _) in strided.items():
+        dims = shape(v)
+        kept = [i for i, n in enumerate(dims) if n != 1]
+        for a, b in itertools.pairwise(kept):
+            if st[a] != st[b] * dims[b]:
+                ca, cb = axes.find((v, a)), axes.find((v, b))
+                pairs |= {(ca, cb), (cb, ca)}
+    return frozenset(pairs)
+
+
+def _view_strides(
+    v: SSAValue, st: Sequence[int], axes: _Axes, dim_of: Mapping[Node, int]
+) -> tuple[int, ...]:
+    """The strides of strided input `v` along the iteration dims it spans, in its axis
+    order (`IterationSpace.layout`): a dim merging several of its axes steps by the
+    innermost one's stride (they are contiguous: `_unmergeable`)."""
+    by_dim: dict[int, int] = {}
+    for i, n in enumerate(shape(v)):
+        if n != 1:
+            by_dim[dim_of[axes.find((v, i))]] = st[i]  # the innermost axis wins
+    return tuple(by_dim.values()) or (1,)
 
 
 def check_matmuls(matmuls: Sequence[nn.MatmulOp], reduced: bool) -> None:

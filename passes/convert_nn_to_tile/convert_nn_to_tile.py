@@ -91,6 +91,11 @@ from fuseopt.passes.convert_nn_to_tile.heuristics import (
     choose_blocks,
     largest_tile,
 )
+from fuseopt.passes.convert_nn_to_tile.strided_views import (
+    StridedView,
+    reads_in_place,
+    slice_view,
+)
 from fuseopt.passes.convert_nn_to_tile.whole_tensor import whole_tensor_kernel
 
 MAX_GRID = 2**31 - 1
@@ -234,6 +239,8 @@ class HostLowering:
         self.buffers: dict[SSAValue, SSAValue] = {}
         self.block = Block()
         self.view_broadcasts: set[Operation] = set()
+        self.strided: dict[SSAValue, StridedView] = {}
+        """Unfused slices read in place (`strided_views`): no buffer of their own."""
 
     # ------------------------------------------------------------------ driver
 
@@ -297,9 +304,8 @@ class HostLowering:
             assert isinstance(yielded, nn.YieldOp)
             used = {x for o in ops for x in o.operands} | set(yielded.values)
             group = Group(ops, [a for a in block.args if a in used], list(yielded.values))
-            ins = {
-                a: self.buffers[x] for a, x in zip(block.args, op.inputs, strict=True) if a in used
-            }
+            pairs = [(a, x) for a, x in zip(block.args, op.inputs, strict=True) if a in used]
+            ins, views = self._inputs(pairs)
             outs: dict[SSAValue, SSAValue] = {}
             for inner, r in zip(yielded.values, op.outputs, strict=True):
                 if inner not in outs:
@@ -309,7 +315,7 @@ class HostLowering:
             if op.route_kind == nn.Route.LIBRARY_GEMM:
                 self._library_gemm(group, ins, outs, hint)
             else:
-                self._group(group, ins, outs, hint)
+                self._group(group, ins, outs, hint, views)
             for inner, r in zip(yielded.values, op.outputs, strict=True):
                 if self.buffers[r] is not outs[inner]:  # pragma: no cover - defensive
                     raise error_at(op, "convert-nn-to-tile: inconsistent output buffers")
@@ -351,6 +357,9 @@ class HostLowering:
                 self.block.add_op(view)
                 self.buffers[r] = view.result
                 return
+            if reads_in_place(op, self.view_broadcasts):
+                self.strided[r] = slice_view(op, self.strided.get(op.input))
+                return
         if op in self.view_broadcasts:
             return  # read as indexing by each elementwise user (see `_view_broadcasts`)
         if isinstance(op, nn.MatmulOp):
@@ -371,14 +380,44 @@ class HostLowering:
         inputs = list(dict.fromkeys(inputs))
         self.buffers[r] = self._result_buffer(r)
         group = Group([*ops, op], inputs, [r])
-        ins, outs = {x: self.buffers[x] for x in inputs}, {r: self.buffers[r]}
+        ins, views = self._inputs([(x, x) for x in inputs])
+        outs = {r: self.buffers[r]}
         if isinstance(op, nn.TransposeOp):
             # a lone transpose is a copy: the whole-tensor kernel each backend prints as
             # its own tuned copy (PyTorch's on Triton, element-parallel on CUDA); the
             # tiler indexes transposes inside fused groups
             self._whole_tensor(op, ins, outs, self._hint(op))
             return
-        self._group(group, ins, outs, self._hint(op))
+        self._group(group, ins, outs, self._hint(op), views)
+
+    def _inputs(
+        self, pairs: Sequence[tuple[SSAValue, SSAValue]]
+    ) -> tuple[dict[SSAValue, SSAValue], dict[SSAValue, StridedView]]:
+        """For (group input, nn value) pairs: the buffer each input is passed, and the
+        inputs that are strided views of theirs (unfused slices read in place)."""
+        ins: dict[SSAValue, SSAValue] = {}
+        views: dict[SSAValue, StridedView] = {}
+        for inner, x in pairs:
+            view = self.strided.get(x)
+            if view is None:
+                ins[inner] = self.buffers[x]
+            else:
+                ins[inner], views[inner] = self.buffers[view.source], view
+        return ins, views
+
+    def _materialized(self, x: SSAValue) -> SSAValue:
+        """The buffer of nn value `x`; for a slice read in place so far, a copy made now
+        (for a reader that cannot take the view) and kept for later readers."""
+        view = self.strided.pop(x, None)
+        if view is None:
+            return self.buffers[x]
+        op = x.owner
+        assert isinstance(op, nn.SliceOp)
+        source = self._materialized(op.input)
+        self.buffers[x] = self._temp(x)
+        group = Group([op], [op.input], [x])
+        self._group(group, {op.input: source}, {x: self.buffers[x]}, self._hint(op))
+        return self.buffers[x]
 
     def _reshape_is_written(self, op: nn.ReshapeOp) -> bool:
         """Whether `op`'s operand was computed straight into the out-param that `op`'s
@@ -430,9 +469,16 @@ class HostLowering:
     # ------------------------------------------------------------------ groups
 
     def _group(
-        self, group: Group, ins: dict[SSAValue, SSAValue], outs: dict[SSAValue, SSAValue], hint: str
+        self,
+        group: Group,
+        ins: dict[SSAValue, SSAValue],
+        outs: dict[SSAValue, SSAValue],
+        hint: str,
+        views: dict[SSAValue, StridedView] | None = None,
     ) -> None:
-        """Lower one group into a kernel and its launch (or its fallbacks)."""
+        """Lower one group into a kernel and its launch (or its fallbacks). `views`:
+        inputs read in place from strided views of the buffers `ins` gives them; when the
+        kernel cannot read one that way, they are copied first."""
         if not group.outputs:  # dead code (nothing leaves the group)
             return
         if all(math.prod(shape(v)) == 0 for v in group.outputs):
@@ -445,7 +491,7 @@ class HostLowering:
                 "make a non-empty one (a reduction over a zero-size axis); not supported",
             )
         try:
-            space = analyze(group)
+            space = analyze(group, {v: view.layout for v, view in (views or {}).items()})
             blocks = choose_blocks(space, self.opts)
             self._check_tile_size(group, space, blocks)
             emitter = KernelEmitter(
@@ -458,6 +504,10 @@ class HostLowering:
             )
             kernel, grid = emitter.build()
         except Untileable as e:
+            if views:  # read them from copies: a kernel of their own each, as before
+                copies = {v: self._materialized(view.value) for v, view in views.items()}
+                self._group(group, {**ins, **copies}, outs, hint)
+                return
             self._fallback(group, ins, outs, hint, e)
             return
         if grid[0] > MAX_GRID:

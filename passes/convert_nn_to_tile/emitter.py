@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     MemRefType,
+    StridedLayoutAttr,
     StringAttr,
     TensorType,
     f32,
@@ -149,6 +150,10 @@ class KernelEmitter:
         if v in self.space.gathered:  # read by address only: the buffer in its own shape
             return MemRefType(t.element_type, list(shape(v)) or [1])
         dims = [self.space.extent(v, d) for d in self.space.layout(v)] or [1]
+        view = self.space.views.get(v)
+        if view is not None:  # read in place: a strided view of the buffer passed
+            strides, offset = view
+            return MemRefType(t.element_type, dims, StridedLayoutAttr(list(strides), offset))
         return MemRefType(t.element_type, dims)
 
     def operand_view(self, v: SSAValue) -> tuple[list[int], list[int]]:

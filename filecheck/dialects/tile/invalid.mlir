@@ -347,9 +347,40 @@ tile.kernel @k grid 1 (%x: memref<8xf32, #tile.memory_space<texture>>) {
 
 // -----
 
-// expected-error@+1 {{'tile.kernel' op kernel parameter 0 must be a contiguous row-major buffer (no layout), got memref<4x8xf32, strided<[1, 4]>>}}
-tile.kernel @k grid 1 (%x: memref<4x8xf32, strided<[1, 4]>>) {
+// A kernel parameter may be a strided view, but only with static, non-negative strides
+// and offset.
+// expected-error@+1 {{'tile.kernel' op a strided view needs one static, non-negative stride per dim and a static, non-negative offset, got memref<4x8xf32, strided<[-1, 4]>>}}
+tile.kernel @k grid 1 (%x: memref<4x8xf32, strided<[-1, 4]>>) {
   tile.return
+}
+
+// -----
+
+// expected-error@+1 {{'tile.kernel' op a strided view needs one static, non-negative stride per dim and a static, non-negative offset, got memref<4x8xf32, strided<[8, 1], offset: ?>>}}
+tile.kernel @k grid 1 (%x: memref<4x8xf32, strided<[8, 1], offset: ?>>) {
+  tile.return
+}
+
+// -----
+
+// Host buffers are contiguous: a temporary cannot be a strided view.
+func.func @f() {
+  // expected-error@+1 {{'tile.alloc' op the allocated buffer must be a contiguous row-major buffer (no layout), got memref<4x8xf32, strided<[1, 4]>>}}
+  %t = tile.alloc : memref<4x8xf32, strided<[1, 4]>>
+  func.return
+}
+
+// -----
+
+// A strided parameter must stay inside the buffer passed for it: the view's last
+// element is 272 + 61 * 256 + 223 = 16111, past the 62 x 256 buffer.
+tile.kernel @k grid 1 (%x: memref<62x224xf32, strided<[256, 1], offset: 272>>) {
+  tile.return
+}
+func.func @f(%x: memref<62x256xf32>) {
+  // expected-error@+1 {{'tile.launch' op argument 0 of type memref<62x256xf32> cannot be passed as memref<62x224xf32, strided<[256, 1], offset: 272>>}}
+  tile.launch @k grid [1] (%x) : memref<62x256xf32>
+  func.return
 }
 
 // -----

@@ -1,0 +1,44 @@
+// RUN: fuse-opt %s --split-input-file --pipeline standard | filecheck %s
+// RUN: fuse-opt %s --split-input-file --pipeline standard -t triton | filecheck %s --check-prefix=TRITON
+// RUN: fuse-opt %s --split-input-file --pipeline standard -t cuda | filecheck %s --check-prefix=CUDA
+
+// gelu(x[1:-1, 16:-16]): the row slice is a host view (an aligned run); the column
+// slice, which nn-fuse cannot index in the gelu's group (16 parts of 16 columns), is
+// not copied: the kernel gets the whole buffer as a strided view. Its rows stay apart
+// (a view row ends 32 elements before the next begins); the printers add the offset
+// to the buffer's pointer and step rows by 256.
+// CHECK:       tile.kernel @[[K:.*]] grid 1 (%{{.*}}: memref<62x224xf32, strided<[256, 1], offset: 16>>, %{{.*}}: memref<62x224xf32>)
+// CHECK:       tile.load %{{.*}} : memref<62x224xf32, strided<[256, 1], offset: 16>> -> tensor<{{.*}}xf32>
+// CHECK-LABEL: func.func @narrow_gelu
+// CHECK:       %[[ROWS:.*]] = tile.view %{{.*}} {offset = 256 : i64} : memref<64x256xf32> -> memref<62x256xf32>
+// CHECK-NEXT:  tile.launch @[[K]] grid [{{[0-9]+}}] (%[[ROWS]], %{{.*}}) : memref<62x256xf32>, memref<62x224xf32>
+// CHECK-NEXT:  func.return
+// TRITON:      x = tl.load(in0_ptr + 16 + {{.*}} * 256 + {{.*}}, mask=
+// CUDA:        const long long fo_g = 16LL + {{.*}} * 256LL + {{.*}};
+func.func @narrow_gelu(%x: tensor<64x256xf32>) -> tensor<62x224xf32> {
+  %0 = nn.slice %x [1:63, 0:256] : tensor<64x256xf32> -> tensor<62x256xf32>
+  %1 = nn.slice %0 [0:62, 16:240] : tensor<62x256xf32> -> tensor<62x224xf32>
+  %2 = nn.gelu %1 : tensor<62x224xf32>
+  func.return %2 : tensor<62x224xf32>
+}
+
+// -----
+
+// x[:, ::2] * x[:, 1::2]: two strided views of one buffer, both passed %x. The view
+// rows follow on from each other (256 = 2 x 128), so the kernel is flat with stride 2.
+// The CUDA kernel reads element by element (no 16-byte vector on a stride of 2).
+// CHECK:       tile.kernel @[[K:.*]] grid 1 (%{{.*}}: memref<8192xf32, strided<[2]>>, %{{.*}}: memref<8192xf32, strided<[2], offset: 1>>, %{{.*}}: memref<8192xf32>)
+// CHECK-LABEL: func.func @even_times_odd
+// CHECK-SAME:  (%[[X:.*]]: memref<64x256xf32>,
+// CHECK-NEXT:  tile.launch @[[K]] grid [{{[0-9]+}}] (%[[X]], %[[X]], %{{.*}})
+// TRITON:      tl.load(in0_ptr + [[OFFS:.*]] * 2)
+// TRITON:      tl.load(in1_ptr + 1 + [[OFFS]] * 2)
+// CUDA-LABEL:  fused_0_mul(const float* __restrict__ p0
+// CUDA:        ? p0[fo_g + 0] :
+// CUDA-NEXT:   ? p0[fo_g + 2] :
+func.func @even_times_odd(%x: tensor<64x256xf32>) -> tensor<64x128xf32> {
+  %e = nn.slice %x [0:64, 0:256:2] : tensor<64x256xf32> -> tensor<64x128xf32>
+  %o = nn.slice %x [0:64, 1:256:2] : tensor<64x256xf32> -> tensor<64x128xf32>
+  %y = nn.mul %e, %o : tensor<64x128xf32>
+  func.return %y : tensor<64x128xf32>
+}
