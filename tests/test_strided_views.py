@@ -105,7 +105,44 @@ def slice_into_matmul_and_kernel(m: int, n: int) -> str:
 }}"""
 
 
+def run_of_a_view(m: int, n: int) -> str:
+    """Rows 1 to 2 of x[:, ::2]: one contiguous run of the view (an aligned one, were
+    the view a buffer), read in place as a view of x."""
+    x, h, r = t((m, 2 * n), "f32"), t((m, n), "f32"), t((2, n), "f32")
+    return f"""func.func @main(%x: {x}) -> {r} {{
+  %s = nn.slice %x [0:{m}, 0:{2 * n}:2] : {x} -> {h}
+  %rows = nn.slice %s [1:3, 0:{n}] : {h} -> {r}
+  %y = nn.exp %rows : {r}
+  func.return %y : {r}
+}}"""
+
+
+def unread_slice_of_a_view() -> str:
+    """A slice of a strided slice that nothing reads (a random graph found it)."""
+    x, h = t((2,), "f32"), t((1,), "f32")
+    return f"""func.func @main(%x: {x}) -> {x} {{
+  %s = nn.slice %x [0:1:2] : {x} -> {h}
+  %u = nn.slice %s [0:1] : {h} -> {h}
+  %y = nn.neg %x : {x}
+  func.return %y : {x}
+}}"""
+
+
+def returned_slice_of_a_view(m: int, n: int) -> str:
+    """A slice of a strided slice that is returned (needs a buffer of its own)."""
+    x, h, r = t((m, 2 * n), "f32"), t((m, n), "f32"), t((m, n - 1), "f32")
+    return f"""func.func @main(%x: {x}) -> ({r}, {h}) {{
+  %s = nn.slice %x [0:{m}, 1:{2 * n}:2] : {x} -> {h}
+  %c = nn.slice %s [0:{m}, 1:{n}] : {h} -> {r}
+  %y = nn.exp %s : {h}
+  func.return %c, %y : {r}, {h}
+}}"""
+
+
 CASES = {
+    "run_of_a_view": run_of_a_view(5, 4),
+    "unread_slice_of_a_view": unread_slice_of_a_view(),
+    "returned_slice_of_a_view": returned_slice_of_a_view(3, 5),
     "narrow_gelu": unary_of_slice((12, 40), "1:11, 4:36", (10, 32), "gelu"),
     "narrow_ragged": unary_of_slice((7, 37), "2:7, 3:34", (5, 31)),
     "one_element": unary_of_slice((3, 5), "1:2, 2:3", (1, 1)),
@@ -123,6 +160,7 @@ CASES = {
 }
 
 IN_PLACE = [
+    "run_of_a_view",
     "narrow_gelu",
     "narrow_ragged",
     "one_element",

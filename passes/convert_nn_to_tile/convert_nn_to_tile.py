@@ -346,19 +346,24 @@ class HostLowering:
             self.buffers[r] = view.result
             return
         if isinstance(op, nn.SliceOp) and r not in self.out_param:
+            if not r.uses:
+                return  # read by nothing
+            in_place = reads_in_place(op, self.view_broadcasts)
+            if in_place and op.input in self.strided:  # a slice of a view: one view
+                self.strided[r] = slice_view(op, self.strided[op.input])
+                return
+            source = self._materialized(op.input)
             offset = contiguous_slice_offset(op)
             t = r.type
             assert isinstance(t, TensorType)
             aligned = offset is not None and offset * element_bytes(t.element_type) % 16 == 0
             if aligned:  # a run of the operand's elements, 16-byte aligned: no copy
-                view = tile.ViewOp(
-                    self.buffers[op.input], MemRefType(t.element_type, t.get_shape()), offset
-                )
+                view = tile.ViewOp(source, MemRefType(t.element_type, t.get_shape()), offset)
                 self.block.add_op(view)
                 self.buffers[r] = view.result
                 return
-            if reads_in_place(op, self.view_broadcasts):
-                self.strided[r] = slice_view(op, self.strided.get(op.input))
+            if in_place:
+                self.strided[r] = slice_view(op, None)
                 return
         if op in self.view_broadcasts:
             return  # read as indexing by each elementwise user (see `_view_broadcasts`)
