@@ -152,13 +152,20 @@ class FoldNoOpConversion(RewritePattern):
 
 class FoldTransposes(RewritePattern):
     """transpose(transpose(x)) -> transpose(x) with the composed permutation;
-    an identity permutation -> x."""
+    an identity permutation -> x; a permutation that moves only axes of size 1 (a
+    decode step's [B, 1, H, D] -> [B, H, 1, D]) -> a reshape: the elements keep their
+    order, so it is a view, not a copy."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.TransposeOp, rewriter: PatternRewriter) -> None:
         perm = op.perm
         if list(perm) == sorted(perm):
             rewriter.replace(op, [], [op.input])
+            return
+        dims = op.input.type.get_shape()  # type: ignore[union-attr]
+        moved = [p for p in perm if dims[p] != 1]
+        if moved == sorted(moved):
+            rewriter.replace(op, nn.ReshapeOp(op.input, op.result.type))
             return
         inner = op.input.owner
         if isinstance(inner, nn.TransposeOp):

@@ -46,6 +46,22 @@ func.func @transposes(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4x2x3
 
 // -----
 
+// A transpose that moves only axes of size 1 keeps the elements in order: a reshape (a
+// decode step's [B, 1, H, D] -> [B, H, 1, D], a view instead of a copy kernel). One that
+// swaps two axes of size > 1 stays.
+// CHECK-LABEL: func.func @unit_axis_transposes
+// CHECK-SAME:  (%[[X:.*]]: tensor<2x1x4x16xf32>)
+// CHECK-NEXT:  %[[R:.*]] = nn.reshape %[[X]] : tensor<2x1x4x16xf32> -> tensor<2x4x1x16xf32>
+// CHECK-NEXT:  %[[T:.*]] = nn.transpose %[[X]] [0, 1, 3, 2] : tensor<2x1x4x16xf32> -> tensor<2x1x16x4xf32>
+// CHECK-NEXT:  func.return %[[R]], %[[T]]
+func.func @unit_axis_transposes(%x: tensor<2x1x4x16xf32>) -> (tensor<2x4x1x16xf32>, tensor<2x1x16x4xf32>) {
+  %0 = nn.transpose %x [0, 2, 1, 3] : tensor<2x1x4x16xf32> -> tensor<2x4x1x16xf32>
+  %1 = nn.transpose %x [0, 1, 3, 2] : tensor<2x1x4x16xf32> -> tensor<2x1x16x4xf32>
+  func.return %0, %1 : tensor<2x4x1x16xf32>, tensor<2x1x16x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @shape_chains
 // CHECK-SAME:  (%[[X:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>)
 // CHECK-NEXT:  %[[R:.*]] = nn.reshape %[[X]] : tensor<4x8xf32> -> tensor<32xf32>
