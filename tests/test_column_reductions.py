@@ -42,7 +42,9 @@ def _space(sizes: tuple[int, ...], reduce_dim: int) -> IterationSpace:
         ((300, 20), 0, {0: 64, 1: 32}, True),  # 20 columns: the whole row of 32
         ((64, 4096), 0, {0: 64, 1: 32}, False),  # 64 rows: kept whole, 32 columns
         ((128, 4096), 0, {0: 128, 1: 16}, False),  # 16 columns: whole sectors still
-        ((256, 4096), 0, {0: 32, 1: 64}, True),
+        ((256, 4096), 0, {0: 128, 1: 16}, True),  # 64 columns: 64 programs; 16: 256
+        ((4096, 8192), 0, {0: 128, 1: 16}, True),  # argmax(0) of 4096 x 8192: 512, not 128
+        ((16, 1024, 8192), 1, {1: 32, 2: COLUMN_BLOCK}, True),  # 16 x 128 programs: enough
         ((1024, 8), 0, {0: 256, 1: 8}, True),  # 8 columns in all: rows fill the tile
         ((4096, 512), 1, {1: 512, 0: 4}, False),  # a row reduction: unchanged
     ],

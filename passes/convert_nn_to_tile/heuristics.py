@@ -20,7 +20,8 @@ The rules (element counts are per program; H100: 4 warps x 32 threads x 8 elemen
 - column reduction (over a dim that is not innermost): the reduced dim whole as above
   while that leaves 16 columns or more per tile (NARROW_COLUMNS), else 64 columns
   (COLUMN_BLOCK) and 32 rows per step, looping over the reduced dim (rows of a few
-  bytes waste most of every sector read);
+  bytes waste most of every sector read); down to 16 columns when 64 would leave
+  fewer than COLUMN_PROGRAMS programs;
 - matmul: BM = BN = 128 (64 when the dim is <= 64, down to 16), BK = 64 (down to 16
   for short K), GROUP_M = 8 for grouped (L2-friendly) program order; a dual GEMM
   (two accumulators) caps BN at 64;
@@ -61,6 +62,9 @@ POINTWISE_BLOCK = 1024
 NARROW_COLUMNS = 16
 """Fewest columns a column reduction's tile may keep the reduced dim whole with (16 x 2
 bytes: one whole 32-byte sector per row of a 16-bit tile)."""
+COLUMN_PROGRAMS = 264
+"""Fewest programs a column reduction's grid should have (two per SM of an H100, as
+nn-split-reductions' `max_rows`): below it the column block narrows (`_column_blocks`)."""
 COLUMN_BLOCK = 64
 """Columns of a column reduction's tile (a reduction over a dim that is not innermost)
 when keeping the reduced dim whole would leave fewer: 64 x 2 bytes = 128-byte rows,
@@ -268,11 +272,22 @@ def _is_narrow_column_block(
 
 def _column_blocks(space: IterationSpace, dims: dict[int, int], cols: int) -> Blocks:
     """Column reduction blocks that read coalesced: COLUMN_BLOCK columns (fewer when
-    the row is shorter) and rows to fill 2048 elements, looping over the reduced dim."""
+    the row is shorter) and rows to fill 2048 elements, looping over the reduced dim.
+    When that leaves fewer than COLUMN_PROGRAMS programs (a few long columns: each
+    program streams a long strip, and a grid of one program per SM cannot keep enough
+    loads in flight), the column block halves down to NARROW_COLUMNS until it does."""
     k = space.reduce_dim
     assert k is not None
     dims = dict(dims)
-    dims[cols] = min(next_pow2(space.sizes[cols]), COLUMN_BLOCK)
+    block = min(next_pow2(space.sizes[cols]), COLUMN_BLOCK)
+    others = math.prod(n for d, n in enumerate(space.sizes) if d not in (k, cols))
+    while (
+        block > NARROW_COLUMNS
+        and block <= space.sizes[cols]  # a narrower block splits full ones
+        and others * -(-space.sizes[cols] // block) < COLUMN_PROGRAMS
+    ):
+        block //= 2
+    dims[cols] = block
     dims[k] = min(next_pow2(space.sizes[k]), max(1, 2048 // dims[cols]))
     return Blocks(dims, looped=dims[k] < space.sizes[k])
 
