@@ -1,4 +1,4 @@
-"""Library GEMMs (cuBLAS through torch) whose N is not a multiple of 16 bytes.
+"""Library GEMMs (cuBLAS through torch) whose N or K is not a multiple of 16 bytes.
 
 cuBLAS picks its fast kernels only when the output's columns (N) fill whole 16-byte
 vectors; a vocabulary of 50257 (GPT-2), 32001 or 30522 makes it fall back to kernels
@@ -9,8 +9,11 @@ weight, the product written into a padded buffer, its first N columns copied out
 505 -> 362 us. Padding only the output (cuBLAS writing through a strided view) changed
 nothing: N itself must be aligned. Inductor pads the same way (`pad_mm`).
 
-Both backends run a 2-D library GEMM through `mm_padded` when `padded_columns` says so;
-the Triton backend prints its source into the generated module (`mm_padded_source`).
+A K that is not whole 16-byte vectors misaligns the rows of `a` and has the same
+effect; `padded_depth` pads it too (zero columns of `a`, zero rows of `b`), as `pad_mm`
+does. Both backends run a 2-D library GEMM through `mm_padded` when `padded_columns` or
+`padded_depth` says so; the Triton backend prints its source into the generated module
+(`mm_padded_source`).
 """
 
 from __future__ import annotations
@@ -45,11 +48,32 @@ def padded_columns(columns: int, depth: int, element_bytes: int) -> int:
     return -(-columns // per_vector) * per_vector
 
 
+def padded_depth(depth: int, rows: int, columns: int, element_bytes: int) -> int:
+    """The K a 2-d library GEMM of `rows` x `depth` times `depth` x `columns` should run
+    at: K rounded up to whole 16-byte vectors when it is not aligned (the rows of `a`
+    then start misaligned, and cuBLAS falls back to its slow kernels: 4097 x 1023 @
+    1023 x 4095 in bf16 took 260 us on an H100, torch.compile's padded product 68) and
+    both operands have at least MIN_PADDED_WEIGHT elements, else K itself."""
+    per_vector = max(1, VECTOR_BYTES // element_bytes)
+    if rows * depth < MIN_PADDED_WEIGHT or depth * columns < MIN_PADDED_WEIGHT:
+        return depth
+    return -(-depth // per_vector) * per_vector
+
+
 def gemm_columns(op: tile.GemmOp) -> int:
     """The N library GEMM `op` runs at (`padded_columns` of its output's last dim, its
     depth and its element size): the output's own N unless padding pays."""
     depth, columns = op.lhs.type.get_shape()[-1], op.out.type.get_shape()[-1]  # type: ignore[attr-defined]
     return padded_columns(columns, depth, element_bytes(op.out.type.element_type))  # type: ignore[attr-defined]
+
+
+def gemm_depth(op: tile.GemmOp) -> int:
+    """The K library GEMM `op` runs at (`padded_depth`; its rows are the left operand's
+    leading dims together): the operands' own K unless padding pays."""
+    lhs = op.lhs.type.get_shape()  # type: ignore[attr-defined]
+    columns = op.out.type.get_shape()[-1]  # type: ignore[attr-defined]
+    size = element_bytes(op.out.type.element_type)  # type: ignore[attr-defined]
+    return padded_depth(lhs[-1], math.prod(lhs[:-1]), columns, size)
 
 
 def mm_padded(
@@ -58,24 +82,35 @@ def mm_padded(
     out: torch.Tensor,
     columns: int,
     bias: torch.Tensor | None = None,
+    depth: int | None = None,
 ) -> None:
     """`out = a @ b (+ bias)` (2-d; `b` a [K, N] matrix or the transposed view of an
-    [N, K] one) computed at N = `columns`: `b` copied with zero columns appended (as
-    rows of the [N, K] form when `b` is a transposed view, so the copy reads and writes
-    rows), the product (`torch.addmm` with the bias zero-padded) into a [M, columns]
-    buffer, its first N columns copied into `out`. An `out` that is already the first
-    N columns of an [M, columns] buffer (`padded_output`) is that buffer: no copy."""
+    [N, K] one) computed at N = `columns` and K = `depth` (default K): `b` copied with
+    zero columns (and rows) appended (as rows of the [N, K] form when `b` is a
+    transposed view, so the copy reads and writes rows), `a` with zero columns appended
+    when K grows, the product (`torch.addmm` with the bias zero-padded) into a [M,
+    columns] buffer, its first N columns copied into `out`. An `out` that is already the
+    first N columns of an [M, columns] buffer (`padded_output`) is that buffer: no
+    copy. The zeros add nothing to the sums."""
     k, n = b.shape
+    depth = k if depth is None else depth
     if b.stride(0) == 1 and b.stride(1) != 1:  # the transposed view of an [N, K] weight
-        rows = torch.empty((columns, k), dtype=b.dtype, device=b.device)
-        rows[:n].copy_(b.mT)
+        rows = torch.empty((columns, depth), dtype=b.dtype, device=b.device)
+        rows[:n, :k].copy_(b.mT)
         rows[n:].zero_()
+        rows[:n, k:].zero_()
         wide = rows.mT
     else:
-        wide = torch.empty((k, columns), dtype=b.dtype, device=b.device)
-        wide[:, :n].copy_(b)
-        wide[:, n:].zero_()
+        wide = torch.empty((depth, columns), dtype=b.dtype, device=b.device)
+        wide[:k, :n].copy_(b)
+        wide[:k, n:].zero_()
+        wide[k:].zero_()
     m = a.shape[0]
+    if depth != k:
+        deep = torch.empty((m, depth), dtype=a.dtype, device=a.device)
+        deep[:, :k].copy_(a)
+        deep[:, k:].zero_()
+        a = deep
     room = out.untyped_storage().nbytes() // out.element_size() - out.storage_offset()
     in_place = out.stride() == (columns, 1) and room >= m * columns
     if in_place:

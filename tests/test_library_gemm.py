@@ -11,6 +11,7 @@ from fuseopt.backends.library_gemm import (
     MIN_PADDED_WEIGHT,
     mm_padded,
     padded_columns,
+    padded_depth,
     padded_output,
 )
 
@@ -22,6 +23,32 @@ def test_padded_columns_rounds_unaligned_large_weights_only() -> None:
     assert padded_columns(50264, 1024, 2) == 50264  # aligned already
     assert padded_columns(3, 1024, 2) == 3  # a classifier: padding costs more than it saves
     assert 3 * 1024 < MIN_PADDED_WEIGHT
+
+
+def test_padded_depth_rounds_unaligned_large_operands_only() -> None:
+    assert padded_depth(1023, 4097, 4095, 2) == 1024  # linear_irregular of the breadth suite
+    assert padded_depth(1023, 4097, 4095, 4) == 1024
+    assert padded_depth(1021, 4097, 4095, 4) == 1024
+    assert padded_depth(1024, 4097, 4095, 2) == 1024  # aligned already
+    assert padded_depth(769, 77, 3001, 2) == 769  # a 77-row input: not worth two copies
+    assert padded_depth(1000, 1000, 1000, 2) == 1000  # 2000 bytes: whole vectors
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("transposed", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_mm_padded_depth_matches_mm(transposed: bool, dtype: torch.dtype, bias: bool) -> None:
+    """K padded with zeros (columns of a, rows of b), alone or with N padded."""
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(6, 21, generator=g).to(dtype)
+    weight = torch.randn(37, 21, generator=g).to(dtype)
+    b = weight.mT if transposed else weight.mT.contiguous()
+    c = torch.randn(37, generator=g).to(dtype) if bias else None
+    want = torch.mm(a, b) if c is None else torch.addmm(c, a, b)
+    for columns in (37, 40):
+        out = torch.full((6, 37), float("nan"), dtype=dtype)
+        mm_padded(a, b, out, columns, c, depth=24)
+        torch.testing.assert_close(out, want)
 
 
 @pytest.mark.parametrize("transposed", [True, False])
@@ -182,3 +209,21 @@ def test_a_narrowing_cast_keeps_its_rounding() -> None:
     assert torch.isinf(want).any()
     assert torch.equal(torch.isinf(got), torch.isinf(want))
     torch.testing.assert_close(got, want, rtol=2e-2, atol=1e-3)  # a 1-ulp f16 flip
+
+
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_backends_pad_an_unaligned_depth(backend: str) -> None:
+    """F.linear of 1100 x 1023 by 1030 x 1023 (K odd, both operands over a million
+    elements) runs the padded GEMM at K = 1024 and matches eager."""
+    if backend == "cuda" and not torch.cuda.is_available():
+        pytest.skip("the CUDA backend runs on a GPU")
+    layer = torch.nn.Linear(1023, 1030, bias=False)
+    x = torch.randn(1100, 1023)
+    if backend == "cuda":
+        layer, x = layer.cuda(), x.cuda()
+    with torch.no_grad():
+        compiled = fuseopt.compile(layer, x, backend=backend)
+        if backend == "triton":
+            source = compiled.regions[0].compiled.source  # type: ignore[attr-defined]
+            assert "depth=1024)" in source, source[source.rindex("\ndef ") :]
+        torch.testing.assert_close(compiled(x), layer(x), rtol=1e-4, atol=1e-4)

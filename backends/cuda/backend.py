@@ -44,6 +44,7 @@ from fuseopt.backends.host_memory import (
 )
 from fuseopt.backends.library_gemm import (
     gemm_columns,
+    gemm_depth,
     mm_padded,
     padded_output,
     padded_outputs,
@@ -171,9 +172,9 @@ class HostPlan:
             shapes = [tuple(v.type.get_shape()) for v in (step.lhs, step.rhs, step.out)]  # type: ignore[attr-defined]
             product = torch.matmul
             if all(len(sh) == 2 for sh in shapes) and not ta:
-                columns = gemm_columns(step.op)
-                if columns != shapes[2][1]:  # N padded to whole vectors (library_gemm.py)
-                    self.steps.append(self._padded_gemm(a, bb, c, tb, columns))
+                columns, depth = gemm_columns(step.op), gemm_depth(step.op)
+                if (columns, depth) != (shapes[2][1], shapes[0][1]):  # N, K padded
+                    self.steps.append(self._padded_gemm(a, bb, c, tb, columns, depth))
                     return
             if all(len(sh) == 2 for sh in shapes):
                 product = torch.mm
@@ -196,25 +197,25 @@ class HostPlan:
         bias, tb = self._slot(step.bias), step.transpose_b
         sa, sc = (tuple(v.type.get_shape()) for v in (step.lhs, step.out))  # type: ignore[attr-defined]
         rows = math.prod(sa[:-1])
-        columns = gemm_columns(step.op)
+        columns, depth = gemm_columns(step.op), gemm_depth(step.op)
 
         def gemm(buffers: list, dev: torch.device) -> None:
             y = buffers[b].mT if tb else buffers[b]
             x, out = buffers[a].view(rows, sa[-1]), buffers[c].view(rows, sc[-1])
-            if columns != sc[-1]:
-                mm_padded(x, y, out, columns, buffers[bias])
+            if (columns, depth) != (sc[-1], sa[-1]):
+                mm_padded(x, y, out, columns, buffers[bias], depth)
             else:
                 torch.addmm(buffers[bias], x, y, out=out)
 
         return gemm
 
     @staticmethod
-    def _padded_gemm(a: int, b: int, c: int, tb: bool, columns: int) -> Step:
-        """The 2-d library GEMM of slots a, b into c, run at N = `columns`."""
+    def _padded_gemm(a: int, b: int, c: int, tb: bool, columns: int, depth: int) -> Step:
+        """The 2-d library GEMM of slots a, b into c, run at N = `columns`, K = `depth`."""
 
         def gemm(buffers: list, dev: torch.device) -> None:
             y = buffers[b]
-            mm_padded(buffers[a], y.mT if tb else y, buffers[c], columns)
+            mm_padded(buffers[a], y.mT if tb else y, buffers[c], columns, None, depth)
 
         return gemm
 

@@ -23,7 +23,12 @@ from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
 from fuseopt.backends.host_memory import contiguous_strides, plan_workspace, pointer_aliases
-from fuseopt.backends.library_gemm import gemm_columns, mm_padded_source, padded_outputs
+from fuseopt.backends.library_gemm import (
+    gemm_columns,
+    gemm_depth,
+    mm_padded_source,
+    padded_outputs,
+)
 from fuseopt.backends.triton import op_table
 from fuseopt.backends.triton.kernel_printer import KernelPrinter
 from fuseopt.backends.triton.names import NameTable
@@ -326,9 +331,11 @@ def _gemm_call(op: tile.GemmOp, expr: dict[SSAValue, str]) -> str:
             rows = math.prod(sa[:-1])
             a2, c2 = f"{a}.view({rows}, {sa[-1]})", f"{c}.view({rows}, {sc[-1]})"
         bias = expr[op.bias] if op.bias is not None else None
-        columns = gemm_columns(op)
-        if columns != sc[-1]:  # N padded to whole vectors: cuBLAS's aligned kernels
+        columns, depth = gemm_columns(op), gemm_depth(op)
+        if (columns, depth) != (sc[-1], sa[-1]):  # N, K padded: cuBLAS's aligned kernels
             tail = f", {bias}" if bias else ""
+            if depth != sa[-1]:
+                tail = f", {bias or None}, depth={depth}"
             return f"{PADDED_GEMM}({a2}, {b_expr}, {c2}, {columns}{tail})"
         if bias:  # cuBLAS's bias epilogue
             return f"torch.addmm({bias}, {a2}, {b_expr}, out={c2})"
