@@ -38,6 +38,8 @@ class TargetDescription:
     - `shared_bytes`: shared memory one program may use (memory promotion's budget);
     - `attention_blocks`: queries per program and keys per step of attention kernels
       ((0, 0): the tiler's heuristic);
+    - `scan`: whether the target prints scan kernels (`nn.cumsum` on tiles; the CUDA
+      printer does not yet, so its cumsum stays a whole-tensor kernel);
     - `attention`: the frontend's default `attention` option on this target ("fused":
       PyTorch's SDPA becomes nn.attention and this target's kernel; "eager": PyTorch's
       own kernel runs it).
@@ -50,6 +52,7 @@ class TargetDescription:
     shared_bytes: int = SHARED_BUDGET
     attention_blocks: tuple[int, int] = (0, 0)
     attention: str = "fused"
+    scan: bool = True
 
     @property
     def defaults(self) -> LoweringOptions:
@@ -60,6 +63,7 @@ class TargetDescription:
             row_cache_bytes=self.row_cache_bytes,
             attention_block_m=self.attention_blocks[0] or None,
             attention_block_n=self.attention_blocks[1] or None,
+            scan=self.scan,
         )
         return LoweringOptions(
             tile, shared_bytes=self.shared_bytes, match_attention=self.attention == "fused"
@@ -104,6 +108,7 @@ CUDA = TargetDescription(
     row_cache_bytes=ROW_CACHE_BUDGET,
     attention_blocks=(64, 32),
     attention="eager",
+    scan=False,
 )
 """CUDA: a looped row reduction whose rows fit tile-promote's shared-memory row cache
 (`row_cache_bytes`, the same number as tile-promote's ROW_CACHE_BUDGET) keeps one loop

@@ -49,7 +49,7 @@ Kernel attributes later stages read are declared on `tile.kernel` and typed (set
 convert-nn-to-tile, then tile-promote; `KERNEL_ATTRIBUTE_STAGES` says which); a stage
 that needs one that is missing raises a located error naming the stage that sets it:
 `schedule` ("pointwise", "row_reduction", "row_reduction_looped", "matmul",
-"whole_tensor"), `iteration_sizes` / `block_sizes` (per iteration dim), `reduce_dim`,
+"attention", "scan", "whole_tensor"), `iteration_sizes` / `block_sizes` (per iteration dim), `reduce_dim`,
 `block_k` and `group_m` (matmul), `candidates` (autotuning configs as pass options),
 `num_warps`, `num_stages`, `vector_width` (elements per 16-byte access), `shared_bytes`,
 `row_cache` (parameters staged in shared memory) and `operand_staging`
@@ -199,6 +199,7 @@ class Schedule(StrEnum):
     MATMUL = "matmul"
     WHOLE_TENSOR = "whole_tensor"
     ATTENTION = "attention"
+    SCAN = "scan"
 
 
 KERNEL_ATTRIBUTE_STAGES: dict[str, str] = {
@@ -357,7 +358,7 @@ class KernelOp(IRDLOperation):
     `require_schedule`, `require_int` and `require_launch_knobs` read them for stages
     that cannot go on without them. Unless `schedule` is
     "whole_tensor", the only nn ops in the body are elementwise ones and splat
-    `nn.constant`s. The launch knobs must be in range (`num_warps` a power of two up to
+    `nn.constant`s (and, with schedule "scan", `nn.cumsum` along a tile's axis). The launch knobs must be in range (`num_warps` a power of two up to
     32, `num_stages` 1 to 8; see the module docstring).
 
     Example:

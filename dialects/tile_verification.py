@@ -31,6 +31,7 @@ TILE_NN_OPS = nn.ELEMENTWISE_OPS
 elementwise ones, which mean the same on a tile of any shape."""
 
 WHOLE_TENSOR = "whole_tensor"
+SCAN = "scan"
 """The schedule of kernels that apply one arbitrary nn op to whole-tensor tiles."""
 
 
@@ -198,12 +199,15 @@ def check_tiling_attributes(kernel: Operation, n_params: int) -> None:
 def check_kernel_nn_ops(kernel: Operation, schedule: str | None) -> None:
     """A kernel whose schedule is not whole_tensor applies only elementwise nn ops and
     splat `nn.constant`s to its tiles: those are what the tiler emits and what both
-    backends print on tiles. (A whole_tensor kernel holds one arbitrary nn op.)"""
+    backends print on tiles. (A whole_tensor kernel holds one arbitrary nn op; a scan
+    kernel also `nn.cumsum` along a tile's axis.)"""
     if schedule == WHOLE_TENSOR:
         return
     for op in kernel.walk():
         if op.dialect_name() != "nn" or isinstance(op, TILE_NN_OPS):
             continue
+        if schedule == SCAN and isinstance(op, nn.CumsumOp):
+            continue  # a scan kernel scans its tiles
         if isinstance(op, nn.ConstantOp) and op.splat_value is not None:
             continue
         what = "a dense nn.constant" if isinstance(op, nn.ConstantOp) else op.name

@@ -1,10 +1,12 @@
 """cumsum compiles (issue 20 item 4, issue 19 item 2): `nn.cumsum` (inclusive prefix
-sum along an axis), run as a whole-tensor kernel of its own (PyTorch's cumsum inside
-the Triton module's host code; a one-thread-per-line scan on the CUDA backend), so a
-model's cumsum no longer splits its graph. Checked against eager on the interpreter and
-the Triton backend (integers, bools, f32, bf16, every axis, a dtype argument, one
-element, long lines), the reference semantics, the CUDA scan through the emulation,
-and the Hugging Face decoders' mask (`find_packed_sequence_indices`)."""
+sum along an axis) runs as a scan kernel of its own (convert-nn-to-tile's `scan.py`:
+programs over blocks of lines, each walking its lines in tiles with a carry; the CUDA
+backend keeps its one-thread-per-line scan), so a model's cumsum no longer splits its
+graph. Checked against eager on the interpreter and the Triton backend (integers,
+bools, f32, bf16, every axis, a dtype argument, one element, long lines), the scan
+schedule through the tile interpreter at shapes that loop, the reference semantics,
+the CUDA scans through the emulation, and the Hugging Face decoders' mask
+(`find_packed_sequence_indices`)."""
 
 from __future__ import annotations
 
@@ -153,3 +155,77 @@ def test_cumsum_on_the_gpu(backend: str, dtype: torch.dtype) -> None:
     else:
         assert torch.equal(got, expected)
     assert not compiled.fallbacks
+
+
+def _cumsum_text(shape: tuple[int, ...], axis: int, element: str) -> str:
+    t = f"tensor<{'x'.join(map(str, shape))}x{element}>"
+    return (
+        f"func.func @main(%x: {t}) -> {t} {{\n"
+        f"  %e = nn.mul %x, %x : {t}\n"
+        f"  %r = nn.cumsum %e axis {axis} : {t} -> {t}\n"
+        f"  func.return %r : {t}\n}}\n"
+    )
+
+
+SCAN_SHAPES = [
+    ((3, 2500), 1),  # a last-axis scan over three chunks of 1024, ragged
+    ((5000,), 0),  # one line: one program, five chunks
+    ((70, 3), 0),  # a first-axis scan: 3 columns of 70
+    ((2, 300, 70), 1),  # a middle axis: 2 outer indices, 70 columns in blocks of 64
+    ((1, 1), 1),
+    ((33, 7), 1),  # rows not a multiple of a program's rows
+]
+
+
+@pytest.mark.parametrize("element", ["f32", "i64"])
+@pytest.mark.parametrize(("shape", "axis"), SCAN_SHAPES, ids=str)
+def test_scan_schedule_matches_the_reference(
+    shape: tuple[int, ...], axis: int, element: str
+) -> None:
+    """The scan kernel through the tile interpreter against the nn reference."""
+    from test_tile_lowering import TILE, lower_and_compare
+
+    tiled = lower_and_compare(_cumsum_text(shape, axis, element), TILE)
+    schedules = [
+        op.schedule.data
+        for op in tiled.walk()
+        if isinstance(op, fuseopt.dialects.tile.KernelOp) and op.schedule is not None
+    ]
+    assert "scan" in schedules and "whole_tensor" not in schedules
+
+
+@pytest.mark.parametrize(("shape", "axis"), SCAN_SHAPES[:4], ids=str)
+def test_scan_schedule_on_triton(shape: tuple[int, ...], axis: int) -> None:
+    """The scan kernels on Triton (CPU interpreter), bf16 judged by float64 against
+    eager's error."""
+    x = _input(shape, torch.bfloat16)
+    fn = lambda v: torch.cumsum(v * v, axis)  # noqa: E731
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, backend="triton", strict=True)
+        got, expected = compiled(x), fn(x)
+    assert "scan" in [k.schedule for k in compiled.kernels]
+    reference = fn(x.double())
+    fused_error = (got.double() - reference).abs().max().item()
+    eager_error = (expected.double() - reference).abs().max().item()
+    assert fused_error <= max(2 * eager_error, 1e-2), (fused_error, eager_error)
+
+
+@pytest.mark.skipif(not emulator_available(), reason="g++ is not installed")
+@pytest.mark.parametrize(("shape", "axis"), [((3, 70, 5), 1), ((9, 40), 1)], ids=str)
+def test_cuda_prints_a_scan_kernel(shape: tuple[int, ...], axis: int, tmp_path: Path) -> None:
+    """A scan kernel from the default pipeline (what `fuse-opt -t cuda` prints) runs on
+    the CUDA printer's line scan, through the emulation."""
+    from fuseopt.backends.cuda.backend import CudaFunction
+    from fuseopt.backends.cuda.printer import print_cuda
+    from fuseopt.pipelines import STANDARD
+
+    lowered = fuseopt.run_pipeline(fuseopt.parse(_cumsum_text(shape, axis, "f32")), STANDARD)
+    assert any(
+        isinstance(op, fuseopt.dialects.tile.KernelOp) and op.schedule.data == "scan"
+        for op in lowered.walk()
+    )
+    fn = CudaFunction(lowered, "main", print_cuda(lowered))
+    x = _input(shape, torch.float32)
+    (got,) = EmulatedFunction(fn, tmp_path)(x)
+    torch.testing.assert_close(got.reshape(shape), torch.cumsum(x * x, axis), rtol=1e-5, atol=1e-4)

@@ -25,7 +25,7 @@ from fuseopt.backends.cuda.emission_order import written_params
 from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
 from fuseopt.backends.cuda.names import NameTable
 from fuseopt.backends.cuda.prelude import CP_ASYNC, PRELUDE, WMMA_INCLUDE
-from fuseopt.backends.cuda.whole_tensor import print_whole_tensor
+from fuseopt.backends.cuda.whole_tensor import print_scan_kernel, print_whole_tensor
 from fuseopt.diagnostics import error_at
 from fuseopt.dialects import tile
 
@@ -101,6 +101,8 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
     wmma = cp_async = False
     tables: list[str] = []
     whole = print_whole_tensor(k, c_name) if schedule == tile.Schedule.WHOLE_TENSOR else None
+    if schedule == tile.Schedule.SCAN:
+        whole = print_scan_kernel(k, c_name)
     if whole is not None:
         body, threads, blocks = whole
         smem, own_grid = 0, (blocks,)

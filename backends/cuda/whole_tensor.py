@@ -16,7 +16,7 @@ import math
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuseopt.backends.cuda import op_table
 from fuseopt.backends.cuda.names import NameTable
@@ -88,7 +88,8 @@ def print_whole_tensor(kernel: tile.KernelOp, c_name: str) -> tuple[str, int, in
     out_t = params[-1]
     assert isinstance(out_t, MemRefType)
     if isinstance(op, nn.CumsumOp):
-        return _print_cumsum(op, pnames, params, c_name)
+        elem = op.results[0].type.element_type  # type: ignore[union-attr]
+        return print_line_scan(_shape(op.results[0]), op.axis_value, elem, pnames, params, c_name)
     shape = _shape(op.results[0])
     n = math.prod(shape)
     coords = [f"fo_c{d}" for d in range(len(shape))]
@@ -146,17 +147,30 @@ def print_whole_tensor(kernel: tile.KernelOp, c_name: str) -> tuple[str, int, in
     return "\n".join(lines) + "\n", THREADS, grid_for(n // width)
 
 
-def _print_cumsum(
-    op: nn.CumsumOp, pnames: list[str], params: list, c_name: str
+def print_scan_kernel(kernel: tile.KernelOp, c_name: str) -> tuple[str, int, int]:
+    """(source, threads, blocks) of a `scan` kernel (convert-nn-to-tile's `scan.py`):
+    its parameters are the input and the result as [outer, length(, inner)], scanned
+    along dim 1. Printed as `print_line_scan`: the tiled scan is not ported to CUDA."""
+    params = kernel.param_types
+    shape = tuple(params[0].get_shape())
+    names = NameTable()
+    pnames = [names.fresh(f"p{i}") for i in range(len(params))]
+    return print_line_scan(shape, 1, params[-1].element_type, pnames, params, c_name)
+
+
+def print_line_scan(
+    shape: tuple[int, ...],
+    axis: int,
+    elem: Attribute,
+    pnames: list[str],
+    params: list,
+    c_name: str,
 ) -> tuple[str, int, int]:
     """A scan: one thread per line along the axis (the other coordinates), summing in
     f32 (floats) or 64-bit integers and storing every prefix, rounded once. Linear
     work; the parallelism is the number of lines (a tiled scan is future work)."""
-    shape = _shape(op.results[0])
-    axis = op.axis_value
     length, inner = shape[axis], math.prod(shape[axis + 1 :])
-    lines = math.prod(shape) // length
-    elem = op.results[0].type.element_type  # type: ignore[union-attr]
+    lines = math.prod(shape) // length if length else 0
     ck = "float" if op_table.compute_kind(elem) == "float" else "int"
     acc_t = "float" if ck == "float" else "long long"
     ctype = op_table.c_type(elem)

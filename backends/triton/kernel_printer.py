@@ -372,6 +372,26 @@ class KernelPrinter(MemoryPrinter):
             expr = f"tl.reduce({x}, {axis}, {combine})"
         self.bind(op.result, kind, expr)
 
+    def _cumsum(self, op: nn.CumsumOp) -> None:
+        """A scan kernel's prefix sum along one axis of a tile (`tl.associative_scan`
+        with the module's own add, as reductions use `tl.reduce`: `tl.cumsum` is a
+        jitted library function the CPU interpreter cannot call from our modules;
+        16-bit floats summed in f32 and rounded once)."""
+        x = self.materialized(op.input)
+        element = op_table.element_type(op.input)
+        combine = op_table.REDUCE_COMBINE["sum"]
+        self.out.helpers.add(combine)
+        if op_table.is_16bit_float(element):
+            expr, helpers = op_table.convert(
+                f"tl.associative_scan({x}.to(tl.float32), {op.axis_value}, {combine})",
+                Float32Type(),
+                element,
+            )
+            self.out.helpers.update(helpers)
+        else:
+            expr = f"tl.associative_scan({x}, {op.axis_value}, {combine})"
+        self.bind(op.result, "cumsum", expr)
+
     def _broadcast(self, op: tile.BroadcastOp) -> None:
         x = self.materialized(op.input)
         out = _shape(op.result)
@@ -457,6 +477,7 @@ _HANDLERS = {
     tile.MaskOp: KernelPrinter._mask,
     tile.IotaOp: KernelPrinter._iota,
     tile.ReduceOp: KernelPrinter._reduce,
+    nn.CumsumOp: KernelPrinter._cumsum,
     tile.BroadcastOp: KernelPrinter._broadcast,
     tile.TransposeOp: KernelPrinter._transpose,
     tile.DotOp: KernelPrinter._dot,

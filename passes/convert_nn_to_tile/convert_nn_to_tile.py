@@ -30,7 +30,8 @@ Lowering of groups:
   (`tileable_subgroups`), one kernel each; a single matmul that does not tile
   (matrix-vector) calls `tile.gemm`; a single op that does not tile (transpose,
   strided slice, a concat of pieces with no common part size, a regrouping reshape)
-  is a one-program `whole_tensor` kernel (both backends print these specially);
+  is a one-program `whole_tensor` kernel (both backends print these specially),
+  except `nn.cumsum`, a `scan` kernel (`scan.py`) where the target prints one;
   anything else is a located error; unit-step slices and concats inside a group are
   indexed (split dims, see `analysis`), not split off;
 - schedules, tile sizes and autotuning candidates: `emitter` and
@@ -91,6 +92,7 @@ from fuseopt.passes.convert_nn_to_tile.heuristics import (
     choose_blocks,
     largest_tile,
 )
+from fuseopt.passes.convert_nn_to_tile.scan import scan_kernel
 from fuseopt.passes.convert_nn_to_tile.strided_views import (
     StridedView,
     reads_in_place,
@@ -549,6 +551,12 @@ class HostLowering:
         if len(group.ops) == 1 and isinstance(group.ops[0], nn.MatmulOp):
             mm = group.ops[0]
             self._gemm(mm, ins, outs[mm.result])
+            return
+        if len(group.ops) == 1 and isinstance(group.ops[0], nn.CumsumOp) and self.opts.scan:
+            scan = group.ops[0]
+            if math.prod(shape(scan.result)):
+                kernel, programs = scan_kernel(self._kernel_name(hint), scan)
+                self._launch_at(scan, kernel, programs, [ins[scan.input], outs[scan.result]])
             return
         if len(group.ops) == 1 and _whole_tensor_ok(group.ops[0]):
             self._whole_tensor(group.ops[0], ins, outs, hint)

@@ -105,6 +105,9 @@ class TileOptions:
     """Shared memory per program of the backend's row cache (tile-promote's budget; 0:
     no row cache). A looped reduction whose input rows fit keeps one loop per level
     (the cache makes re-reads cheap) instead of online statistics."""
+    scan: bool = True
+    """`nn.cumsum` as a scan kernel (`scan.py`); false: a one-program whole-tensor
+    kernel (for a backend that cannot print a scan of a tile)."""
 
     def check(self) -> None:
         """Raise ValueError for a forced size that is not a positive power of two (or a
