@@ -5,15 +5,16 @@
 // nn.cumsum is never fused: a scan kernel of its own between the fused kernels around
 // it. The input is [outer, length, inner] = [4, 70, 9]: one program per outer index and
 // block of 16 inner columns walks the scanned axis in [128, 16] tiles, scanning each
-// along its rows and adding the carry (the sum of the tiles before). Triton scans a
+// along its rows and adding the carry (the sum of the tiles before, kept spread over
+// a whole tile: Triton 3.6 miscompiles a 1-D carry updated by a reduction in a loop). Triton scans a
 // tile with tl.associative_scan; the CUDA printer scans one line per thread (here 4 x
 // 9 lines of 70), summing in f32.
 // TILE:        tile.kernel @{{.*}} grid 1
 // TILE:        tile.kernel @f_cumsum grid 1 (%{{.*}}: memref<4x70x9xf32>, %{{.*}}: memref<4x70x9xf32>) {{.*}}schedule = "scan"
-// TILE:        scf.for {{.*}} iter_args(%[[CARRY:.*]] = %{{.*}}) -> (tensor<16xf32>)
+// TILE:        scf.for {{.*}} iter_args(%[[CARRY:.*]] = %{{.*}}) -> (tensor<128x16xf32>)
 // TILE:        %[[T:.*]] = tile.load {{.*}} : memref<4x70x9xf32> -> tensor<128x16xf32>
-// TILE-NEXT:   nn.cumsum %[[T]] axis 0 : tensor<128x16xf32> -> tensor<128x16xf32>
-// TILE-NEXT:   tile.broadcast %[[CARRY]] dims [1] : tensor<16xf32> -> tensor<128x16xf32>
+// TILE-NEXT:   %[[S:.*]] = nn.cumsum %[[T]] axis 0 : tensor<128x16xf32> -> tensor<128x16xf32>
+// TILE-NEXT:   nn.add %[[S]], %[[CARRY]] : tensor<128x16xf32>
 // TILE:        tile.launch @f_cumsum grid [4]
 // TRITON:      cumsum = tl.associative_scan(x, 0, fuseopt_add)
 // TRITON:      sum_ = tl.reduce(x, 0, fuseopt_add)

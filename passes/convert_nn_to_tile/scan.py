@@ -89,20 +89,22 @@ def scan_kernel(name: str, op: nn.CumsumOp) -> tuple[tile.KernelOp, int]:
         def at(pos: SSAValue) -> list[SSAValue]:
             return [out_i, pos, col0]
 
-    carry_t = TensorType(acc, [box[1 - scan_axis]])
+    # the carry is kept spread over the whole tile: a 1-D carry plus a reduction in the
+    # loop is the pattern Triton 3.6's TritonGPUOptimizeThreadLocality rewrites, and it
+    # asserts when the loop's result is unused (it always is here)
     tile_t = TensorType(acc, box)
-    body = Block(arg_types=[IndexType(), carry_t])
+    body = Block(arg_types=[IndexType(), tile_t])
     pos, carry = body.args
     loaded = add(body, tile.LoadOp(x, at(pos), box))
     values = loaded if element == acc else add(body, nn.CastOp(loaded, tile_t))
     scanned = add(body, nn.CumsumOp(values, scan_axis))
-    spread = add(body, tile.BroadcastOp(carry, [1 - scan_axis], tile_t))
-    total = add(body, nn.AddOp(scanned, spread))
+    total = add(body, nn.AddOp(scanned, carry))
     result = total if element == acc else add(body, nn.CastOp(total, TensorType(element, box)))
     body.add_op(tile.StoreOp(result, y, at(pos)))
     chunk_sum = add(body, tile.ReduceOp("sum", values, scan_axis))
-    body.add_op(scf.YieldOp(add(body, nn.AddOp(carry, chunk_sum))))
-    zero = add(entry, nn.ConstantOp(0.0 if is_float(acc) else 0, carry_t))
+    spread = add(body, tile.BroadcastOp(chunk_sum, [1 - scan_axis], tile_t))
+    body.add_op(scf.YieldOp(add(body, nn.AddOp(carry, spread))))
+    zero = add(entry, nn.ConstantOp(0.0 if is_float(acc) else 0, tile_t))
     entry.add_op(scf.ForOp(index(0), index(length), index(box[scan_axis]), [zero], body))
     entry.add_op(tile.ReturnOp())
     index.hoist(entry)
