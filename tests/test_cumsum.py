@@ -168,8 +168,9 @@ def _cumsum_text(shape: tuple[int, ...], axis: int, element: str) -> str:
 
 
 SCAN_SHAPES = [
-    ((3, 2500), 1),  # a last-axis scan over three chunks of 1024, ragged
-    ((5000,), 0),  # one line: one program, five chunks
+    ((3, 2500), 1),  # three lines of three chunks of 1024, ragged: split across programs
+    ((5000,), 0),  # one line: split, five chunks
+    ((300, 2100), 1),  # 300 lines of 3 chunks: one program per 4 lines, looping
     ((70, 3), 0),  # a first-axis scan: 3 columns of 70
     ((2, 300, 70), 1),  # a middle axis: 2 outer indices, 70 columns in blocks of 64
     ((1, 1), 1),
@@ -192,6 +193,10 @@ def test_scan_schedule_matches_the_reference(
         if isinstance(op, fuseopt.dialects.tile.KernelOp) and op.schedule is not None
     ]
     assert "scan" in schedules and "whole_tensor" not in schedules
+    kernels = [op for op in tiled.walk() if isinstance(op, fuseopt.dialects.tile.KernelOp)]
+    split = [k for k in kernels if k.sym_name.data.endswith("_partials")]
+    lines = int(np.prod(shape[:axis]))  # few long lines: the split scan
+    assert bool(split) == (axis == len(shape) - 1 and shape[axis] > 1024 and lines < 1000)
 
 
 @pytest.mark.parametrize(("shape", "axis"), SCAN_SHAPES[:4], ids=str)
@@ -212,7 +217,9 @@ def test_scan_schedule_on_triton(shape: tuple[int, ...], axis: int) -> None:
 
 
 @pytest.mark.skipif(not emulator_available(), reason="g++ is not installed")
-@pytest.mark.parametrize(("shape", "axis"), [((3, 70, 5), 1), ((9, 40), 1)], ids=str)
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((3, 70, 5), 1), ((9, 40), 1), ((2, 3000), 1)], ids=str
+)
 def test_cuda_prints_a_scan_kernel(shape: tuple[int, ...], axis: int, tmp_path: Path) -> None:
     """A scan kernel from the default pipeline (what `fuse-opt -t cuda` prints) runs on
     the CUDA printer's line scan, through the emulation."""

@@ -27,7 +27,7 @@ from fuseopt.backends.cuda.names import NameTable
 from fuseopt.backends.cuda.prelude import CP_ASYNC, PRELUDE, WMMA_INCLUDE
 from fuseopt.backends.cuda.whole_tensor import print_scan_kernel, print_whole_tensor
 from fuseopt.diagnostics import error_at
-from fuseopt.dialects import tile
+from fuseopt.dialects import nn, tile
 
 STATIC_SMEM = 48 * 1024
 """Dynamic shared memory a kernel gets without opting in (cudaFuncSetAttribute)."""
@@ -101,8 +101,8 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
     wmma = cp_async = False
     tables: list[str] = []
     whole = print_whole_tensor(k, c_name) if schedule == tile.Schedule.WHOLE_TENSOR else None
-    if schedule == tile.Schedule.SCAN:
-        whole = print_scan_kernel(k, c_name)
+    if schedule == tile.Schedule.SCAN and any(isinstance(o, nn.CumsumOp) for o in k.walk()):
+        whole = print_scan_kernel(k, c_name)  # (a split scan's chunk sums print as tiles)
     if whole is not None:
         body, threads, blocks = whole
         smem, own_grid = 0, (blocks,)

@@ -148,9 +148,10 @@ def print_whole_tensor(kernel: tile.KernelOp, c_name: str) -> tuple[str, int, in
 
 
 def print_scan_kernel(kernel: tile.KernelOp, c_name: str) -> tuple[str, int, int]:
-    """(source, threads, blocks) of a `scan` kernel (convert-nn-to-tile's `scan.py`):
-    its parameters are the input and the result as [outer, length(, inner)], scanned
-    along dim 1. Printed as `print_line_scan`: the tiled scan is not ported to CUDA."""
+    """(source, threads, blocks) of a `scan` kernel that scans (convert-nn-to-tile's
+    `scan.py`): its first parameter is the input and its last the result, as [outer,
+    length(, inner)], scanned along dim 1 (a split scan's partial sums in between go
+    unread). Printed as `print_line_scan`: the tiled scan is not ported to CUDA."""
     params = kernel.param_types
     shape = tuple(params[0].get_shape())
     names = NameTable()
@@ -176,8 +177,11 @@ def print_line_scan(
     ctype = op_table.c_type(elem)
     x, out = pnames[0], pnames[-1]
     value = op_table.to_compute(f"{x}[fo_at]", elem, ck)
-    sig = [
-        f"const {op_table.c_type(params[0].element_type)}* __restrict__ {x}",
+    sig = [  # every parameter (a split scan's partial sums too), the last one written
+        *(
+            f"const {op_table.c_type(p.element_type)}* __restrict__ {name}"
+            for p, name in zip(params[:-1], pnames[:-1], strict=True)
+        ),
         f"{ctype}* __restrict__ {out}",
     ]
     lines_src = [

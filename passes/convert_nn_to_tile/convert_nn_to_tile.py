@@ -92,7 +92,7 @@ from fuseopt.passes.convert_nn_to_tile.heuristics import (
     choose_blocks,
     largest_tile,
 )
-from fuseopt.passes.convert_nn_to_tile.scan import scan_kernel
+from fuseopt.passes.convert_nn_to_tile.scan import scan_launches
 from fuseopt.passes.convert_nn_to_tile.strided_views import (
     StridedView,
     reads_in_place,
@@ -555,8 +555,13 @@ class HostLowering:
         if len(group.ops) == 1 and isinstance(group.ops[0], nn.CumsumOp) and self.opts.scan:
             scan = group.ops[0]
             if math.prod(shape(scan.result)):
-                kernel, programs = scan_kernel(self._kernel_name(hint), scan)
-                self._launch_at(scan, kernel, programs, [ins[scan.input], outs[scan.result]])
+                launches, partial_t = scan_launches(lambda s: self._kernel_name(hint + s), scan)
+                roles = {"input": ins[scan.input], "result": outs[scan.result]}
+                if partial_t is not None:
+                    roles["partials"] = self._alloc(partial_t)
+                for launch in launches:
+                    args = [roles[a] for a in launch.args]
+                    self._launch_at(scan, launch.kernel, launch.programs, args)
             return
         if len(group.ops) == 1 and _whole_tensor_ok(group.ops[0]):
             self._whole_tensor(group.ops[0], ins, outs, hint)

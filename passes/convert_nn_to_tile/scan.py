@@ -12,19 +12,24 @@ The input is seen as [outer, length, inner] around the scanned axis:
   [chunk, columns] tiles the same way.
 
 Floats are scanned in f32 (the carry too) and rounded once, as `nn.cumsum` says;
-integers in their own type. Loads past the edge read 0, which adds nothing. Every
-line is scanned by one program in order: a few very long lines (4 rows of a million
-elements) get few programs; a scan split across programs (chunk sums, then their
-prefix) is not built yet.
+integers in their own type. Loads past the edge read 0, which adds nothing.
+
+A last-axis scan whose lines would leave fewer than SPLIT_PROGRAMS programs (a few
+long lines: 4 rows of a million elements) is split instead (`split_scan_kernels`):
+a first kernel sums every chunk of every line into a [lines, chunks] buffer of
+partial sums, a second gives each chunk a program that adds up the partials before
+it (one masked load and a sum) and scans its chunk from there.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, MemRefType, StringAttr, TensorType, f32
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import IndexType, MemRefType, StringAttr, TensorType, f32, i1, i64
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuseopt.dialects import nn, tile
 from fuseopt.dialects.syntax import int_array, is_float
@@ -38,6 +43,117 @@ SCAN_ROW_ELEMENTS = 4096
 SCAN_COLUMNS = 64
 """Most inner columns one program of a non-last-axis scan takes (64 x 2 bytes: whole
 128-byte rows of a 16-bit tensor)."""
+SPLIT_PROGRAMS = 264
+"""Fewest programs a last-axis scan should have (two per SM of an H100, as the column
+reductions' COLUMN_PROGRAMS): below it, and with more than one chunk per line, the
+scan is split across programs."""
+MAX_CHUNKS = 8192
+"""Most chunks per line of a split scan (the second kernel loads a line's partial sums
+as one tile); longer lines take longer chunks."""
+
+
+@dataclass(frozen=True)
+class ScanLaunch:
+    """One kernel of a scan and what its launch passes: `args` names each buffer,
+    "input", "partials" (a split scan's [lines, chunks] sums) or "result"."""
+
+    kernel: tile.KernelOp
+    programs: int
+    args: tuple[str, ...]
+
+
+def scan_launches(
+    names: Callable[[str], str], op: nn.CumsumOp
+) -> tuple[list[ScanLaunch], MemRefType | None]:
+    """The kernels that compute `op` (named by `names(suffix)`) and the type of the
+    partial-sums buffer they share (None when there is none): one scan kernel, or a
+    split scan's two (see the module docstring)."""
+    t = op.input.type
+    assert isinstance(t, TensorType)
+    dims = list(t.get_shape()) or [1]
+    axis = op.axis_value if t.get_shape() else 0
+    outer, length = math.prod(dims[:axis]), dims[axis]
+    inner = math.prod(dims[axis + 1 :])
+    chunk = min(next_pow2(length), SCAN_CHUNK)
+    rows = max(1, min(next_pow2(outer), SCAN_ROW_ELEMENTS // chunk))
+    if inner == 1 and length > chunk and -(-outer // rows) < SPLIT_PROGRAMS:
+        return split_scan_kernels(names, t.element_type, outer, length)
+    kernel, programs = scan_kernel(names(""), op)
+    return [ScanLaunch(kernel, programs, ("input", "result"))], None
+
+
+def split_scan_kernels(
+    names: Callable[[str], str], element: Attribute, lines: int, length: int
+) -> tuple[list[ScanLaunch], MemRefType]:
+    """A last-axis scan of `lines` lines of `length` split across programs: the chunk
+    sums, then each chunk scanned from the sum of the partials before it."""
+    acc = f32 if is_float(element) else element
+    chunk = SCAN_CHUNK
+    while -(-length // chunk) > MAX_CHUNKS:
+        chunk *= 2
+    chunks = -(-length // chunk)
+    wide = next_pow2(chunks)
+    programs = lines * chunks
+    data = MemRefType(element, [lines, length])
+    partial_t = MemRefType(acc, [lines, chunks])
+    index = IndexConstants()
+
+    def start(kernel: tile.KernelOp) -> tuple[Block, SSAValue, SSAValue, SSAValue]:
+        entry = kernel.body.block
+        kernel.schedule = StringAttr(tile.Schedule.SCAN.value)
+        kernel.iteration_sizes = int_array([lines, length])
+        kernel.block_sizes = int_array([1, chunk])
+        pid = _add(entry, tile.ProgramIdOp(0))
+        line = _add(entry, arith.DivSIOp(pid, index(chunks)))
+        which = _add(entry, arith.RemSIOp(pid, index(chunks)))
+        return entry, line, which, _add(entry, arith.MuliOp(which, index(chunk)))
+
+    def widened(block: Block, x: SSAValue) -> SSAValue:
+        return x if element == acc else _add(block, nn.CastOp(x, TensorType(acc, [1, chunk])))
+
+    sums = tile.KernelOp(names("_partials"), 1, [data, partial_t])
+    entry, line, which, col0 = start(sums)
+    source, into = sums.body.block.args
+    values = widened(entry, _add(entry, tile.LoadOp(source, [line, col0], [1, chunk])))
+    total = _add(entry, tile.ReduceOp("sum", values, 1))
+    entry.add_op(tile.StoreOp(total, into, [line, which]))
+    entry.add_op(tile.ReturnOp())
+    index.hoist(entry)
+
+    index = IndexConstants()
+    scan = tile.KernelOp(names(""), 1, [data, partial_t, data])
+    entry, line, which, col0 = start(scan)
+    x, partials, y = scan.body.block.args
+    zero = index(0)
+    before = _add(entry, tile.LoadOp(partials, [line, zero], [1, wide]))
+    # position - which < 0 marks the chunks before this one
+    shifted = _add(entry, arith.SubiOp(zero, which))
+    position = _add(entry, tile.IotaOp(shifted, 0, 1, TensorType(i64, [wide])))
+    earlier = _add(
+        entry, nn.CompareOp("lt", position, _add(entry, nn.ConstantOp(0, TensorType(i64, [wide]))))
+    )
+    row_t = TensorType(acc, [1, wide])
+    spread = _add(entry, tile.BroadcastOp(earlier, [1], TensorType(i1, [1, wide])))
+    none = _add(entry, nn.ConstantOp(0.0 if is_float(acc) else 0, row_t))
+    offset = _add(entry, tile.ReduceOp("sum", _add(entry, nn.SelectOp(spread, before, none)), 1))
+    values = widened(entry, _add(entry, tile.LoadOp(x, [line, col0], [1, chunk])))
+    scanned = _add(entry, nn.CumsumOp(values, 1))
+    tile_t = TensorType(acc, [1, chunk])
+    result = _add(entry, nn.AddOp(scanned, _add(entry, tile.BroadcastOp(offset, [0], tile_t))))
+    if element != acc:
+        result = _add(entry, nn.CastOp(result, TensorType(element, [1, chunk])))
+    entry.add_op(tile.StoreOp(result, y, [line, col0]))
+    entry.add_op(tile.ReturnOp())
+    index.hoist(entry)
+    return [
+        ScanLaunch(sums, programs, ("input", "partials")),
+        ScanLaunch(scan, programs, ("input", "partials", "result")),
+    ], partial_t
+
+
+def _add(block: Block, new: Operation) -> SSAValue:
+    block.add_op(new)
+    return new.results[0]
 
 
 def scan_kernel(name: str, op: nn.CumsumOp) -> tuple[tile.KernelOp, int]:
