@@ -38,8 +38,9 @@ class TargetDescription:
     - `shared_bytes`: shared memory one program may use (memory promotion's budget);
     - `attention_blocks`: queries per program and keys per step of attention kernels
       ((0, 0): the tiler's heuristic);
-    - `scan`: whether the target prints scan kernels (`nn.cumsum` on tiles; the CUDA
-      printer does not yet, so its cumsum stays a whole-tensor kernel);
+    - `scan`: whether the target lowers `nn.cumsum` to scan kernels (the CUDA printer
+      prints those only as its line-per-thread scan, no faster than its whole-tensor
+      kernel, so the CUDA target keeps the whole-tensor lowering);
     - `attention`: the frontend's default `attention` option on this target ("fused":
       PyTorch's SDPA becomes nn.attention and this target's kernel; "eager": PyTorch's
       own kernel runs it).

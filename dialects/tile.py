@@ -49,8 +49,8 @@ Kernel attributes later stages read are declared on `tile.kernel` and typed (set
 convert-nn-to-tile, then tile-promote; `KERNEL_ATTRIBUTE_STAGES` says which); a stage
 that needs one that is missing raises a located error naming the stage that sets it:
 `schedule` ("pointwise", "row_reduction", "row_reduction_looped", "matmul",
-"attention", "scan", "whole_tensor"), `iteration_sizes` / `block_sizes` (per iteration dim), `reduce_dim`,
-`block_k` and `group_m` (matmul), `candidates` (autotuning configs as pass options),
+"attention", "scan", "whole_tensor"), `iteration_sizes` / `block_sizes` (per iteration
+dim), `reduce_dim`, `block_k` and `group_m` (matmul), `candidates` (autotuning configs as pass options),
 `num_warps`, `num_stages`, `vector_width` (elements per 16-byte access), `shared_bytes`,
 `row_cache` (parameters staged in shared memory) and `operand_staging`
 ("shared" | "registers", matmul). The verifier bounds the launch knobs

@@ -31,8 +31,9 @@ TILE_NN_OPS = nn.ELEMENTWISE_OPS
 elementwise ones, which mean the same on a tile of any shape."""
 
 WHOLE_TENSOR = "whole_tensor"
-SCAN = "scan"
 """The schedule of kernels that apply one arbitrary nn op to whole-tensor tiles."""
+SCAN = "scan"
+"""The schedule of scan kernels, which may also apply `nn.cumsum` along a tile's axis."""
 
 
 def check_index_operands(values: Sequence[SSAValue], what: str) -> None:

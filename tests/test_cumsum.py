@@ -172,7 +172,8 @@ SCAN_SHAPES = [
     ((5000,), 0),  # one line: split, five chunks
     ((300, 2100), 1),  # 300 lines of 3 chunks: one program per 4 lines, looping
     ((70, 3), 0),  # a first-axis scan: 3 columns of 70
-    ((2, 300, 70), 1),  # a middle axis: 2 outer indices, 70 columns in blocks of 64
+    ((40, 700, 7), 1),  # a middle axis: 40 outer indices of 7 columns, two steps each
+    ((33, 100, 70), 1),  # 70 columns in blocks narrowed to 16: 33 x 5 programs
     ((1, 1), 1),
     ((33, 7), 1),  # rows not a multiple of a program's rows
 ]
@@ -197,6 +198,39 @@ def test_scan_schedule_matches_the_reference(
     split = [k for k in kernels if k.sym_name.data.endswith("_partials")]
     lines = int(np.prod(shape[:axis]))  # few long lines: the split scan
     assert bool(split) == (axis == len(shape) - 1 and shape[axis] > 1024 and lines < 1000)
+
+
+@pytest.mark.parametrize(("shape", "axis"), SCAN_SHAPES, ids=str)
+def test_scan_schedule_on_triton_is_exact_on_integers(shape: tuple[int, ...], axis: int) -> None:
+    """Integer scans on Triton (CPU interpreter) equal eager's exactly: a dropped or
+    doubled element at a chunk edge, in the carry or in the split's partials shows."""
+    x = _input(shape, torch.int64)
+    fn = lambda v: torch.cumsum(v * 3 + 1, axis)  # noqa: E731
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, backend="triton", strict=True)
+        got = compiled(x)
+    assert "scan" in [k.schedule for k in compiled.kernels]
+    assert torch.equal(got, fn(x))
+
+
+def test_a_few_long_columns_stay_a_whole_tensor_kernel() -> None:
+    """cumsum over the first axis of 65536 x 32: two programs of 16 columns would each
+    walk 65536 rows, so it stays a whole-tensor kernel (no split along such an axis)."""
+    from fuseopt.pipelines import STANDARD
+
+    lowered = fuseopt.run_pipeline(fuseopt.parse(_cumsum_text((65536, 32), 0, "f32")), STANDARD)
+    schedules = [
+        op.schedule.data for op in lowered.walk() if isinstance(op, fuseopt.dialects.tile.KernelOp)
+    ]
+    assert "whole_tensor" in schedules and "scan" not in schedules, schedules
+    wide = fuseopt.run_pipeline(fuseopt.parse(_cumsum_text((4096, 4096), 0, "f32")), STANDARD)
+    (scan,) = [
+        k
+        for k in wide.walk()
+        if isinstance(k, fuseopt.dialects.tile.KernelOp) and k.schedule.data == "scan"
+    ]
+    assert scan.array_attr("block_sizes")[-1] == 16  # 256 programs, not 64
 
 
 @pytest.mark.parametrize(("shape", "axis"), SCAN_SHAPES[:4], ids=str)

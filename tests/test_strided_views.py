@@ -139,7 +139,26 @@ def returned_slice_of_a_view(m: int, n: int) -> str:
 }}"""
 
 
+def take_and_read(m: int, n: int) -> str:
+    """A strided view that one op of the group gathers from (positions 0..k-1 of its
+    flat order, as an index vector) and another reads as a tile: gathers index by flat
+    position, so the kernel reads a copy."""
+    k = len(range(0, n, 2))
+    x, h, i, row = t((m, n), "f32"), t((m, k), "f32"), t((m, k), "i64"), t((k,), "i64")
+    positions = ", ".join(str(p) for p in range(k))
+    return f"""func.func @main(%x: {x}) -> {h} {{
+  %s = nn.slice %x [0:{m}, 0:{n}:2] : {x} -> {h}
+  %e = nn.exp %s : {h}
+  %p = nn.constant dense<[{positions}]> : {row}
+  %i = nn.broadcast %p : {row} -> {i}
+  %g = nn.take %s, %i : {h}, {i} -> {h}
+  %y = nn.add %e, %g : {h}
+  func.return %y : {h}
+}}"""
+
+
 CASES = {
+    "take_and_read": take_and_read(4, 20),
     "run_of_a_view": run_of_a_view(5, 4),
     "unread_slice_of_a_view": unread_slice_of_a_view(),
     "returned_slice_of_a_view": returned_slice_of_a_view(3, 5),

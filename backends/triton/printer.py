@@ -319,7 +319,7 @@ def _gemm_call(op: tile.GemmOp, expr: dict[SSAValue, str]) -> str:
     """The library GEMM as the most direct torch call: `torch.mm` (rows of a batched
     left operand folded into M, views only), else `torch.matmul`; transposes are `.mT`
     views that cuBLAS reads as they are (no copy); a bias is `torch.addmm`'s (cuBLAS's
-    epilogue). A 2-d product whose N is not whole 16-byte vectors runs padded
+    epilogue). A 2-d product whose N or K is not whole 16-byte vectors runs padded
     (`backends/library_gemm.py`)."""
     a, b, c = expr[op.lhs], expr[op.rhs], expr[op.out]
     ta, tb = op.transpose_a is not None, op.transpose_b is not None

@@ -605,23 +605,25 @@ func.func @head_transpose(%x: tensor<2x5x3x16xbf16>, %z: tensor<2x3x5x16xbf16>) 
 // -----
 
 // A column reduction (over the first of two dims) of 300 rows: keeping the column whole
-// would leave tiles of 6 columns (24-byte rows), so the tile is 32 rows x 64 columns
-// (256-byte rows) and the program loops over the rows, masked at 300 and at 200 columns.
-// The loop accumulates whole 32x64 tiles (out-of-bounds rows replaced by the identity)
-// and reduces once after it: no cross-thread reduction per iteration.
+// would leave tiles of 6 columns (24-byte rows), so the tile takes whole sectors of
+// columns and the program loops over the rows, masked at 300 and at 200 columns: 64
+// columns would give 4 programs, so the block narrows to 16 (13 programs, 64-byte rows)
+// and 128 rows per step. The loop accumulates whole 128x16 tiles (out-of-bounds rows
+// replaced by the identity) and reduces once after it: no cross-thread reduction per
+// iteration.
 // CHECK-LABEL: tile.kernel @columns_sum grid 1
-// CHECK-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 300, 200>, block_sizes = array<i64: 32, 64>, reduce_dim = 0 : i64
+// CHECK-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 300, 200>, block_sizes = array<i64: 128, 16>, reduce_dim = 0 : i64
 // CHECK-SAME:  candidates = [{"block-cols" = 32 : i64, "block-rows" = 64 : i64}
-// CHECK:       %[[ZERO:.*]] = nn.constant 0.000000e+00 : tensor<32x64xf32>
-// CHECK:       %[[ACC:.*]] = scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A:.*]] = %[[ZERO]]) -> (tensor<32x64xf32>)
-// CHECK:       %[[T:.*]] = tile.load %{{.*}}[%[[R]], %{{.*}}] : memref<300x200xf32> -> tensor<32x64xf32>
+// CHECK:       %[[ZERO:.*]] = nn.constant 0.000000e+00 : tensor<128x16xf32>
+// CHECK:       %[[ACC:.*]] = scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A:.*]] = %[[ZERO]]) -> (tensor<128x16xf32>)
+// CHECK:       %[[T:.*]] = tile.load %{{.*}}[%[[R]], %{{.*}}] : memref<300x200xf32> -> tensor<128x16xf32>
 // CHECK:       %[[M:.*]] = tile.mask
-// CHECK:       %[[S:.*]] = nn.select %[[M]], %[[T]], %{{.*}} : tensor<32x64xf32>
-// CHECK:       %[[N:.*]] = nn.add %[[A]], %[[S]] : tensor<32x64xf32>
-// CHECK-NEXT:  scf.yield %[[N]] : tensor<32x64xf32>
-// CHECK:       tile.reduce sum %[[ACC]] axis 0 : tensor<32x64xf32> -> tensor<64xf32>
+// CHECK:       %[[S:.*]] = nn.select %[[M]], %[[T]], %{{.*}} : tensor<128x16xf32>
+// CHECK:       %[[N:.*]] = nn.add %[[A]], %[[S]] : tensor<128x16xf32>
+// CHECK-NEXT:  scf.yield %[[N]] : tensor<128x16xf32>
+// CHECK:       tile.reduce sum %[[ACC]] axis 0 : tensor<128x16xf32> -> tensor<16xf32>
 // CHECK-LABEL: func.func @columns
-// CHECK:       tile.launch @columns_sum grid [4]
+// CHECK:       tile.launch @columns_sum grid [13]
 func.func @columns(%x: tensor<300x200xf32>) -> tensor<200xf32> {
   %s = nn.sum %x [0] : tensor<300x200xf32> -> tensor<200xf32>
   func.return %s : tensor<200xf32>

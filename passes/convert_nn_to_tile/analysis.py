@@ -387,11 +387,12 @@ def analyze(group: Group, strided: Mapping[SSAValue, Strides] | None = None) -> 
     each one's strides along its dims (`IterationSpace.views`)."""
     strided = dict(strided or {})
     gathered = gathered_inputs(group)
+    ops = set(group.ops)
     for v in strided:
-        if v in gathered or any(
-            isinstance(u.operation, nn.MatmulOp) and u.operation in group.ops for u in v.uses
-        ):
-            raise Untileable(None, "a strided view is read by address or by a matmul")
+        for u in v.uses:
+            by_address = isinstance(u.operation, nn.TakeOp) and u.index == 0
+            if u.operation in ops and (by_address or isinstance(u.operation, nn.MatmulOp)):
+                raise Untileable(u.operation, "a strided view is read by address or by a matmul")
     for op in group.ops:
         for r in op.results:
             if not isinstance(r.type, TensorType) or any(d < 0 for d in shape(r)):

@@ -120,7 +120,8 @@ class ConvertNNToTilePass(TileOptions, ModulePass):
     looped softmax or variance keeps one loop per reduction level instead of computing
     its statistics in one pass; see `online`), `row-cache-bytes` (the shared
     memory a backend's row cache will hold per program, 0 for none: a looped reduction
-    whose rows fit keeps one loop per level, since the cache makes re-reads cheap).
+    whose rows fit keeps one loop per level, since the cache makes re-reads cheap),
+    `scan` (false: `nn.cumsum` is a whole-tensor kernel instead of a scan, `scan.py`).
     """
 
     name = "convert-nn-to-tile"
@@ -554,15 +555,18 @@ class HostLowering:
             return
         if len(group.ops) == 1 and isinstance(group.ops[0], nn.CumsumOp) and self.opts.scan:
             scan = group.ops[0]
-            if math.prod(shape(scan.result)):
-                launches, partial_t = scan_launches(lambda s: self._kernel_name(hint + s), scan)
-                roles = {"input": ins[scan.input], "result": outs[scan.result]}
-                if partial_t is not None:
-                    roles["partials"] = self._alloc(partial_t)
-                for launch in launches:
-                    args = [roles[a] for a in launch.args]
-                    self._launch_at(scan, launch.kernel, launch.programs, args)
-            return
+            if not math.prod(shape(scan.result)):
+                return
+            launches, partial_t = scan_launches(lambda s: self._kernel_name(hint + s), scan)
+            roles = {"input": ins[scan.input], "result": outs[scan.result]}
+            if partial_t is not None:
+                roles["partials"] = self._alloc(partial_t)
+            for launch in launches:
+                self._launch_at(
+                    scan, launch.kernel, launch.programs, [roles[a] for a in launch.args]
+                )
+            if launches:
+                return
         if len(group.ops) == 1 and _whole_tensor_ok(group.ops[0]):
             self._whole_tensor(group.ops[0], ins, outs, hint)
             return

@@ -80,7 +80,7 @@ class OnlinePair:
 def rows_fit_cache(em: KernelEmitter) -> bool:
     """Whether the row cache (`em.row_cache_bytes`, tile-promote's budget on a backend
     that caches rows; 0 for none) holds one program's rows of every group input the
-    reduction loops read."""
+    reduction loops read (never when one is a strided view, which it does not cache)."""
     k = em.space.reduce_dim
     if em.row_cache_bytes <= 0 or k is None:
         return False
@@ -88,6 +88,8 @@ def rows_fit_cache(em: KernelEmitter) -> bool:
     for v in em.group.inputs:
         if k not in em.space.span(v):
             continue
+        if v in em.space.views:  # tile-promote does not cache strided views
+            return False
         t = v.type
         assert isinstance(t, TensorType)
         rows = math.prod(em.tile_shape(v)) // em.blocks.dims[k]

@@ -8,8 +8,11 @@ The input is seen as [outer, length, inner] around the scanned axis:
   scans each [rows, chunk] tile along its columns and adds the carry, the sum of the
   chunks before it;
 - a scan over another axis (inner > 1) gives each program one outer index and a block
-  of up to SCAN_COLUMNS inner columns (coalesced rows); it walks the scanned axis in
-  [chunk, columns] tiles the same way.
+  of up to SCAN_COLUMNS inner columns (coalesced rows; down to NARROW_SCAN_COLUMNS
+  while that adds programs, `plan_scan`); it walks the scanned axis in [chunk,
+  columns] tiles the same way. With fewer than MIN_COLUMN_SCAN_PROGRAMS programs and
+  more than one step (a few long columns) there is no scan kernel: the op stays a
+  whole-tensor kernel.
 
 Floats are scanned in f32 (the carry too) and rounded once, as `nn.cumsum` says;
 integers in their own type. Loads past the edge read 0, which adds nothing.
@@ -43,6 +46,12 @@ SCAN_ROW_ELEMENTS = 4096
 SCAN_COLUMNS = 64
 """Most inner columns one program of a non-last-axis scan takes (64 x 2 bytes: whole
 128-byte rows of a 16-bit tensor)."""
+NARROW_SCAN_COLUMNS = 16
+"""Fewest inner columns a program of a non-last-axis scan narrows to (16 x 2 bytes: a
+whole 32-byte sector per row of a 16-bit tensor)."""
+MIN_COLUMN_SCAN_PROGRAMS = 32
+"""Fewest programs a non-last-axis scan with several steps per column runs on; below,
+the whole-tensor kernel (no split scan along such an axis yet)."""
 SPLIT_PROGRAMS = 264
 """Fewest programs a last-axis scan should have (two per SM of an H100, as the column
 reductions' COLUMN_PROGRAMS): below it, and with more than one chunk per line, the
@@ -62,22 +71,64 @@ class ScanLaunch:
     args: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class ScanPlan:
+    """How a one-pass scan covers `op`'s input, seen as [outer, length, inner]."""
+
+    outer: int
+    length: int
+    inner: int
+    box: tuple[int, int]
+    """The tile one step reads: [rows, chunk] (last axis) or [chunk, columns]."""
+    programs: int
+
+    @property
+    def last_axis(self) -> bool:
+        """Whether the scanned axis is the innermost (inner == 1)."""
+        return self.inner == 1
+
+
+def plan_scan(op: nn.CumsumOp) -> ScanPlan:
+    """The one-pass scan of `op`: SCAN_ROW_ELEMENTS per step; a scan over another axis
+    than the last narrows its column block (64 down to 16, as long as blocks stay
+    full) until it has SPLIT_PROGRAMS programs."""
+    t = op.input.type
+    assert isinstance(t, TensorType)
+    dims = list(t.get_shape()) or [1]
+    axis = op.axis_value if t.get_shape() else 0
+    outer, length, inner = math.prod(dims[:axis]), dims[axis], math.prod(dims[axis + 1 :])
+    if inner == 1:
+        chunk = min(next_pow2(length), SCAN_CHUNK)
+        rows = max(1, min(next_pow2(outer), SCAN_ROW_ELEMENTS // chunk))
+        return ScanPlan(outer, length, inner, (rows, chunk), -(-outer // rows))
+    columns = min(next_pow2(inner), SCAN_COLUMNS)
+    while (
+        columns > NARROW_SCAN_COLUMNS
+        and columns <= inner
+        and outer * -(-inner // columns) < SPLIT_PROGRAMS
+    ):
+        columns //= 2
+    chunk = min(next_pow2(length), max(1, SCAN_ROW_ELEMENTS // columns))
+    return ScanPlan(outer, length, inner, (chunk, columns), outer * -(-inner // columns))
+
+
 def scan_launches(
     names: Callable[[str], str], op: nn.CumsumOp
 ) -> tuple[list[ScanLaunch], MemRefType | None]:
     """The kernels that compute `op` (named by `names(suffix)`) and the type of the
     partial-sums buffer they share (None when there is none): one scan kernel, or a
-    split scan's two (see the module docstring)."""
+    split scan's two (see the module docstring). No kernel (an empty list) when a scan
+    over another axis than the last would run on fewer than MIN_COLUMN_SCAN_PROGRAMS
+    programs with more than one step each (a few long columns: the caller lowers it
+    as a whole-tensor kernel instead, PyTorch's cumsum on Triton)."""
+    plan = plan_scan(op)
     t = op.input.type
     assert isinstance(t, TensorType)
-    dims = list(t.get_shape()) or [1]
-    axis = op.axis_value if t.get_shape() else 0
-    outer, length = math.prod(dims[:axis]), dims[axis]
-    inner = math.prod(dims[axis + 1 :])
-    chunk = min(next_pow2(length), SCAN_CHUNK)
-    rows = max(1, min(next_pow2(outer), SCAN_ROW_ELEMENTS // chunk))
-    if inner == 1 and length > chunk and -(-outer // rows) < SPLIT_PROGRAMS:
-        return split_scan_kernels(names, t.element_type, outer, length)
+    if plan.last_axis and plan.length > plan.box[1] and plan.programs < SPLIT_PROGRAMS:
+        return split_scan_kernels(names, t.element_type, plan.outer, plan.length)
+    if not plan.last_axis and plan.length > plan.box[0]:
+        if plan.programs < MIN_COLUMN_SCAN_PROGRAMS:
+            return [], None
     kernel, programs = scan_kernel(names(""), op)
     return [ScanLaunch(kernel, programs, ("input", "result"))], None
 
@@ -162,22 +213,15 @@ def scan_kernel(name: str, op: nn.CumsumOp) -> tuple[tile.KernelOp, int]:
     [outer, length] for a last-axis scan)."""
     t = op.input.type
     assert isinstance(t, TensorType)
-    dims = list(t.get_shape()) or [1]
-    axis = op.axis_value if t.get_shape() else 0
-    outer, length = math.prod(dims[:axis]), dims[axis]
-    inner = math.prod(dims[axis + 1 :])
+    plan = plan_scan(op)
+    outer, length, inner = plan.outer, plan.length, plan.inner
     element = t.element_type
     acc = f32 if is_float(element) else element
+    box, programs = list(plan.box), plan.programs
     if inner == 1:
-        chunk = min(next_pow2(length), SCAN_CHUNK)
-        rows = max(1, min(next_pow2(outer), SCAN_ROW_ELEMENTS // chunk))
-        shape, box, scan_axis = [outer, length], [rows, chunk], 1
-        programs = -(-outer // rows)
+        shape, scan_axis = [outer, length], 1
     else:
-        columns = min(next_pow2(inner), SCAN_COLUMNS)
-        chunk = min(next_pow2(length), max(1, SCAN_ROW_ELEMENTS // columns))
-        shape, box, scan_axis = [outer, length, inner], [chunk, columns], 0
-        programs = outer * -(-inner // columns)
+        shape, scan_axis = [outer, length, inner], 0
     param = MemRefType(element, shape)
     kernel = tile.KernelOp(name, 1, [param, param])
     kernel.schedule = StringAttr(tile.Schedule.SCAN.value)

@@ -784,7 +784,7 @@ tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {vector_width = 3 : i64} {
 
 // A schedule is one of the tiler's: any other text (here an injection attempt, which the
 // printers would otherwise have to sanitize) is rejected.
-// expected-error@+1 {{'tile.kernel' op schedule must be one of "pointwise", "row_reduction", "row_reduction_looped", "matmul", "whole_tensor", "attention", got "pointwise\0A#include <stdlib.h>"}}
+// expected-error@+1 {{'tile.kernel' op schedule must be one of "pointwise", "row_reduction", "row_reduction_looped", "matmul", "whole_tensor", "attention", "scan", got "pointwise\0A#include <stdlib.h>"}}
 tile.kernel @k grid 1 (%x: memref<8xf32>) attributes {schedule = "pointwise\n#include <stdlib.h>"} {
   tile.return
 }
