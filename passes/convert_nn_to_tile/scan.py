@@ -129,8 +129,8 @@ def scan_launches(
     if not plan.last_axis and plan.length > plan.box[0]:
         if plan.programs < MIN_COLUMN_SCAN_PROGRAMS:
             return [], None
-    kernel, programs = scan_kernel(names(""), op)
-    return [ScanLaunch(kernel, programs, ("input", "result"))], None
+    kernel = scan_kernel(names(""), t.element_type, plan)
+    return [ScanLaunch(kernel, plan.programs, ("input", "result"))], None
 
 
 def split_scan_kernels(
@@ -207,17 +207,14 @@ def _add(block: Block, new: Operation) -> SSAValue:
     return new.results[0]
 
 
-def scan_kernel(name: str, op: nn.CumsumOp) -> tuple[tile.KernelOp, int]:
-    """The scan kernel of `op` (see the module docstring) and its number of programs.
-    Its parameters are the input and the result, each as [outer, length, inner] (or
-    [outer, length] for a last-axis scan)."""
-    t = op.input.type
-    assert isinstance(t, TensorType)
-    plan = plan_scan(op)
+def scan_kernel(name: str, element: Attribute, plan: ScanPlan) -> tile.KernelOp:
+    """The one-pass scan kernel of `plan` over elements of type `element` (see the module
+    docstring; it runs on `plan.programs` programs). Its parameters are the input and
+    the result, each as [outer, length, inner] (or [outer, length] for a last-axis
+    scan)."""
     outer, length, inner = plan.outer, plan.length, plan.inner
-    element = t.element_type
     acc = f32 if is_float(element) else element
-    box, programs = list(plan.box), plan.programs
+    box = list(plan.box)
     if inner == 1:
         shape, scan_axis = [outer, length], 1
     else:
@@ -228,23 +225,18 @@ def scan_kernel(name: str, op: nn.CumsumOp) -> tuple[tile.KernelOp, int]:
     entry = kernel.body.block
     x, y = entry.args
     index = IndexConstants()
-
-    def add(block: Block, new: Operation) -> SSAValue:
-        block.add_op(new)
-        return new.results[0]
-
-    pid = add(entry, tile.ProgramIdOp(0))
+    pid = _add(entry, tile.ProgramIdOp(0))
     if inner == 1:
-        row0 = add(entry, arith.MuliOp(pid, index(box[0])))
+        row0 = _add(entry, arith.MuliOp(pid, index(box[0])))
 
         def at(pos: SSAValue) -> list[SSAValue]:
             return [row0, pos]
 
     else:
         blocks = -(-inner // box[1])
-        out_i = add(entry, arith.DivSIOp(pid, index(blocks)))
-        block_i = add(entry, arith.RemSIOp(pid, index(blocks)))
-        col0 = add(entry, arith.MuliOp(block_i, index(box[1])))
+        out_i = _add(entry, arith.DivSIOp(pid, index(blocks)))
+        block_i = _add(entry, arith.RemSIOp(pid, index(blocks)))
+        col0 = _add(entry, arith.MuliOp(block_i, index(box[1])))
 
         def at(pos: SSAValue) -> list[SSAValue]:
             return [out_i, pos, col0]
@@ -255,19 +247,19 @@ def scan_kernel(name: str, op: nn.CumsumOp) -> tuple[tile.KernelOp, int]:
     tile_t = TensorType(acc, box)
     body = Block(arg_types=[IndexType(), tile_t])
     pos, carry = body.args
-    loaded = add(body, tile.LoadOp(x, at(pos), box))
-    values = loaded if element == acc else add(body, nn.CastOp(loaded, tile_t))
-    scanned = add(body, nn.CumsumOp(values, scan_axis))
-    total = add(body, nn.AddOp(scanned, carry))
-    result = total if element == acc else add(body, nn.CastOp(total, TensorType(element, box)))
+    loaded = _add(body, tile.LoadOp(x, at(pos), box))
+    values = loaded if element == acc else _add(body, nn.CastOp(loaded, tile_t))
+    scanned = _add(body, nn.CumsumOp(values, scan_axis))
+    total = _add(body, nn.AddOp(scanned, carry))
+    result = total if element == acc else _add(body, nn.CastOp(total, TensorType(element, box)))
     body.add_op(tile.StoreOp(result, y, at(pos)))
-    chunk_sum = add(body, tile.ReduceOp("sum", values, scan_axis))
-    spread = add(body, tile.BroadcastOp(chunk_sum, [1 - scan_axis], tile_t))
-    body.add_op(scf.YieldOp(add(body, nn.AddOp(carry, spread))))
-    zero = add(entry, nn.ConstantOp(0.0 if is_float(acc) else 0, tile_t))
+    chunk_sum = _add(body, tile.ReduceOp("sum", values, scan_axis))
+    spread = _add(body, tile.BroadcastOp(chunk_sum, [1 - scan_axis], tile_t))
+    body.add_op(scf.YieldOp(_add(body, nn.AddOp(carry, spread))))
+    zero = _add(entry, nn.ConstantOp(0.0 if is_float(acc) else 0, tile_t))
     entry.add_op(scf.ForOp(index(0), index(length), index(box[scan_axis]), [zero], body))
     entry.add_op(tile.ReturnOp())
     index.hoist(entry)
     kernel.iteration_sizes = int_array(shape)
     kernel.block_sizes = int_array(box if inner == 1 else [1, *box])
-    return kernel, programs
+    return kernel

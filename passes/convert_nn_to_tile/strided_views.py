@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr, TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn, tile
 
@@ -35,24 +34,9 @@ class StridedView:
     offset: int
 
     @property
-    def element(self) -> Attribute:
-        """The element type."""
-        t = self.value.type
-        assert isinstance(t, TensorType)
-        return t.element_type
-
-    @property
     def layout(self) -> tuple[tuple[int, ...], int]:
         """(strides, offset), as `analysis.analyze` takes them."""
         return self.strides, self.offset
-
-    def memref(self) -> MemRefType:
-        """The strided parameter type of the whole view."""
-        t = self.value.type
-        assert isinstance(t, TensorType)
-        return MemRefType(
-            t.element_type, t.get_shape(), StridedLayoutAttr(list(self.strides), self.offset)
-        )
 
 
 def slice_view(op: nn.SliceOp, base: StridedView | None) -> StridedView:
