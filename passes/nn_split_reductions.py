@@ -35,6 +35,12 @@ about `programs` programs or more); S = length / C must be at least 2. Everythin
 is left unchanged, so the shapes one program per row already fills (many rows) compile
 as before.
 
+A softmax's or normalization's pair of dependent reductions (the max and the sum of
+exponentials, the mean and the variance) over such rows splits as one: chunk statistics
+of both levels in one stage-one reduction, combined in stage two (`split_statistics`),
+so that `x - max` or `x - mean` is never written out. The split shapes and the
+rebuilt prologue live in `split_shapes`.
+
 Before splitting, a reduction over axes that are not adjacent (first and last) becomes
 one reduction per run of adjacent axes, the last run first (`ChainReduction`): the
 tiler schedules a run of axes, not a scattered set.
@@ -45,8 +51,6 @@ Options: `max_rows` (default 264: two programs per SM of an H100), `min_length` 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -62,44 +66,11 @@ from xdsl.pattern_rewriter import (
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_float
+from fuseopt.passes.split_shapes import SplitPlan, plan_split, reshaped
+from fuseopt.passes.split_statistics import SplitStatistics
 
 WIDENED = (nn.SumOp, nn.MeanOp)
 """Reductions whose partials are kept in f32."""
-
-
-@dataclass(frozen=True)
-class SplitPlan:
-    """How one reduction splits: `rows` outputs, each of `splits` chunks of `chunk`."""
-
-    rows: int
-    splits: int
-    chunk: int
-
-
-def plan_split(
-    shape: tuple[int, ...],
-    axes: tuple[int, ...],
-    max_rows: int,
-    min_length: int,
-    min_chunk: int,
-    max_chunk: int,
-    programs: int,
-) -> SplitPlan | None:
-    """The split of a reduction over `axes` of `shape`, or None to leave it as it is."""
-    rank = len(shape)
-    if not axes or sorted(axes) != list(range(rank - len(axes), rank)):
-        return None  # not the trailing axes
-    length = math.prod(shape[rank - len(axes) :])
-    rows = math.prod(shape[: rank - len(axes)])
-    if rows >= max_rows or length < min_length:
-        return None
-    cap = max(min_chunk, min(max_chunk, length * rows // programs))
-    chunk = 1
-    while chunk * 2 <= cap and length % (chunk * 2) == 0:
-        chunk *= 2
-    if chunk < min_chunk or length // chunk < 2:
-        return None
-    return SplitPlan(rows, length // chunk, chunk)
 
 
 SPLITTABLE = (nn.SumOp, nn.MeanOp, nn.ReduceMaxOp, nn.ReduceMinOp)
@@ -154,10 +125,7 @@ class SplitReduction(RewritePattern):
         t = source.type
         assert isinstance(t, TensorType)
         shape = tuple(t.get_shape())
-        o = self.options
-        plan = plan_split(
-            shape, op.axis_list, o.max_rows, o.min_length, o.min_chunk, o.max_chunk, o.programs
-        )
+        plan = self.options.plan(shape, tuple(op.axis_list))
         if plan is None:
             return
         kept = shape[: len(shape) - len(op.axis_list)]
@@ -206,105 +174,6 @@ class ChainReduction(RewritePattern):
         new.replace(rewriter, x)
 
 
-ELEMENTWISE = (
-    nn.UnaryElementwiseOp,
-    nn.BinaryElementwiseOp,
-    nn.CompareOp,
-    nn.SelectOp,
-    nn.CastOp,
-)
-"""Ops a reshape moves through: same-shaped operands and result, element by element."""
-
-MAX_CONE = 64
-"""How many elementwise ops above the reduction a reshape is pushed through at most."""
-
-
-def _same_shape_elementwise(op: Operation | None, shape: tuple[int, ...]) -> bool:
-    return (
-        isinstance(op, ELEMENTWISE)
-        and len(op.results) == 1
-        and all(x.type.get_shape() == shape for x in op.operands)  # type: ignore[attr-defined]
-    )
-
-
-def movable_cone(value: SSAValue, user: Operation) -> set[Operation]:
-    """The elementwise ops computing `value` (all of its shape) that the reshape can move
-    above: every use of each one's result is by `user` or by another op of the set (a
-    value used twice inside, as smooth-L1's |a - b|, moves; one also used outside stays
-    and is reshaped where it is). At most `MAX_CONE` ops, nearest first."""
-    shape = tuple(value.type.get_shape())  # type: ignore[attr-defined]
-    cone: list[Operation] = []
-    frontier = [value.owner]
-    while frontier and len(cone) < MAX_CONE:
-        op = frontier.pop(0)
-        if op in cone or not _same_shape_elementwise(op, shape):  # type: ignore[arg-type]
-            continue
-        cone.append(op)  # type: ignore[arg-type]
-        frontier += [x.owner for x in op.operands]  # type: ignore[union-attr]
-    inside = set(cone)
-    changed = True
-    while changed:  # drop ops with a use outside the set, until none is left
-        changed = False
-        for op in list(inside):
-            users = {use.operation for r in op.results for use in r.uses}
-            if not users <= inside | {user}:
-                inside.discard(op)
-                changed = True
-    if value.owner not in inside:
-        return set()
-    return _reachable(value, inside)
-
-
-def _reachable(value: SSAValue, inside: set[Operation]) -> set[Operation]:
-    """The ops of `inside` that `value` depends on through ops of `inside`."""
-    found: set[Operation] = set()
-    stack = [value.owner]
-    while stack:
-        op = stack.pop()
-        if op in inside and op not in found:
-            found.add(op)  # type: ignore[arg-type]
-            stack += [x.owner for x in op.operands]  # type: ignore[union-attr]
-    return found
-
-
-def reshaped(
-    value: SSAValue,
-    shape: tuple[int, ...],
-    add: Callable[[Operation], SSAValue],
-    user: Operation,
-) -> SSAValue:
-    """`value` under `shape`: the elementwise ops of its `movable_cone` are rebuilt on
-    reshaped operands (each value once), splat constants made in the new shape, any
-    other value reshaped where it is."""
-    cone = movable_cone(value, user)
-    done: dict[SSAValue, SSAValue] = {}
-
-    def build(v: SSAValue) -> SSAValue:
-        if v in done:
-            return done[v]
-        t = v.type
-        assert isinstance(t, TensorType)
-        target = TensorType(t.element_type, shape)
-        op = v.owner
-        if isinstance(op, nn.ConstantOp) and op.splat_value is not None:
-            done[v] = add(nn.ConstantOp(op.splat_value, target))
-        elif op in cone:
-            assert isinstance(op, Operation)
-            rebuilt = type(op).create(
-                operands=[build(x) for x in op.operands],
-                result_types=[target],
-                attributes=dict(op.attributes),
-                properties=dict(op.properties),
-            )
-            done[v] = add(rebuilt)
-            rebuilt.location = op.location  # the rebuilt op is the one the user wrote
-        else:
-            done[v] = add(nn.ReshapeOp(v, target))
-        return done[v]
-
-    return build(value)
-
-
 @dataclass(frozen=True)
 class NNSplitReductionsPass(ModulePass):
     """Split reductions with few, long rows into two stages (see the module docstring)."""
@@ -322,7 +191,21 @@ class NNSplitReductionsPass(ModulePass):
     programs: int = 528
     """About how many programs stage one should have (default: four per SM of an H100)."""
 
+    def plan(self, shape: tuple[int, ...], axes: tuple[int, ...]) -> SplitPlan | None:
+        """How a reduction over `axes` of `shape` splits under these options."""
+        return plan_split(
+            shape,
+            axes,
+            self.max_rows,
+            self.min_length,
+            self.min_chunk,
+            self.max_chunk,
+            self.programs,
+        )
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(ChainReduction(), apply_recursively=False).rewrite_module(op)
+        statistics = SplitStatistics(self.plan)
+        PatternRewriteWalker(statistics, apply_recursively=False).rewrite_module(op)
         walker = PatternRewriteWalker(SplitReduction(self), apply_recursively=False)
         walker.rewrite_module(op)

@@ -12,7 +12,7 @@ import torch
 from test_frontend_common import randn
 
 import fuseopt
-from fuseopt.passes.nn_split_reductions import plan_split
+from fuseopt.passes.split_shapes import plan_split
 
 PLAN = {
     "max_rows": 264,
@@ -50,6 +50,16 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[int, ...]]] = {
     "min": (lambda a, b: torch.minimum(a, b).amin(-1), (2, 1 << 16)),
     "mean_ragged_factor": (lambda a, b: (a + b).mean(-1), (2, 3 * (1 << 15))),
     "softmax_long_rows": (lambda a, b: torch.softmax(a, -1) * b, (2, 1 << 16)),
+    "log_softmax_long_rows": (lambda a, b: torch.log_softmax(a * 4, -1) + b, (3, 1 << 16)),
+    "layer_norm_long_rows": (
+        lambda a, b: torch.nn.functional.layer_norm(a * 3 + 1, (a.shape[-1],), b[0], b[1]),
+        (2, 1 << 16),
+    ),
+    "layer_norm_two_axes": (
+        lambda a, b: torch.nn.functional.layer_norm(a, a.shape[-2:], b[0], b[1]),
+        (2, 4, 1 << 15),
+    ),
+    "var_long_rows": (lambda a, b: (a + 2 * b).var(-1, keepdim=True) * b, (2, 1 << 16)),
 }
 
 
@@ -107,3 +117,54 @@ def test_loss_prologue_fuses_into_stage_one(name: str) -> None:
     assert len(compiled.kernels) == 2, [k.name for k in compiled.kernels]
     reference = losses[name](a.double(), b.double())
     assert abs(got.double() - reference).item() <= 2**-7 * max(1.0, abs(reference.item()))
+
+
+def _split_statistics_kernels(fn: Callable[..., torch.Tensor], *args: torch.Tensor) -> int:
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, args, backend="interpret", strict=True)
+    return len(compiled.kernels)
+
+
+def test_norm_statistics_split_as_a_pair() -> None:
+    """A layer norm over few long rows reads its input three times in four kernels:
+    the chunks' mean and squared deviations (one kernel), two small kernels combining
+    them, the normalization. Before, `x - mean` of the whole input was written in f32 and
+    read twice, in eight kernels; a softmax is three kernels."""
+    x, w = randn(2, 1 << 16, seed=1), randn(1 << 16, seed=2)
+    layer_norm = torch.nn.functional.layer_norm
+    assert _split_statistics_kernels(lambda x, w: layer_norm(x, w.shape, w, w), x, w) <= 4
+    assert _split_statistics_kernels(lambda x: torch.softmax(x, -1), x) == 3
+
+
+def test_split_layer_norm_of_constant_rows_is_exact() -> None:
+    """A constant row normalizes to exactly its bias, as eager's: every chunk's mean is
+    the value itself, and so is the mean of the chunk means (`row_mean` at both stages;
+    96 chunks, whose sum is not exact)."""
+    n = 3 << 15
+    x = torch.full((2, n), 3.7)
+    x[1] = -0.1
+    w, b = randn(n, seed=2), randn(n, seed=3)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        fn = lambda x, w, b: torch.nn.functional.layer_norm(x, w.shape, w, b)  # noqa: E731
+        compiled = fuseopt.compile(fn, (x, w, b), backend="triton", strict=True)
+        got = compiled(x, w, b)
+    assert torch.equal(got, fn(x, w, b))
+    assert torch.equal(got, b.expand_as(got))
+
+
+def test_split_softmax_with_masked_chunks() -> None:
+    """Chunks of only -inf (a masked half row) add nothing to the row's sum instead of
+    NaN; a row of only -inf is NaN, as eager's."""
+    x = randn(3, 1 << 16, seed=4)
+    x[0, : 1 << 15] = -torch.inf
+    x[1, 1 << 14 :] = -torch.inf
+    x[2] = -torch.inf
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(lambda x: torch.softmax(x, -1), (x,), backend="interpret")
+        got = compiled(x)
+    expected = torch.softmax(x, -1)
+    torch.testing.assert_close(got[:2], expected[:2], atol=1e-7, rtol=1e-5)
+    assert got[2].isnan().all() and expected[2].isnan().all()

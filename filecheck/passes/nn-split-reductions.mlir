@@ -111,3 +111,87 @@ func.func @shared_outside(%a: tensor<65536xf32>, %b: tensor<65536xf32>) -> (tens
   %m = nn.sum %s [0] : tensor<65536xf32> -> tensor<f32>
   func.return %m, %ad : tensor<f32>, tensor<65536xf32>
 }
+
+// -----
+
+// A softmax's max and sum of exponentials split as a pair: stage one has each chunk's
+// max and its sum of exp(x - max) (-inf read as 0, so a chunk of only -inf sums to 0),
+// stage two rescales the chunk sums to the row max. x - max of the whole row is only
+// computed by the normalization, which reads the new max.
+// CHECK-LABEL: func.func @softmax_pair
+// CHECK:         %[[X:.*]] = nn.reshape %x : tensor<2x65536xf32> -> tensor<2x64x1024xf32>
+// CHECK:         %[[CM:.*]] = nn.reduce_max %[[X]] [2] keepdim : tensor<2x64x1024xf32> -> tensor<2x64x1xf32>
+// CHECK:         %[[NINF:.*]] = nn.constant 0xfff0000000000000 : tensor<2x64x1xf32>
+// CHECK:         %[[IS:.*]] = nn.compare eq, %[[CM]], %[[NINF]]
+// CHECK:         %[[SAFE:.*]] = nn.select %[[IS]], %{{.*}}, %[[CM]]
+// CHECK:         %[[SB:.*]] = nn.broadcast %[[SAFE]] : tensor<2x64x1xf32> -> tensor<2x64x1024xf32>
+// CHECK:         %[[E:.*]] = nn.exp %{{.*}} : tensor<2x64x1024xf32>
+// CHECK:         %[[CS:.*]] = nn.sum %[[E]] [2] keepdim
+// CHECK:         %[[RM:.*]] = nn.reduce_max %[[CM]] [1] keepdim : tensor<2x64x1xf32> -> tensor<2x1x1xf32>
+// CHECK:         %[[R:.*]] = nn.exp %{{.*}} : tensor<2x64x1xf32>
+// CHECK:         %[[W:.*]] = nn.mul %[[CS]], %[[R]]
+// CHECK:         %[[RS:.*]] = nn.sum %[[W]] [1] keepdim : tensor<2x64x1xf32> -> tensor<2x1x1xf32>
+// CHECK:         %[[M:.*]] = nn.reshape %[[RM]] : tensor<2x1x1xf32> -> tensor<2x1xf32>
+// CHECK:         %[[S:.*]] = nn.reshape %[[RS]] : tensor<2x1x1xf32> -> tensor<2x1xf32>
+// CHECK:         nn.broadcast %[[M]] : tensor<2x1xf32> -> tensor<2x65536xf32>
+// CHECK:         nn.broadcast %[[S]] : tensor<2x1xf32> -> tensor<2x65536xf32>
+// CHECK-NOT:     nn.reduce_max
+// CHECK-NOT:     nn.sum
+func.func @softmax_pair(%x: tensor<2x65536xf32>) -> tensor<2x65536xf32> {
+  %m = nn.reduce_max %x [1] keepdim : tensor<2x65536xf32> -> tensor<2x1xf32>
+  %mb = nn.broadcast %m : tensor<2x1xf32> -> tensor<2x65536xf32>
+  %d = nn.sub %x, %mb : tensor<2x65536xf32>
+  %e = nn.exp %d : tensor<2x65536xf32>
+  %s = nn.sum %e [1] keepdim : tensor<2x65536xf32> -> tensor<2x1xf32>
+  %sb = nn.broadcast %s : tensor<2x1xf32> -> tensor<2x65536xf32>
+  %y = nn.div %e, %sb : tensor<2x65536xf32>
+  func.return %y : tensor<2x65536xf32>
+}
+
+// -----
+
+// A normalization's row mean (exact for constant rows) and variance split as a pair:
+// chunk row-means and squared deviations from them in stage one, read from the bf16
+// input (the cast is rebuilt on the split shape; the full-shape one stays for the
+// normalization); stage two takes the row mean of the chunk means and adds the spread
+// between chunks, C * sum((mc - m)^2), to the chunks' sums (Chan et al.).
+// CHECK-LABEL: func.func @variance_pair
+// CHECK:         %[[V:.*]] = nn.reshape %x : tensor<2x65536xbf16> -> tensor<2x64x1024xbf16>
+// CHECK:         %[[A:.*]] = nn.cast %[[V]] : tensor<2x64x1024xbf16> -> tensor<2x64x1024xf32>
+// CHECK:         %[[MEAN:.*]] = nn.mean %[[A]] [2] keepdim
+// CHECK:         %[[LO:.*]] = nn.reduce_min %[[A]] [2] keepdim
+// CHECK:         %[[HI:.*]] = nn.reduce_max %[[A]] [2] keepdim
+// CHECK:         %[[EQ:.*]] = nn.compare eq, %[[LO]], %[[HI]]
+// CHECK:         %[[CM:.*]] = nn.select %[[EQ]], %[[LO]], %[[MEAN]] : tensor<2x64x1xf32>
+// CHECK:         %[[M2C:.*]] = nn.sum %{{.*}} [2] keepdim : tensor<2x64x1024xf32> -> tensor<2x64x1xf32>
+// CHECK:         nn.mean %[[CM]] [1] keepdim : tensor<2x64x1xf32> -> tensor<2x1x1xf32>
+// CHECK:         nn.reduce_min %[[CM]] [1] keepdim
+// CHECK:         nn.reduce_max %[[CM]] [1] keepdim
+// CHECK:         %[[RM:.*]] = nn.select %{{.*}} : tensor<2x1x1xf32>
+// CHECK:         %[[BETWEEN:.*]] = nn.sum %{{.*}} [1] keepdim : tensor<2x64x1xf32> -> tensor<2x1x1xf32>
+// CHECK:         %[[WITHIN:.*]] = nn.sum %[[M2C]] [1] keepdim : tensor<2x64x1xf32> -> tensor<2x1x1xf32>
+// CHECK:         %[[C:.*]] = nn.constant 1.024000e+03 : tensor<2x1x1xf32>
+// CHECK:         %[[SPREAD:.*]] = nn.mul %[[BETWEEN]], %[[C]]
+// CHECK:         %[[M2:.*]] = nn.add %[[WITHIN]], %[[SPREAD]]
+// CHECK:         %[[N:.*]] = nn.constant 6.553600e+04 : tensor<2x1x1xf32>
+// CHECK:         %[[VAR:.*]] = nn.div %[[M2]], %[[N]]
+// CHECK:         %[[M:.*]] = nn.reshape %[[RM]] : tensor<2x1x1xf32> -> tensor<2x1xf32>
+// CHECK:         %[[VR:.*]] = nn.reshape %[[VAR]] : tensor<2x1x1xf32> -> tensor<2x1xf32>
+// CHECK:         nn.broadcast %[[M]] : tensor<2x1xf32> -> tensor<2x65536xf32>
+// CHECK:         nn.broadcast %[[VR]] : tensor<2x1xf32> -> tensor<2x65536xf32>
+// CHECK-NOT:     nn.mean
+func.func @variance_pair(%x: tensor<2x65536xbf16>) -> tensor<2x65536xf32> {
+  %a = nn.cast %x : tensor<2x65536xbf16> -> tensor<2x65536xf32>
+  %mean = nn.mean %a [1] keepdim : tensor<2x65536xf32> -> tensor<2x1xf32>
+  %lo = nn.reduce_min %a [1] keepdim : tensor<2x65536xf32> -> tensor<2x1xf32>
+  %hi = nn.reduce_max %a [1] keepdim : tensor<2x65536xf32> -> tensor<2x1xf32>
+  %c = nn.compare eq, %lo, %hi : tensor<2x1xf32>
+  %m = nn.select %c, %lo, %mean : tensor<2x1xf32>
+  %mb = nn.broadcast %m : tensor<2x1xf32> -> tensor<2x65536xf32>
+  %d = nn.sub %a, %mb : tensor<2x65536xf32>
+  %q = nn.mul %d, %d : tensor<2x65536xf32>
+  %v = nn.mean %q [1] keepdim : tensor<2x65536xf32> -> tensor<2x1xf32>
+  %vb = nn.broadcast %v : tensor<2x1xf32> -> tensor<2x65536xf32>
+  %y = nn.mul %d, %vb : tensor<2x65536xf32>
+  func.return %y : tensor<2x65536xf32>
+}

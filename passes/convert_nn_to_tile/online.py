@@ -32,49 +32,17 @@ says no.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import Float32Type, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import SSAValue
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.dtypes import element_bytes
+from fuseopt.passes.reduction_pairs import SOFTMAX, StatisticsPair, match_pair
 
 if TYPE_CHECKING:
     from fuseopt.passes.convert_nn_to_tile.emitter import Context, KernelEmitter
-
-SOFTMAX, VARIANCE = "softmax", "variance"
-"""Kinds of merged reduction pairs."""
-
-
-@dataclass(frozen=True)
-class MeanBounds:
-    """A variance's mean that is exact for constant rows (nn-decompose's `row_mean`):
-    `select(low == high, low, mean)`."""
-
-    low: nn.ReduceMinOp
-    high: nn.ReduceMaxOp
-    row_mean: SSAValue
-    """The selected mean (the value the deviations subtract)."""
-
-
-@dataclass(frozen=True)
-class OnlinePair:
-    """A level-0 reduction and the level-1 reduction merged into its loop."""
-
-    kind: str
-    first: nn.ReductionOp
-    """reduce_max (softmax) or mean (variance) of `a`."""
-    second: nn.ReductionOp
-    """The sum of exponentials, or the mean/sum of squared deviations."""
-    bounds: MeanBounds | None = None
-    """For a variance around a `row_mean`: its min and max."""
-
-    @property
-    def source(self) -> SSAValue:
-        """`a`: the value both reductions read, directly or through the first's result."""
-        return self.first.operands[0]
 
 
 def rows_fit_cache(em: KernelEmitter) -> bool:
@@ -97,81 +65,21 @@ def rows_fit_cache(em: KernelEmitter) -> bool:
     return total <= em.row_cache_bytes
 
 
-def _owner(v: SSAValue, kind: type) -> Operation | None:
-    op = v.owner
-    return op if isinstance(op, kind) else None
-
-
-def _deviation(v: SSAValue) -> tuple[nn.ReductionOp, MeanBounds | None] | None:
-    """(R, bounds) when `v` is `a - broadcast(R)` with R a reduction of `a`, or
-    `a - broadcast(row_mean)` with R the mean inside the row mean (then with its
-    bounds)."""
-    sub = _owner(v, nn.SubOp)
-    if sub is None:
-        return None
-    a, b = sub.operands
-    bcast = _owner(b, nn.BroadcastOp)
-    if bcast is None:
-        return None
-    m = bcast.operands[0]
-    red = _owner(m, nn.ReductionOp)
-    if red is not None:
-        return (red, None) if red.operands[0] is a else None  # type: ignore[return-value]
-    return _row_mean(m, a)
-
-
-def _row_mean(m: SSAValue, a: SSAValue) -> tuple[nn.ReductionOp, MeanBounds] | None:
-    """(mean, bounds) when `m` is `select(reduce_min(a) == reduce_max(a),
-    reduce_min(a), mean(a))` over one set of axes (nn-decompose's `row_mean`)."""
-    select = _owner(m, nn.SelectOp)
-    if select is None:
-        return None
-    cond, low_value, mean_value = select.operands
-    compare = _owner(cond, nn.CompareOp)
-    if compare is None or compare.predicate.data != "eq":
-        return None
-    low = _owner(compare.operands[0], nn.ReduceMinOp)
-    high = _owner(compare.operands[1], nn.ReduceMaxOp)
-    mean = _owner(mean_value, nn.MeanOp)
-    if low is None or high is None or mean is None or low_value is not low.results[0]:
-        return None
-    reductions: list[nn.ReductionOp] = [mean, low, high]  # type: ignore[list-item]
-    if any(r.operands[0] is not a or r.axis_list != mean.axis_list for r in reductions):
-        return None
-    return mean, MeanBounds(low, high, m)  # type: ignore[arg-type]
-
-
-def _match(second: nn.ReductionOp) -> OnlinePair | None:
-    x = second.operands[0]
-    exp = _owner(x, nn.ExpOp)
-    if isinstance(second, nn.SumOp) and exp is not None:
-        dev = _deviation(exp.operands[0])
-        if dev is not None and isinstance(dev[0], nn.ReduceMaxOp) and dev[1] is None:
-            return OnlinePair(SOFTMAX, dev[0], second)
-    mul = _owner(x, nn.MulOp)
-    if isinstance(second, nn.SumOp | nn.MeanOp) and mul is not None:
-        d, e = mul.operands
-        dev = _deviation(d) if d is e else None
-        if dev is not None and isinstance(dev[0], nn.MeanOp):
-            rt = dev[0].results[0].type
-            if isinstance(rt, TensorType) and isinstance(rt.element_type, Float32Type):
-                return OnlinePair(VARIANCE, dev[0], second, dev[1])
-    return None
-
-
-def online_pairs(level0: list[nn.ReductionOp], level1: list[nn.ReductionOp]) -> list[OnlinePair]:
+def online_pairs(
+    level0: list[nn.ReductionOp], level1: list[nn.ReductionOp]
+) -> list[StatisticsPair]:
     """The level-1 reductions that can run in the level-0 loop, each with its partner
     (each level-0 reduction pairs at most once)."""
     pairs, taken = [], set()
     for second in level1:
-        pair = _match(second)
+        pair = match_pair(second)
         if pair is not None and pair.first in level0 and pair.first not in taken:
             taken.add(pair.first)
             pairs.append(pair)
     return pairs
 
 
-def _row_type(em: KernelEmitter, pair: OnlinePair) -> TensorType:
+def _row_type(em: KernelEmitter, pair: StatisticsPair) -> TensorType:
     """The f32 tile type of the per-row statistics."""
     return TensorType(em._acc_element(_element(pair.first)), em.tile_shape(pair.first.results[0]))
 
@@ -182,7 +90,7 @@ def _element(op: nn.ReductionOp):  # noqa: ANN202
     return t.element_type
 
 
-def initial(em: KernelEmitter, ctx: Context, pair: OnlinePair) -> list[SSAValue]:
+def initial(em: KernelEmitter, ctx: Context, pair: StatisticsPair) -> list[SSAValue]:
     """The accumulators' initial tiles: (m, s) for softmax, (n, mean, M2) for variance."""
     t = _row_type(em, pair)
     if pair.kind == SOFTMAX:
@@ -191,7 +99,7 @@ def initial(em: KernelEmitter, ctx: Context, pair: OnlinePair) -> list[SSAValue]
 
 
 def update(
-    em: KernelEmitter, ctx: Context, pair: OnlinePair, accs: list[SSAValue]
+    em: KernelEmitter, ctx: Context, pair: StatisticsPair, accs: list[SSAValue]
 ) -> list[SSAValue]:
     """The accumulators after this chunk (emitted into the loop body `ctx`)."""
     t = _row_type(em, pair)
@@ -232,7 +140,7 @@ def update(
     return [n_new, mean_new, m2_new]
 
 
-def _chunk_count(em: KernelEmitter, ctx: Context, pair: OnlinePair, t: TensorType) -> SSAValue:
+def _chunk_count(em: KernelEmitter, ctx: Context, pair: StatisticsPair, t: TensorType) -> SSAValue:
     """Valid elements per row in this chunk: the block, or (ragged) a masked count."""
     k = em.space.reduce_dim
     assert k is not None
@@ -243,7 +151,7 @@ def _chunk_count(em: KernelEmitter, ctx: Context, pair: OnlinePair, t: TensorTyp
     return em._partial_reduce(pair.first, ones, ctx)
 
 
-def finish(em: KernelEmitter, ctx: Context, pair: OnlinePair, results: list[SSAValue]) -> None:
+def finish(em: KernelEmitter, ctx: Context, pair: StatisticsPair, results: list[SSAValue]) -> None:
     """Record both reductions' values (after the loop) in `ctx`."""
     first, second = pair.first.results[0], pair.second.results[0]
     if pair.kind == SOFTMAX:

@@ -1,0 +1,125 @@
+"""Two-level row statistics recognized in nn IR: a softmax's max and sum of
+exponentials, and a normalization's mean and variance.
+
+Both are a level-0 reduction of `a` and a level-1 reduction of a value computed from
+`a` and the level-0 result:
+
+- softmax, `sum(exp(a - broadcast(reduce_max(a))))`;
+- variance, `mean|sum((a - broadcast(m))^2)` in f32, where `m` is `mean(a)` or
+  nn-decompose's `row_mean` (the row's value where `reduce_min(a) == reduce_max(a)`,
+  else `mean(a)`).
+
+The tiler runs such a pair in one pass over a long row (`convert_nn_to_tile/online.py`);
+nn-split-reductions splits a pair over few long rows into chunk statistics and their
+combination (`split_statistics.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from fuseopt.dialects import nn
+
+SOFTMAX, VARIANCE = "softmax", "variance"
+"""Kinds of statistics pairs."""
+
+
+@dataclass(frozen=True)
+class MeanBounds:
+    """A variance's mean that is exact for constant rows (nn-decompose's `row_mean`):
+    `select(low == high, low, mean)`."""
+
+    low: nn.ReduceMinOp
+    high: nn.ReduceMaxOp
+    row_mean: SSAValue
+    """The selected mean (the value the deviations subtract)."""
+
+
+@dataclass(frozen=True)
+class StatisticsPair:
+    """A level-0 reduction and the level-1 reduction that reads its result."""
+
+    kind: str
+    first: nn.ReductionOp
+    """reduce_max (softmax) or mean (variance) of `a`."""
+    second: nn.ReductionOp
+    """The sum of exponentials, or the mean/sum of squared deviations."""
+    bounds: MeanBounds | None = None
+    """For a variance around a `row_mean`: its min and max."""
+
+    @property
+    def source(self) -> SSAValue:
+        """`a`: the value both reductions read, directly or through the first's result."""
+        return self.first.operands[0]
+
+    @property
+    def center(self) -> SSAValue:
+        """The value the second reduction's deviations subtract: the max, the mean or
+        the row mean."""
+        return self.bounds.row_mean if self.bounds is not None else self.first.results[0]
+
+
+def _owner(v: SSAValue, kind: type) -> Operation | None:
+    op = v.owner
+    return op if isinstance(op, kind) else None
+
+
+def _deviation(v: SSAValue) -> tuple[nn.ReductionOp, MeanBounds | None] | None:
+    """(R, bounds) when `v` is `a - broadcast(R)` with R a reduction of `a`, or
+    `a - broadcast(row_mean)` with R the mean inside the row mean (then with its
+    bounds)."""
+    sub = _owner(v, nn.SubOp)
+    if sub is None:
+        return None
+    a, b = sub.operands
+    bcast = _owner(b, nn.BroadcastOp)
+    if bcast is None:
+        return None
+    m = bcast.operands[0]
+    red = _owner(m, nn.ReductionOp)
+    if red is not None:
+        return (red, None) if red.operands[0] is a else None  # type: ignore[return-value]
+    return _row_mean(m, a)
+
+
+def _row_mean(m: SSAValue, a: SSAValue) -> tuple[nn.ReductionOp, MeanBounds] | None:
+    """(mean, bounds) when `m` is `select(reduce_min(a) == reduce_max(a),
+    reduce_min(a), mean(a))` over one set of axes (nn-decompose's `row_mean`)."""
+    select = _owner(m, nn.SelectOp)
+    if select is None:
+        return None
+    cond, low_value, mean_value = select.operands
+    compare = _owner(cond, nn.CompareOp)
+    if compare is None or compare.predicate.data != "eq":
+        return None
+    low = _owner(compare.operands[0], nn.ReduceMinOp)
+    high = _owner(compare.operands[1], nn.ReduceMaxOp)
+    mean = _owner(mean_value, nn.MeanOp)
+    if low is None or high is None or mean is None or low_value is not low.results[0]:
+        return None
+    reductions: list[nn.ReductionOp] = [mean, low, high]  # type: ignore[list-item]
+    if any(r.operands[0] is not a or r.axis_list != mean.axis_list for r in reductions):
+        return None
+    return mean, MeanBounds(low, high, m)  # type: ignore[arg-type]
+
+
+def match_pair(second: nn.ReductionOp) -> StatisticsPair | None:
+    """The pair whose level-1 reduction is `second`, or None."""
+    x = second.operands[0]
+    exp = _owner(x, nn.ExpOp)
+    if isinstance(second, nn.SumOp) and exp is not None:
+        dev = _deviation(exp.operands[0])
+        if dev is not None and isinstance(dev[0], nn.ReduceMaxOp) and dev[1] is None:
+            return StatisticsPair(SOFTMAX, dev[0], second)
+    mul = _owner(x, nn.MulOp)
+    if isinstance(second, nn.SumOp | nn.MeanOp) and mul is not None:
+        d, e = mul.operands
+        dev = _deviation(d) if d is e else None
+        if dev is not None and isinstance(dev[0], nn.MeanOp):
+            rt = dev[0].results[0].type
+            if isinstance(rt, TensorType) and isinstance(rt.element_type, Float32Type):
+                return StatisticsPair(VARIANCE, dev[0], second, dev[1])
+    return None

@@ -1,0 +1,152 @@
+"""Shapes for splitting reductions (nn-split-reductions): how a row splits into chunks
+(`plan_split`), and a value seen in the split shape with its elementwise prologue rebuilt
+there (`reshaped`), so that nn-fuse fuses the prologue into the chunk reductions and the
+reshapes are views of the inputs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from fuseopt.dialects import nn
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """How one reduction splits: `rows` outputs, each of `splits` chunks of `chunk`."""
+
+    rows: int
+    splits: int
+    chunk: int
+
+
+def plan_split(
+    shape: tuple[int, ...],
+    axes: tuple[int, ...],
+    max_rows: int,
+    min_length: int,
+    min_chunk: int,
+    max_chunk: int,
+    programs: int,
+) -> SplitPlan | None:
+    """The split of a reduction over `axes` of `shape`, or None to leave it as it is."""
+    rank = len(shape)
+    if not axes or sorted(axes) != list(range(rank - len(axes), rank)):
+        return None  # not the trailing axes
+    length = math.prod(shape[rank - len(axes) :])
+    rows = math.prod(shape[: rank - len(axes)])
+    if rows >= max_rows or length < min_length:
+        return None
+    cap = max(min_chunk, min(max_chunk, length * rows // programs))
+    chunk = 1
+    while chunk * 2 <= cap and length % (chunk * 2) == 0:
+        chunk *= 2
+    if chunk < min_chunk or length // chunk < 2:
+        return None
+    return SplitPlan(rows, length // chunk, chunk)
+
+
+ELEMENTWISE = (
+    nn.UnaryElementwiseOp,
+    nn.BinaryElementwiseOp,
+    nn.CompareOp,
+    nn.SelectOp,
+    nn.CastOp,
+)
+"""Ops a reshape moves through: same-shaped operands and result, element by element."""
+
+MAX_CONE = 64
+"""How many elementwise ops above the reduction a reshape is pushed through at most."""
+
+
+def _same_shape_elementwise(op: Operation | None, shape: tuple[int, ...]) -> bool:
+    return (
+        isinstance(op, ELEMENTWISE)
+        and len(op.results) == 1
+        and all(x.type.get_shape() == shape for x in op.operands)  # type: ignore[attr-defined]
+    )
+
+
+def movable_cone(value: SSAValue, user: Operation, recompute: bool = False) -> set[Operation]:
+    """The elementwise ops computing `value` (all of its shape) that the reshape can move
+    above: every use of each one's result is by `user` or by another op of the set (a
+    value used twice inside, as smooth-L1's |a - b|, moves; one also used outside stays
+    and is reshaped where it is), or with `recompute` every one (those used outside are
+    computed twice: where they are, and rebuilt in the new shape). At most `MAX_CONE`
+    ops, nearest first."""
+    shape = tuple(value.type.get_shape())  # type: ignore[attr-defined]
+    cone: list[Operation] = []
+    frontier = [value.owner]
+    while frontier and len(cone) < MAX_CONE:
+        op = frontier.pop(0)
+        if op in cone or not _same_shape_elementwise(op, shape):  # type: ignore[arg-type]
+            continue
+        cone.append(op)  # type: ignore[arg-type]
+        frontier += [x.owner for x in op.operands]  # type: ignore[union-attr]
+    inside = set(cone)
+    changed = not recompute
+    while changed:  # drop ops with a use outside the set, until none is left
+        changed = False
+        for op in list(inside):
+            users = {use.operation for r in op.results for use in r.uses}
+            if not users <= inside | {user}:
+                inside.discard(op)
+                changed = True
+    if value.owner not in inside:
+        return set()
+    return _reachable(value, inside)
+
+
+def _reachable(value: SSAValue, inside: set[Operation]) -> set[Operation]:
+    """The ops of `inside` that `value` depends on through ops of `inside`."""
+    found: set[Operation] = set()
+    stack = [value.owner]
+    while stack:
+        op = stack.pop()
+        if op in inside and op not in found:
+            found.add(op)  # type: ignore[arg-type]
+            stack += [x.owner for x in op.operands]  # type: ignore[union-attr]
+    return found
+
+
+def reshaped(
+    value: SSAValue,
+    shape: tuple[int, ...],
+    add: Callable[[Operation], SSAValue],
+    user: Operation,
+    recompute: bool = False,
+) -> SSAValue:
+    """`value` under `shape`: the elementwise ops of its `movable_cone` (with `recompute`)
+    are rebuilt on reshaped operands (each value once), splat constants made in the new
+    shape, any other value reshaped where it is."""
+    cone = movable_cone(value, user, recompute)
+    done: dict[SSAValue, SSAValue] = {}
+
+    def build(v: SSAValue) -> SSAValue:
+        if v in done:
+            return done[v]
+        t = v.type
+        assert isinstance(t, TensorType)
+        target = TensorType(t.element_type, shape)
+        op = v.owner
+        if isinstance(op, nn.ConstantOp) and op.splat_value is not None:
+            done[v] = add(nn.ConstantOp(op.splat_value, target))
+        elif op in cone:
+            assert isinstance(op, Operation)
+            rebuilt = type(op).create(
+                operands=[build(x) for x in op.operands],
+                result_types=[target],
+                attributes=dict(op.attributes),
+                properties=dict(op.properties),
+            )
+            done[v] = add(rebuilt)
+            rebuilt.location = op.location  # the rebuilt op is the one the user wrote
+        else:
+            done[v] = add(nn.ReshapeOp(v, target))
+        return done[v]
+
+    return build(value)
