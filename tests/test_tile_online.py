@@ -83,6 +83,47 @@ def test_variance_of_data_with_a_large_mean() -> None:
     np.testing.assert_allclose(actual[0], expected[0], rtol=1e-3, atol=1e-3)
 
 
+def _reduces_in_loops(module) -> int:  # noqa: ANN001
+    """tile.reduce ops inside the scf.for loops of kernel bodies."""
+    return len(
+        [
+            r
+            for loop in module.walk()
+            if isinstance(loop, scf.ForOp)
+            for r in loop.walk()
+            if isinstance(r, tile.ReduceOp)
+        ]
+    )
+
+
+@pytest.mark.parametrize("cols", [100, 96], ids=["ragged", "whole_chunks"])
+def test_variance_accumulates_per_lane(cols: int) -> None:
+    """A looped variance keeps each lane's count, mean and M2 (Welford) and combines
+    the lanes once after the loop: no cross-thread reduction per chunk. A constant row
+    stays exact (its mean is the value, its variance 0), ragged or not."""
+    rng = np.random.default_rng(2)
+    x = (5.0 + rng.standard_normal((4, cols))).astype(np.float32)
+    x[1] = np.float32(3.7)
+    x[2, : cols // 2] = np.float32(-0.1)
+    w = rng.standard_normal(cols).astype(np.float32)
+    b = rng.standard_normal(cols).astype(np.float32)
+    expected, actual, tiled = run(layernorm(4, cols).replace("bf16", "f32"), [x, w, b])
+    assert loops(tiled) == 2 and _reduces_in_loops(tiled) == 0
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(actual[0][1], b)
+
+
+def test_variance_of_wide_chunks_combines_per_chunk() -> None:
+    """A chunk tile too large to accumulate per lane (`_defers`: more than 8192
+    elements) keeps the per-chunk combination (Chan et al.) with its block reductions."""
+    x = np.random.default_rng(3).standard_normal((2, 40000)).astype(np.float32)
+    w, b = np.ones(40000, np.float32), np.zeros(40000, np.float32)
+    spec = "nn-fuse,convert-nn-to-tile{max-row-block=16384 block-cols=16384},tile-promote"
+    expected, actual, tiled = run(layernorm(2, 40000).replace("bf16", "f32"), [x, w, b], spec)
+    assert loops(tiled) == 2 and _reduces_in_loops(tiled) > 0
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-4, atol=1e-4)
+
+
 def test_a_sum_of_exp_around_a_mean_is_not_merged() -> None:
     x = t((3, 100), "f32")
     r = t((3, 1), "f32")

@@ -487,29 +487,43 @@ class KernelEmitter:
         """This context's tile of `op`'s input ready to reduce (out-of-bounds elements
         replaced by the identity, in the accumulator's type) and the tile axis of the
         reduce dim."""
-        sp, k = self.space, self.space.reduce_dim
-        assert k is not None
         src = op.operands[0]
         kind = REDUCE_KIND[type(op)]
-        tiled = [d for d in sp.span(src) if d in self.tiled]
         xt = x.type
         assert isinstance(xt, TensorType)
-        if sp.sizes[k] % self.blocks.dims[k]:
-            shape_key = tuple(self.tile_shape(src))
-            mask = ctx.masks.get(shape_key)
-            if mask is None:  # one mask per tile shape and context, shared by reductions
-                mask = self.add(
-                    ctx,
-                    tile.MaskOp(
-                        [ctx.offsets[d] for d in tiled],
-                        [sp.sizes[d] for d in tiled],
-                        self.tile_shape(src),
-                    ),
-                )
-                ctx.masks[shape_key] = mask
+        mask = self.chunk_mask(src, ctx)
+        if mask is not None:
             ident = self.splat(ctx, self._identity(kind, xt.element_type), xt)
             x = self.add(ctx, nn.SelectOp(mask, x, ident))
-        return self.cast(ctx, x, self._acc_element(xt.element_type)), tiled.index(k)
+        return self.cast(ctx, x, self._acc_element(xt.element_type)), self.reduce_axis(src)
+
+    def reduce_axis(self, v: SSAValue) -> int:
+        """The axis of the reduce dim in `v`'s tile."""
+        k = self.space.reduce_dim
+        assert k is not None
+        return [d for d in self.space.span(v) if d in self.tiled].index(k)
+
+    def chunk_mask(self, v: SSAValue, ctx: Context) -> SSAValue | None:
+        """Which elements of this context's tile of `v` are inside the reduce dim (None
+        when the block divides it): one mask per tile shape and context."""
+        sp, k = self.space, self.space.reduce_dim
+        assert k is not None
+        if not sp.sizes[k] % self.blocks.dims[k]:
+            return None
+        shape_key = tuple(self.tile_shape(v))
+        mask = ctx.masks.get(shape_key)
+        if mask is None:
+            tiled = [d for d in sp.span(v) if d in self.tiled]
+            mask = self.add(
+                ctx,
+                tile.MaskOp(
+                    [ctx.offsets[d] for d in tiled],
+                    [sp.sizes[d] for d in tiled],
+                    self.tile_shape(v),
+                ),
+            )
+            ctx.masks[shape_key] = mask
+        return mask
 
     def _finish_reduce(self, op: nn.ReductionOp, total: SSAValue, ctx: Context) -> SSAValue:
         """The reduction's value from its accumulated total (mean divides; then round)."""

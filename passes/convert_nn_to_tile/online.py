@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
-from fuseopt.dialects import nn
+from fuseopt.dialects import nn, tile
 from fuseopt.dialects.dtypes import element_bytes
-from fuseopt.passes.reduction_pairs import SOFTMAX, StatisticsPair, match_pair
+from fuseopt.passes.reduction_pairs import SOFTMAX, VARIANCE, StatisticsPair, match_pair
 
 if TYPE_CHECKING:
     from fuseopt.passes.convert_nn_to_tile.emitter import Context, KernelEmitter
@@ -90,8 +90,22 @@ def _element(op: nn.ReductionOp):  # noqa: ANN202
     return t.element_type
 
 
+def per_lane(em: KernelEmitter, pair: StatisticsPair) -> bool:
+    """Whether the pair's statistics accumulate per lane (a variance whose chunk tile
+    `_defers` allows: small enough to stay in registers, one part)."""
+    return pair.kind == VARIANCE and em._defers(pair.first)
+
+
+def _lane_type(em: KernelEmitter, pair: StatisticsPair) -> TensorType:
+    """The f32 tile type of per-lane statistics: the chunk tile of the source."""
+    return em.tile_type(pair.source, em._acc_element(_element(pair.first)))
+
+
 def initial(em: KernelEmitter, ctx: Context, pair: StatisticsPair) -> list[SSAValue]:
-    """The accumulators' initial tiles: (m, s) for softmax, (n, mean, M2) for variance."""
+    """The accumulators' initial tiles: (m, s) for softmax, (n, mean, M2) for variance
+    (per row, or per lane with `per_lane`)."""
+    if per_lane(em, pair):
+        return [em.splat(ctx, 0.0, _lane_type(em, pair)) for _ in range(3)]
     t = _row_type(em, pair)
     if pair.kind == SOFTMAX:
         return [em.splat(ctx, -math.inf, t), em.splat(ctx, 0.0, t)]
@@ -102,6 +116,8 @@ def update(
     em: KernelEmitter, ctx: Context, pair: StatisticsPair, accs: list[SSAValue]
 ) -> list[SSAValue]:
     """The accumulators after this chunk (emitted into the loop body `ctx`)."""
+    if per_lane(em, pair):
+        return _lane_update(em, ctx, pair, accs)
     t = _row_type(em, pair)
     first = pair.first
     chunk = em._partial_reduce(first, em.emit(pair.source, ctx), ctx)
@@ -140,6 +156,55 @@ def update(
     return [n_new, mean_new, m2_new]
 
 
+def _lane_update(
+    em: KernelEmitter, ctx: Context, pair: StatisticsPair, accs: list[SSAValue]
+) -> list[SSAValue]:
+    """Welford's update of each lane's count, mean and M2 by its element of this chunk:
+    elementwise, no cross-thread reduction in the loop. A lane outside the row (a ragged
+    last chunk) reads its own mean, which changes nothing."""
+    n, mean, m2 = accs
+    t = _lane_type(em, pair)
+    x = em.cast(ctx, em.emit(pair.source, ctx), t.element_type)
+    one = em.splat(ctx, 1.0, t)
+    mask = em.chunk_mask(pair.source, ctx)
+    if mask is not None:
+        x = em.add(ctx, nn.SelectOp(mask, x, mean))
+        one = em.add(ctx, nn.SelectOp(mask, one, em.splat(ctx, 0.0, t)))
+    n_new = em.add(ctx, nn.AddOp(n, one))
+    delta = em.add(ctx, nn.SubOp(x, mean))
+    # a lane outside every chunk so far (none: a looped row's first chunk is whole)
+    # would divide 0 by 0; dividing by at least 1 keeps it 0
+    divisor = n_new if mask is None else em.add(ctx, nn.MaxOp(n_new, em.splat(ctx, 1.0, t)))
+    mean_new = em.add(ctx, nn.AddOp(mean, em.add(ctx, nn.DivOp(delta, divisor))))
+    spread = em.add(ctx, nn.MulOp(delta, em.add(ctx, nn.SubOp(x, mean_new))))
+    return [n_new, mean_new, em.add(ctx, nn.AddOp(m2, spread))]
+
+
+def _lane_finish(
+    em: KernelEmitter, ctx: Context, pair: StatisticsPair, results: list[SSAValue]
+) -> None:
+    """The row's mean and M2 from its lanes' (Chan et al.): mean = sum(n * mean_l) / N
+    (then the row mean of a `row_mean`, exact for a constant row), M2 = sum(M2_l) +
+    sum(n * (mean_l - mean)^2)."""
+    n, mean, m2 = results
+    axis = em.reduce_axis(pair.source)
+
+    def total(x: SSAValue) -> SSAValue:
+        return em.add(ctx, tile.ReduceOp("sum", x, axis))
+
+    count = total(n)
+    weighted = total(em.add(ctx, nn.MulOp(n, mean)))
+    first = pair.first.results[0]
+    ctx.cache[(first, 0)] = em.cast(
+        ctx, em.add(ctx, nn.DivOp(weighted, count)), _element(pair.first)
+    )
+    center = em.emit(pair.center, ctx)
+    spread = em.add(ctx, nn.SubOp(mean, em._broadcast(ctx, center, first, pair.source)))
+    between = total(em.add(ctx, nn.MulOp(n, em.add(ctx, nn.MulOp(spread, spread)))))
+    m2_row = em.add(ctx, nn.AddOp(total(m2), between))
+    ctx.cache[(pair.second.results[0], 0)] = em._finish_reduce(pair.second, m2_row, ctx)
+
+
 def _chunk_count(em: KernelEmitter, ctx: Context, pair: StatisticsPair, t: TensorType) -> SSAValue:
     """Valid elements per row in this chunk: the block, or (ragged) a masked count."""
     k = em.space.reduce_dim
@@ -153,6 +218,9 @@ def _chunk_count(em: KernelEmitter, ctx: Context, pair: StatisticsPair, t: Tenso
 
 def finish(em: KernelEmitter, ctx: Context, pair: StatisticsPair, results: list[SSAValue]) -> None:
     """Record both reductions' values (after the loop) in `ctx`."""
+    if per_lane(em, pair):
+        _lane_finish(em, ctx, pair, results)
+        return
     first, second = pair.first.results[0], pair.second.results[0]
     if pair.kind == SOFTMAX:
         m, s = results
