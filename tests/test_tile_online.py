@@ -100,17 +100,22 @@ def _reduces_in_loops(module) -> int:  # noqa: ANN001
 def test_variance_accumulates_per_lane(cols: int) -> None:
     """A looped variance keeps each lane's count, mean and M2 (Welford) and combines
     the lanes once after the loop: no cross-thread reduction per chunk. A constant row
-    stays exact (its mean is the value, its variance 0), ragged or not."""
+    stays exact (its mean is the value, its variance 0), ragged or not; so does a row
+    whose lanes all see the same values (equal lane means that are not the row's only
+    value); a NaN makes its row NaN."""
     rng = np.random.default_rng(2)
-    x = (5.0 + rng.standard_normal((4, cols))).astype(np.float32)
+    x = (5.0 + rng.standard_normal((5, cols))).astype(np.float32)
     x[1] = np.float32(3.7)
     x[2, : cols // 2] = np.float32(-0.1)
+    x[3] = (np.arange(cols) // 16).astype(np.float32) * 0.3  # one value per chunk of 16
+    x[4, 7] = np.nan
     w = rng.standard_normal(cols).astype(np.float32)
     b = rng.standard_normal(cols).astype(np.float32)
-    expected, actual, tiled = run(layernorm(4, cols).replace("bf16", "f32"), [x, w, b])
+    expected, actual, tiled = run(layernorm(5, cols).replace("bf16", "f32"), [x, w, b])
     assert loops(tiled) == 2 and _reduces_in_loops(tiled) == 0
-    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(actual[0][:4], expected[0][:4], rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(actual[0][1], b)
+    assert np.isnan(actual[0][4]).all() and np.isnan(expected[0][4]).all()
 
 
 def test_variance_of_wide_chunks_combines_per_chunk() -> None:

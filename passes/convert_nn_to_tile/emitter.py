@@ -570,7 +570,7 @@ class KernelEmitter:
             # one accumulator per reduction and part of its result
             accs = [(r, q) for r in phases[lv] for q in range(sp.parts_of(r.results[0]))]
             lv_pairs = pairs if lv == 0 else []
-            paired = {id(p.first) for p in lv_pairs}
+            paired = {id(p.first) for p in lv_pairs} | online.absorbed(self, lv_pairs)
             accs = [(r, q) for r, q in accs if id(r) not in paired]
             inits = []
             deferred = {id(r) for r, _ in accs if self._defers(r)}

@@ -35,7 +35,7 @@ import math
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn, tile
 from fuseopt.dialects.dtypes import element_bytes
@@ -96,16 +96,43 @@ def per_lane(em: KernelEmitter, pair: StatisticsPair) -> bool:
     return pair.kind == VARIANCE and em._defers(pair.first)
 
 
+def absorbed(em: KernelEmitter, pairs: list[StatisticsPair]) -> set[int]:
+    """ids of level-0 reductions the pairs compute themselves: a per-lane variance's
+    row-mean bounds, when only its row mean reads them (the lanes' means bound it as
+    well: equal for a constant row, see `_lane_finish`)."""
+    ids: set[int] = set()
+    for pair in pairs:
+        if pair.bounds is None or not per_lane(em, pair):
+            continue
+        select = pair.bounds.row_mean.owner
+        assert isinstance(select, Operation)
+        compare = select.operands[0].owner
+        row_mean_ops = {select, compare}
+        bounds = (pair.bounds.low, pair.bounds.high)
+        if all(u.operation in row_mean_ops for b in bounds for u in b.results[0].uses):
+            ids |= {id(b) for b in bounds}
+    return ids
+
+
 def _lane_type(em: KernelEmitter, pair: StatisticsPair) -> TensorType:
     """The f32 tile type of per-lane statistics: the chunk tile of the source."""
     return em.tile_type(pair.source, em._acc_element(_element(pair.first)))
 
 
+def _ragged(em: KernelEmitter) -> bool:
+    """Whether the last chunk of a row is partly outside it."""
+    k = em.space.reduce_dim
+    assert k is not None
+    return em.space.sizes[k] % em.blocks.dims[k] != 0
+
+
 def initial(em: KernelEmitter, ctx: Context, pair: StatisticsPair) -> list[SSAValue]:
     """The accumulators' initial tiles: (m, s) for softmax, (n, mean, M2) for variance
     (per row, or per lane with `per_lane`)."""
-    if per_lane(em, pair):
-        return [em.splat(ctx, 0.0, _lane_type(em, pair)) for _ in range(3)]
+    if per_lane(em, pair):  # steps taken (per row), then count (ragged), mean, M2 per lane
+        lanes = 3 if _ragged(em) else 2
+        zero = em.splat(ctx, 0.0, _lane_type(em, pair))
+        return [em.splat(ctx, 0.0, _row_type(em, pair)), *[zero] * lanes]
     t = _row_type(em, pair)
     if pair.kind == SOFTMAX:
         return [em.splat(ctx, -math.inf, t), em.splat(ctx, 0.0, t)]
@@ -159,45 +186,63 @@ def update(
 def _lane_update(
     em: KernelEmitter, ctx: Context, pair: StatisticsPair, accs: list[SSAValue]
 ) -> list[SSAValue]:
-    """Welford's update of each lane's count, mean and M2 by its element of this chunk:
-    elementwise, no cross-thread reduction in the loop. A lane outside the row (a ragged
-    last chunk) reads its own mean, which changes nothing."""
-    n, mean, m2 = accs
+    """Welford's update of each lane's mean and M2 by its element of this chunk:
+    elementwise, no cross-thread reduction in the loop. Every lane inside the row has
+    seen every chunk so far (only the last chunk is ragged), so its count is the row's
+    step count and `1 / steps` is one division per row, not per element. A lane outside
+    the row (a ragged last chunk) reads its own mean, which changes nothing, and does
+    not count the step."""
+    steps, *lanes = accs
     t = _lane_type(em, pair)
+    steps_new = em.add(ctx, nn.AddOp(steps, em.splat(ctx, 1.0, _row_type(em, pair))))
+    weight = em.add(ctx, nn.DivOp(em.splat(ctx, 1.0, _row_type(em, pair)), steps_new))
+    weight = em._broadcast(ctx, weight, pair.first.results[0], pair.source)
     x = em.cast(ctx, em.emit(pair.source, ctx), t.element_type)
-    one = em.splat(ctx, 1.0, t)
-    mask = em.chunk_mask(pair.source, ctx)
-    if mask is not None:
+    counted = []
+    if _ragged(em):
+        n, mean, m2 = lanes
+        mask = em.chunk_mask(pair.source, ctx)
+        assert mask is not None
         x = em.add(ctx, nn.SelectOp(mask, x, mean))
-        one = em.add(ctx, nn.SelectOp(mask, one, em.splat(ctx, 0.0, t)))
-    n_new = em.add(ctx, nn.AddOp(n, one))
+        one = em.add(ctx, nn.SelectOp(mask, em.splat(ctx, 1.0, t), em.splat(ctx, 0.0, t)))
+        counted = [em.add(ctx, nn.AddOp(n, one))]
+    else:
+        mean, m2 = lanes
     delta = em.add(ctx, nn.SubOp(x, mean))
-    # a lane outside every chunk so far (none: a looped row's first chunk is whole)
-    # would divide 0 by 0; dividing by at least 1 keeps it 0
-    divisor = n_new if mask is None else em.add(ctx, nn.MaxOp(n_new, em.splat(ctx, 1.0, t)))
-    mean_new = em.add(ctx, nn.AddOp(mean, em.add(ctx, nn.DivOp(delta, divisor))))
+    mean_new = em.add(ctx, nn.AddOp(mean, em.add(ctx, nn.MulOp(delta, weight))))
     spread = em.add(ctx, nn.MulOp(delta, em.add(ctx, nn.SubOp(x, mean_new))))
-    return [n_new, mean_new, em.add(ctx, nn.AddOp(m2, spread))]
+    return [steps_new, *counted, mean_new, em.add(ctx, nn.AddOp(m2, spread))]
 
 
 def _lane_finish(
     em: KernelEmitter, ctx: Context, pair: StatisticsPair, results: list[SSAValue]
 ) -> None:
-    """The row's mean and M2 from its lanes' (Chan et al.): mean = sum(n * mean_l) / N
-    (then the row mean of a `row_mean`, exact for a constant row), M2 = sum(M2_l) +
-    sum(n * (mean_l - mean)^2)."""
-    n, mean, m2 = results
+    """The row's mean and M2 from its lanes' (Chan et al.): mean = sum(n * mean_l) / N,
+    M2 = sum(M2_l) + sum(n * (mean_l - mean)^2) around the row mean. For a `row_mean`
+    whose bounds the pair absorbed (`absorbed`), the bounds are the least and greatest
+    lane mean: equal for a constant row (each lane's mean is then exactly the value), so
+    its mean is exact and its M2 0; equal lane means of another row are its mean too."""
+    steps, *lanes = results
     axis = em.reduce_axis(pair.source)
+    first = pair.first.results[0]
 
     def total(x: SSAValue) -> SSAValue:
         return em.add(ctx, tile.ReduceOp("sum", x, axis))
 
+    if len(lanes) == 3:
+        n, mean, m2 = lanes
+    else:
+        mean, m2 = lanes
+        n = em._broadcast(ctx, steps, first, pair.source)
     count = total(n)
     weighted = total(em.add(ctx, nn.MulOp(n, mean)))
-    first = pair.first.results[0]
     ctx.cache[(first, 0)] = em.cast(
         ctx, em.add(ctx, nn.DivOp(weighted, count)), _element(pair.first)
     )
+    if pair.bounds is not None and id(pair.bounds.low) in absorbed(em, [pair]):
+        for bound, kind in ((pair.bounds.low, "min"), (pair.bounds.high, "max")):
+            value = em.add(ctx, tile.ReduceOp(kind, mean, axis))
+            ctx.cache[(bound.results[0], 0)] = em.cast(ctx, value, _element(pair.first))
     center = em.emit(pair.center, ctx)
     spread = em.add(ctx, nn.SubOp(mean, em._broadcast(ctx, center, first, pair.source)))
     between = total(em.add(ctx, nn.MulOp(n, em.add(ctx, nn.MulOp(spread, spread)))))
