@@ -85,7 +85,10 @@ class LoweringOptions:
                 allowed = ", ".join(n.replace("_", "-") for n in FORCEABLE)
                 raise ConfigurationError(f"{key!r} is not a tile size (tile sizes: {allowed})")
             forced[name] = int(value)
-        return replace(self, tile=replace(self.tile, **forced))
+        tile = replace(self.tile, **forced)
+        if "max_row_block" in forced:  # forced for every row, statistics included
+            tile = replace(tile, statistics_row_block=None)
+        return replace(self, tile=tile)
 
     def passes(self) -> list[ModulePass]:
         """The tile stage as pass objects: the numerics policy (for "f32"), tiling with

@@ -92,6 +92,22 @@ def test_lowering_options_build_pass_objects() -> None:
     )
 
 
+def test_triton_loops_normalization_statistics_past_8192() -> None:
+    """The Triton target keeps softmax rows whole up to 32768 but loops a
+    normalization's statistics past 8192 in chunks of 4096 (backends/targets.py); a
+    forced max_row_block applies to every row, statistics included."""
+    tile = TRITON.defaults.tile
+    assert (tile.max_row_block, tile.statistics_row_block, tile.statistics_row_chunk) == (
+        32768,
+        8192,
+        4096,
+    )
+    assert "statistics_row_block=8192" in TRITON.defaults.spec()
+    forced = TRITON.lowering({"max_row_block": 32768}).tile
+    assert forced.statistics_row_block is None and forced.max_row_block == 32768
+    assert CUDA.defaults.tile.statistics_row_block is None
+
+
 def _sources(*folders: str) -> list[Path]:
     return [p for f in folders for p in (ROOT / f).rglob("*.py")]
 

@@ -90,6 +90,7 @@ from fuseopt.passes.convert_nn_to_tile.heuristics import (
     Blocks,
     TileOptions,
     choose_blocks,
+    for_statistics,
     largest_tile,
 )
 from fuseopt.passes.convert_nn_to_tile.scan import scan_launches
@@ -99,6 +100,20 @@ from fuseopt.passes.convert_nn_to_tile.strided_views import (
     slice_view,
 )
 from fuseopt.passes.convert_nn_to_tile.whole_tensor import whole_tensor_kernel
+from fuseopt.passes.reduction_pairs import VARIANCE, match_pair
+
+
+def _computes_variance(group: Group) -> bool:
+    """Whether the group computes a normalization's mean and variance (both reductions
+    of a `reduction_pairs` variance pair)."""
+    ops = set(group.ops)
+    for op in group.ops:
+        if isinstance(op, nn.ReductionOp):
+            pair = match_pair(op)
+            if pair is not None and pair.kind == VARIANCE and pair.first in ops:
+                return True
+    return False
+
 
 MAX_GRID = 2**31 - 1
 """Most programs in one launch (CUDA's grid.x limit)."""
@@ -116,7 +131,9 @@ class ConvertNNToTilePass(TileOptions, ModulePass):
     kernel: fewer for shorter sequences, both halved for head dims above 128),
     `max-row-block` (longest
     row kept whole before a reduction loops over chunks), `row-chunk` (the chunk such a
-    loop reads per step, default 2048), `online-stats` (false: a
+    loop reads per step, default 2048), `statistics-row-block` / `statistics-row-chunk`
+    (the same two for a kernel computing a normalization's mean and variance; default:
+    as other rows), `online-stats` (false: a
     looped softmax or variance keeps one loop per reduction level instead of computing
     its statistics in one pass; see `online`), `row-cache-bytes` (the shared
     memory a backend's row cache will hold per program, 0 for none: a looped reduction
@@ -500,7 +517,8 @@ class HostLowering:
             )
         try:
             space = analyze(group, {v: view.layout for v, view in (views or {}).items()})
-            blocks = choose_blocks(space, self.opts)
+            opts = for_statistics(self.opts) if _computes_variance(group) else self.opts
+            blocks = choose_blocks(space, opts)
             self._check_tile_size(group, space, blocks)
             emitter = KernelEmitter(
                 self._kernel_name(hint),

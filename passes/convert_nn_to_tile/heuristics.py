@@ -42,7 +42,7 @@ descriptions (backends/targets.py), not rules of their own:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from fuseopt.dialects import tile
 from fuseopt.passes.convert_nn_to_tile.analysis import MATMUL, POINTWISE, REDUCTION, IterationSpace
@@ -93,6 +93,11 @@ class TileOptions:
     """Longest row kept whole before a reduction loops over chunks."""
     row_chunk: int = ROW_CHUNK
     """Column chunk of a looped row reduction (unless block-cols forces one)."""
+    statistics_row_block: int | None = None
+    """Longest row a kernel computing a normalization's mean and variance keeps whole
+    (None: `max_row_block`); longer rows loop, accumulating the statistics per lane."""
+    statistics_row_chunk: int | None = None
+    """Column chunk of such a looped kernel (None: `row_chunk`)."""
     attention_block_m: int | None = None
     """The most queries per program of an attention kernel (halved for head dims above
     128; None: 128; see `choose_attention_blocks`)."""
@@ -170,6 +175,16 @@ def tiled_dims(space: IterationSpace) -> list[int]:
         assert space.reduce_dim is not None
         return list(range(min(space.reduce_dim, max(0, n - 2)), n))
     return list(range(max(0, n - 2), n))
+
+
+def for_statistics(opts: TileOptions) -> TileOptions:
+    """The options for a kernel that computes a normalization's mean and variance: its
+    own longest whole row and chunk where the target sets them."""
+    return replace(
+        opts,
+        max_row_block=min(opts.max_row_block, opts.statistics_row_block or opts.max_row_block),
+        row_chunk=opts.statistics_row_chunk or opts.row_chunk,
+    )
 
 
 def choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:
