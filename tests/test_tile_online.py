@@ -118,6 +118,38 @@ def test_variance_accumulates_per_lane(cols: int) -> None:
     assert np.isnan(actual[0][4]).all() and np.isnan(expected[0][4]).all()
 
 
+def _column_variance(rows: int, cols: int) -> str:
+    x, r, o = t((rows, cols), "f32"), t((1, cols), "f32"), t((cols,), "f32")
+    return f"""func.func @main(%x: {x}) -> {o} {{
+  %mean = nn.mean %x [0] keepdim : {x} -> {r}
+  %lo = nn.reduce_min %x [0] keepdim : {x} -> {r}
+  %hi = nn.reduce_max %x [0] keepdim : {x} -> {r}
+  %c = nn.compare eq, %lo, %hi : {r}
+  %m = nn.select %c, %lo, %mean : {r}
+  %mb = nn.broadcast %m : {r} -> {x}
+  %d = nn.sub %x, %mb : {x}
+  %q = nn.mul %d, %d : {x}
+  %s = nn.sum %q [0] : {x} -> {o}
+  func.return %s : {o}
+}}"""
+
+
+@pytest.mark.parametrize("rows", [100, 96], ids=["ragged", "whole_steps"])
+def test_column_variance_takes_one_pass_per_lane(rows: int) -> None:
+    """A variance over a non-innermost dim (a column reduction) joins its mean's loop
+    per lane: one read of the input instead of two (mean, then squared deviations),
+    still no cross-thread reduction in the loop; constant columns exact, ragged steps
+    and a ragged column block."""
+    rng = np.random.default_rng(4)
+    x = (3.0 + rng.standard_normal((rows, 70))).astype(np.float32)
+    x[:, 5] = np.float32(0.7)
+    spec = "nn-fuse,convert-nn-to-tile{block-cols=16 block-rows=16},tile-promote"
+    expected, actual, tiled = run(_column_variance(rows, 70), [x], spec)
+    assert loops(tiled) == 1 and _reduces_in_loops(tiled) == 0
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-4)
+    assert actual[0][5] == 0.0
+
+
 def test_variance_of_wide_chunks_combines_per_chunk() -> None:
     """A chunk tile too large to accumulate per lane (`_defers`: more than 8192
     elements) keeps the per-chunk combination (Chan et al.) with its block reductions."""
@@ -150,6 +182,14 @@ def test_triton_online_loops_match_the_tile_interpreter(text: str, tmp_path: Pat
 
     spec = STANDARD.replace("convert-nn-to-tile", "convert-nn-to-tile{max-row-block=16}")
     check_each_kernel(fuseopt.run_pipeline(fuseopt.parse(text), spec), tmp_path)
+
+
+def test_triton_column_variance_matches_the_tile_interpreter(tmp_path: Path) -> None:
+    from test_triton_kernels import check_each_kernel
+
+    forced = "convert-nn-to-tile{block-cols=16 block-rows=16}"
+    spec = STANDARD.replace("convert-nn-to-tile", forced)
+    check_each_kernel(fuseopt.run_pipeline(fuseopt.parse(_column_variance(50, 40)), spec), tmp_path)
 
 
 def cuda_kernel_loops(text: str) -> int:

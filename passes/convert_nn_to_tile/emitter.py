@@ -553,15 +553,20 @@ class KernelEmitter:
                 phases.setdefault(lv, []).append(op)
                 level[op.results[0]] = lv + 1
         pairs = []
-        # Online statistics merge each chunk's partial reductions, a cross-thread
-        # reduction per iteration; across columns (the reduce dim not innermost) two
-        # passes of whole-tile accumulation (`_defers`) cost one more read and no such
-        # reduction, which is faster.
+        # Online statistics along rows merge each chunk's partial reductions, a
+        # cross-thread reduction per iteration; across columns (the reduce dim not
+        # innermost) two passes of whole-tile accumulation (`_defers`) cost one more
+        # read and no such reduction, which is faster. A per-lane variance (Welford,
+        # `online.per_lane`) has neither cost, and joins the first loop either way.
         innermost = k == len(sp.sizes) - 1
-        online_ok = self.online_stats and innermost and not online.rows_fit_cache(self)
+        online_ok = self.online_stats and not online.rows_fit_cache(self)
         if online_ok and sp.split_dim is None and 0 in phases and 1 in phases:
             # statistics in one pass: a softmax's sum or a variance joins the first loop
-            pairs = online.online_pairs(phases[0], phases[1])
+            pairs = [
+                p
+                for p in online.online_pairs(phases[0], phases[1])
+                if innermost or online.per_lane(self, p)
+            ]
             merged = {id(p.second) for p in pairs}
             phases[1] = [r for r in phases[1] if id(r) not in merged]
             if not phases[1]:
