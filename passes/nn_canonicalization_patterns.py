@@ -7,6 +7,9 @@ Each nn op's `NNCanonicalization` trait asks `patterns_for(op_type)` for its pat
   broadcast of broadcast -> one broadcast; a widening cast undone by the reverse cast;
 - reductions of nothing: a sum over an axis of size 0 is 0 and a mean NaN, as in
   PyTorch (a max or min of nothing has no value and is left alone);
+- an identity gather: `nn.take` whose index, computed from constants only, is every
+  flat position of its input in order (advanced indexing by aranges over every axis,
+  as Hugging Face's padding masks are built) is a reshape of its input;
 - grouped-query attention: an `nn.attention` whose key and value are repeated over
   their query groups (`repeat_kv`) reads them unrepeated;
 - constant folding: an op whose operands are all constants folds to a constant when
@@ -416,6 +419,46 @@ class FoldEmptyReduction(RewritePattern):
         rewriter.replace(op, nn.ConstantOp(value, result))
 
 
+CONSTANT_EXPRESSION_OPS = (*nn.BINARY_OPS, *LAYOUT_OPS, nn.CastOp)
+"""Ops `constant_expression` evaluates."""
+
+
+def constant_expression(value: SSAValue, depth: int = 8) -> np.ndarray | None:
+    """The values of `value` when it is computed from constants only, through at most
+    `depth` elementwise and layout ops, each of at most MAX_EVAL_ELEMENTS elements;
+    None otherwise (a broadcast of an index vector is such an expression: folding keeps
+    it unfolded so that kernels compute it)."""
+    op = value.owner
+    if _elements(value.type) > MAX_EVAL_ELEMENTS:
+        return None
+    if isinstance(op, nn.ConstantOp):
+        return np.asarray(_run(op, ()))
+    if depth == 0 or not isinstance(op, CONSTANT_EXPRESSION_OPS):
+        return None
+    args = [constant_expression(v, depth - 1) for v in op.operands]
+    if any(a is None for a in args):
+        return None
+    try:
+        return np.asarray(_run(op, tuple(args)))  # type: ignore[arg-type]
+    except InterpretError:
+        return None
+
+
+class FoldIdentityTake(RewritePattern):
+    """`nn.take %x, %i` where `%i` is every flat position of `%x` in order (a constant
+    expression): a reshape of `%x` (no gather)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.TakeOp, rewriter: PatternRewriter) -> None:
+        count = _elements(op.input.type)
+        if count != _elements(op.index.type):
+            return
+        index = constant_expression(op.index)
+        if index is None or not np.array_equal(index.reshape(-1), np.arange(count)):
+            return
+        rewriter.replace(op, nn.ReshapeOp(op.input, op.result.type))
+
+
 def patterns_for(op_type: type[Operation]) -> tuple[RewritePattern, ...]:
     """The canonicalization patterns that apply to ops of `op_type`."""
     found: list[RewritePattern] = [FoldConstants()]
@@ -433,4 +476,6 @@ def patterns_for(op_type: type[Operation]) -> tuple[RewritePattern, ...]:
         found.append(FoldEmptyReduction())
     if op_type is nn.AttentionOp:
         found.append(FoldRepeatedKeyValue())
+    if op_type is nn.TakeOp:
+        found.append(FoldIdentityTake())
     return tuple(found)

@@ -242,3 +242,31 @@ def test_generate_runs_the_compiled_forward() -> None:
     assert all("(dynamic shapes run eagerly)" in f.reason for f in compiled.fallbacks), [
         (f.target, f.reason) for f in compiled.fallbacks
     ]
+
+
+def test_bert_padding_mask_is_read_not_gathered() -> None:
+    """BertModel with a padding mask (SDPA attention, fused by default): Hugging Face
+    builds the (batch, 1, seq, seq) mask as mask[batch_idx, kv_idx] with aranges, a
+    gather of every mask position in order, which canonicalization turns into a reshape;
+    the attention kernel reads the broadcast mask, so no kernel gathers it (the
+    embeddings' lookups are the one gathering kernel). Matches eager."""
+    torch._dynamo.reset()
+    config = transformers.BertConfig(
+        hidden_size=HIDDEN,
+        intermediate_size=2 * HIDDEN,
+        num_attention_heads=HEADS,
+        num_hidden_layers=1,
+        vocab_size=64,
+        max_position_embeddings=64,
+    )
+    model = _init(transformers.BertModel(config), torch.float32)
+    ids = torch.randint(0, 64, (BATCH, SEQ), generator=torch.Generator().manual_seed(3))
+    mask = torch.ones(BATCH, SEQ, dtype=torch.long)
+    mask[1, SEQ - 3 :] = 0
+    with torch.no_grad():
+        compiled = fuseopt.compile(model, backend="interpret", strict=True)
+        actual = compiled(input_ids=ids, attention_mask=mask).last_hidden_state
+        expected = model(input_ids=ids, attention_mask=mask).last_hidden_state
+    assert_close(actual, expected)
+    gathering = [k.name for k in compiled.kernels if "nn.take" in k.ops]
+    assert len(gathering) == 1, gathering

@@ -232,3 +232,34 @@ func.func @attention_reads_kv_unrepeated(%q: tensor<1x4x8x16xf32>, %k: tensor<1x
   %b = nn.attention %q, %kr, %vw {scale = 0.25 : f64} : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>
   func.return %a, %b : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>
 }
+
+// -----
+
+// A gather of every flat position of its input, in order, is a reshape: Hugging Face
+// builds a padding mask as mask[batch_idx, kv_idx] with aranges over both axes.
+// CHECK-LABEL: func.func @identity_take
+// CHECK-NEXT:    %[[R:.*]] = nn.reshape %m : tensor<2x16xi1> -> tensor<2x1x1x16xi1>
+// CHECK-NEXT:    func.return %[[R]]
+func.func @identity_take(%m: tensor<2x16xi1>) -> tensor<2x1x1x16xi1> {
+  %k = nn.constant dense<[[[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]]]]> : tensor<1x1x1x16xi64>
+  %b = nn.constant dense<[[[[0]]], [[[16]]]]> : tensor<2x1x1x1xi64>
+  %bb = nn.broadcast %b : tensor<2x1x1x1xi64> -> tensor<2x1x1x16xi64>
+  %kb = nn.broadcast %k : tensor<1x1x1x16xi64> -> tensor<2x1x1x16xi64>
+  %i = nn.add %bb, %kb : tensor<2x1x1x16xi64>
+  %r = nn.take %m, %i : tensor<2x16xi1>, tensor<2x1x1x16xi64> -> tensor<2x1x1x16xi1>
+  func.return %r : tensor<2x1x1x16xi1>
+}
+
+// -----
+
+// Left alone: a permutation (here the last axis reversed), and positions that depend
+// on an argument.
+// CHECK-LABEL: func.func @other_takes
+// CHECK:         nn.take %m, %{{.*}} : tensor<2x4xf32>, tensor<2x4xi64> -> tensor<2x4xf32>
+// CHECK:         nn.take %m, %p : tensor<2x4xf32>, tensor<2x4xi64> -> tensor<2x4xf32>
+func.func @other_takes(%m: tensor<2x4xf32>, %p: tensor<2x4xi64>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %i = nn.constant dense<[[3, 2, 1, 0], [7, 6, 5, 4]]> : tensor<2x4xi64>
+  %a = nn.take %m, %i : tensor<2x4xf32>, tensor<2x4xi64> -> tensor<2x4xf32>
+  %b = nn.take %m, %p : tensor<2x4xf32>, tensor<2x4xi64> -> tensor<2x4xf32>
+  func.return %a, %b : tensor<2x4xf32>, tensor<2x4xf32>
+}
