@@ -87,14 +87,19 @@ def _gpt2(attn: str, dtype: torch.dtype) -> Case:
     return layer, (_hidden(dtype),), {"attention_mask": _causal_mask(dtype)}
 
 
-def _bert(attn: str, dtype: torch.dtype) -> Case:
-    config = transformers.BertConfig(
+def _bert_config() -> Any:  # noqa: ANN401 - a transformers.BertConfig
+    return transformers.BertConfig(
         hidden_size=HIDDEN,
         intermediate_size=2 * HIDDEN,
         num_attention_heads=HEADS,
         num_hidden_layers=1,
         vocab_size=64,
+        max_position_embeddings=64,
     )
+
+
+def _bert(attn: str, dtype: torch.dtype) -> Case:
+    config = _bert_config()
     config._attn_implementation = attn
     layer = _init(transformers.models.bert.modeling_bert.BertLayer(config), dtype)
     padding = torch.zeros(BATCH, 1, 1, SEQ, dtype=dtype)
@@ -251,15 +256,7 @@ def test_bert_padding_mask_is_read_not_gathered() -> None:
     the attention kernel reads the broadcast mask, so no kernel gathers it (the
     embeddings' lookups are the one gathering kernel). Matches eager."""
     torch._dynamo.reset()
-    config = transformers.BertConfig(
-        hidden_size=HIDDEN,
-        intermediate_size=2 * HIDDEN,
-        num_attention_heads=HEADS,
-        num_hidden_layers=1,
-        vocab_size=64,
-        max_position_embeddings=64,
-    )
-    model = _init(transformers.BertModel(config), torch.float32)
+    model = _init(transformers.BertModel(_bert_config()), torch.float32)
     ids = torch.randint(0, 64, (BATCH, SEQ), generator=torch.Generator().manual_seed(3))
     mask = torch.ones(BATCH, SEQ, dtype=torch.long)
     mask[1, SEQ - 3 :] = 0
