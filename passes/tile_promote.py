@@ -115,7 +115,9 @@ def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int, row_budget: 
     tiles = [o for o in kernel.walk() if isinstance(o, tile.LoadOp | tile.StoreOp | tile.DotOp)]
     shapes = [_tile_shape(o) for o in tiles]
     biggest = max((math.prod(s) for s in shapes), default=1)
-    inner = [s[-1] for s in shapes if s] or [1]
+    # a tile of one element per row (a row reduction's result) moves no vector; the
+    # others decide (each tile's layout takes gcd(vector width, its own last dim))
+    inner = [s[-1] for s in shapes if s and s[-1] > 1] or [1]
     buffers = [o.buffer.type for o in tiles if isinstance(o, tile.LoadOp | tile.StoreOp)]
     globals_ = [
         b
@@ -123,7 +125,10 @@ def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int, row_budget: 
         if isinstance(b, MemRefType) and tile.memory_space(b) == tile.MemorySpace.GLOBAL
     ]
     narrow = min((element_bytes(b.element_type) for b in globals_), default=4)
-    inner_size = min((b.get_shape()[-1] for b in globals_ if b.get_shape()), default=1)
+    inner_size = min(
+        (b.get_shape()[-1] for b in globals_ if b.get_shape() and b.get_shape()[-1] > 1),
+        default=1,
+    )
     knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow)
     n_stages = knobs.num_stages
     if kind == tile.Schedule.MATMUL:
