@@ -503,26 +503,30 @@ class KernelEmitter:
         assert k is not None
         return [d for d in self.space.span(v) if d in self.tiled].index(k)
 
-    def chunk_mask(self, v: SSAValue, ctx: Context) -> SSAValue | None:
+    def chunk_mask(self, v: SSAValue, ctx: Context, last: bool = False) -> SSAValue | None:
         """Which elements of this context's tile of `v` are inside the reduce dim (None
-        when the block divides it): one mask per tile shape and context."""
+        when the block divides it): one mask per tile shape and context; with `last`,
+        those of the last (ragged) chunk, wherever `ctx` is."""
         sp, k = self.space, self.space.reduce_dim
         assert k is not None
-        if not sp.sizes[k] % self.blocks.dims[k]:
+        block = self.blocks.dims[k]
+        if not sp.sizes[k] % block:
             return None
         shape_key = tuple(self.tile_shape(v))
-        mask = ctx.masks.get(shape_key)
+        mask = None if last else ctx.masks.get(shape_key)
         if mask is None:
             tiled = [d for d in sp.span(v) if d in self.tiled]
+            offsets = dict(ctx.offsets)
+            if last:
+                offsets[k] = self.index((sp.sizes[k] - 1) // block * block)
             mask = self.add(
                 ctx,
                 tile.MaskOp(
-                    [ctx.offsets[d] for d in tiled],
-                    [sp.sizes[d] for d in tiled],
-                    self.tile_shape(v),
+                    [offsets[d] for d in tiled], [sp.sizes[d] for d in tiled], self.tile_shape(v)
                 ),
             )
-            ctx.masks[shape_key] = mask
+            if not last:
+                ctx.masks[shape_key] = mask
         return mask
 
     def _finish_reduce(self, op: nn.ReductionOp, total: SSAValue, ctx: Context) -> SSAValue:

@@ -119,20 +119,12 @@ def _lane_type(em: KernelEmitter, pair: StatisticsPair) -> TensorType:
     return em.tile_type(pair.source, em._acc_element(_element(pair.first)))
 
 
-def _ragged(em: KernelEmitter) -> bool:
-    """Whether the last chunk of a row is partly outside it."""
-    k = em.space.reduce_dim
-    assert k is not None
-    return em.space.sizes[k] % em.blocks.dims[k] != 0
-
-
 def initial(em: KernelEmitter, ctx: Context, pair: StatisticsPair) -> list[SSAValue]:
     """The accumulators' initial tiles: (m, s) for softmax, (n, mean, M2) for variance
     (per row, or per lane with `per_lane`)."""
-    if per_lane(em, pair):  # steps taken (per row), then count (ragged), mean, M2 per lane
-        lanes = 3 if _ragged(em) else 2
+    if per_lane(em, pair):  # steps taken (per row), then mean and M2 per lane
         zero = em.splat(ctx, 0.0, _lane_type(em, pair))
-        return [em.splat(ctx, 0.0, _row_type(em, pair)), *[zero] * lanes]
+        return [em.splat(ctx, 0.0, _row_type(em, pair)), zero, zero]
     t = _row_type(em, pair)
     if pair.kind == SOFTMAX:
         return [em.splat(ctx, -math.inf, t), em.splat(ctx, 0.0, t)]
@@ -190,28 +182,36 @@ def _lane_update(
     elementwise, no cross-thread reduction in the loop. Every lane inside the row has
     seen every chunk so far (only the last chunk is ragged), so its count is the row's
     step count and `1 / steps` is one division per row, not per element. A lane outside
-    the row (a ragged last chunk) reads its own mean, which changes nothing, and does
-    not count the step."""
-    steps, *lanes = accs
+    the row (a ragged last chunk) reads its own mean, which changes nothing (its count
+    is one step short: `_lane_counts`)."""
+    steps, mean, m2 = accs
     t = _lane_type(em, pair)
     steps_new = em.add(ctx, nn.AddOp(steps, em.splat(ctx, 1.0, _row_type(em, pair))))
     weight = em.add(ctx, nn.DivOp(em.splat(ctx, 1.0, _row_type(em, pair)), steps_new))
     weight = em._broadcast(ctx, weight, pair.first.results[0], pair.source)
     x = em.cast(ctx, em.emit(pair.source, ctx), t.element_type)
-    counted = []
-    if _ragged(em):
-        n, mean, m2 = lanes
-        mask = em.chunk_mask(pair.source, ctx)
-        assert mask is not None
+    mask = em.chunk_mask(pair.source, ctx)
+    if mask is not None:
         x = em.add(ctx, nn.SelectOp(mask, x, mean))
-        one = em.add(ctx, nn.SelectOp(mask, em.splat(ctx, 1.0, t), em.splat(ctx, 0.0, t)))
-        counted = [em.add(ctx, nn.AddOp(n, one))]
-    else:
-        mean, m2 = lanes
     delta = em.add(ctx, nn.SubOp(x, mean))
     mean_new = em.add(ctx, nn.AddOp(mean, em.add(ctx, nn.MulOp(delta, weight))))
     spread = em.add(ctx, nn.MulOp(delta, em.add(ctx, nn.SubOp(x, mean_new))))
-    return [steps_new, *counted, mean_new, em.add(ctx, nn.AddOp(m2, spread))]
+    return [steps_new, mean_new, em.add(ctx, nn.AddOp(m2, spread))]
+
+
+def _lane_counts(
+    em: KernelEmitter, ctx: Context, pair: StatisticsPair, steps: SSAValue
+) -> SSAValue:
+    """Elements each lane has seen after the loop: every step's, one fewer for a lane
+    outside the ragged last chunk (a mask of that chunk after the loop instead of a
+    count carried per lane)."""
+    n = em._broadcast(ctx, steps, pair.first.results[0], pair.source)
+    mask = em.chunk_mask(pair.source, ctx, last=True)
+    if mask is None:
+        return n
+    t = _lane_type(em, pair)
+    short = em.add(ctx, nn.SelectOp(mask, em.splat(ctx, 0.0, t), em.splat(ctx, 1.0, t)))
+    return em.add(ctx, nn.SubOp(n, short))
 
 
 def _lane_finish(
@@ -222,18 +222,14 @@ def _lane_finish(
     whose bounds the pair absorbed (`absorbed`), the bounds are the least and greatest
     lane mean: equal for a constant row (each lane's mean is then exactly the value), so
     its mean is exact and its M2 0; equal lane means of another row are its mean too."""
-    steps, *lanes = results
+    steps, mean, m2 = results
     axis = em.reduce_axis(pair.source)
     first = pair.first.results[0]
 
     def total(x: SSAValue) -> SSAValue:
         return em.add(ctx, tile.ReduceOp("sum", x, axis))
 
-    if len(lanes) == 3:
-        n, mean, m2 = lanes
-    else:
-        mean, m2 = lanes
-        n = em._broadcast(ctx, steps, first, pair.source)
+    n = _lane_counts(em, ctx, pair, steps)
     count = total(n)
     weighted = total(em.add(ctx, nn.MulOp(n, mean)))
     ctx.cache[(first, 0)] = em.cast(
