@@ -87,7 +87,7 @@ class LoweringOptions:
             forced[name] = int(value)
         tile = replace(self.tile, **forced)
         if "max_row_block" in forced:  # forced for every row, statistics included
-            tile = replace(tile, statistics_row_block=None)
+            tile = replace(tile, statistics_row_block=None, statistics_row_chunk=None)
         return replace(self, tile=tile)
 
     def passes(self) -> list[ModulePass]:

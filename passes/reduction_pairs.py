@@ -81,8 +81,26 @@ def _deviation(v: SSAValue) -> tuple[nn.ReductionOp, MeanBounds | None] | None:
     m = bcast.operands[0]
     red = _owner(m, nn.ReductionOp)
     if red is not None:
-        return (red, None) if red.operands[0] is a else None  # type: ignore[return-value]
-    return _row_mean(m, a)
+        if red.operands[0] is not a or not _broadcasts_back(m, red):
+            return None
+        return red, None  # type: ignore[return-value]
+    found = _row_mean(m, a)
+    if found is None or not _broadcasts_back(m, found[0]):
+        return None
+    return found
+
+
+def _broadcasts_back(m: SSAValue, red: nn.ReductionOp) -> bool:
+    """Whether broadcasting `m` (a value of `red`'s result shape) to the shape of
+    `red`'s input puts each row's value on that row: nn.broadcast aligns trailing
+    dims, so `m`'s shape padded with leading 1s must be the input's with the reduced
+    axes 1 (keepdim, or the reduced axes leading)."""
+    source, result = red.operands[0].type, m.type
+    assert isinstance(source, TensorType) and isinstance(result, TensorType)
+    shape, axes = source.get_shape(), set(red.axis_list)
+    padded = (1,) * (len(shape) - len(result.get_shape())) + tuple(result.get_shape())
+    kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return padded == kept
 
 
 def _row_mean(m: SSAValue, a: SSAValue) -> tuple[nn.ReductionOp, MeanBounds] | None:

@@ -54,7 +54,7 @@ class SplitStatistics(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.ReductionOp, rewriter: PatternRewriter) -> None:
         pair = match_pair(op)
-        if pair is None or pair.first.axis_list != op.axis_list:
+        if pair is None or pair.first.axis_list != op.axis_list or _earliest(pair) is None:
             return
         t = pair.source.type
         if not isinstance(t, TensorType) or not isinstance(t.element_type, Float32Type):
@@ -75,7 +75,9 @@ class SplitStatistics(RewritePattern):
         total = _as_type(b, total, op.results[0])
         for new in b.ops:
             new.location = op.location
-        rewriter.insert(b.ops, InsertPoint.before(_earliest(pair)))
+        earliest = _earliest(pair)
+        assert earliest is not None
+        rewriter.insert(b.ops, InsertPoint.before(earliest))
         rewriter.replace_all_uses_with(pair.center, center)
         rewriter.replace_all_uses_with(op.results[0], total)
         for old in _replaced_ops(pair):
@@ -133,14 +135,16 @@ def _as_type(b: NNBuilder, x: SSAValue, like: SSAValue) -> SSAValue:
     return x if x.type == like.type else b.add(nn.ReshapeOp(x, like.type))
 
 
-def _earliest(pair: StatisticsPair) -> Operation:
+def _earliest(pair: StatisticsPair) -> Operation | None:
     """The first of the pair's level-0 reductions in the block: every use of the max or
-    mean follows it, and everything the split reads precedes it."""
+    mean follows it, and everything the split reads precedes it (None when they are
+    not all in one block: the pair is then left alone)."""
     ops: list[Operation] = [pair.first]
     if pair.bounds is not None:
         ops += [pair.bounds.low, pair.bounds.high]
     block = pair.first.parent_block()
-    assert block is not None and all(o.parent_block() is block for o in ops)
+    if block is None or any(o.parent_block() is not block for o in ops):
+        return None
     return min(ops, key=block.get_operation_index)
 
 

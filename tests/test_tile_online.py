@@ -98,8 +98,8 @@ def _reduces_in_loops(module) -> int:  # noqa: ANN001
 
 @pytest.mark.parametrize("cols", [100, 96], ids=["ragged", "whole_chunks"])
 def test_variance_accumulates_per_lane(cols: int) -> None:
-    """A looped variance keeps each lane's count, mean and M2 (Welford) and combines
-    the lanes once after the loop: no cross-thread reduction per chunk. A constant row
+    """A looped variance keeps each lane's mean and M2 (Welford, less a pilot) with a
+    step count per row, and combines the lanes once after the loop: no cross-thread reduction per chunk. A constant row
     stays exact (its mean is the value, its variance 0), ragged or not; so does a row
     whose lanes all see the same values (equal lane means that are not the row's only
     value); a NaN makes its row NaN."""
@@ -118,18 +118,21 @@ def test_variance_accumulates_per_lane(cols: int) -> None:
     assert np.isnan(actual[0][4]).all() and np.isnan(expected[0][4]).all()
 
 
-def _column_variance(rows: int, cols: int) -> str:
-    x, r, o = t((rows, cols), "f32"), t((1, cols), "f32"), t((cols,), "f32")
+def _squared_deviations(rows: int, cols: int, axis: int = 0) -> str:
+    """The sum of squared deviations from the row mean (exact for constant lines:
+    nn-decompose's form) along `axis` of an f32 [rows, cols]."""
+    kept = (1, cols) if axis == 0 else (rows, 1)
+    x, r, o = t((rows, cols), "f32"), t(kept, "f32"), t((kept[1 - axis],), "f32")
     return f"""func.func @main(%x: {x}) -> {o} {{
-  %mean = nn.mean %x [0] keepdim : {x} -> {r}
-  %lo = nn.reduce_min %x [0] keepdim : {x} -> {r}
-  %hi = nn.reduce_max %x [0] keepdim : {x} -> {r}
+  %mean = nn.mean %x [{axis}] keepdim : {x} -> {r}
+  %lo = nn.reduce_min %x [{axis}] keepdim : {x} -> {r}
+  %hi = nn.reduce_max %x [{axis}] keepdim : {x} -> {r}
   %c = nn.compare eq, %lo, %hi : {r}
   %m = nn.select %c, %lo, %mean : {r}
   %mb = nn.broadcast %m : {r} -> {x}
   %d = nn.sub %x, %mb : {x}
   %q = nn.mul %d, %d : {x}
-  %s = nn.sum %q [0] : {x} -> {o}
+  %s = nn.sum %q [{axis}] : {x} -> {o}
   func.return %s : {o}
 }}"""
 
@@ -144,10 +147,70 @@ def test_column_variance_takes_one_pass_per_lane(rows: int) -> None:
     x = (3.0 + rng.standard_normal((rows, 70))).astype(np.float32)
     x[:, 5] = np.float32(0.7)
     spec = "nn-fuse,convert-nn-to-tile{block-cols=16 block-rows=16},tile-promote"
-    expected, actual, tiled = run(_column_variance(rows, 70), [x], spec)
+    expected, actual, tiled = run(_squared_deviations(rows, 70), [x], spec)
     assert loops(tiled) == 1 and _reduces_in_loops(tiled) == 0
     np.testing.assert_allclose(actual[0], expected[0], rtol=1e-4)
     assert actual[0][5] == 0.0
+
+
+@pytest.mark.parametrize("shape", [(100, 70), (2, 3000)], ids=["column", "row"])
+def test_per_lane_variance_keeps_precision_under_a_large_mean(shape: tuple) -> None:
+    """Each lane accumulates its elements less its first one (a pilot), so a mean 10^4
+    times the deviation costs no precision: the squared deviations' sum is within 10^-5
+    of float64's (unshifted lane means around 10^4 gave 3e-4)."""
+    rows, cols = shape
+    axis = 0 if rows == 100 else 1
+    x = (1e4 + np.random.default_rng(5).standard_normal(shape)).astype(np.float32)
+    text = _squared_deviations(rows, cols, axis)
+    spec = "nn-fuse,convert-nn-to-tile{block-cols=16 block-rows=16},tile-promote"
+    _, actual, tiled = run(text, [x], spec)
+    assert _reduces_in_loops(tiled) == 0
+    xd = x.astype(np.float64)
+    truth = ((xd - xd.mean(axis, keepdims=True)) ** 2).sum(axis)
+    assert np.max(np.abs(actual[0] - truth) / truth) < 1e-5
+
+
+def test_row_mean_bounds_read_elsewhere_stay_the_rows() -> None:
+    """A row mean's `min == max` test that another op also reads keeps meaning "the row
+    is constant": the bounds are not taken from the lanes' means (equal here for a row
+    whose lanes all see the same values)."""
+    x_t, r = t((3, 96), "f32"), t((3, 1), "f32")
+    text = f"""func.func @main(%x: {x_t}) -> ({r}, {r}) {{
+  %mean = nn.mean %x [1] keepdim : {x_t} -> {r}
+  %lo = nn.reduce_min %x [1] keepdim : {x_t} -> {r}
+  %hi = nn.reduce_max %x [1] keepdim : {x_t} -> {r}
+  %c = nn.compare eq, %lo, %hi : {r}
+  %m = nn.select %c, %lo, %mean : {r}
+  %mb = nn.broadcast %m : {r} -> {x_t}
+  %d = nn.sub %x, %mb : {x_t}
+  %q = nn.mul %d, %d : {x_t}
+  %s = nn.mean %q [1] keepdim : {x_t} -> {r}
+  %one = nn.constant 1.0 : {r}
+  %zero = nn.constant 0.0 : {r}
+  %flag = nn.select %c, %one, %zero : {r}
+  func.return %s, %flag : {r}, {r}
+}}"""
+    x = np.random.default_rng(0).standard_normal((3, 96)).astype(np.float32)
+    x[1] = (np.arange(96) // 16).astype(np.float32) * 0.3  # equal lane means
+    x[2] = np.float32(3.7)
+    expected, actual, _ = run(text, [x])
+    np.testing.assert_array_equal(actual[1].ravel(), [0.0, 0.0, 1.0])
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-5)
+
+
+def test_one_chunk_loop_keeps_constant_rows_exact() -> None:
+    """A looped row of one ragged chunk (a chunk wider than the row): lanes outside the
+    row never see an element, so the row mean's bounds are not taken from the lanes'
+    means, and a constant row still normalizes to exactly its bias."""
+    x = np.random.default_rng(6).standard_normal((3, 20)).astype(np.float32)
+    x[1] = np.float32(-53.56694)
+    w = np.random.default_rng(7).standard_normal(20).astype(np.float32)
+    b = np.random.default_rng(8).standard_normal(20).astype(np.float32)
+    spec = "nn-fuse,convert-nn-to-tile{max-row-block=16 block-cols=32},tile-promote"
+    expected, actual, tiled = run(layernorm(3, 20).replace("bf16", "f32"), [x, w, b], spec)
+    assert loops(tiled) == 2
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(actual[0][1], b)
 
 
 def test_variance_of_wide_chunks_combines_per_chunk() -> None:
@@ -189,7 +252,9 @@ def test_triton_column_variance_matches_the_tile_interpreter(tmp_path: Path) -> 
 
     forced = "convert-nn-to-tile{block-cols=16 block-rows=16}"
     spec = STANDARD.replace("convert-nn-to-tile", forced)
-    check_each_kernel(fuseopt.run_pipeline(fuseopt.parse(_column_variance(50, 40)), spec), tmp_path)
+    check_each_kernel(
+        fuseopt.run_pipeline(fuseopt.parse(_squared_deviations(50, 40)), spec), tmp_path
+    )
 
 
 def cuda_kernel_loops(text: str) -> int:

@@ -195,3 +195,23 @@ func.func @variance_pair(%x: tensor<2x65536xbf16>) -> tensor<2x65536xf32> {
   %y = nn.mul %d, %vb : tensor<2x65536xf32>
   func.return %y : tensor<2x65536xf32>
 }
+
+// -----
+
+// Not a softmax pair: the max over the last two axes without keepdim ([2]) broadcasts
+// back along the last axis (nn.broadcast aligns trailing dims), not along its rows, so
+// `x - mb` is not a deviation from the row's max; each reduction splits alone.
+// CHECK-LABEL: func.func @misaligned_broadcast
+// CHECK:         nn.reduce_max %{{.*}} [2] : tensor<2x64x1024xf32> -> tensor<2x64xf32>
+// CHECK:         %[[M:.*]] = nn.reduce_max %{{.*}} [1] : tensor<2x64xf32> -> tensor<2xf32>
+// CHECK:         nn.broadcast %[[M]] : tensor<2xf32> -> tensor<2x32768x2xf32>
+// CHECK-NOT:     nn.compare
+// CHECK:         nn.sum %{{.*}} [2] : tensor<2x64x1024xf32> -> tensor<2x64xf32>
+func.func @misaligned_broadcast(%x: tensor<2x32768x2xf32>) -> tensor<2xf32> {
+  %m = nn.reduce_max %x [1, 2] : tensor<2x32768x2xf32> -> tensor<2xf32>
+  %mb = nn.broadcast %m : tensor<2xf32> -> tensor<2x32768x2xf32>
+  %d = nn.sub %x, %mb : tensor<2x32768x2xf32>
+  %e = nn.exp %d : tensor<2x32768x2xf32>
+  %s = nn.sum %e [1, 2] : tensor<2x32768x2xf32> -> tensor<2xf32>
+  func.return %s : tensor<2xf32>
+}

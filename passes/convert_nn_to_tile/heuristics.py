@@ -179,12 +179,11 @@ def tiled_dims(space: IterationSpace) -> list[int]:
 
 def for_statistics(opts: TileOptions) -> TileOptions:
     """The options for a kernel that computes a normalization's mean and variance: its
-    own longest whole row and chunk where the target sets them."""
-    return replace(
-        opts,
-        max_row_block=min(opts.max_row_block, opts.statistics_row_block or opts.max_row_block),
-        row_chunk=opts.statistics_row_chunk or opts.row_chunk,
-    )
+    own longest whole row and chunk where the target sets them (the chunk no longer
+    than that row: a looped row then has more than one chunk)."""
+    longest = min(opts.max_row_block, opts.statistics_row_block or opts.max_row_block)
+    chunk = min(opts.statistics_row_chunk or opts.row_chunk, longest)
+    return replace(opts, max_row_block=longest, row_chunk=chunk)
 
 
 def choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:

@@ -1,27 +1,32 @@
-"""Online statistics for looped row reductions: one pass over the row for the max and
-sum of a softmax, or the mean and variance of a normalization.
+"""Online statistics for looped reductions: one pass over the reduced dim for the max
+and sum of a softmax, or the mean and variance of a normalization.
 
-A looped row reduction (a row longer than one block) runs one `scf.for` over column
-chunks per level of dependent reductions, then a loop that stores the outputs. Two
-patterns of a level-1 reduction that reads a level-0 result are merged into the
+A looped reduction (a reduced dim longer than one block) runs one `scf.for` over chunks
+per level of dependent reductions, then a loop that stores the outputs. Two patterns of
+a level-1 reduction that reads a level-0 result (`reduction_pairs`) are merged into the
 level-0 loop, so the statistics take one pass and the kernel two (statistics, then
 outputs) instead of three:
 
-- softmax, `sum(exp(a - broadcast(reduce_max(a))))`: a running max `m` and sum `s`;
-  per chunk `m' = max(m, max(chunk))`, `s' = s * exp(m - m') + sum(exp(chunk - m'))`,
-  with `m' = -inf` read as 0 so that rows starting with -inf (masked scores) stay exact;
+- softmax, `sum(exp(a - broadcast(reduce_max(a))))` along rows: a running max `m` and
+  sum `s` per row; per chunk `m' = max(m, max(chunk))`, `s' = s * exp(m - m') +
+  sum(exp(chunk - m'))`, with `m' = -inf` read as 0 so that rows starting with -inf
+  (masked scores) stay exact. The chunk terms are the group's own ops, emitted with
+  the max replaced by `m'`, so casts and masks are the usual ones;
 - variance, `mean|sum((a - broadcast(m))^2)` with f32 statistics, where `m` is
   `mean(a)` or nn-decompose's `row_mean` (the row's value where `reduce_min(a) ==
-  reduce_max(a)`, else `mean(a)`): Chan et al.'s parallel update of count `n`, mean and
-  sum of squared deviations `M2`; per chunk of `c` valid elements with mean `mc` and
-  `M2c`: `delta = mc - mean`, `n' = n + c`, `mean' = mean + delta * c / n'`,
-  `M2' = M2 + M2c + delta^2 * n * c / n'`. For a `row_mean`, `mc` of a constant chunk
-  is its value too, so a constant row keeps an exact mean (`delta` = 0) and `M2` = 0;
-  the row's min and max accumulate in the same loop as any reduction does.
+  reduce_max(a)`, else `mean(a)`), along rows or columns. Where the chunk tile stays in
+  registers (`per_lane`), each lane keeps Welford's mean and M2 of its elements minus
+  a pilot (its first element, so that a large mean costs no precision), with one
+  reciprocal of the step count per row; after the loop the lanes combine (Chan et
+  al.), and a `row_mean`'s bounds come from the lanes' means (`absorbed`). Otherwise,
+  along rows: Chan et al.'s update of the row's count `n`, mean and `M2` by each
+  chunk's (`c` valid elements, mean `mc`, `M2c`): `delta = mc - mean`, `n' = n + c`,
+  `mean' = mean + delta * c / n'`, `M2' = M2 + M2c + delta^2 * n * c / n'`, with a
+  constant chunk's `mc` its value (exact constant rows); the row's min and max
+  accumulate in the loop as any reduction does.
 
-The chunk terms are the group's own ops, emitted with the level-0 result (and the
-row mean) replaced by the chunk's statistic (`m'`, or the chunk mean), so casts and
-masks are the usual ones.
+An infinite element makes a per-lane mean NaN (inf - inf in Welford's update, as in
+Inductor's), where two passes give an infinite mean; the variance is NaN either way.
 
 On a backend whose row cache holds the rows (`row-cache-bytes`), re-reading costs no
 HBM traffic and one loop per level is cheaper than the online form's per-chunk
@@ -101,15 +106,23 @@ def absorbed(em: KernelEmitter, pairs: list[StatisticsPair]) -> set[int]:
     row-mean bounds, when only its row mean reads them (the lanes' means bound it as
     well: equal for a constant row, see `_lane_finish`)."""
     ids: set[int] = set()
+    k = em.space.reduce_dim
+    assert k is not None
+    if em.space.sizes[k] < em.blocks.dims[k]:
+        return ids  # lanes outside a one-chunk row have no mean of their own
     for pair in pairs:
         if pair.bounds is None or not per_lane(em, pair):
             continue
         select = pair.bounds.row_mean.owner
         assert isinstance(select, Operation)
         compare = select.operands[0].owner
+        assert isinstance(compare, Operation)
         row_mean_ops = {select, compare}
         bounds = (pair.bounds.low, pair.bounds.high)
-        if all(u.operation in row_mean_ops for b in bounds for u in b.results[0].uses):
+        only_row_mean = all(
+            u.operation in row_mean_ops for b in bounds for u in b.results[0].uses
+        ) and all(u.operation is select and u.index == 0 for u in compare.results[0].uses)
+        if only_row_mean:
             ids |= {id(b) for b in bounds}
     return ids
 
@@ -122,9 +135,9 @@ def _lane_type(em: KernelEmitter, pair: StatisticsPair) -> TensorType:
 def initial(em: KernelEmitter, ctx: Context, pair: StatisticsPair) -> list[SSAValue]:
     """The accumulators' initial tiles: (m, s) for softmax, (n, mean, M2) for variance
     (per row, or per lane with `per_lane`)."""
-    if per_lane(em, pair):  # steps taken (per row), then mean and M2 per lane
+    if per_lane(em, pair):  # steps taken (per row), then pilot, mean and M2 per lane
         zero = em.splat(ctx, 0.0, _lane_type(em, pair))
-        return [em.splat(ctx, 0.0, _row_type(em, pair)), zero, zero]
+        return [em.splat(ctx, 0.0, _row_type(em, pair)), zero, zero, zero]
     t = _row_type(em, pair)
     if pair.kind == SOFTMAX:
         return [em.splat(ctx, -math.inf, t), em.splat(ctx, 0.0, t)]
@@ -178,25 +191,33 @@ def update(
 def _lane_update(
     em: KernelEmitter, ctx: Context, pair: StatisticsPair, accs: list[SSAValue]
 ) -> list[SSAValue]:
-    """Welford's update of each lane's mean and M2 by its element of this chunk:
-    elementwise, no cross-thread reduction in the loop. Every lane inside the row has
-    seen every chunk so far (only the last chunk is ragged), so its count is the row's
-    step count and `1 / steps` is one division per row, not per element. A lane outside
-    the row (a ragged last chunk) reads its own mean, which changes nothing (its count
-    is one step short: `_lane_counts`)."""
-    steps, mean, m2 = accs
+    """Welford's update of each lane's mean and M2 by its element of this chunk, less
+    the lane's pilot (its first element): elementwise, no cross-thread reduction in the
+    loop. A lane inside the row has seen every chunk so far (only the last chunk is
+    ragged, and a row of more than one chunk starts with a whole one), so its count is
+    the row's step count and `1 / steps` is one division per row, not per element. A
+    lane outside the row (a ragged last chunk) reads its own shifted mean, which
+    changes nothing (its count is one step short: `_lane_counts`)."""
+    steps, pilot, mean, m2 = accs
     t = _lane_type(em, pair)
-    steps_new = em.add(ctx, nn.AddOp(steps, em.splat(ctx, 1.0, _row_type(em, pair))))
-    weight = em.add(ctx, nn.DivOp(em.splat(ctx, 1.0, _row_type(em, pair)), steps_new))
+    row = _row_type(em, pair)
+    taken = em._broadcast(ctx, steps, pair.first.results[0], pair.source)
+    first = em.add(ctx, nn.CompareOp("eq", taken, em.splat(ctx, 0.0, t)))
+    steps_new = em.add(ctx, nn.AddOp(steps, em.splat(ctx, 1.0, row)))
+    weight = em.add(ctx, nn.DivOp(em.splat(ctx, 1.0, row), steps_new))
     weight = em._broadcast(ctx, weight, pair.first.results[0], pair.source)
     x = em.cast(ctx, em.emit(pair.source, ctx), t.element_type)
     mask = em.chunk_mask(pair.source, ctx)
+    if mask is not None:  # outside the row: a finite pilot (0), the shifted mean
+        x = em.add(ctx, nn.SelectOp(mask, x, em.splat(ctx, 0.0, t)))
+    pilot_new = em.add(ctx, nn.SelectOp(first, x, pilot))
+    x = em.add(ctx, nn.SubOp(x, pilot_new))
     if mask is not None:
         x = em.add(ctx, nn.SelectOp(mask, x, mean))
     delta = em.add(ctx, nn.SubOp(x, mean))
     mean_new = em.add(ctx, nn.AddOp(mean, em.add(ctx, nn.MulOp(delta, weight))))
     spread = em.add(ctx, nn.MulOp(delta, em.add(ctx, nn.SubOp(x, mean_new))))
-    return [steps_new, mean_new, em.add(ctx, nn.AddOp(m2, spread))]
+    return [steps_new, pilot_new, mean_new, em.add(ctx, nn.AddOp(m2, spread))]
 
 
 def _lane_counts(
@@ -222,7 +243,7 @@ def _lane_finish(
     whose bounds the pair absorbed (`absorbed`), the bounds are the least and greatest
     lane mean: equal for a constant row (each lane's mean is then exactly the value), so
     its mean is exact and its M2 0; equal lane means of another row are its mean too."""
-    steps, mean, m2 = results
+    steps, pilot, shifted, m2 = results
     axis = em.reduce_axis(pair.source)
     first = pair.first.results[0]
 
@@ -231,6 +252,7 @@ def _lane_finish(
 
     n = _lane_counts(em, ctx, pair, steps)
     count = total(n)
+    mean = em.add(ctx, nn.AddOp(pilot, shifted))
     weighted = total(em.add(ctx, nn.MulOp(n, mean)))
     ctx.cache[(first, 0)] = em.cast(
         ctx, em.add(ctx, nn.DivOp(weighted, count)), _element(pair.first)
@@ -239,8 +261,10 @@ def _lane_finish(
         for bound, kind in ((pair.bounds.low, "min"), (pair.bounds.high, "max")):
             value = em.add(ctx, tile.ReduceOp(kind, mean, axis))
             ctx.cache[(bound.results[0], 0)] = em.cast(ctx, value, _element(pair.first))
-    center = em.emit(pair.center, ctx)
-    spread = em.add(ctx, nn.SubOp(mean, em._broadcast(ctx, center, first, pair.source)))
+    center = em._broadcast(ctx, em.emit(pair.center, ctx), first, pair.source)
+    # (pilot - center) + shifted mean: the pilot and the center are close, so their
+    # difference is exact, and the small shifted mean keeps its precision
+    spread = em.add(ctx, nn.AddOp(em.add(ctx, nn.SubOp(pilot, center)), shifted))
     between = total(em.add(ctx, nn.MulOp(n, em.add(ctx, nn.MulOp(spread, spread)))))
     m2_row = em.add(ctx, nn.AddOp(total(m2), between))
     ctx.cache[(pair.second.results[0], 0)] = em._finish_reduce(pair.second, m2_row, ctx)
