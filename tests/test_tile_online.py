@@ -247,6 +247,16 @@ def test_triton_online_loops_match_the_tile_interpreter(text: str, tmp_path: Pat
     check_each_kernel(fuseopt.run_pipeline(fuseopt.parse(text), spec), tmp_path)
 
 
+def test_column_statistics_off_keeps_a_loop_per_level() -> None:
+    """`column-statistics=false` (the CUDA target's setting) keeps the column variance
+    in two loops, mean then squared deviations, with the same result."""
+    x = np.random.default_rng(9).standard_normal((100, 70)).astype(np.float32)
+    spec = "nn-fuse,convert-nn-to-tile{block-cols=16 block-rows=16 column-statistics=false}"
+    expected, actual, tiled = run(_squared_deviations(100, 70), [x], spec + ",tile-promote")
+    assert loops(tiled) == 2
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-5)
+
+
 def test_triton_column_variance_matches_the_tile_interpreter(tmp_path: Path) -> None:
     from test_triton_kernels import check_each_kernel
 

@@ -133,7 +133,8 @@ class ConvertNNToTilePass(TileOptions, ModulePass):
     row kept whole before a reduction loops over chunks), `row-chunk` (the chunk such a
     loop reads per step, default 2048), `statistics-row-block` / `statistics-row-chunk`
     (the same two for a kernel computing a normalization's mean and variance; default:
-    as other rows), `online-stats` (false: a
+    as other rows), `column-statistics` (false: a variance over a non-innermost dim keeps
+    a loop per level instead of accumulating per lane in one), `online-stats` (false: a
     looped softmax or variance keeps one loop per reduction level instead of computing
     its statistics in one pass; see `online`), `row-cache-bytes` (the shared
     memory a backend's row cache will hold per program, 0 for none: a looped reduction
@@ -525,8 +526,9 @@ class HostLowering:
                 group,
                 space,
                 blocks,
-                self.opts.online_stats,
-                self.opts.row_cache_bytes,
+                online_stats=self.opts.online_stats,
+                column_statistics=self.opts.column_statistics,
+                row_cache_bytes=self.opts.row_cache_bytes,
             )
             kernel, grid = emitter.build()
         except Untileable as e:

@@ -97,10 +97,12 @@ class KernelEmitter:
         space: IterationSpace,
         blocks: Blocks,
         online_stats: bool = True,
+        column_statistics: bool = True,
         row_cache_bytes: int = 0,
     ):
         self.name, self.group, self.space, self.blocks = name, group, space, blocks
         self.online_stats = online_stats
+        self.column_statistics = column_statistics
         self.row_cache_bytes = row_cache_bytes
         self.tiled = set(tiled_dims(space))
         self.constants = IndexConstants()
@@ -569,7 +571,7 @@ class KernelEmitter:
             pairs = [
                 p
                 for p in online.online_pairs(phases[0], phases[1])
-                if innermost or online.per_lane(self, p)
+                if innermost or (self.column_statistics and online.per_lane(self, p))
             ]
             merged = {id(p.second) for p in pairs}
             phases[1] = [r for r in phases[1] if id(r) not in merged]

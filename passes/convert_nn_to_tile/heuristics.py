@@ -106,6 +106,9 @@ class TileOptions:
     above 128; None: 64)."""
     online_stats: bool = True
     """Looped softmax/variance statistics in one pass (`online`)."""
+    column_statistics: bool = True
+    """A variance over a non-innermost dim accumulates per lane in its mean's loop (one
+    read of the input; `online.per_lane`); false: a loop per level (two reads)."""
     row_cache_bytes: int = 0
     """Shared memory per program of the backend's row cache (tile-promote's budget; 0:
     no row cache). A looped reduction whose input rows fit keeps one loop per level
