@@ -16,6 +16,7 @@ combination (`split_statistics.py`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import Float32Type, TensorType
@@ -141,3 +142,14 @@ def match_pair(second: nn.ReductionOp) -> StatisticsPair | None:
             if isinstance(rt, TensorType) and isinstance(rt.element_type, Float32Type):
                 return StatisticsPair(VARIANCE, dev[0], second, dev[1])
     return None
+
+
+def computes_variance(ops: Sequence[Operation]) -> bool:
+    """Whether `ops` (a fusion group's) compute a normalization's mean and variance:
+    both reductions of a variance pair."""
+    members = set(ops)
+    for op in ops:
+        pair = match_pair(op) if isinstance(op, nn.ReductionOp) else None
+        if pair is not None and pair.kind == VARIANCE and pair.first in members:
+            return True
+    return False

@@ -100,20 +100,7 @@ from fuseopt.passes.convert_nn_to_tile.strided_views import (
     slice_view,
 )
 from fuseopt.passes.convert_nn_to_tile.whole_tensor import whole_tensor_kernel
-from fuseopt.passes.reduction_pairs import VARIANCE, match_pair
-
-
-def _computes_variance(group: Group) -> bool:
-    """Whether the group computes a normalization's mean and variance (both reductions
-    of a `reduction_pairs` variance pair)."""
-    ops = set(group.ops)
-    for op in group.ops:
-        if isinstance(op, nn.ReductionOp):
-            pair = match_pair(op)
-            if pair is not None and pair.kind == VARIANCE and pair.first in ops:
-                return True
-    return False
-
+from fuseopt.passes.reduction_pairs import computes_variance
 
 MAX_GRID = 2**31 - 1
 """Most programs in one launch (CUDA's grid.x limit)."""
@@ -518,7 +505,7 @@ class HostLowering:
             )
         try:
             space = analyze(group, {v: view.layout for v, view in (views or {}).items()})
-            opts = for_statistics(self.opts) if _computes_variance(group) else self.opts
+            opts = for_statistics(self.opts) if computes_variance(group.ops) else self.opts
             blocks = choose_blocks(space, opts)
             self._check_tile_size(group, space, blocks)
             emitter = KernelEmitter(

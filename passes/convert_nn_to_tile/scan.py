@@ -126,9 +126,9 @@ def scan_launches(
     assert isinstance(t, TensorType)
     if plan.last_axis and plan.length > plan.box[1] and plan.programs < SPLIT_PROGRAMS:
         return split_scan_kernels(names, t.element_type, plan.outer, plan.length)
-    if not plan.last_axis and plan.length > plan.box[0]:
-        if plan.programs < MIN_COLUMN_SCAN_PROGRAMS:
-            return [], None
+    few_long_columns = plan.length > plan.box[0] and plan.programs < MIN_COLUMN_SCAN_PROGRAMS
+    if not plan.last_axis and few_long_columns:
+        return [], None
     kernel = scan_kernel(names(""), t.element_type, plan)
     return [ScanLaunch(kernel, plan.programs, ("input", "result"))], None
 
