@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import json
 import platform
 import re
@@ -470,6 +471,12 @@ def _entry_point(model: Callable[..., Any]) -> Callable[..., Any]:
     CompiledModule of the same class (or function), so the ninth silently ran eagerly;
     a fresh code object gives each CompiledModule its own cache.
 
+    The code object also has a name of its own (``call_model_<n>``): Dynamo's automatic
+    dynamic shapes remember the sizes seen per code identity (file, first line, name),
+    so entry points sharing one name made every CompiledModule after the first in a
+    process trace symbolic sizes from its first call, whatever the model, and pay the
+    symbolic path's host work and eager fallbacks.
+
     The function runs in the globals of the model's own code (its `forward`'s module):
     Dynamo resolves the globals of an inlined function through the root frame's when
     they are the same dictionary, and otherwise imports the function's module by name,
@@ -484,10 +491,14 @@ def _entry_point(model: Callable[..., Any]) -> Callable[..., Any]:
     def call_model(*args: Any, **kwargs: Any) -> Any:
         return call(*args, **kwargs)
 
-    code = call_model.__code__.replace()  # a distinct code object, same instructions
-    return types.FunctionType(
-        code, _model_globals(model), call_model.__name__, None, call_model.__closure__
-    )
+    name = f"call_model_{next(_ENTRY_POINT_IDS)}"
+    # a distinct code object with a distinct name, same instructions
+    code = call_model.__code__.replace(co_name=name, co_qualname=name)
+    return types.FunctionType(code, _model_globals(model), name, None, call_model.__closure__)
+
+
+_ENTRY_POINT_IDS = itertools.count()
+"""Numbers the entry points' code objects (`_entry_point`), one per CompiledModule."""
 
 
 def _model_globals(model: Callable[..., Any]) -> dict[str, Any]:

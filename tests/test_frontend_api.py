@@ -346,3 +346,25 @@ def test_shape_changes_do_not_hit_the_recompile_limit(caplog: pytest.LogCaptureF
     assert len({k.region for k in compiled.kernels}) >= 12  # every shape compiled
     with pytest.raises(ConfigurationError, match="dynamic must be"):
         fuseopt.compile(model, backend="interpret", dynamic="yes")
+
+
+def test_each_compiled_module_starts_static(caplog: pytest.LogCaptureFixture) -> None:
+    """Dynamo remembers the sizes it saw per code identity (file, line, name): entry
+    points sharing one made every CompiledModule after the first in a process trace
+    symbolic sizes from its first call (extra host work per call, symbolic ops run in
+    PyTorch). Each CompiledModule's first shapes compile statically; its own second
+    shape still makes it symbolic."""
+    shapes = [(7, 9, 5), (11, 13, 3), (32, 4, 8)]
+    with caplog.at_level(logging.INFO, logger="fuseopt"):
+        for m, n, k in shapes:
+            x, w = randn(m, k, seed=m), randn(n, k, seed=n)
+            assert_close(
+                fuseopt.compile(F.linear, (x, w), backend="interpret")(x, w), F.linear(x, w)
+            )
+        compiled = fuseopt.compile(torch.bmm, (randn(2, 3, 4), randn(2, 4, 5)), backend="interpret")
+    symbolic = [r for r in caplog.records if "symbolic sizes" in r.getMessage()]
+    assert not symbolic, symbolic[0].getMessage()
+    with caplog.at_level(logging.INFO, logger="fuseopt"):
+        a, b = randn(3, 5, 2), randn(3, 2, 6)
+        assert_close(compiled(a, b), torch.bmm(a, b))
+    assert [r for r in caplog.records if "symbolic sizes" in r.getMessage()]
