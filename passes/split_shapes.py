@@ -74,10 +74,13 @@ def _same_shape_elementwise(op: Operation | None, shape: tuple[int, ...]) -> boo
 def movable_cone(value: SSAValue, user: Operation, recompute: bool = False) -> set[Operation]:
     """The elementwise ops computing `value` (all of its shape) that the reshape can move
     above: every use of each one's result is by `user` or by another op of the set (a
-    value used twice inside, as smooth-L1's |a - b|, moves; one also used outside stays
-    and is reshaped where it is), or with `recompute` every one (those used outside are
-    computed twice: where they are, and rebuilt in the new shape). At most `MAX_CONE`
-    ops, nearest first."""
+    value used twice inside, as smooth-L1's |a - b|, moves), or only by elementwise ops
+    and reductions of its own shape (`never_stored`: computed inside kernels wherever it
+    is, so rebuilding it costs no memory traffic; cross-entropy's per-row weights, read
+    by the loss and by their own sum); an op whose value is stored (returned, or read by
+    another kind of op) stays and is reshaped where it is. With `recompute` every op
+    moves (those used outside are computed twice: where they are, and rebuilt in the new
+    shape). At most `MAX_CONE` ops, nearest first."""
     shape = tuple(value.type.get_shape())  # type: ignore[attr-defined]
     cone: list[Operation] = []
     frontier = [value.owner]
@@ -93,12 +96,28 @@ def movable_cone(value: SSAValue, user: Operation, recompute: bool = False) -> s
         changed = False
         for op in list(inside):
             users = {use.operation for r in op.results for use in r.uses}
-            if not users <= inside | {user}:
+            if not users <= inside | {user} and not never_stored(op):
                 inside.discard(op)
                 changed = True
     if value.owner not in inside:
         return set()
     return _reachable(value, inside)
+
+
+def never_stored(op: Operation) -> bool:
+    """Whether every use of `op`'s value is by an elementwise op or a reduction reading
+    operands of its shape: nn-fuse computes it inside the kernels of those users, and no
+    kernel writes it to memory."""
+    shape = op.results[0].type.get_shape()  # type: ignore[attr-defined]
+    return all(
+        _same_shape_elementwise(use.operation, shape)
+        or (
+            isinstance(use.operation, nn.ReductionOp)
+            and use.operation.operands[0].type.get_shape() == shape  # type: ignore[attr-defined]
+        )
+        for r in op.results
+        for use in r.uses
+    )
 
 
 def _reachable(value: SSAValue, inside: set[Operation]) -> set[Operation]:

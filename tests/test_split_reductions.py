@@ -119,6 +119,26 @@ def test_loss_prologue_fuses_into_stage_one(name: str) -> None:
     assert abs(got.double() - reference).item() <= 2**-7 * max(1.0, abs(reference.item()))
 
 
+def test_cross_entropy_sums_share_stage_one() -> None:
+    """A mean cross-entropy over many rows sums the losses and the rows' weights (0 for
+    an ignored row) over all rows: both sums are split, and both rebuild the weights from
+    the targets in the split shape, so one stage-one kernel reads the targets and the
+    per-row losses once for both. Before, a pointwise kernel stored the weights and the
+    masked losses, and each sum had a stage-one kernel of its own (6 kernels, now 4)."""
+    rows, classes = 1 << 16, 8
+    logits = randn(rows, classes, seed=3)
+    targets = torch.randint(0, classes, (rows,), generator=torch.Generator().manual_seed(4))
+    targets[::7] = -100  # ignored rows count neither in the sum nor in the mean's divisor
+    fn = torch.nn.functional.cross_entropy
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, (logits, targets), backend="interpret", strict=True)
+        got = compiled(logits, targets)
+    assert len(compiled.kernels) == 4, [k.name for k in compiled.kernels]
+    reference = fn(logits.double(), targets)
+    assert abs(got.double() - reference).item() <= 1e-5 * abs(reference.item())
+
+
 def _split_statistics_kernels(fn: Callable[..., torch.Tensor], *args: torch.Tensor) -> int:
     torch._dynamo.reset()
     with torch.no_grad():

@@ -114,6 +114,34 @@ func.func @shared_outside(%a: tensor<65536xf32>, %b: tensor<65536xf32>) -> (tens
 
 // -----
 
+// A shared value that no kernel stores (read only by elementwise ops and reductions of
+// its shape: cross-entropy's per-row weights, read by the loss and by their own sum)
+// is rebuilt in the split shape for each reduction, so both read the target through a
+// view and nn-fuse makes them one kernel; reshaping it where it is needed a pointwise
+// kernel to store it.
+// CHECK-LABEL: func.func @shared_unstored
+// CHECK-DAG:     %[[X:.*]] = nn.reshape %x : tensor<65536xf32> -> tensor<64x1024xf32>
+// CHECK-DAG:     %[[T:.*]] = nn.reshape %t : tensor<65536xi64> -> tensor<64x1024xi64>
+// CHECK:         %[[IGN:.*]] = nn.compare eq, %[[T]], %{{.*}} : tensor<64x1024xi64>
+// CHECK:         %[[W:.*]] = nn.select %[[IGN]], %{{.*}}, %{{.*}} : tensor<64x1024xf32>
+// CHECK:         %[[L:.*]] = nn.mul %[[X]], %[[W]] : tensor<64x1024xf32>
+// CHECK:         nn.sum %[[L]] [1] : tensor<64x1024xf32> -> tensor<64xf32>
+// CHECK:         nn.sum %[[W]] [1] : tensor<64x1024xf32> -> tensor<64xf32>
+// CHECK-NOT:     tensor<65536xf32> -> tensor<64x1024xf32>
+func.func @shared_unstored(%t: tensor<65536xi64>, %x: tensor<65536xf32>) -> (tensor<f32>, tensor<f32>) {
+  %c = nn.constant -100 : tensor<65536xi64>
+  %ign = nn.compare eq, %t, %c : tensor<65536xi64>
+  %z = nn.constant 0.000000e+00 : tensor<65536xf32>
+  %o = nn.constant 1.000000e+00 : tensor<65536xf32>
+  %w = nn.select %ign, %z, %o : tensor<65536xf32>
+  %l = nn.mul %x, %w : tensor<65536xf32>
+  %s1 = nn.sum %l [0] : tensor<65536xf32> -> tensor<f32>
+  %s2 = nn.sum %w [0] : tensor<65536xf32> -> tensor<f32>
+  func.return %s1, %s2 : tensor<f32>, tensor<f32>
+}
+
+// -----
+
 // A softmax's max and sum of exponentials split as a pair: stage one has each chunk's
 // max and its sum of exp(x - max) (-inf read as 0, so a chunk of only -inf sums to 0),
 // stage two rescales the chunk sums to the row max. x - max of the whole row is only
