@@ -6,8 +6,9 @@ the earlier ones, so Dynamo traced it with symbolic sizes from its first call (e
 host work per call). This prints, for five programs compiled in sequence, whether
 fuseopt traced each statically, and the wall time per call (back-to-back calls, one
 synchronize; the better of two runs, the two systems alternating) of fuseopt-triton
-and torch.compile. Run it again with an older `fuseopt/api.py` first on the path to
-compare.
+and torch.compile. To compare with an older `fuseopt/api.py`, run it from a folder
+holding only an older `fuseopt/` package (its subpackages resolve to the installed
+ones) with that folder first on PYTHONPATH.
 
     python -m benchmarks.entry_points [LABEL]
 """

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import itertools
 import json
 import platform
 import re
@@ -17,6 +16,7 @@ import shutil
 import subprocess
 import types
 import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -471,11 +471,16 @@ def _entry_point(model: Callable[..., Any]) -> Callable[..., Any]:
     CompiledModule of the same class (or function), so the ninth silently ran eagerly;
     a fresh code object gives each CompiledModule its own cache.
 
-    The code object also has a name of its own (``call_model_<n>``): Dynamo's automatic
-    dynamic shapes remember the sizes seen per code identity (file, first line, name),
-    so entry points sharing one name made every CompiledModule after the first in a
-    process trace symbolic sizes from its first call, whatever the model, and pay the
-    symbolic path's host work and eager fallbacks.
+    The code object also has a name of its own, ``call_<model>_<n>`` (the model's class
+    or function name, and how many entry points of that name the process made before):
+    Dynamo's automatic dynamic shapes remember the sizes seen per code identity (file,
+    first line, name, a hash of the closure), so entry points sharing one name made
+    every CompiledModule after the first in a process trace symbolic sizes from its
+    first call, whatever the model, and pay the symbolic path's host work. With the
+    model in the name, a shape profile Dynamo saves across runs (PGO, under
+    `torch.compiler.config.job_id`) goes to the same model in the next run, not to
+    whichever was compiled n-th. Frames Dynamo enters after a graph break are the
+    model's own code, shared by every instance of its class, as under torch.compile.
 
     The function runs in the globals of the model's own code (its `forward`'s module):
     Dynamo resolves the globals of an inlined function through the root frame's when
@@ -491,14 +496,17 @@ def _entry_point(model: Callable[..., Any]) -> Callable[..., Any]:
     def call_model(*args: Any, **kwargs: Any) -> Any:
         return call(*args, **kwargs)
 
-    name = f"call_model_{next(_ENTRY_POINT_IDS)}"
+    owner = type(model) if isinstance(model, torch.nn.Module) else model
+    label = re.sub(r"\W", "_", getattr(owner, "__qualname__", type(owner).__name__))
+    name = f"call_{label}_{_ENTRY_POINTS[label]}"
+    _ENTRY_POINTS[label] += 1
     # a distinct code object with a distinct name, same instructions
     code = call_model.__code__.replace(co_name=name, co_qualname=name)
     return types.FunctionType(code, _model_globals(model), name, None, call_model.__closure__)
 
 
-_ENTRY_POINT_IDS = itertools.count()
-"""Numbers the entry points' code objects (`_entry_point`), one per CompiledModule."""
+_ENTRY_POINTS: Counter[str] = Counter()
+"""How many entry points (`_entry_point`) the process made per model name."""
 
 
 def _model_globals(model: Callable[..., Any]) -> dict[str, Any]:
