@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.dialects.dtypes import element_bytes
 
 
 @dataclass(frozen=True)
@@ -74,13 +75,15 @@ def _same_shape_elementwise(op: Operation | None, shape: tuple[int, ...]) -> boo
 def movable_cone(value: SSAValue, user: Operation, recompute: bool = False) -> set[Operation]:
     """The elementwise ops computing `value` (all of its shape) that the reshape can move
     above: every use of each one's result is by `user` or by another op of the set (a
-    value used twice inside, as smooth-L1's |a - b|, moves), or only by elementwise ops
-    and reductions of its own shape (`never_stored`: computed inside kernels wherever it
-    is, so rebuilding it costs no memory traffic; cross-entropy's per-row weights, read
-    by the loss and by their own sum); an op whose value is stored (returned, or read by
-    another kind of op) stays and is reshaped where it is. With `recompute` every op
-    moves (those used outside are computed twice: where they are, and rebuilt in the new
-    shape). At most `MAX_CONE` ops, nearest first."""
+    value used twice inside, as smooth-L1's |a - b|, moves; one also used outside stays
+    and is reshaped where it is). An op used outside whose every use is an elementwise op
+    or a reduction of its shape (`never_stored`) is rebuilt too, when that reads no more
+    bytes than the cone without it (cross-entropy's per-row weights and ignore mask,
+    rebuilt from the targets the loss reads anyway: no kernel stores them); a shared
+    value computed from more than it weighs (`d = a * b + c * e` also returned through
+    `-d`) stays. With `recompute` every op moves (those used outside are computed twice:
+    where they are, and rebuilt in the new shape). At most `MAX_CONE` ops, nearest
+    first."""
     shape = tuple(value.type.get_shape())  # type: ignore[attr-defined]
     cone: list[Operation] = []
     frontier = [value.owner]
@@ -90,13 +93,35 @@ def movable_cone(value: SSAValue, user: Operation, recompute: bool = False) -> s
             continue
         cone.append(op)  # type: ignore[arg-type]
         frontier += [x.owner for x in op.operands]  # type: ignore[union-attr]
-    inside = set(cone)
-    changed = not recompute
-    while changed:  # drop ops with a use outside the set, until none is left
+    if recompute:
+        return _reachable(value, set(cone))
+    strict = _used_inside(value, set(cone), user, lambda op: False)
+    wider = _used_inside(value, set(cone), user, never_stored)
+    # left out, a shared value is written by some kernel and read here; rebuilt, its
+    # inputs are read here instead
+    stored = {x for x in _reads(value, strict) if x.owner in wider}
+    kept_cost = sum(map(value_bytes, _reads(value, strict))) + sum(map(value_bytes, stored))
+    if sum(map(value_bytes, _reads(value, wider))) <= kept_cost:
+        return wider
+    return strict
+
+
+def _used_inside(
+    value: SSAValue,
+    candidates: set[Operation],
+    user: Operation,
+    also: Callable[[Operation], bool],
+) -> set[Operation]:
+    """The ops of `candidates` that `value` (the one `user` reads) depends on through
+    them, after dropping, until none is left, each op with a use outside the set (and
+    `user`) that `also` does not allow."""
+    inside = set(candidates)
+    changed = True
+    while changed:
         changed = False
         for op in list(inside):
             users = {use.operation for r in op.results for use in r.uses}
-            if not users <= inside | {user} and not never_stored(op):
+            if not users <= inside | {user} and not also(op):
                 inside.discard(op)
                 changed = True
     if value.owner not in inside:
@@ -104,10 +129,31 @@ def movable_cone(value: SSAValue, user: Operation, recompute: bool = False) -> s
     return _reachable(value, inside)
 
 
+def _reads(value: SSAValue, cone: set[Operation]) -> set[SSAValue]:
+    """The values the rebuilt cone reads: those its ops take from outside it (splat
+    constants are free), or `value` itself for an empty cone."""
+    if not cone:
+        return {value}
+    return {
+        x
+        for op in cone
+        for x in op.operands
+        if x.owner not in cone
+        and not (isinstance(x.owner, nn.ConstantOp) and x.owner.splat_value is not None)
+    }
+
+
+def value_bytes(v: SSAValue) -> int:
+    """The bytes of tensor `v` (i1 counts a byte)."""
+    t = v.type
+    assert isinstance(t, TensorType)
+    return math.prod(t.get_shape()) * max(1, element_bytes(t.element_type))
+
+
 def never_stored(op: Operation) -> bool:
     """Whether every use of `op`'s value is by an elementwise op or a reduction reading
-    operands of its shape: nn-fuse computes it inside the kernels of those users, and no
-    kernel writes it to memory."""
+    operands of its shape: nn-fuse computes it inside the kernels of those users, so it
+    is stored only when one of those kernels must also write it for a reshape."""
     shape = op.results[0].type.get_shape()  # type: ignore[attr-defined]
     return all(
         _same_shape_elementwise(use.operation, shape)

@@ -673,3 +673,32 @@ func.func @contiguous_slices(%x: tensor<1x37xi64>, %m: tensor<6x8xf32>) -> (tens
   %cols = nn.slice %m [0:6, 1:3] : tensor<6x8xf32> -> tensor<6x2xf32>
   func.return %a, %a2, %b, %c, %d, %cols : tensor<1x35xi64>, tensor<1x36xi64>, tensor<3x8xf32>, tensor<3xf32>, tensor<2x8xf32>, tensor<6x2xf32>
 }
+
+// -----
+
+// Two reductions of different inputs over the same rows share the reduce dim (their
+// reduced axes tied by `_tie_sibling_reductions`): one load and one sum of each, per
+// row; looped, one accumulator each.
+// CHECK-LABEL: tile.kernel @fused_0_sibling_sums
+// CHECK-SAME:    schedule = "row_reduction"
+// CHECK:         %[[A:.*]] = tile.load %0
+// CHECK:         tile.reduce sum %[[A]] axis 1
+// CHECK:         %[[B:.*]] = tile.load %1
+// CHECK:         tile.reduce sum %[[B]] axis 1
+// CHECK:         nn.div
+// LOOPED-LABEL: tile.kernel @fused_0_sibling_sums
+// LOOPED-SAME:    schedule = "row_reduction_looped"
+// LOOPED:         scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
+// LOOPED:         tile.reduce sum
+// LOOPED:         tile.reduce sum
+// LOOPED:         nn.div
+func.func @sibling_sums(%a: tensor<8x64xf32>, %b: tensor<8x64xf32>) -> tensor<8xf32> {
+  %r = nn.fusion ins(%a, %b : tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8xf32> attributes {kernel_name = "fused_0_sibling_sums", kind = "reduction", route = "kernel"} {
+  ^bb0(%x: tensor<8x64xf32>, %y: tensor<8x64xf32>):
+    %sa = nn.sum %x [1] : tensor<8x64xf32> -> tensor<8xf32>
+    %sb = nn.sum %y [1] : tensor<8x64xf32> -> tensor<8xf32>
+    %q = nn.div %sa, %sb : tensor<8xf32>
+    nn.yield %q : tensor<8xf32>
+  }
+  func.return %r : tensor<8xf32>
+}

@@ -543,6 +543,22 @@ func.func @output_block(%x: tensor<32x64xf32>, %w: tensor<64x64xf32>, %b: tensor
   func.return %12 : tensor<2x16x64xf32>
 }
 
+// Reductions of two different inputs over the same rows (nothing inside the group ties
+// their reduced axes) are one kernel: the second stage of two split sums, or of a split
+// variance's chunk means and M2s, read together. A horizontal fusion.
+// CHECK-LABEL: func.func @sibling_reductions
+// CHECK:         nn.fusion ins(%a, %b : tensor<64x16xf32>, tensor<64x16xf32>) -> tensor<64xf32> attributes {kernel_name = "fused_{{[0-9]+}}_sum_div", kind = "reduction"
+// CHECK:           nn.sum
+// CHECK:           nn.sum
+// CHECK:           nn.div
+// CHECK-NOT:     nn.fusion
+func.func @sibling_reductions(%a: tensor<64x16xf32>, %b: tensor<64x16xf32>) -> tensor<64xf32> {
+  %sa = nn.sum %a [1] : tensor<64x16xf32> -> tensor<64xf32>
+  %sb = nn.sum %b [1] : tensor<64x16xf32> -> tensor<64xf32>
+  %r = nn.div %sa, %sb : tensor<64xf32>
+  func.return %r : tensor<64xf32>
+}
+
 // -----
 
 // A lone view is left to eager (a strided view there); constants are cloned into the

@@ -120,6 +120,7 @@ func.func @shared_outside(%a: tensor<65536xf32>, %b: tensor<65536xf32>) -> (tens
 // view and nn-fuse makes them one kernel; reshaping it where it is needed a pointwise
 // kernel to store it.
 // CHECK-LABEL: func.func @shared_unstored
+// CHECK-NOT:     nn.reshape %w
 // CHECK-DAG:     %[[X:.*]] = nn.reshape %x : tensor<65536xf32> -> tensor<64x1024xf32>
 // CHECK-DAG:     %[[T:.*]] = nn.reshape %t : tensor<65536xi64> -> tensor<64x1024xi64>
 // CHECK:         %[[IGN:.*]] = nn.compare eq, %[[T]], %{{.*}} : tensor<64x1024xi64>
@@ -127,7 +128,6 @@ func.func @shared_outside(%a: tensor<65536xf32>, %b: tensor<65536xf32>) -> (tens
 // CHECK:         %[[L:.*]] = nn.mul %[[X]], %[[W]] : tensor<64x1024xf32>
 // CHECK:         nn.sum %[[L]] [1] : tensor<64x1024xf32> -> tensor<64xf32>
 // CHECK:         nn.sum %[[W]] [1] : tensor<64x1024xf32> -> tensor<64xf32>
-// CHECK-NOT:     tensor<65536xf32> -> tensor<64x1024xf32>
 func.func @shared_unstored(%t: tensor<65536xi64>, %x: tensor<65536xf32>) -> (tensor<f32>, tensor<f32>) {
   %c = nn.constant -100 : tensor<65536xi64>
   %ign = nn.compare eq, %t, %c : tensor<65536xi64>
@@ -138,6 +138,23 @@ func.func @shared_unstored(%t: tensor<65536xi64>, %x: tensor<65536xf32>) -> (ten
   %s1 = nn.sum %l [0] : tensor<65536xf32> -> tensor<f32>
   %s2 = nn.sum %w [0] : tensor<65536xf32> -> tensor<f32>
   func.return %s1, %s2 : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// A shared value that weighs less than what computes it stays where it is: rebuilt, the
+// sum would read four inputs; left, it reads `%d`, which the kernel of `-d` also writes.
+// CHECK-LABEL: func.func @shared_costly
+// CHECK:         %[[D:.*]] = nn.add %ab, %ce : tensor<65536xf32>
+// CHECK:         %[[R:.*]] = nn.reshape %[[D]] : tensor<65536xf32> -> tensor<64x1024xf32>
+// CHECK:         nn.sum %[[R]] [1] : tensor<64x1024xf32> -> tensor<64xf32>
+func.func @shared_costly(%a: tensor<65536xf32>, %b: tensor<65536xf32>, %c: tensor<65536xf32>, %e: tensor<65536xf32>) -> (tensor<f32>, tensor<65536xf32>) {
+  %ab = nn.mul %a, %b : tensor<65536xf32>
+  %ce = nn.mul %c, %e : tensor<65536xf32>
+  %d = nn.add %ab, %ce : tensor<65536xf32>
+  %n = nn.neg %d : tensor<65536xf32>
+  %s = nn.sum %d [0] : tensor<65536xf32> -> tensor<f32>
+  func.return %s, %n : tensor<f32>, tensor<65536xf32>
 }
 
 // -----

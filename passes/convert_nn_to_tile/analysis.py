@@ -416,6 +416,7 @@ def analyze(group: Group, strided: Mapping[SSAValue, Strides] | None = None) -> 
         for r in op.results:
             axes.add(r)
         _tie(op, axes, reduced, contraction, matmuls)
+    _tie_sibling_reductions(group.ops, axes)
     check_matmuls(matmuls, bool(reduced))
     values = [*inputs, *(r for op in group.ops for r in op.results)]
     classes_of = {
@@ -807,6 +808,39 @@ def _tie(
             start += shape(x)[axis]
     else:
         raise Untileable(op, f"{op.name} is not tiled in a fused kernel")
+
+
+def _tie_sibling_reductions(ops: Sequence[Operation], axes: _Axes) -> None:
+    """Tie the reduced axes of reductions whose kept axes are already in the same classes
+    (in order) and whose reduced axes have the same sizes: each reduces its own input
+    over the same rows, so both can walk their reduced axes with one loop index (a
+    horizontal fusion). Nothing else ties them when their inputs come from outside the
+    group: the second stage of two split reductions (cross-entropy's summed losses and
+    weights, the chunk means and M2s of a split variance) would be two kernels."""
+    reductions = [op for op in ops if isinstance(op, nn.ReductionOp)]
+    changed = len(reductions) > 1
+    while changed:  # a tie can make the kept classes of others equal
+        changed = False
+        first: dict[tuple[tuple[Node, ...], tuple[int, ...]], nn.ReductionOp] = {}
+        for op in reductions:
+            x = op.operands[0]
+            dims = axes.shape(x)
+            red = [i for i in op.axis_list if dims[i] != 1]
+            kept = tuple(
+                axes.find((x, i))
+                for i in range(len(dims))
+                if i not in op.axis_list and dims[i] != 1
+            )
+            key = (kept, tuple(dims[i] for i in red))
+            other = first.setdefault(key, op)
+            if other is op:
+                continue
+            y = other.operands[0]
+            y_red = [i for i in other.axis_list if axes.shape(y)[i] != 1]
+            for i, j in zip(red, y_red, strict=True):
+                if axes.find((x, i)) != axes.find((y, j)):
+                    axes.tie(x, i, y, j, op)
+                    changed = True
 
 
 def _tie_matmul(op: nn.MatmulOp, axes: _Axes, contraction: set[tuple[SSAValue, int]]) -> None:
