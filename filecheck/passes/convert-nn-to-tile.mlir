@@ -702,3 +702,22 @@ func.func @sibling_sums(%a: tensor<8x64xf32>, %b: tensor<8x64xf32>) -> tensor<8x
   }
   func.return %r : tensor<8xf32>
 }
+
+// -----
+
+// Reduced axes listed out of order ([2, 1]) pair by axis index with the other
+// reduction's ([1, 2]): one kernel (pairing them in list order merged two classes).
+// CHECK-LABEL: tile.kernel @fused_0_unsorted_axes
+// CHECK-SAME:    schedule = "row_reduction"
+// CHECK-NOT:   tile.kernel
+func.func @unsorted_axes(%a: tensor<4x8x8xf32>) -> tensor<4xf32> {
+  %r = nn.fusion ins(%a : tensor<4x8x8xf32>) -> tensor<4xf32> attributes {kernel_name = "fused_0_unsorted_axes", kind = "reduction", route = "kernel"} {
+  ^bb0(%x: tensor<4x8x8xf32>):
+    %y = nn.exp %x : tensor<4x8x8xf32>
+    %s1 = nn.sum %x [1, 2] : tensor<4x8x8xf32> -> tensor<4xf32>
+    %s2 = nn.sum %y [2, 1] : tensor<4x8x8xf32> -> tensor<4xf32>
+    %q = nn.div %s1, %s2 : tensor<4xf32>
+    nn.yield %q : tensor<4xf32>
+  }
+  func.return %r : tensor<4xf32>
+}

@@ -559,6 +559,37 @@ func.func @sibling_reductions(%a: tensor<64x16xf32>, %b: tensor<64x16xf32>) -> t
   func.return %r : tensor<64xf32>
 }
 
+// Sibling reductions whose union nn-fuse's incremental summary cannot judge (it does
+// not model the tie of their reduced axes) are decided on the whole union: with a
+// broadcast after them that no group can hold (strict retry), and with a transposed
+// input that stays outside (nn-fuse's verify mode once disagreed on both).
+// CHECK-LABEL: func.func @sibling_reductions_then_broadcast
+// CHECK:         nn.fusion ins(%a, %b : tensor<64x16xf32>, tensor<64x16xf32>) -> tensor<64x1xf32>
+// CHECK:           nn.sum
+// CHECK:           nn.sum
+// CHECK:           nn.div
+// CHECK:         nn.broadcast
+func.func @sibling_reductions_then_broadcast(%a: tensor<64x16xf32>, %b: tensor<64x16xf32>) -> tensor<64x16xf32> {
+  %sa = nn.sum %a [1] keepdim : tensor<64x16xf32> -> tensor<64x1xf32>
+  %sb = nn.sum %b [1] keepdim : tensor<64x16xf32> -> tensor<64x1xf32>
+  %r = nn.div %sa, %sb : tensor<64x1xf32>
+  %o = nn.broadcast %r : tensor<64x1xf32> -> tensor<64x16xf32>
+  func.return %o : tensor<64x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @sibling_reductions_of_a_transpose
+// CHECK:         %[[Y:.*]] = nn.transpose %w [1, 0]
+// CHECK:         nn.fusion ins(%x, %[[Y]] : tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16xf32>
+func.func @sibling_reductions_of_a_transpose(%x: tensor<16x16xf32>, %w: tensor<16x16xf32>) -> tensor<16xf32> {
+  %y = nn.transpose %w [1, 0] : tensor<16x16xf32> -> tensor<16x16xf32>
+  %s1 = nn.sum %x [1] : tensor<16x16xf32> -> tensor<16xf32>
+  %s2 = nn.sum %y [1] : tensor<16x16xf32> -> tensor<16xf32>
+  %r = nn.add %s1, %s2 : tensor<16xf32>
+  func.return %r : tensor<16xf32>
+}
+
 // -----
 
 // A lone view is left to eager (a strided view there); constants are cloned into the

@@ -825,7 +825,7 @@ def _tie_sibling_reductions(ops: Sequence[Operation], axes: _Axes) -> None:
         for op in reductions:
             x = op.operands[0]
             dims = axes.shape(x)
-            red = [i for i in op.axis_list if dims[i] != 1]
+            red = [i for i in range(len(dims)) if i in op.axis_list and dims[i] != 1]
             kept = tuple(
                 axes.find((x, i))
                 for i in range(len(dims))
@@ -836,7 +836,8 @@ def _tie_sibling_reductions(ops: Sequence[Operation], axes: _Axes) -> None:
             if other is op:
                 continue
             y = other.operands[0]
-            y_red = [i for i in other.axis_list if axes.shape(y)[i] != 1]
+            y_dims = axes.shape(y)
+            y_red = [i for i in range(len(y_dims)) if i in other.axis_list and y_dims[i] != 1]
             for i, j in zip(red, y_red, strict=True):
                 if axes.find((x, i)) != axes.find((y, j)):
                     axes.tie(x, i, y, j, op)

@@ -412,6 +412,16 @@ def _analysis(
     return space
 
 
+def _reduction_ops(a: GroupFacts, b: GroupFacts) -> int:
+    """How many reduction ops the union of `a` and `b` holds (counting stops at 2)."""
+    found = 0
+    for op in (*a.ops, *b.ops):
+        found += isinstance(op, nn.ReductionOp)
+        if found > 1:
+            break
+    return found
+
+
 def _tiling_obstacle(space: IterationSpace | ClassSpace | Untileable, partial: bool) -> str | None:
     """Why the tiler cannot make the group one kernel, or None when it can (or, with
     `partial`, when only ops still to join are missing)."""
@@ -599,6 +609,10 @@ def check_union(
     try:
         space = a.axes.union_space(b.axes, matmuls, is_input)
     except AmbiguousDomain:
+        return None
+    if isinstance(space, Untileable) and _reduction_ops(a, b) > 1:
+        # the tiler ties the reduced axes of sibling reductions (`analyze`), which the
+        # incremental summary does not model: only the whole union can tell
         return None
     split = isinstance(space, ClassSpace) and space.split is not None
     if key.kind == POINTWISE and split and (isinstance(counts, str) or counts[0]):
