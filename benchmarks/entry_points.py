@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 import fuseopt
+from benchmarks.timing import launch_inclusive_us
 
 
 def _cases() -> list[tuple[str, object, tuple[torch.Tensor, ...]]]:
@@ -39,15 +39,11 @@ def _cases() -> list[tuple[str, object, tuple[torch.Tensor, ...]]]:
 
 
 def per_call_us(fn, args: tuple[torch.Tensor, ...], calls: int = 300) -> float:  # noqa: ANN001
-    """Wall time per call over `calls` back-to-back calls and one synchronize."""
+    """Wall time per call over `calls` back-to-back calls and one synchronize, after ten
+    warm-up calls (`launch_inclusive_us`)."""
     for _ in range(10):
         fn(*args)
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn(*args)
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / calls * 1e6
+    return launch_inclusive_us(lambda: fn(*args), torch.device("cuda"), calls)
 
 
 class _Symbolic(logging.Handler):

@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
-from fuseopt.dialects.dtypes import element_bytes
+from fuseopt.passes.nn_fuse.cost_model import value_bytes
 
 
 @dataclass(frozen=True)
@@ -141,13 +141,6 @@ def _reads(value: SSAValue, cone: set[Operation]) -> set[SSAValue]:
         if x.owner not in cone
         and not (isinstance(x.owner, nn.ConstantOp) and x.owner.splat_value is not None)
     }
-
-
-def value_bytes(v: SSAValue) -> int:
-    """The bytes of tensor `v` (i1 counts a byte)."""
-    t = v.type
-    assert isinstance(t, TensorType)
-    return math.prod(t.get_shape()) * max(1, element_bytes(t.element_type))
 
 
 def never_stored(op: Operation) -> bool:
