@@ -70,6 +70,9 @@ class LoweringOptions:
     precision: str = "f32"
     shared_bytes: int = SHARED_BUDGET
     """Shared memory one program may use (tile-promote's budget)."""
+    warp_per_row: bool = False
+    """tile-promote's `warp-per-row`: each reduced run of a whole-row reduction in one
+    warp where a warp can hold it (the Triton target)."""
     match_attention: bool = True
     """Whether the fuse stage turns attention written out as ops into nn.attention
     (nn-match-attention): off for a target whose attention kernel is slower than the
@@ -104,7 +107,11 @@ class LoweringOptions:
         sizes = {f.name: getattr(self.tile, f.name) for f in fields(TileOptions)}
         tiling = ConvertNNToTilePass(**sizes)
         policy: list[ModulePass] = [NNWidenIntermediatesPass()] if self.precision == "f32" else []
-        return [*policy, tiling, TilePromotePass(shared_bytes=self.shared_bytes)]
+        return [
+            *policy,
+            tiling,
+            TilePromotePass(shared_bytes=self.shared_bytes, warp_per_row=self.warp_per_row),
+        ]
 
     def spec(self) -> str:
         """The tile stage as `-p` text (what `fuse-opt` would run; a cache key)."""

@@ -16,7 +16,8 @@ loop-invariant offsets except the loop's induction variable). Per kernel:
    budget model is the CUDA printer's allocation (`matmul_shared_bytes`), so a
    recorded decision fits when the printer obeys it;
 3. **launch knobs** for every kernel: `num_warps`, `num_stages` and `vector_width`
-   (elements per 16-byte access), from `heuristics.launch_knobs`; an attention
+   (elements per 16-byte access), from `heuristics.launch_knobs` (with `warp-per-row`,
+   `heuristics.warp_per_row_warps` caps a whole-row reduction's warps); an attention
    kernel's stages are cut until its pipelined key and value tiles fit `shared-bytes`
    (`attention_shared_bytes`).
 
@@ -49,7 +50,7 @@ from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile
 from fuseopt.dialects.dtypes import element_bytes
 from fuseopt.dialects.tile_verification import LAUNCH_KNOB_RANGES
-from fuseopt.passes.convert_nn_to_tile.heuristics import launch_knobs
+from fuseopt.passes.convert_nn_to_tile.heuristics import launch_knobs, warp_per_row_warps
 
 SHARED_BUDGET = 227 * 1024
 """Shared memory (bytes) one program may use by default: the most an H100 thread block
@@ -74,7 +75,9 @@ class TilePromotePass(ModulePass):
 
     Options: `shared-bytes` (per-program shared-memory budget), `num-stages` (matmul
     pipeline depth before fitting the budget), `row-cache-bytes` (the part of the
-    budget the row cache may take; the CUDA backend tiles with the same number).
+    budget the row cache may take; the CUDA backend tiles with the same number),
+    `warp-per-row` (fewer warps for whole-row reductions whose reduced runs fit one
+    warp; the Triton target sets it).
     """
 
     name = "tile-promote"
@@ -85,6 +88,9 @@ class TilePromotePass(ModulePass):
     """Matmul pipeline depth before fitting the budget."""
     row_cache_bytes: int = ROW_CACHE_BUDGET
     """The part of the budget the row cache may take, bytes."""
+    warp_per_row: bool = False
+    """Keep each reduced run of a whole-row reduction in one warp where a warp can hold
+    it (`heuristics.warp_per_row_warps`; the Triton target sets it)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         least, most, _ = LAUNCH_KNOB_RANGES["num_stages"]
@@ -99,12 +105,17 @@ class TilePromotePass(ModulePass):
             )
         row_budget = min(self.shared_bytes, self.row_cache_bytes)
         for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
-            promote_kernel(kernel, self.shared_bytes, self.num_stages, row_budget)
+            promote_kernel(
+                kernel, self.shared_bytes, self.num_stages, row_budget, self.warp_per_row
+            )
 
 
-def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int, row_budget: int) -> None:
+def promote_kernel(
+    kernel: tile.KernelOp, budget: int, stages: int, row_budget: int, warp_per_row: bool = False
+) -> None:
     """Apply the three promotion steps to one kernel (idempotent). `budget` bounds the
-    kernel's shared memory, `row_budget` its row cache."""
+    kernel's shared memory, `row_budget` its row cache; `warp_per_row` as the pass's
+    option."""
     kind = kernel.require_schedule()
     used = 0
     if kind == tile.Schedule.ROW_REDUCTION_LOOPED:
@@ -130,6 +141,12 @@ def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int, row_budget: 
         default=1,
     )
     knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow)
+    warps = knobs.num_warps
+    if warp_per_row and kind == tile.Schedule.ROW_REDUCTION:
+        reductions = [
+            (_reduced_shape(r), r.axis_index) for r in kernel.walk() if isinstance(r, tile.ReduceOp)
+        ]
+        warps = warp_per_row_warps(reductions, warps)
     n_stages = knobs.num_stages
     if kind == tile.Schedule.MATMUL:
         n_stages = stages
@@ -143,7 +160,7 @@ def promote_kernel(kernel: tile.KernelOp, budget: int, stages: int, row_budget: 
     if kind == tile.Schedule.ATTENTION:  # fewer stages where f32 or wide heads do not fit
         while n_stages > 1 and attention_shared_bytes(kernel, n_stages) > budget:
             n_stages -= 1
-    kernel.num_warps = IntegerAttr(knobs.num_warps, i64)
+    kernel.num_warps = IntegerAttr(warps, i64)
     kernel.num_stages = IntegerAttr(n_stages, i64)
     kernel.vector_width = IntegerAttr(knobs.vector_width, i64)
     kernel.shared_bytes = IntegerAttr(used, i64)
@@ -236,6 +253,12 @@ def _ancestors(op: Operation) -> list[Operation]:
 
 def _tile_shape(op: Operation) -> tuple[int, ...]:
     t = op.result.type if isinstance(op, tile.LoadOp | tile.DotOp) else op.value.type  # type: ignore[union-attr]
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def _reduced_shape(op: tile.ReduceOp) -> tuple[int, ...]:
+    t = op.input.type
     assert isinstance(t, TensorType)
     return tuple(t.get_shape())
 

@@ -109,6 +109,18 @@ def test_triton_loops_normalization_statistics_past_8192() -> None:
     assert CUDA.defaults.tile.statistics_row_block is None
 
 
+def test_triton_keeps_short_reduced_runs_in_one_warp() -> None:
+    """The Triton target asks tile-promote for one warp per reduced run that fits a warp
+    (`warp_per_row`); the CUDA target does not. A column reduction (a variance over the
+    middle axis) launches on one warp under Triton, and its result is right."""
+    assert "tile-promote{warp_per_row=true}" in TRITON.defaults.spec()
+    assert "warp_per_row" not in CUDA.defaults.spec()
+    x = torch.randn(32, 16, 256)
+    compiled = fuseopt.compile(lambda t: t.var(1), (x,), backend="triton", strict=True)
+    assert [k.launch for k in compiled.kernels] == ["grid (64,), 1 warps, 1 stages"]
+    torch.testing.assert_close(compiled(x), x.var(1), rtol=1e-5, atol=1e-5)
+
+
 def _sources(*folders: str) -> list[Path]:
     return [p for f in folders for p in (ROOT / f).rglob("*.py")]
 

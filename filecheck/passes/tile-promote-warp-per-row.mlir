@@ -1,0 +1,82 @@
+// RUN: fuse-opt %s --split-input-file -p tile-promote | filecheck %s
+// RUN: fuse-opt %s --split-input-file -p 'tile-promote{warp-per-row=true}' | filecheck %s --check-prefix=WARP
+
+// `warp-per-row` (the Triton target): a whole-row reduction keeps each reduced run in
+// one warp where a warp can hold it. A column reduction (axis 0 of a 16x128 tile: every
+// warp would hold part of each column) gets one warp per 2048 elements of its tile.
+// CHECK-LABEL: tile.kernel @column_sum
+// CHECK-SAME:  num_warps = 4 : i64
+// WARP-LABEL:  tile.kernel @column_sum
+// WARP-SAME:   num_warps = 1 : i64
+tile.kernel @column_sum grid 1 (%0: memref<64x16x256xbf16>, %1: memref<64x256xbf16>) attributes {schedule = "row_reduction", iteration_sizes = array<i64: 64, 16, 256>, block_sizes = array<i64: 1, 16, 128>, reduce_dim = 1 : i64} {
+  %2 = arith.constant 2 : index
+  %3 = arith.constant 128 : index
+  %4 = arith.constant 0 : index
+  %5 = tile.program_id 0
+  %6 = arith.remsi %5, %2 : index
+  %7 = arith.divsi %5, %2 : index
+  %8 = arith.muli %6, %3 : index
+  %9 = tile.load %0[%7, %4, %8] : memref<64x16x256xbf16> -> tensor<16x128xbf16>
+  %10 = nn.cast %9 : tensor<16x128xbf16> -> tensor<16x128xf32>
+  %11 = tile.reduce sum %10 axis 0 : tensor<16x128xf32> -> tensor<128xf32>
+  %12 = nn.cast %11 : tensor<128xf32> -> tensor<128xbf16>
+  tile.store %12, %1[%7, %8] : tensor<128xbf16>, memref<64x256xbf16>
+  tile.return
+}
+func.func @column(%0: memref<64x16x256xbf16>, %1: memref<64x256xbf16> {tile.output}) {
+  tile.launch @column_sum grid [128] (%0, %1) : memref<64x16x256xbf16>, memref<64x256xbf16>
+  func.return
+}
+
+// -----
+
+// Rows of 1000 (a 1024-wide run), two per program: one warp per row, not the four
+// warps of 16 elements per thread.
+// CHECK-LABEL: tile.kernel @row_max_sum
+// CHECK-SAME:  num_warps = 4 : i64
+// WARP-LABEL:  tile.kernel @row_max_sum
+// WARP-SAME:   num_warps = 2 : i64
+tile.kernel @row_max_sum grid 1 (%0: memref<6x1000xbf16>, %1: memref<6xbf16>) attributes {schedule = "row_reduction", iteration_sizes = array<i64: 6, 1000>, block_sizes = array<i64: 2, 1024>, reduce_dim = 1 : i64} {
+  %2 = arith.constant 2 : index
+  %3 = arith.constant 0 : index
+  %4 = tile.program_id 0
+  %5 = arith.muli %4, %2 : index
+  %6 = tile.load %0[%5, %3] : memref<6x1000xbf16> -> tensor<2x1024xbf16>
+  %7 = nn.cast %6 : tensor<2x1024xbf16> -> tensor<2x1024xf32>
+  %8 = tile.mask [%5, %3] bounds [6, 1000] : tensor<2x1024xi1>
+  %9 = nn.constant 0xfff0000000000000 : tensor<2x1024xf32>
+  %10 = nn.select %8, %7, %9 : tensor<2x1024xf32>
+  %11 = tile.reduce max %10 axis 1 : tensor<2x1024xf32> -> tensor<2xf32>
+  %12 = nn.constant 0.000000e+00 : tensor<2x1024xf32>
+  %13 = nn.select %8, %7, %12 : tensor<2x1024xf32>
+  %14 = tile.reduce sum %13 axis 1 : tensor<2x1024xf32> -> tensor<2xf32>
+  %15 = nn.add %11, %14 : tensor<2xf32>
+  %16 = nn.cast %15 : tensor<2xf32> -> tensor<2xbf16>
+  tile.store %16, %1[%5] : tensor<2xbf16>, memref<6xbf16>
+  tile.return
+}
+func.func @rows(%0: memref<6x1000xbf16>, %1: memref<6xbf16> {tile.output}) {
+  tile.launch @row_max_sum grid [3] (%0, %1) : memref<6x1000xbf16>, memref<6xbf16>
+  func.return
+}
+
+// -----
+
+// Rows of 2048 are longer than a warp holds (WARP_ROW = 1024): the rule of 16 elements
+// per thread stands (4 warps for a 2048-element tile) with or without the option.
+// CHECK-LABEL: tile.kernel @long_row_sum
+// CHECK-SAME:  num_warps = 4 : i64
+// WARP-LABEL:  tile.kernel @long_row_sum
+// WARP-SAME:   num_warps = 4 : i64
+tile.kernel @long_row_sum grid 1 (%0: memref<4x2048xf32>, %1: memref<4xf32>) attributes {schedule = "row_reduction", iteration_sizes = array<i64: 4, 2048>, block_sizes = array<i64: 1, 2048>, reduce_dim = 1 : i64} {
+  %2 = tile.program_id 0
+  %3 = arith.constant 0 : index
+  %4 = tile.load %0[%2, %3] : memref<4x2048xf32> -> tensor<1x2048xf32>
+  %5 = tile.reduce sum %4 axis 1 : tensor<1x2048xf32> -> tensor<1xf32>
+  tile.store %5, %1[%2] : tensor<1xf32>, memref<4xf32>
+  tile.return
+}
+func.func @long_rows(%0: memref<4x2048xf32>, %1: memref<4xf32> {tile.output}) {
+  tile.launch @long_row_sum grid [4] (%0, %1) : memref<4x2048xf32>, memref<4xf32>
+  func.return
+}
