@@ -2,7 +2,8 @@
 and the smooth-L1 / Huber losses compile without running any op in PyTorch (issue 19).
 
 AOTAutograd expands them with PyTorch's own decompositions (the table in
-frontends/fx/dynamo_backend.py) into reductions and elementwise ops nn has; the
+frontends/fx/dynamo_backend.py; GroupNorm with fuseopt's, frontends/fx/
+norm_decompositions.py) into reductions and elementwise ops nn has; the
 decompositions' `as_strided` reshapes lower as reshapes. Checked against eager and a
 float64 run at shapes of every rank and size the norms take (one element per group,
 one group, one channel per group, ragged sizes), with non-trivial weights, on the
@@ -19,6 +20,10 @@ import torch.nn.functional as F
 from test_frontend_common import positive, randn
 
 import fuseopt
+from fuseopt.frontends.fx import norm_decompositions
+from fuseopt.frontends.fx.dynamo_backend import decompositions
+
+aten = torch.ops.aten
 
 GROUP_NORM_SHAPES = [
     ((2, 8, 5, 3), 4),
@@ -69,6 +74,59 @@ def test_group_norm(shape: tuple[int, ...], groups: int, dtype: torch.dtype) -> 
 def test_group_norm_without_affine_f16() -> None:
     x = randn(2, 6, 4, 4, dtype=torch.float16, seed=2) * 50
     _check(lambda x: F.group_norm(x, 3), (x,), "interpret", torch.float16)
+
+
+def test_group_norm_with_a_large_mean() -> None:
+    """The scale-and-shift form (x * scale + shift) stays within eager's error when the
+    mean is a thousand standard deviations."""
+    x = randn(2, 16, 5, seed=13) * 10 + 10000
+    w, b = _affine(16, torch.float32)
+    _check(lambda x, w, b: F.group_norm(x, 4, w, b, 1e-5), (x, w, b), "interpret", torch.float32)
+
+
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, True), (False, False)])
+def test_group_norm_decomposition_matches_the_op(affine: tuple[bool, bool]) -> None:
+    """fuseopt's decomposition of aten.native_group_norm (the table's entry, on every
+    device) returns what the op returns: the output and the (N, groups) mean and rstd
+    (which the backward reads)."""
+    assert decompositions()[aten.native_group_norm.default] is norm_decompositions.native_group_norm
+    x = randn(3, 6, 4, 5, seed=14) * 2 + 3
+    w, b = _affine(6, torch.float32)
+    args = (x, w if affine[0] else None, b if affine[1] else None, 3, 6, 20, 2, 1e-5)
+    got = norm_decompositions.native_group_norm(*args)
+    expected = aten.native_group_norm.default(*args)
+    assert isinstance(got, tuple)
+    for g, e in zip(got, expected, strict=True):
+        assert g.shape == e.shape and g.dtype == e.dtype
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+
+
+def test_group_norm_decomposition_leaves_bad_groups_to_pytorch() -> None:
+    x = randn(2, 6, 4, seed=15)
+    assert norm_decompositions.native_group_norm(x, None, None, 2, 6, 4, 4, 1e-5) is NotImplemented
+
+
+def test_group_norm_training_gradients() -> None:
+    """Backward through GroupNorm (PyTorch's decomposition of the backward reads the
+    forward's mean and rstd): input, weight and bias gradients as eager."""
+    torch.manual_seed(0)
+    eager = torch.nn.GroupNorm(3, 6)
+    with torch.no_grad():
+        eager.weight.copy_(randn(6, seed=16) + 1)
+        eager.bias.copy_(randn(6, seed=17))
+    ours = torch.nn.GroupNorm(3, 6)
+    ours.load_state_dict(eager.state_dict())
+    torch._dynamo.reset()
+    compiled = torch.compile(ours, backend="fuseopt", options={"backend": "interpret"})
+    x = (randn(4, 6, 5, 3, seed=18) * 2 + 1).requires_grad_()
+    x_ours = x.detach().clone().requires_grad_()
+    expected, got = eager(x), compiled(x_ours)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+    (expected * randn(4, 6, 5, 3, seed=19)).sum().backward()
+    (got * randn(4, 6, 5, 3, seed=19)).sum().backward()
+    torch.testing.assert_close(x_ours.grad, x.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(ours.weight.grad, eager.weight.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(ours.bias.grad, eager.bias.grad, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("affine", [True, False])

@@ -40,6 +40,7 @@ from torch.fx.node import map_arg
 from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.diagnostics import ConfigurationError
+from fuseopt.frontends.fx import norm_decompositions
 from fuseopt.frontends.fx.errors import RegionFallback
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
@@ -103,8 +104,12 @@ runs them."""
 
 
 def decompositions() -> dict[Any, Callable[..., Any]]:
-    """The decomposition table handed to AOTAutograd."""
-    return get_decompositions(DECOMPOSED_OPS)
+    """The decomposition table handed to AOTAutograd: PyTorch's for DECOMPOSED_OPS, with
+    fuseopt's own GroupNorm (`norm_decompositions`: one form on every device, without
+    a reshape between the statistics' and the channels' shapes)."""
+    table = get_decompositions(DECOMPOSED_OPS)
+    table[aten.native_group_norm.default] = norm_decompositions.native_group_norm
+    return table
 
 
 def fuseopt_backend(
