@@ -2,8 +2,8 @@
 and the smooth-L1 / Huber losses compile without running any op in PyTorch (issue 19).
 
 AOTAutograd expands them with PyTorch's own decompositions (the table in
-frontends/fx/dynamo_backend.py; GroupNorm with fuseopt's, frontends/fx/
-norm_decompositions.py) into reductions and elementwise ops nn has; the
+frontends/fx/dynamo_backend.py; GroupNorm with fuseopt's, and InstanceNorm through
+fuseopt's substitute in Dynamo's graph, frontends/fx/norm_decompositions.py) into reductions and elementwise ops nn has; the
 decompositions' `as_strided` reshapes lower as reshapes. Checked against eager and a
 float64 run at shapes of every rank and size the norms take (one element per group,
 one group, one channel per group, ragged sizes), with non-trivial weights, on the
@@ -139,6 +139,61 @@ def test_instance_norm(affine: bool) -> None:
         else (lambda x, w, b: F.instance_norm(x) + 0 * w.sum() + 0 * b.sum())
     )
     _check(fn, (x, w, b), "interpret", torch.float32)
+
+
+@pytest.mark.parametrize("shape", [(2, 8, 4, 4), (3, 5, 7), (2, 3, 2, 3, 4)], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_instance_norm_is_one_kernel(shape: tuple[int, ...], dtype: torch.dtype) -> None:
+    """F.instance_norm becomes fuseopt's substitute in Dynamo's graph: statistics and
+    the per-channel weight and bias in one Triton kernel, no copy kernels for the
+    repeated weight and bias (PyTorch's composite repeats them N times)."""
+    x = randn(*shape, dtype=dtype, seed=21) * 2 - 1
+    w, b = _affine(shape[1], dtype)
+    fn = lambda x, w, b: F.instance_norm(x, weight=w, bias=b, eps=1e-5)  # noqa: E731
+    _check(fn, (x, w, b), "triton", dtype)
+    compiled = fuseopt.compile(fn, (x, w, b), backend="triton", strict=True)
+    assert len(compiled.kernels) == 1, [k.name for k in compiled.kernels]
+
+
+def test_instance_norm_with_running_statistics_is_pytorchs() -> None:
+    """With running statistics the substitute calls F.instance_norm itself: outputs,
+    input gradients and the updated running mean and variance as eager."""
+    eager = torch.nn.InstanceNorm2d(4, affine=True, track_running_stats=True).train()
+    ours = torch.nn.InstanceNorm2d(4, affine=True, track_running_stats=True).train()
+    ours.load_state_dict(eager.state_dict())
+    torch._dynamo.reset()
+    compiled = torch.compile(ours, backend="fuseopt", options={"backend": "interpret"})
+    x = (randn(3, 4, 5, 6, seed=22) * 2 + 1).requires_grad_()
+    x_ours = x.detach().clone().requires_grad_()
+    expected, got = eager(x), compiled(x_ours)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+    expected.square().sum().backward()
+    got.square().sum().backward()
+    torch.testing.assert_close(x_ours.grad, x.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(ours.running_mean, eager.running_mean)
+    torch.testing.assert_close(ours.running_var, eager.running_var)
+
+
+def test_instance_norm_training_gradients() -> None:
+    """Backward through the substitute (autograd of its statistics): input, weight and
+    bias gradients as eager."""
+    eager = torch.nn.InstanceNorm1d(5, affine=True)
+    with torch.no_grad():
+        eager.weight.copy_(randn(5, seed=23) + 1)
+        eager.bias.copy_(randn(5, seed=24))
+    ours = torch.nn.InstanceNorm1d(5, affine=True)
+    ours.load_state_dict(eager.state_dict())
+    torch._dynamo.reset()
+    compiled = torch.compile(ours, backend="fuseopt", options={"backend": "interpret"})
+    x = (randn(3, 5, 9, seed=25) * 3).requires_grad_()
+    x_ours = x.detach().clone().requires_grad_()
+    expected, got = eager(x), compiled(x_ours)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+    (expected * randn(3, 5, 9, seed=26)).sum().backward()
+    (got * randn(3, 5, 9, seed=26)).sum().backward()
+    torch.testing.assert_close(x_ours.grad, x.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(ours.weight.grad, eager.weight.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(ours.bias.grad, eager.bias.grad, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("shape", [(4, 3, 5, 6), (2, 7), (3, 5, 9), (1, 2, 1, 1, 3)], ids=str)

@@ -98,9 +98,11 @@ DECOMPOSED_OPS = [
 ]
 """Ops AOTAutograd expands (via torch._decomp) into ops the table takes. Forward
 composites the fuser wants whole (softmax, layer_norm, gelu, ...) are kept; the norm
-families (GroupNorm, BatchNorm in every mode, InstanceNorm through `repeat`) and their
-backward are expanded into statistics and a per-channel scale and shift, as Inductor
-runs them."""
+families (GroupNorm, with fuseopt's decomposition, `decompositions`; BatchNorm in every
+mode; InstanceNorm with running statistics, through `repeat`) and their backward are
+expanded into statistics and a per-channel scale and shift, as Inductor runs them.
+InstanceNorm without running statistics never reaches the table: Dynamo's graph calls
+fuseopt's substitute (`norm_decompositions.substitute_composites`)."""
 
 
 def decompositions() -> dict[Any, Callable[..., Any]]:
@@ -194,6 +196,7 @@ def fuseopt_backend(
             decompositions=decompositions(),
         )(graph, inputs)
 
+    norm_decompositions.substitute_composites(gm)
     if has_symbolic_shapes(example_inputs):
         return compile_symbolic(gm, example_inputs, compile_static, symbolic)
     return compile_static(gm, example_inputs)

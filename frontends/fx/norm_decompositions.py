@@ -1,4 +1,5 @@
-"""fuseopt's own decompositions of normalization ops, for AOTAutograd's table.
+"""fuseopt's own decompositions of normalization ops: GroupNorm for AOTAutograd's table,
+InstanceNorm as a substitute in Dynamo's graph.
 
 PyTorch's decomposition of `aten.native_group_norm` (torch._refs) has two forms. On
 the CPU it applies a per-(sample, channel) scale and shift to the input. On every other
@@ -17,11 +18,23 @@ passes). Against `(x - mean) * rstd`, the rounding of `x * scale` and of `mean *
 costs about what the rounding of the mean already costs: an error of order
 eps * |mean| / std relative to the output, in the computation dtype (f32 for 16-bit
 inputs).
+
+InstanceNorm never reaches the table: `torch.instance_norm` is a composite that runs
+`batch_norm` over the input viewed as (1, N x C, ...) with the weight and bias
+`repeat`ed N times, and a repeat is a broadcast followed by a reshape that is not a
+view, so each of the two became a copy kernel ahead of the norm's own. `instance_norm`
+below replaces `F.instance_norm` in Dynamo's graph (`substitute_composites`) for the
+form without running statistics: statistics over the spatial dims of (N, C, ...) and
+the weight and bias broadcast per channel, one kernel.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
+import torch.nn.functional as F
+from torch.fx import GraphModule
 
 COMPUTED_IN_F32 = (torch.float16, torch.bfloat16)
 """Input dtypes whose statistics and normalization are computed in f32 (PyTorch's
@@ -66,3 +79,62 @@ def native_group_norm(
         mean.reshape(statistics).to(input.dtype),
         rstd.reshape(statistics).to(input.dtype),
     )
+
+
+def instance_norm(
+    input: torch.Tensor,
+    running_mean: torch.Tensor | None = None,
+    running_var: torch.Tensor | None = None,
+    weight: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> torch.Tensor:
+    """`F.instance_norm`, with the signature and errors of PyTorch's: normalized by its
+    own statistics over the spatial dims, then the per-channel weight and bias (see the
+    module docstring). With running statistics, without input statistics, or with fewer
+    than 3 dims it calls `F.instance_norm` itself."""
+    if running_mean is not None or running_var is not None or not use_input_stats:
+        return F.instance_norm(
+            input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
+        )
+    if input.ndim < 3:
+        return F.instance_norm(input, None, None, weight, bias, True, momentum, eps)
+    size = list(input.shape)
+    spatial = 1
+    for n in size[2:]:
+        spatial *= n
+    if spatial == 1:  # PyTorch's own check, with its message
+        raise ValueError(
+            f"Expected more than 1 spatial element when training, got input size {size}"
+        )
+    computation = torch.float32 if input.dtype in COMPUTED_IN_F32 else input.dtype
+    x = input.to(computation)
+    var, mean = torch.var_mean(x, dim=list(range(2, input.ndim)), correction=0, keepdim=True)
+    out = (x - mean) * torch.rsqrt(var + eps)
+    per_channel = [1, size[1]] + [1] * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.to(computation).reshape(per_channel)
+    if bias is not None:
+        out = out + bias.to(computation).reshape(per_channel)
+    return out.to(input.dtype)
+
+
+SUBSTITUTES: dict[Callable[..., torch.Tensor], Callable[..., torch.Tensor]] = {
+    F.instance_norm: instance_norm,
+}
+"""Calls in Dynamo's graph that `substitute_composites` replaces, by target."""
+
+
+def substitute_composites(gm: GraphModule) -> int:
+    """Replace the calls in SUBSTITUTES in Dynamo's graph `gm` (in place; the
+    substitutes compute what the originals compute) and return how many."""
+    replaced = 0
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in SUBSTITUTES:
+            node.target = SUBSTITUTES[node.target]
+            replaced += 1
+    if replaced:
+        gm.recompile()
+    return replaced
