@@ -45,10 +45,11 @@ class TargetDescription:
       kernel, so the CUDA target keeps the whole-tensor lowering);
     - `column_statistics`: whether a variance over a non-innermost dim accumulates per
       lane in one pass (the CUDA printer's column kernels were slower that way);
-    - `warp_per_row`: whether tile-promote keeps each reduced run of a whole-row
-      reduction in one warp where a warp can hold it (Triton spreads warps over a
-      tile's outer dims, and a reduction across warps costs shared memory and a barrier
-      per reduce; the CUDA printer's column reductions reduce in shared memory anyway);
+    - `warp_per_row`: whether tile-promote gives whole-row reductions fewer warps
+      (`heuristics.warp_per_row_warps`: Triton reduces across warps through shared
+      memory and a barrier once per reduce, and spreads warps over a tile's outer dims,
+      which a column reduction reduces; the CUDA printer's column reductions go
+      through shared memory anyway);
     - `attention`: the frontend's default `attention` option on this target ("fused":
       PyTorch's SDPA becomes nn.attention and this target's kernel; "eager": PyTorch's
       own kernel runs it).
@@ -120,10 +121,11 @@ warps). Triton has no shared-memory row cache, so the looped schedule (the tiler
 default past 8192) reads a row from HBM once per pass (three for softmax); one pass
 reads it once.
 
-Whole-row reductions keep each reduced run in one warp where it fits (`warp_per_row`):
-column reductions over the middle axis of 1024x64x512, 256x128x1024 and 8192x16x256 took
-27.5, 29.7 and 26.1 us with one warp, 105, 85 and 301 us with four (H100, bf16
-variance, 2026-11-27).
+Whole-row reductions get fewer warps (`warp_per_row`): variances over the middle axis
+of 1024x64x512, 256x128x1024 and 8192x16x256 took 27.5, 29.7 and 26.1 us of kernel time
+with one warp, 105, 85 and 301 us with four (H100, bf16, 2026-11-27, a development
+sweep with warps forced; the committed on/off record is
+benchmarks/results/nvidia-h200/warp_per_row_02efa32).
 
 A normalization's statistics loop past 8192 all the same, in chunks of 4096: per lane
 (Welford) they cost no cross-thread reduction per chunk, and the store loop's re-read

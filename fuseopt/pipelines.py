@@ -71,8 +71,8 @@ class LoweringOptions:
     shared_bytes: int = SHARED_BUDGET
     """Shared memory one program may use (tile-promote's budget)."""
     warp_per_row: bool = False
-    """tile-promote's `warp-per-row`: each reduced run of a whole-row reduction in one
-    warp where a warp can hold it (the Triton target)."""
+    """tile-promote's `warp-per-row`: fewer warps for whole-row reductions (the Triton
+    target)."""
     match_attention: bool = True
     """Whether the fuse stage turns attention written out as ops into nn.attention
     (nn-match-attention): off for a target whose attention kernel is slower than the

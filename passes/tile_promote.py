@@ -76,8 +76,8 @@ class TilePromotePass(ModulePass):
     Options: `shared-bytes` (per-program shared-memory budget), `num-stages` (matmul
     pipeline depth before fitting the budget), `row-cache-bytes` (the part of the
     budget the row cache may take; the CUDA backend tiles with the same number),
-    `warp-per-row` (fewer warps for whole-row reductions whose reduced runs fit one
-    warp; the Triton target sets it).
+    `warp-per-row` (fewer warps for whole-row reductions: column reductions and rows of
+    up to 1024 elements; the Triton target sets it).
     """
 
     name = "tile-promote"
@@ -89,8 +89,9 @@ class TilePromotePass(ModulePass):
     row_cache_bytes: int = ROW_CACHE_BUDGET
     """The part of the budget the row cache may take, bytes."""
     warp_per_row: bool = False
-    """Keep each reduced run of a whole-row reduction in one warp where a warp can hold
-    it (`heuristics.warp_per_row_warps`; the Triton target sets it)."""
+    """Give whole-row reductions fewer warps: one per 2048 elements of a column
+    reduction's tile, no more than the tile's rows for rows of up to 1024 elements
+    (`heuristics.warp_per_row_warps`; the Triton target sets it)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         least, most, _ = LAUNCH_KNOB_RANGES["num_stages"]
@@ -142,11 +143,11 @@ def promote_kernel(
     )
     knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow)
     warps = knobs.num_warps
-    if warp_per_row and kind == tile.Schedule.ROW_REDUCTION:
-        reductions = [
-            (_reduced_shape(r), r.axis_index) for r in kernel.walk() if isinstance(r, tile.ReduceOp)
-        ]
-        warps = warp_per_row_warps(reductions, warps)
+    iteration, blocks = kernel.array_attr("iteration_sizes"), kernel.array_attr("block_sizes")
+    reduce_dim = kernel.int_attr("reduce_dim")
+    if warp_per_row and kind == tile.Schedule.ROW_REDUCTION and iteration and blocks:
+        if reduce_dim is not None:
+            warps = warp_per_row_warps(iteration, blocks, reduce_dim, warps)
     n_stages = knobs.num_stages
     if kind == tile.Schedule.MATMUL:
         n_stages = stages
@@ -253,12 +254,6 @@ def _ancestors(op: Operation) -> list[Operation]:
 
 def _tile_shape(op: Operation) -> tuple[int, ...]:
     t = op.result.type if isinstance(op, tile.LoadOp | tile.DotOp) else op.value.type  # type: ignore[union-attr]
-    assert isinstance(t, TensorType)
-    return tuple(t.get_shape())
-
-
-def _reduced_shape(op: tile.ReduceOp) -> tuple[int, ...]:
-    t = op.input.type
     assert isinstance(t, TensorType)
     return tuple(t.get_shape())
 

@@ -110,15 +110,22 @@ def test_triton_loops_normalization_statistics_past_8192() -> None:
 
 
 def test_triton_keeps_short_reduced_runs_in_one_warp() -> None:
-    """The Triton target asks tile-promote for one warp per reduced run that fits a warp
+    """The Triton target asks tile-promote for fewer warps on whole-row reductions
     (`warp_per_row`); the CUDA target does not. A column reduction (a variance over the
-    middle axis) launches on one warp under Triton, and its result is right."""
+    middle axis) launches on one warp under Triton, rows of 1000 on no more warps than
+    a program's rows, and the results are right."""
     assert "tile-promote{warp_per_row=true}" in TRITON.defaults.spec()
     assert "warp_per_row" not in CUDA.defaults.spec()
     x = torch.randn(32, 16, 256)
     compiled = fuseopt.compile(lambda t: t.var(1), (x,), backend="triton", strict=True)
     assert [k.launch for k in compiled.kernels] == ["grid (64,), 1 warps, 1 stages"]
     torch.testing.assert_close(compiled(x), x.var(1), rtol=1e-5, atol=1e-5)
+    rows = torch.randn(6, 1000)
+    compiled = fuseopt.compile(
+        lambda t: t.amax(-1) + t.sum(-1), (rows,), backend="triton", strict=True
+    )
+    assert [k.launch for k in compiled.kernels] == ["grid (3,), 2 warps, 1 stages"]
+    torch.testing.assert_close(compiled(rows), rows.amax(-1) + rows.sum(-1))
 
 
 def _sources(*folders: str) -> list[Path]:

@@ -1,8 +1,8 @@
 // RUN: fuse-opt %s --split-input-file -p tile-promote | filecheck %s
 // RUN: fuse-opt %s --split-input-file -p 'tile-promote{warp-per-row=true}' | filecheck %s --check-prefix=WARP
 
-// `warp-per-row` (the Triton target): a whole-row reduction keeps each reduced run in
-// one warp where a warp can hold it. A column reduction (axis 0 of a 16x128 tile: every
+// `warp-per-row` (the Triton target): whole-row reductions get fewer warps. A column
+// reduction (axis 0 of a 16x128 tile: Triton's warps split the outer dim, so every
 // warp would hold part of each column) gets one warp per 2048 elements of its tile.
 // CHECK-LABEL: tile.kernel @column_sum
 // CHECK-SAME:  num_warps = 4 : i64
@@ -30,8 +30,8 @@ func.func @column(%0: memref<64x16x256xbf16>, %1: memref<64x256xbf16> {tile.outp
 
 // -----
 
-// Rows of 1000 (a 1024-wide run), two per program: one warp per row, not the four
-// warps of 16 elements per thread.
+// Rows of 1000 (a 1024-wide run), two per program: no more warps than rows (2), not
+// the four warps of 16 elements per thread.
 // CHECK-LABEL: tile.kernel @row_max_sum
 // CHECK-SAME:  num_warps = 4 : i64
 // WARP-LABEL:  tile.kernel @row_max_sum
@@ -78,5 +78,25 @@ tile.kernel @long_row_sum grid 1 (%0: memref<4x2048xf32>, %1: memref<4xf32>) att
 }
 func.func @long_rows(%0: memref<4x2048xf32>, %1: memref<4xf32> {tile.output}) {
   tile.launch @long_row_sum grid [4] (%0, %1) : memref<4x2048xf32>, memref<4xf32>
+  func.return
+}
+
+// -----
+
+// A tile of 3 rows (hand-written; the tiler's tiles are powers of two): the cap of 3
+// rows rounds down to 2 warps (a power of two, as num_warps must be).
+// CHECK-LABEL: tile.kernel @three_rows
+// CHECK-SAME:  num_warps = 8 : i64
+// WARP-LABEL:  tile.kernel @three_rows
+// WARP-SAME:   num_warps = 2 : i64
+tile.kernel @three_rows grid 1 (%0: memref<3x1000xf32>, %1: memref<3xf32>) attributes {schedule = "row_reduction", iteration_sizes = array<i64: 3, 1000>, block_sizes = array<i64: 3, 1000>, reduce_dim = 1 : i64} {
+  %2 = arith.constant 0 : index
+  %3 = tile.load %0[%2, %2] : memref<3x1000xf32> -> tensor<3x1000xf32>
+  %4 = tile.reduce sum %3 axis 1 : tensor<3x1000xf32> -> tensor<3xf32>
+  tile.store %4, %1[%2] : tensor<3xf32>, memref<3xf32>
+  tile.return
+}
+func.func @three(%0: memref<3x1000xf32>, %1: memref<3xf32> {tile.output}) {
+  tile.launch @three_rows grid [1] (%0, %1) : memref<3x1000xf32>, memref<3xf32>
   func.return
 }

@@ -1,7 +1,9 @@
 """Tile sizes and promotion knobs: every heuristic of the tile level, in one place.
 
 convert-nn-to-tile asks `choose_blocks` for block sizes; tile-promote asks
-`launch_knobs` for num_warps / num_stages / vector width. All tile dims are powers of
+`launch_knobs` for num_warps / num_stages / vector width (and, under its
+`warp-per-row` option, `warp_per_row_warps` for fewer warps on whole-row
+reductions). All tile dims are powers of
 two (Triton's rule). Pass options force any size (`TileOptions`); `candidates` lists a
 few alternatives that an autotuner can try by re-running the pass with them forced.
 
@@ -33,6 +35,7 @@ descriptions (backends/targets.py), not rules of their own:
 - Triton passes `max-row-block=32768` (TRITON): Triton has no shared-memory row cache,
   so keeping rows up to 32768 whole in one program reads them from HBM once, where
   looping would read them twice;
+- Triton asks tile-promote for `warp-per-row` (`warp_per_row_warps`);
 - CUDA passes `row-cache-bytes` = tile-promote's row-cache budget: a looped reduction
   whose rows its row cache holds keeps one loop per reduction level (re-reads hit
   shared memory), longer rows compute their statistics online (`online`); and
@@ -376,31 +379,38 @@ def launch_knobs(
 
 
 WARP_ROW = 1024
-"""Longest reduced run (elements) one warp holds for a whole-row reduction under
-`warp_per_row`: 32 elements per thread."""
+"""Longest reduced run (elements) of a whole-row reduction over the innermost dim that
+`warp_per_row_warps` gives no more warps than the tile has rows."""
 WARP_COLUMN_TILE = 2048
-"""Elements per warp of a column reduction's tile under `warp_per_row`: 64 per thread."""
+"""Tile elements per warp of a column reduction under `warp_per_row` (64 per thread)."""
 
 
-def warp_per_row_warps(reductions: list[tuple[tuple[int, ...], int]], warps: int) -> int:
-    """num_warps for a whole-row reduction kernel (`row_reduction`, no loop) whose
-    `tile.reduce`s are (input tile shape, axis), on a target that keeps a reduced run
-    inside one warp where one warp can hold it (`warp_per_row`; Triton, which spreads
-    warps over a tile's outer dims, so that a reduction across warps goes through shared
+def warp_per_row_warps(
+    iteration: tuple[int, ...], blocks: tuple[int, ...], reduce_dim: int, warps: int
+) -> int:
+    """num_warps for a whole-row reduction kernel (`row_reduction`: no loop) with these
+    `iteration` sizes, `blocks` and `reduce_dim`, on a target that asks for few warps per
+    reduced run (`warp_per_row`: Triton, which reduces across warps through shared
     memory and a barrier, once per reduce):
 
-    - over the innermost dim with runs of at most WARP_ROW: at most one warp per run;
-    - over an outer dim (a column reduction, every warp holding part of each column):
-      one warp per WARP_COLUMN_TILE elements of the tile.
+    - a column reduction (a dim after the reduced one is tiled): Triton spreads the
+      warps over the tile's outer dims, the reduced one here, so every warp holds part
+      of each column: one warp per WARP_COLUMN_TILE elements of the tile;
+    - over the innermost dim, runs of at most WARP_ROW elements: no more warps than the
+      tile has rows. A run is the iteration size of the reduced dim: a whole row, or
+      one part of a sliced or concatenated row (whose parts the kernel reduces apart
+      and adds), so a row of two 1024-element parts counts as runs of 1024;
+    - longer runs keep `warps` (the rule of 16 elements per thread).
 
-    Measured on an H100 (bf16): a variance over the middle axis of 8192x16x256 took
-    301 us with 4 warps and 26 with 1; cross-entropy over 65536 rows of 1000, 87 us with
-    4 warps and 75 with one per row; rows of 2048 and more did not care."""
-    for shape, axis in reductions:
-        elements = math.prod(shape)
-        if all(n == 1 for n in shape[axis + 1 :]):
-            if shape[axis] <= WARP_ROW:
-                warps = min(warps, max(1, elements // shape[axis]))
-        else:
-            warps = min(warps, max(1, elements // WARP_COLUMN_TILE))
-    return warps
+    The result is a power of two, at most `warps`. Measured on an H100 (bf16, kernel
+    time, warps forced): a variance over the middle axis of 8192x16x256 took 301 us with
+    4 warps and 26 with 1; cross-entropy over 65536 rows of 1000, 87 us with 4 warps and
+    75 with 2; rows of 2048 and more moved by under 5 % with any count."""
+    tile = math.prod(blocks)
+    if any(b > 1 for b in blocks[reduce_dim + 1 :]):
+        cap = tile // WARP_COLUMN_TILE
+    elif iteration[reduce_dim] <= WARP_ROW:
+        cap = tile // blocks[reduce_dim]
+    else:
+        return warps
+    return min(warps, prev_pow2(max(1, cap)))
