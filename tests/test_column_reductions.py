@@ -149,13 +149,14 @@ def test_column_and_scattered_reductions_match_eager(
 
 
 def test_size_one_axes_do_not_split_a_reduction() -> None:
-    """InstanceNorm's statistics reduce (1, N*C, L) over axes 0 and 2: axis 0 has size 1,
-    so this is one row reduction, fused with the normalization into one row kernel (not
-    a chain of reductions and a kernel per statistic)."""
+    """`torch.instance_norm` called directly (F.instance_norm gets fuseopt's substitute)
+    reduces (1, N*C, L) over axes 0 and 2: axis 0 has size 1, so this is one row
+    reduction, fused with the normalization into one row kernel (not a chain of
+    reductions and a kernel per statistic)."""
     weight, bias = randn(16, seed=4) + 1, randn(16, seed=5)
 
     def fn(x: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.instance_norm(x, weight=weight, bias=bias)
+        return torch.instance_norm(x, weight, bias, None, None, True, 0.1, 1e-5, False)
 
     x = randn(4, 16, 40, seed=6)
     torch._dynamo.reset()

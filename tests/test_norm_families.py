@@ -2,9 +2,9 @@
 and the smooth-L1 / Huber losses compile without running any op in PyTorch (issue 19).
 
 AOTAutograd expands them with PyTorch's own decompositions (the table in
-frontends/fx/dynamo_backend.py; GroupNorm with fuseopt's, and InstanceNorm through
-fuseopt's substitute in Dynamo's graph, frontends/fx/norm_decompositions.py) into reductions and elementwise ops nn has; the
-decompositions' `as_strided` reshapes lower as reshapes. Checked against eager and a
+frontends/fx/dynamo_backend.py; GroupNorm with fuseopt's, and InstanceNorm without
+running statistics through fuseopt's substitute in Dynamo's graph,
+frontends/fx/norm_decompositions.py) into reductions and elementwise ops nn has. Checked against eager and a
 float64 run at shapes of every rank and size the norms take (one element per group,
 one group, one channel per group, ragged sizes), with non-trivial weights, on the
 interpreter and the Triton backend, in inference and (interpreter) in training:
@@ -76,34 +76,60 @@ def test_group_norm_without_affine_f16() -> None:
     _check(lambda x: F.group_norm(x, 3), (x,), "interpret", torch.float16)
 
 
-def test_group_norm_with_a_large_mean() -> None:
-    """The scale-and-shift form (x * scale + shift) stays within eager's error when the
-    mean is a thousand standard deviations."""
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm_with_a_large_mean(affine: bool) -> None:
+    """The scale-and-shift form (x * scale + shift) stays within twice eager's error when
+    the mean is a thousand standard deviations, with and without a weight (PyTorch's
+    own CPU decomposition took the other form without one)."""
     x = randn(2, 16, 5, seed=13) * 10 + 10000
     w, b = _affine(16, torch.float32)
-    _check(lambda x, w, b: F.group_norm(x, 4, w, b, 1e-5), (x, w, b), "interpret", torch.float32)
+    if affine:
+        fn = lambda x, w, b: F.group_norm(x, 4, w, b, 1e-5)  # noqa: E731
+    else:
+        fn = lambda x, w, b: F.group_norm(x, 4, None, None, 1e-5) + 0 * (w + b).sum()  # noqa: E731
+    _check(fn, (x, w, b), "interpret", torch.float32)
 
 
 @pytest.mark.parametrize("affine", [(True, True), (True, False), (False, True), (False, False)])
-def test_group_norm_decomposition_matches_the_op(affine: tuple[bool, bool]) -> None:
+@pytest.mark.parametrize(
+    ("dtype", "parameters"),
+    [
+        (torch.float32, torch.float32),
+        (torch.float64, torch.float64),
+        (torch.bfloat16, torch.bfloat16),
+        (torch.float16, torch.float16),
+        (torch.bfloat16, torch.float32),  # mixed: f32 statistics, as the op returns
+    ],
+    ids=str,
+)
+def test_group_norm_decomposition_matches_the_op(
+    affine: tuple[bool, bool], dtype: torch.dtype, parameters: torch.dtype
+) -> None:
     """fuseopt's decomposition of aten.native_group_norm (the table's entry, on every
     device) returns what the op returns: the output and the (N, groups) mean and rstd
-    (which the backward reads)."""
+    (which the backward reads), in the op's dtypes."""
     assert decompositions()[aten.native_group_norm.default] is norm_decompositions.native_group_norm
-    x = randn(3, 6, 4, 5, seed=14) * 2 + 3
-    w, b = _affine(6, torch.float32)
+    x = (randn(3, 6, 4, 5, seed=14) * 2 + 3).to(dtype)
+    w, b = _affine(6, parameters)
     args = (x, w if affine[0] else None, b if affine[1] else None, 3, 6, 20, 2, 1e-5)
     got = norm_decompositions.native_group_norm(*args)
     expected = aten.native_group_norm.default(*args)
     assert isinstance(got, tuple)
+    tolerance = 1e-5 if dtype in (torch.float32, torch.float64) else 2e-2
     for g, e in zip(got, expected, strict=True):
-        assert g.shape == e.shape and g.dtype == e.dtype
-        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+        assert g.shape == e.shape and g.dtype == e.dtype, (g.dtype, e.dtype)
+        torch.testing.assert_close(g, e, rtol=tolerance, atol=tolerance)
 
 
-def test_group_norm_decomposition_leaves_bad_groups_to_pytorch() -> None:
+def test_group_norm_decomposition_leaves_odd_inputs_to_pytorch() -> None:
+    """Groups that do not divide the channels, empty groups (eager's mean is 0 there)
+    and mixed dtypes the op rejects go to PyTorch (NotImplemented)."""
     x = randn(2, 6, 4, seed=15)
-    assert norm_decompositions.native_group_norm(x, None, None, 2, 6, 4, 4, 1e-5) is NotImplemented
+    native = norm_decompositions.native_group_norm
+    assert native(x, None, None, 2, 6, 4, 4, 1e-5) is NotImplemented
+    assert native(torch.empty(2, 6, 0), None, None, 2, 6, 0, 3, 1e-5) is NotImplemented
+    w = randn(6, seed=16).to(torch.bfloat16)
+    assert native(x, w, None, 2, 6, 4, 3, 1e-5) is NotImplemented
 
 
 def test_group_norm_training_gradients() -> None:
@@ -153,6 +179,39 @@ def test_instance_norm_is_one_kernel(shape: tuple[int, ...], dtype: torch.dtype)
     _check(fn, (x, w, b), "triton", dtype)
     compiled = fuseopt.compile(fn, (x, w, b), backend="triton", strict=True)
     assert len(compiled.kernels) == 1, [k.name for k in compiled.kernels]
+
+
+def test_instance_norm_substitute_keeps_pytorchs_rules() -> None:
+    """The substitute computes F.instance_norm's result, and where PyTorch has rules of
+    its own (a weight of another dtype or shape, one spatial element) it runs PyTorch's
+    function, so the same inputs are refused. The substitution copies Dynamo's graph and
+    leaves it as it was."""
+    x = randn(2, 3, 5, seed=27)
+    w, b = _affine(3, torch.float32)
+    torch.testing.assert_close(
+        norm_decompositions.instance_norm(x, None, None, w, b), F.instance_norm(x, weight=w, bias=b)
+    )
+    for bad in (w.double(), w.reshape(3, 1)):
+        try:
+            expected: object = F.instance_norm(x, weight=bad, bias=b)
+        except (RuntimeError, ValueError) as e:
+            expected = type(e)
+        try:
+            got: object = norm_decompositions.instance_norm(x, None, None, bad, b)
+        except (RuntimeError, ValueError) as e:
+            got = type(e)
+        if isinstance(expected, torch.Tensor):
+            assert isinstance(got, torch.Tensor)
+            torch.testing.assert_close(got, expected)
+        else:
+            assert got == expected
+    with pytest.raises(ValueError, match="more than 1 spatial element"):
+        norm_decompositions.instance_norm(randn(2, 3, 1, seed=28))
+    gm = torch.fx.symbolic_trace(lambda t: F.instance_norm(t))
+    substituted = norm_decompositions.substitute_composites(gm)
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert targets == [F.instance_norm]
+    assert norm_decompositions.instance_norm in [n.target for n in substituted.graph.nodes]
 
 
 def test_instance_norm_with_running_statistics_is_pytorchs() -> None:

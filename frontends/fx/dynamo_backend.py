@@ -196,7 +196,7 @@ def fuseopt_backend(
             decompositions=decompositions(),
         )(graph, inputs)
 
-    norm_decompositions.substitute_composites(gm)
+    gm = norm_decompositions.substitute_composites(gm)
     if has_symbolic_shapes(example_inputs):
         return compile_symbolic(gm, example_inputs, compile_static, symbolic)
     return compile_static(gm, example_inputs)

@@ -30,6 +30,7 @@ the weight and bias broadcast per channel, one kernel.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import torch
@@ -53,11 +54,21 @@ def native_group_norm(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | object:
     """`aten.native_group_norm` as group statistics and a per-(sample, channel) scale
     and shift applied to the input in its own shape (see the module docstring).
-    Returns (output, mean, rstd) as the op does: mean and rstd of shape (N, groups) in
-    the input's dtype. Inputs PyTorch's own checks reject (fewer than 2 dims, channels
-    not divisible by the groups) are left to PyTorch (NotImplemented)."""
+    Returns (output, mean, rstd) as the op does: the output in the input's dtype, mean
+    and rstd of shape (N, groups) in the input's dtype, or f32 for a 16-bit input with
+    f32 weight and bias. Left to PyTorch (NotImplemented): inputs its checks reject
+    (fewer than 2 dims, channels not divisible by the groups, other mixed dtypes) and
+    empty groups (whose mean eager gives as 0)."""
     if input.ndim < 2 or num_groups <= 0 or num_channels % num_groups:
         return NotImplemented
+    if flattened_inner_size == 0:
+        return NotImplemented
+    statistics_dtype = input.dtype
+    parameters = [p for p in (weight, bias) if p is not None]
+    if any(p.dtype != input.dtype for p in parameters):
+        if input.dtype not in COMPUTED_IN_F32 or any(p.dtype != torch.float32 for p in parameters):
+            return NotImplemented
+        statistics_dtype = torch.float32
     per_group = num_channels // num_groups
     computation = torch.float32 if input.dtype in COMPUTED_IN_F32 else input.dtype
     x = input.to(computation)
@@ -76,8 +87,8 @@ def native_group_norm(
     statistics = [batch_size, num_groups]
     return (
         out.to(input.dtype),
-        mean.reshape(statistics).to(input.dtype),
-        rstd.reshape(statistics).to(input.dtype),
+        mean.reshape(statistics).to(statistics_dtype),
+        rstd.reshape(statistics).to(statistics_dtype),
     )
 
 
@@ -93,15 +104,25 @@ def instance_norm(
 ) -> torch.Tensor:
     """`F.instance_norm`, with the signature and errors of PyTorch's: normalized by its
     own statistics over the spatial dims, then the per-channel weight and bias (see the
-    module docstring). With running statistics, without input statistics, or with fewer
-    than 3 dims it calls `F.instance_norm` itself."""
-    if running_mean is not None or running_var is not None or not use_input_stats:
+    module docstring). It calls `F.instance_norm` itself, so that PyTorch's semantics
+    and errors hold, with running statistics, without input statistics, with fewer than
+    3 dims, and with a weight or bias that is not a vector of C elements of the input's
+    dtype."""
+    size = input.size()
+    plain = (
+        running_mean is None
+        and running_var is None
+        and use_input_stats
+        and input.ndim >= 3
+        and all(
+            p is None or (p.dtype == input.dtype and tuple(p.shape) == (size[1],))
+            for p in (weight, bias)
+        )
+    )
+    if not plain:
         return F.instance_norm(
             input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
         )
-    if input.ndim < 3:
-        return F.instance_norm(input, None, None, weight, bias, True, momentum, eps)
-    size = list(input.shape)
     spatial = 1
     for n in size[2:]:
         spatial *= n
@@ -127,14 +148,16 @@ SUBSTITUTES: dict[Callable[..., torch.Tensor], Callable[..., torch.Tensor]] = {
 """Calls in Dynamo's graph that `substitute_composites` replaces, by target."""
 
 
-def substitute_composites(gm: GraphModule) -> int:
-    """Replace the calls in SUBSTITUTES in Dynamo's graph `gm` (in place; the
-    substitutes compute what the originals compute) and return how many."""
-    replaced = 0
-    for node in gm.graph.nodes:
+def substitute_composites(gm: GraphModule) -> GraphModule:
+    """Dynamo's graph `gm` with the calls in SUBSTITUTES replaced: a new GraphModule
+    (sharing `gm`'s parameters and submodules) over a copy of its graph, so that `gm`
+    itself, which Dynamo and other backends may still hold, keeps PyTorch's calls; `gm`
+    itself when it has none. Only `F.instance_norm` is a target: a direct
+    `torch.instance_norm` call is left as it is."""
+    if not any(n.op == "call_function" and n.target in SUBSTITUTES for n in gm.graph.nodes):
+        return gm
+    graph = copy.deepcopy(gm.graph)
+    for node in graph.nodes:
         if node.op == "call_function" and node.target in SUBSTITUTES:
             node.target = SUBSTITUTES[node.target]
-            replaced += 1
-    if replaced:
-        gm.recompile()
-    return replaced
+    return GraphModule(gm, graph)
