@@ -148,13 +148,12 @@ def axis_runs(axes: tuple[int, ...]) -> list[list[int]]:
 
 class ChainReduction(RewritePattern):
     """Rewrites a reduction over axes that are not adjacent (a sum over the first and
-        last axes) into one reduction per run of adjacent axes, the last run first (axes of
-        size 1 join no run: they go with the first reduction, and alone they make no
-        reduction non-adjacent, as `torch.instance_norm`'s statistics over (1, N*C, L) when
-    it is called directly): each is
-        a row or column reduction the tiler schedules, where the whole op would be one
-        program. Sums and means keep f32 intermediates; a mean of equal groups' means is
-        the mean; max and min are exact in any order."""
+    last axes) into one reduction per run of adjacent axes, the last run first (axes of
+    size 1 join no run: they go with the first reduction, and alone they make no
+    reduction non-adjacent, as the statistics of `torch.instance_norm` called directly,
+    over (1, N*C, L)): each is a row or column reduction the tiler schedules, where the
+    whole op would be one program. Sums and means keep f32 intermediates; a mean of
+    equal groups' means is the mean; max and min are exact in any order."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.ReductionOp, rewriter: PatternRewriter) -> None:

@@ -1,11 +1,11 @@
 """Tile sizes and promotion knobs: every heuristic of the tile level, in one place.
 
 convert-nn-to-tile asks `choose_blocks` for block sizes; tile-promote asks
-`launch_knobs` for num_warps / num_stages / vector width (and, under its
-`warp-per-row` option, `warp_per_row_warps` for fewer warps on whole-row
-reductions). All tile dims are powers of
-two (Triton's rule). Pass options force any size (`TileOptions`); `candidates` lists a
-few alternatives that an autotuner can try by re-running the pass with them forced.
+`launch_knobs` for num_warps / num_stages / vector width (and, under its `warp-per-row`
+option, `warp_per_row_warps` for fewer warps on whole-row reductions). All tile dims
+are powers of two (Triton's rule). Pass options force any size (`TileOptions`);
+`candidates` lists a few alternatives that an autotuner can try by re-running the pass
+with them forced.
 
 The rules (element counts are per program; H100: 4 warps x 32 threads x 8 elements of
 16 bytes ~ 1024 bf16 per vectorized sweep):
