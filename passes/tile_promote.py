@@ -143,10 +143,10 @@ def promote_kernel(
     )
     knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow)
     warps = knobs.num_warps
-    iteration, blocks = kernel.array_attr("iteration_sizes"), kernel.array_attr("block_sizes")
-    reduce_dim = kernel.int_attr("reduce_dim")
-    if warp_per_row and kind == tile.Schedule.ROW_REDUCTION and iteration and blocks:
-        if reduce_dim is not None:
+    if warp_per_row and kind == tile.Schedule.ROW_REDUCTION:
+        iteration, blocks = kernel.array_attr("iteration_sizes"), kernel.array_attr("block_sizes")
+        reduce_dim = kernel.int_attr("reduce_dim")
+        if iteration and blocks and reduce_dim is not None:
             warps = warp_per_row_warps(iteration, blocks, reduce_dim, warps)
     n_stages = knobs.num_stages
     if kind == tile.Schedule.MATMUL:

@@ -132,27 +132,36 @@ def test_group_norm_decomposition_leaves_odd_inputs_to_pytorch() -> None:
     assert native(x, w, None, 2, 6, 4, 3, 1e-5) is NotImplemented
 
 
-def test_group_norm_training_gradients() -> None:
-    """Backward through GroupNorm (PyTorch's decomposition of the backward reads the
-    forward's mean and rstd): input, weight and bias gradients as eager."""
-    torch.manual_seed(0)
-    eager = torch.nn.GroupNorm(3, 6)
+def _check_affine_gradients(
+    make: Callable[[], torch.nn.Module], weight_seed: int, x: torch.Tensor, cotangent_seed: int
+) -> None:
+    """One training step of a norm module `make` builds, with non-trivial weight and
+    bias (seeds `weight_seed`, `weight_seed + 1`), compiled with the interpreter: the
+    output and the input, weight and bias gradients under a random cotangent as eager."""
+    eager, ours = make(), make()
+    channels = eager.weight.shape[0]
     with torch.no_grad():
-        eager.weight.copy_(randn(6, seed=16) + 1)
-        eager.bias.copy_(randn(6, seed=17))
-    ours = torch.nn.GroupNorm(3, 6)
+        eager.weight.copy_(randn(channels, seed=weight_seed) + 1)
+        eager.bias.copy_(randn(channels, seed=weight_seed + 1))
     ours.load_state_dict(eager.state_dict())
     torch._dynamo.reset()
     compiled = torch.compile(ours, backend="fuseopt", options={"backend": "interpret"})
-    x = (randn(4, 6, 5, 3, seed=18) * 2 + 1).requires_grad_()
+    x = x.requires_grad_()
     x_ours = x.detach().clone().requires_grad_()
     expected, got = eager(x), compiled(x_ours)
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
-    (expected * randn(4, 6, 5, 3, seed=19)).sum().backward()
-    (got * randn(4, 6, 5, 3, seed=19)).sum().backward()
+    (expected * randn(*x.shape, seed=cotangent_seed)).sum().backward()
+    (got * randn(*x.shape, seed=cotangent_seed)).sum().backward()
     torch.testing.assert_close(x_ours.grad, x.grad, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(ours.weight.grad, eager.weight.grad, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(ours.bias.grad, eager.bias.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_group_norm_training_gradients() -> None:
+    """Backward through GroupNorm (PyTorch's decomposition of the backward reads the
+    forward's mean and rstd): input, weight and bias gradients as eager."""
+    x = randn(4, 6, 5, 3, seed=18) * 2 + 1
+    _check_affine_gradients(lambda: torch.nn.GroupNorm(3, 6), 16, x, 19)
 
 
 @pytest.mark.parametrize("affine", [True, False])
@@ -236,23 +245,8 @@ def test_instance_norm_with_running_statistics_is_pytorchs() -> None:
 def test_instance_norm_training_gradients() -> None:
     """Backward through the substitute (autograd of its statistics): input, weight and
     bias gradients as eager."""
-    eager = torch.nn.InstanceNorm1d(5, affine=True)
-    with torch.no_grad():
-        eager.weight.copy_(randn(5, seed=23) + 1)
-        eager.bias.copy_(randn(5, seed=24))
-    ours = torch.nn.InstanceNorm1d(5, affine=True)
-    ours.load_state_dict(eager.state_dict())
-    torch._dynamo.reset()
-    compiled = torch.compile(ours, backend="fuseopt", options={"backend": "interpret"})
-    x = (randn(3, 5, 9, seed=25) * 3).requires_grad_()
-    x_ours = x.detach().clone().requires_grad_()
-    expected, got = eager(x), compiled(x_ours)
-    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
-    (expected * randn(3, 5, 9, seed=26)).sum().backward()
-    (got * randn(3, 5, 9, seed=26)).sum().backward()
-    torch.testing.assert_close(x_ours.grad, x.grad, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(ours.weight.grad, eager.weight.grad, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(ours.bias.grad, eager.bias.grad, rtol=1e-4, atol=1e-4)
+    x = randn(3, 5, 9, seed=25) * 3
+    _check_affine_gradients(lambda: torch.nn.InstanceNorm1d(5, affine=True), 23, x, 26)
 
 
 @pytest.mark.parametrize("shape", [(4, 3, 5, 6), (2, 7), (3, 5, 9), (1, 2, 1, 1, 3)], ids=str)

@@ -33,15 +33,13 @@ the weight and bias broadcast per channel, one kernel.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from torch._prims_common import get_computation_dtype
 from torch.fx import GraphModule
-
-COMPUTED_IN_F32 = (torch.float16, torch.bfloat16)
-"""Input dtypes whose statistics and normalization are computed in f32 (PyTorch's
-computation dtype for them); others compute in their own dtype."""
 
 
 def native_group_norm(
@@ -65,14 +63,14 @@ def native_group_norm(
         return NotImplemented
     if flattened_inner_size == 0:
         return NotImplemented
+    computation = get_computation_dtype(input.dtype)  # PyTorch's: f32 for 16-bit floats
     statistics_dtype = input.dtype
     parameters = [p for p in (weight, bias) if p is not None]
     if any(p.dtype != input.dtype for p in parameters):
-        if input.dtype not in COMPUTED_IN_F32 or any(p.dtype != torch.float32 for p in parameters):
+        if computation == input.dtype or any(p.dtype != computation for p in parameters):
             return NotImplemented
-        statistics_dtype = torch.float32
+        statistics_dtype = computation
     per_group = num_channels // num_groups
-    computation = torch.float32 if input.dtype in COMPUTED_IN_F32 else input.dtype
     x = input.to(computation)
     grouped = x.reshape(batch_size, num_groups, per_group, flattened_inner_size)
     var, mean = torch.var_mean(grouped, dim=[2, 3], correction=0, keepdim=True)
@@ -125,14 +123,11 @@ def instance_norm(
         return F.instance_norm(
             input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
         )
-    spatial = 1
-    for n in size[2:]:
-        spatial *= n
-    if spatial == 1:  # PyTorch's own check, with its message
+    if math.prod(size[2:]) == 1:  # PyTorch's own check, with its message
         raise ValueError(
             f"Expected more than 1 spatial element when training, got input size {size}"
         )
-    computation = torch.float32 if input.dtype in COMPUTED_IN_F32 else input.dtype
+    computation = get_computation_dtype(input.dtype)
     x = input.to(computation)
     var, mean = torch.var_mean(x, dim=list(range(2, input.ndim)), correction=0, keepdim=True)
     out = (x - mean) * torch.rsqrt(var + eps)
