@@ -1,5 +1,5 @@
-"""Softmax and variance statistics of few long rows, in chunks and then combined (a
-pattern of nn-split-reductions).
+"""Softmax and variance statistics of few long rows or columns, in chunks, then combined
+(a pattern of nn-split-reductions).
 
 A softmax or normalization over a handful of rows of millions of elements has two
 dependent reductions (`reduction_pairs`): the sum of exponentials needs the max, the
@@ -64,9 +64,8 @@ class SplitStatistics(RewritePattern):
         if plan is None:
             return
         b = NNBuilder()
-        kept = shape[: len(shape) - len(op.axis_list)]
-        a = reshaped(pair.source, (*kept, plan.splits, plan.chunk), b.add, op, recompute=True)
-        split_axis, chunk_axis = len(kept), len(kept) + 1
+        a = reshaped(pair.source, plan.split_shape(shape), b.add, op, recompute=True)
+        split_axis, chunk_axis = plan.first, plan.first + 1
         if pair.kind == SOFTMAX:
             center, total = _softmax(b, a, split_axis, chunk_axis)
         else:

@@ -5,6 +5,7 @@ shapes it splits and shapes it leaves alone (FileCheck: passes/nn-split-reductio
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pytest
@@ -12,7 +13,7 @@ import torch
 from test_frontend_common import randn
 
 import fuseopt
-from fuseopt.passes.split_shapes import plan_split
+from fuseopt.passes.split_shapes import divisors, plan_column_split, plan_split
 
 PLAN = {
     "max_rows": 264,
@@ -26,21 +27,64 @@ PLAN = {
 @pytest.mark.parametrize(
     ("shape", "axes", "expected"),
     [
-        ((1 << 20,), (0,), (1, 1024, 1024)),  # a loss: ~4 programs per SM
-        ((1 << 30,), (0,), (1, 65536, 16384)),  # 2 GB of bf16: chunks capped at 16384
-        ((4, 64, 4096), (1, 2), (4, 256, 1024)),  # few long rows
-        ((3, 3 * (1 << 16)), (1,), (3, 192, 1024)),  # a ragged factor left in S
+        ((1 << 20,), (0,), (1024, 1024)),  # a loss: ~4 programs per SM
+        ((1 << 30,), (0,), (65536, 16384)),  # 2 GB of bf16: chunks capped at 16384
+        ((4, 64, 4096), (1, 2), (256, 1024)),  # few long rows
+        ((3, 3 * (1 << 16)), (1,), (192, 1024)),  # a ragged factor left in S
         ((512, 131072), (1,), None),  # many rows: one program per row fills the GPU
         ((40000,), (0,), None),  # short
         ((2, 65536, 2), (1,), None),  # a middle axis
         ((100001,), (0,), None),  # no power-of-two factor of 1024
-        ((65536,), (0,), (1, 64, 1024)),
+        ((65536,), (0,), (64, 1024)),
     ],
 )
 def test_plan(shape: tuple[int, ...], axes: tuple[int, ...], expected: tuple | None) -> None:
     plan = plan_split(shape, axes, **PLAN)
-    got = None if plan is None else (plan.rows, plan.splits, plan.chunk)
+    got = None if plan is None else (plan.splits, plan.chunk)
     assert got == expected
+
+
+COLUMN_PLAN = {
+    "programs": 1024,
+    "columns_per_program": 64,
+    "min_chunk": 256,
+    "min_elements": 1 << 18,
+}
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes", "expected"),
+    [
+        ((16384, 4096), (0,), (0, 0, 16, 1024)),  # a bias gradient: ~1024 programs
+        ((65536, 1024), (0,), (0, 0, 64, 1024)),
+        ((131072, 256), (0,), (0, 0, 256, 512)),
+        ((8192, 768), (0,), (0, 0, 32, 256)),  # wants 86 chunks; 32 keep 256 rows each
+        ((2, 4096, 16, 64), (1, 2), (1, 2, 256, 256)),  # a run of two middle axes
+        ((107520, 4), (0,), (0, 0, 420, 256)),  # any divisor: 420 = 2^2 * 3 * 5 * 7
+        ((3, 5 * 7 * 4096, 2), (1,), (1, 1, 560, 256)),
+        ((4096, 8192), (0,), (0, 0, 8, 512)),
+        ((64, 1024, 1024), (1,), None),  # 65536 outputs fill the GPU
+        ((1024, 64, 512), (0,), None),  # 32768 outputs: 2 chunks would not pay a launch
+        ((1024, 64), (0,), None),  # small
+        ((65521, 16), (0,), None),  # a prime count: no chunks
+        ((16384, 4096), (1,), None),  # a row reduction
+        ((16384, 4096, 1), (0, 1), None),  # rows too: only a size-1 axis after them
+        ((4096, 2, 4096), (0, 2), None),  # not adjacent (ChainReduction's case)
+        ((0, 4096), (0,), None),  # empty
+    ],
+)
+def test_column_plan(shape: tuple[int, ...], axes: tuple[int, ...], expected: tuple | None) -> None:
+    plan = plan_column_split(shape, axes, **COLUMN_PLAN)
+    got = None if plan is None else (plan.first, plan.last, plan.splits, plan.chunk)
+    assert got == expected
+    if plan is not None:
+        assert plan.splits * plan.chunk == math.prod(shape[plan.first : plan.last + 1])
+        assert math.prod(plan.split_shape(shape)) == math.prod(shape)
+
+
+@pytest.mark.parametrize("n", [1, 2, 12, 97, 4096, 107520])
+def test_divisors(n: int) -> None:
+    assert divisors(n) == [d for d in range(1, n + 1) if n % d == 0]
 
 
 CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[int, ...]]] = {
@@ -60,11 +104,21 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[int, ...]]] = {
         (2, 4, 1 << 15),
     ),
     "var_long_rows": (lambda a, b: (a + 2 * b).var(-1, keepdim=True) * b, (2, 1 << 16)),
+    # column reductions with few outputs (plan_column_split)
+    "column_sum": (lambda a, b: (a * b).sum(0), (8192, 32)),
+    "column_mean_middle_keepdim": (lambda a, b: (a + b).mean(1, keepdim=True), (2, 16384, 8)),
+    "column_max_ragged_count": (lambda a, b: torch.maximum(a, b).amax(0), (107520, 4)),
+    "column_var": (lambda a, b: (a - b).var(0, keepdim=True) + b[:1], (16384, 16)),
+    "column_softmax": (lambda a, b: torch.softmax(a * 3, 0) * b, (32768, 8)),
 }
 
 
-TRITON_CASES = [("mse", torch.bfloat16), ("max_rows_keepdim", torch.float32)]
-"""The Triton interpreter is slow on 2^17-element inputs: two cases cover its kernels."""
+TRITON_CASES = [
+    ("mse", torch.bfloat16),
+    ("max_rows_keepdim", torch.float32),
+    ("column_sum", torch.bfloat16),
+]
+"""The Triton interpreter is slow on 2^17-element inputs: three cases cover its kernels."""
 
 
 @pytest.mark.parametrize(
@@ -190,3 +244,22 @@ def test_split_softmax_with_masked_chunks() -> None:
     expected = torch.softmax(x, -1)
     torch.testing.assert_close(got[:2], expected[:2], atol=1e-7, rtol=1e-5)
     assert got[2].isnan().all() and expected[2].isnan().all()
+
+
+@pytest.mark.parametrize(
+    ("name", "kernels"),
+    [
+        ("column_sum", 2),
+        ("column_mean_middle_keepdim", 2),
+        ("column_var", 2),
+        ("column_softmax", 3),
+    ],
+)
+def test_column_split_kernels(name: str, kernels: int) -> None:
+    """A column reduction with few outputs is two kernels (chunks, then their partials),
+    its prologue fused into the first; a variance's or softmax's pair of column
+    reductions splits as one (their chunk statistics in one kernel); a softmax adds its
+    normalization. Unsplit, each would be one kernel of a few dozen programs."""
+    fn, shape = CASES[name]
+    a, b = randn(*shape, seed=1), randn(*shape, seed=2)
+    assert _split_statistics_kernels(fn, a, b) == kernels

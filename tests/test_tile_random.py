@@ -18,11 +18,17 @@ TINY = (
     "convert-nn-to-tile{block=2 block-rows=2 block-cols=2 block-m=2 block-n=2 block-k=2 "
     "group-m=2 max-row-block=2}"
 )
+SPLIT_SMALL = (
+    "nn-split-reductions{min-length=4 min-chunk=2 max-chunk=4 programs=2 "
+    "column-programs=8 column-min-chunk=2 column-min-elements=8}"
+)
+"""nn-split-reductions with thresholds the random graphs' small shapes cross: rows of 4
+or more and column reductions of 8 elements or more split when their sizes allow."""
 PIPELINES = [
     "convert-nn-to-tile",
     "nn-fuse,convert-nn-to-tile,tile-promote",
     f"nn-fuse,{TINY},tile-promote",
-    "nn-split-reductions,nn-fuse,convert-nn-to-tile,tile-promote",
+    f"{SPLIT_SMALL},nn-fuse,convert-nn-to-tile,tile-promote",
 ]
 
 

@@ -226,6 +226,31 @@ EXTREMES = (
     ),
 )
 
+EXTREME_COLUMNS = (shape(rows=65536, cols=1024), shape(rows=16384, cols=4096))
+"""Column reductions with few outputs (a bias gradient, batch statistics): 128 MB of
+bf16 reduced to 1024 and to 4096 values."""
+
+COLUMNS = (
+    Case(
+        "sum_columns",
+        "columns",
+        "x.sum(0): a bias gradient, 64K x 1K and 16K x 4K",
+        lambda x: x.sum(0),
+        _x,
+        EXTREME_COLUMNS,
+        EXTREME_QUICK,
+    ),
+    Case(
+        "var_columns",
+        "columns",
+        "x.var(0): statistics of each feature over the rows",
+        lambda x: x.var(0),
+        _x,
+        EXTREME_COLUMNS,
+        EXTREME_QUICK,
+    ),
+)
+
 
 def _square_pair(d: Dims) -> tuple[TensorSpec, ...]:
     return (TensorSpec((d["m"], d["n"])), TensorSpec((d["n"], d["m"])))
@@ -428,6 +453,7 @@ ALL_CASES: tuple[Case, ...] = (
     *LOSSES,
     *NORMS,
     *EXTREMES,
+    *COLUMNS,
     *ELEMENTWISE,
     *MATMULS,
     *GEMM_EPILOGUES,

@@ -592,6 +592,31 @@ func.func @sibling_reductions_of_a_transpose(%x: tensor<16x16xf32>, %w: tensor<1
 
 // -----
 
+// Rule: a reduction's per-row values keep their rows through reshapes that drop unit
+// dims, whatever the rank: [1, 1, 8] -> [1, 8] -> [8] after a reduction over the first
+// axis of [16, 1, 8] (stage two of a split column reduction) are all in its domain, so
+// the epilogue (a scale, a cast) fuses in.
+// CHECK-LABEL: func.func @row_values_of_any_rank
+// CHECK-NEXT:  %[[F:.*]] = nn.fusion ins(%x : tensor<16x1x8xf32>) -> tensor<8xbf16> attributes {kernel_name = "fused_0_sum_mul_cast", kind = "reduction", route = "kernel"} {
+// CHECK:         nn.sum
+// CHECK:         nn.reshape {{.*}} -> tensor<1x8xf32>
+// CHECK:         nn.reshape {{.*}} -> tensor<8xf32>
+// CHECK:         nn.cast
+// CHECK:         nn.yield %{{.*}} : tensor<8xbf16>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  func.return %[[F]]
+func.func @row_values_of_any_rank(%x: tensor<16x1x8xf32>) -> tensor<8xbf16> {
+  %s = nn.sum %x [0] keepdim : tensor<16x1x8xf32> -> tensor<1x1x8xf32>
+  %r = nn.reshape %s : tensor<1x1x8xf32> -> tensor<1x8xf32>
+  %c = nn.constant 2.0 : tensor<1x8xf32>
+  %m = nn.mul %r, %c : tensor<1x8xf32>
+  %q = nn.reshape %m : tensor<1x8xf32> -> tensor<8xf32>
+  %o = nn.cast %q : tensor<8xf32> -> tensor<8xbf16>
+  func.return %o : tensor<8xbf16>
+}
+
+// -----
+
 // A lone view is left to eager (a strided view there); constants are cloned into the
 // groups that use them. (The DOT file of --split-input-file holds this last case.)
 // DOT:         digraph fusion {

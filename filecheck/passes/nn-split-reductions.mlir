@@ -35,20 +35,79 @@ func.func @few_rows(%x: tensor<4x64x4096xf32>) -> tensor<4x1x1xf32> {
 
 // -----
 
-// Left alone: many rows (one program per row fills the GPU), short rows, a middle
-// axis, and a row length without a power-of-two factor of 1024.
+// Left alone: many rows (one program per row fills the GPU), short rows, and a row
+// length without a power-of-two factor of 1024.
 // CHECK-LABEL: func.func @unchanged
 // CHECK-NOT:     nn.reshape
 // CHECK:         nn.sum %x [1] : tensor<512x131072xf32> -> tensor<512xf32>
 // CHECK:         nn.sum %y [0] : tensor<40000xf32> -> tensor<f32>
-// CHECK:         nn.sum %z [1] : tensor<2x65536x2xf32> -> tensor<2x2xf32>
 // CHECK:         nn.sum %w [0] : tensor<100001xf32> -> tensor<f32>
-func.func @unchanged(%x: tensor<512x131072xf32>, %y: tensor<40000xf32>, %z: tensor<2x65536x2xf32>, %w: tensor<100001xf32>) -> (tensor<512xf32>, tensor<f32>, tensor<2x2xf32>, tensor<f32>) {
+func.func @unchanged(%x: tensor<512x131072xf32>, %y: tensor<40000xf32>, %w: tensor<100001xf32>) -> (tensor<512xf32>, tensor<f32>, tensor<f32>) {
   %a = nn.sum %x [1] : tensor<512x131072xf32> -> tensor<512xf32>
   %b = nn.sum %y [0] : tensor<40000xf32> -> tensor<f32>
-  %c = nn.sum %z [1] : tensor<2x65536x2xf32> -> tensor<2x2xf32>
   %d = nn.sum %w [0] : tensor<100001xf32> -> tensor<f32>
-  func.return %a, %b, %c, %d : tensor<512xf32>, tensor<f32>, tensor<2x2xf32>, tensor<f32>
+  func.return %a, %b, %d : tensor<512xf32>, tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// A column reduction with few outputs (a bias gradient: 4096 sums of 16384 rows, about
+// 64 programs of 64 columns) splits its reduced axis into chunks: 16 x 1024 gives stage
+// one about 1024 programs; the partials are f32.
+// CHECK-LABEL: func.func @bias_gradient
+// CHECK:         %[[V:.*]] = nn.reshape %x : tensor<16384x4096xbf16> -> tensor<16x1024x4096xbf16>
+// CHECK:         %[[W:.*]] = nn.cast %[[V]] : tensor<16x1024x4096xbf16> -> tensor<16x1024x4096xf32>
+// CHECK:         %[[P:.*]] = nn.sum %[[W]] [1] : tensor<16x1024x4096xf32> -> tensor<16x4096xf32>
+// CHECK:         %[[T:.*]] = nn.sum %[[P]] [0] : tensor<16x4096xf32> -> tensor<4096xf32>
+// CHECK:         nn.cast %[[T]] : tensor<4096xf32> -> tensor<4096xbf16>
+func.func @bias_gradient(%x: tensor<16384x4096xbf16>) -> tensor<4096xbf16> {
+  %s = nn.sum %x [0] : tensor<16384x4096xbf16> -> tensor<4096xbf16>
+  func.return %s : tensor<4096xbf16>
+}
+
+// -----
+
+// A middle axis with keepdim: the prologue is rebuilt on the split shape; 16 outputs
+// want 4096 chunks, but a chunk keeps at least 256 elements: 256 chunks of 256.
+// CHECK-LABEL: func.func @middle_axis
+// CHECK:         %[[X:.*]] = nn.reshape %x : tensor<2x65536x8xf32> -> tensor<2x256x256x8xf32>
+// CHECK:         %[[Y:.*]] = nn.reshape %y : tensor<2x65536x8xf32> -> tensor<2x256x256x8xf32>
+// CHECK:         %[[D:.*]] = nn.sub %[[X]], %[[Y]] : tensor<2x256x256x8xf32>
+// CHECK:         %[[P:.*]] = nn.reduce_max %[[D]] [2] : tensor<2x256x256x8xf32> -> tensor<2x256x8xf32>
+// CHECK:         %[[T:.*]] = nn.reduce_max %[[P]] [1] : tensor<2x256x8xf32> -> tensor<2x8xf32>
+// CHECK:         nn.reshape %[[T]] : tensor<2x8xf32> -> tensor<2x1x8xf32>
+func.func @middle_axis(%x: tensor<2x65536x8xf32>, %y: tensor<2x65536x8xf32>) -> tensor<2x1x8xf32> {
+  %d = nn.sub %x, %y : tensor<2x65536x8xf32>
+  %s = nn.reduce_max %d [1] keepdim : tensor<2x65536x8xf32> -> tensor<2x1x8xf32>
+  func.return %s : tensor<2x1x8xf32>
+}
+
+// -----
+
+// Any divisor of the reduced count splits a column reduction (a chunk is a loop bound,
+// not a block): 3 * 5 * 7 * 1024 rows of 4 columns in 420 chunks of 256 (4 outputs
+// want 16384 chunks; 420 is the most that keep 256 elements each).
+// CHECK-LABEL: func.func @ragged_columns
+// CHECK:         nn.reshape %x : tensor<107520x4xf32> -> tensor<420x256x4xf32>
+func.func @ragged_columns(%x: tensor<107520x4xf32>) -> tensor<4xf32> {
+  %s = nn.sum %x [0] : tensor<107520x4xf32> -> tensor<4xf32>
+  func.return %s : tensor<4xf32>
+}
+
+// -----
+
+// Column reductions left alone: many outputs (65536 columns fill the GPU), a small input
+// (64K elements: a second launch costs more than it saves), and a prime reduced count.
+// CHECK-LABEL: func.func @columns_unchanged
+// CHECK-NOT:     nn.reshape
+// CHECK:         nn.sum %x [1] : tensor<64x1024x1024xf32> -> tensor<64x1024xf32>
+// CHECK:         nn.sum %y [0] : tensor<1024x64xf32> -> tensor<64xf32>
+// CHECK:         nn.sum %z [0] : tensor<65521x16xf32> -> tensor<16xf32>
+func.func @columns_unchanged(%x: tensor<64x1024x1024xf32>, %y: tensor<1024x64xf32>, %z: tensor<65521x16xf32>) -> (tensor<64x1024xf32>, tensor<64xf32>, tensor<16xf32>) {
+  %a = nn.sum %x [1] : tensor<64x1024x1024xf32> -> tensor<64x1024xf32>
+  %b = nn.sum %y [0] : tensor<1024x64xf32> -> tensor<64xf32>
+  %c = nn.sum %z [0] : tensor<65521x16xf32> -> tensor<16xf32>
+  func.return %a, %b, %c : tensor<64x1024xf32>, tensor<64xf32>, tensor<16xf32>
 }
 
 // -----
@@ -259,4 +318,33 @@ func.func @misaligned_broadcast(%x: tensor<2x32768x2xf32>) -> tensor<2xf32> {
   %e = nn.exp %d : tensor<2x32768x2xf32>
   %s = nn.sum %e [1, 2] : tensor<2x32768x2xf32> -> tensor<2xf32>
   func.return %s : tensor<2xf32>
+}
+
+// -----
+
+// A variance over the columns of a tall input (BatchNorm-style statistics of 16
+// features over 65536 rows) splits as a pair too: the reduced axis becomes (S, C) in
+// the middle of the shape, chunk statistics reduce C, their combination reduces S.
+// CHECK-LABEL: func.func @column_variance_pair
+// CHECK:         %[[A:.*]] = nn.reshape %a : tensor<65536x16xf32> -> tensor<256x256x16xf32>
+// CHECK:         %[[CM:.*]] = nn.mean %[[A]] [1] keepdim : tensor<256x256x16xf32> -> tensor<256x1x16xf32>
+// CHECK:         %[[M2C:.*]] = nn.sum %{{.*}} [1] keepdim : tensor<256x256x16xf32> -> tensor<256x1x16xf32>
+// CHECK:         %[[RM:.*]] = nn.mean %[[CM]] [0] keepdim : tensor<256x1x16xf32> -> tensor<1x1x16xf32>
+// CHECK:         nn.sum %[[M2C]] [0] keepdim : tensor<256x1x16xf32> -> tensor<1x1x16xf32>
+// CHECK:         %[[N:.*]] = nn.constant 6.553600e+04 : tensor<1x1x16xf32>
+// CHECK:         %[[VAR:.*]] = nn.div %{{.*}}, %[[N]]
+// CHECK:         %[[M:.*]] = nn.reshape %[[RM]] : tensor<1x1x16xf32> -> tensor<1x16xf32>
+// CHECK:         %[[VR:.*]] = nn.reshape %[[VAR]] : tensor<1x1x16xf32> -> tensor<1x16xf32>
+// CHECK:         nn.broadcast %[[M]] : tensor<1x16xf32> -> tensor<65536x16xf32>
+// CHECK:         nn.broadcast %[[VR]] : tensor<1x16xf32> -> tensor<65536x16xf32>
+// CHECK-NOT:     nn.mean
+func.func @column_variance_pair(%a: tensor<65536x16xf32>) -> tensor<65536x16xf32> {
+  %mean = nn.mean %a [0] keepdim : tensor<65536x16xf32> -> tensor<1x16xf32>
+  %mb = nn.broadcast %mean : tensor<1x16xf32> -> tensor<65536x16xf32>
+  %d = nn.sub %a, %mb : tensor<65536x16xf32>
+  %q = nn.mul %d, %d : tensor<65536x16xf32>
+  %v = nn.mean %q [0] keepdim : tensor<65536x16xf32> -> tensor<1x16xf32>
+  %vb = nn.broadcast %v : tensor<1x16xf32> -> tensor<65536x16xf32>
+  %y = nn.mul %d, %vb : tensor<65536x16xf32>
+  func.return %y : tensor<65536x16xf32>
 }

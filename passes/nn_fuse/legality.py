@@ -243,7 +243,9 @@ def reduction_signature(op: Operation) -> tuple[tuple[int, ...], tuple[int, ...]
 def in_domain(op: Operation, key: DomainKey) -> bool:
     """Whether `op`'s result is in the domain `key` (else `op` is a side op). In a
     reduction group an op is *row-shaped*: the rank of the input and its size on every
-    kept axis, or the per-row scalar without kept dims."""
+    kept axis, or of another rank the per-row values with their unit dims anywhere (the
+    kept dims, `[1, 1024]` and `[1024]` for rows of `[64, 1, 1024]` over axis 0: the
+    tiler ties non-unit axes only)."""
     shape = shape_of(op.results[0])
     if key.kind == POINTWISE:
         return numel(shape) == key.numel
@@ -252,7 +254,8 @@ def in_domain(op: Operation, key: DomainKey) -> bool:
     source = key.shape
     if len(shape) == len(source):
         return all(shape[i] == source[i] for i in range(len(source)) if i not in key.axes)
-    return shape == tuple(source[i] for i in range(len(source)) if i not in key.axes)
+    kept = [source[i] for i in range(len(source)) if i not in key.axes]
+    return squeezed(shape) == squeezed(kept)
 
 
 Status = Callable[[SSAValue], bool | None]
