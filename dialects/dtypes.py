@@ -10,8 +10,8 @@ UnsupportedTypeError naming it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -22,6 +22,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+if TYPE_CHECKING:
+    import torch
+
 
 class UnsupportedTypeError(TypeError):
     """A dtype or shape nn cannot represent (the message says which and why)."""
@@ -30,28 +33,37 @@ class UnsupportedTypeError(TypeError):
 @dataclass(frozen=True)
 class ElementInfo:
     """The facts about one element type: its name in IR, bytes per stored element (i1
-    is a byte), PyTorch dtype, CUDA C++ storage type and Triton `tl` dtype."""
+    is a byte), PyTorch dtype (by name: `torch` is imported only when a dtype is asked
+    for, so `fuse-opt` pass pipelines start without it), CUDA C++ storage type and
+    Triton `tl` dtype."""
 
     name: str
     bytes: int
-    torch: torch.dtype
+    torch_name: str
     c_type: str
     triton: str
+
+    @property
+    def torch(self) -> torch.dtype:
+        """The PyTorch dtype (`torch.float32` for f32)."""
+        import torch
+
+        return getattr(torch, self.torch_name)
 
 
 ELEMENTS: dict[str, ElementInfo] = {
     info.name: info
     for info in (
-        ElementInfo("f64", 8, torch.float64, "double", "tl.float64"),
-        ElementInfo("f32", 4, torch.float32, "float", "tl.float32"),
-        ElementInfo("f16", 2, torch.float16, "__half", "tl.float16"),
-        ElementInfo("bf16", 2, torch.bfloat16, "__nv_bfloat16", "tl.bfloat16"),
-        ElementInfo("i1", 1, torch.bool, "bool", "tl.int1"),
-        ElementInfo("i8", 1, torch.int8, "signed char", "tl.int8"),
-        ElementInfo("i16", 2, torch.int16, "short", "tl.int16"),
-        ElementInfo("i32", 4, torch.int32, "int", "tl.int32"),
-        ElementInfo("i64", 8, torch.int64, "long long", "tl.int64"),
-        ElementInfo("index", 8, torch.int64, "long long", "tl.int64"),
+        ElementInfo("f64", 8, "float64", "double", "tl.float64"),
+        ElementInfo("f32", 4, "float32", "float", "tl.float32"),
+        ElementInfo("f16", 2, "float16", "__half", "tl.float16"),
+        ElementInfo("bf16", 2, "bfloat16", "__nv_bfloat16", "tl.bfloat16"),
+        ElementInfo("i1", 1, "bool", "bool", "tl.int1"),
+        ElementInfo("i8", 1, "int8", "signed char", "tl.int8"),
+        ElementInfo("i16", 2, "int16", "short", "tl.int16"),
+        ElementInfo("i32", 4, "int32", "int", "tl.int32"),
+        ElementInfo("i64", 8, "int64", "long long", "tl.int64"),
+        ElementInfo("index", 8, "int64", "long long", "tl.int64"),
     )
 }
 """Every element type the compiler knows, by its IR name."""
@@ -97,16 +109,18 @@ def _ir_type(name: str) -> Attribute:
     return floats[name] if name in floats else IntegerType(int(name[1:]))
 
 
-DTYPE_TABLE: dict[torch.dtype, str] = {ELEMENTS[n].torch: n for n in NN_ELEMENT_TYPES}
-"""PyTorch dtype -> the name of its nn element type."""
+NN_DTYPES: dict[str, str] = {ELEMENTS[n].torch_name: n for n in NN_ELEMENT_TYPES}
+"""PyTorch dtype name (`float32`) -> the name of its nn element type."""
 
 
 def element_type(dtype: torch.dtype) -> Attribute:
     """The nn element type of `dtype`, or UnsupportedTypeError."""
-    if dtype not in DTYPE_TABLE:
-        names = ", ".join(str(d).removeprefix("torch.") for d in DTYPE_TABLE)
-        raise UnsupportedTypeError(f"dtype {dtype} is not supported (nn has {names})")
-    return _ir_type(DTYPE_TABLE[dtype])
+    name = str(dtype).removeprefix("torch.")
+    if name not in NN_DTYPES:
+        raise UnsupportedTypeError(
+            f"dtype {dtype} is not supported (nn has {', '.join(NN_DTYPES)})"
+        )
+    return _ir_type(NN_DTYPES[name])
 
 
 def torch_dtype(element: Attribute) -> torch.dtype:

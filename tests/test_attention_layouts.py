@@ -183,21 +183,30 @@ def test_attention_stages_fit_shared_memory(element: str, causal: str, stages: i
     assert attention_shared_bytes(kernel, stages) <= SHARED_BUDGET
 
 
-def test_split_attention_writes_its_output_sequence_major(tmp_path: Path) -> None:
+def test_split_attention_writes_its_output_sequence_major(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A split plan's combine kernel writes the [B, S, H * E] output in place of the
     output transpose, correct through the Triton backend (CPU interpreter) and the CUDA
-    kernels (emulated)."""
+    kernels (emulated). The Triton run forces 16 x 16 attention tiles so that 128 keys
+    split (two chunks; the default tiles split from 512 keys, which the interpreter
+    takes three minutes over)."""
+    import dataclasses
+
     import torch
 
     from fuseopt.backends.kernel_cache import KernelCache
-    from fuseopt.backends.triton.backend import compile_module
+    from fuseopt.backends.triton import backend
 
-    b, s, h, e = 1, 512, 4, 16
-    text = head_transposed_text(b, s, h, h, e, "f32")
+    small = dataclasses.replace(backend.TRITON, attention_blocks=(16, 16))
+    monkeypatch.setattr(backend, "TRITON", small)
+    b, h, e = 1, 4, 16
+    text = head_transposed_text(b, 128, h, h, e, "f32")
     rng = np.random.default_rng(5)
-    inputs = [rng.standard_normal((b, s, h, e)).astype(np.float32) for _ in range(3)]
+    inputs = [rng.standard_normal((b, 128, h, e)).astype(np.float32) for _ in range(3)]
     (expected,) = fuseopt.interpret(fuseopt.parse(text), "main", *inputs)
-    fn = compile_module(fuseopt.parse(text), "main", {}, KernelCache(str(tmp_path / "c")))
+    cache = KernelCache(str(tmp_path / "c"))
+    fn = backend.compile_module(fuseopt.parse(text), "main", {}, cache)
     assert [k.name for k in fn.kernels] == ["attention", "attention_combine"]
     (got,) = fn(*(torch.from_numpy(x) for x in inputs))
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-5)
@@ -205,4 +214,4 @@ def test_split_attention_writes_its_output_sequence_major(tmp_path: Path) -> Non
     from test_cuda_emulated import emulator_available, run_emulated
 
     if emulator_available():
-        run_emulated(text, tmp_path, "f32")
+        run_emulated(head_transposed_text(b, 512, h, h, e, "f32"), tmp_path, "f32")

@@ -116,16 +116,19 @@ def test_triton_keeps_short_reduced_runs_in_one_warp() -> None:
     a program's rows, and the results are right."""
     assert "tile-promote{warp_per_row=true}" in TRITON.defaults.spec()
     assert "warp_per_row" not in CUDA.defaults.spec()
-    x = torch.randn(32, 16, 256)
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 16, 256, generator=generator)
     compiled = fuseopt.compile(lambda t: t.var(1), (x,), backend="triton", strict=True)
-    assert [k.launch for k in compiled.kernels] == ["grid (64,), 1 warps, 1 stages"]
+    assert [k.launch for k in compiled.kernels] == ["grid (8,), 1 warps, 1 stages"]
     torch.testing.assert_close(compiled(x), x.var(1), rtol=1e-5, atol=1e-5)
-    rows = torch.randn(6, 1000)
+    rows = torch.randn(6, 1000, generator=generator)
     compiled = fuseopt.compile(
         lambda t: t.amax(-1) + t.sum(-1), (rows,), backend="triton", strict=True
     )
     assert [k.launch for k in compiled.kernels] == ["grid (3,), 2 warps, 1 stages"]
-    torch.testing.assert_close(compiled(rows), rows.amax(-1) + rows.sum(-1))
+    # a sum of 1000 terms in another order: a few f32 ulps of the terms' magnitude
+    expected = rows.amax(-1) + rows.sum(-1)
+    torch.testing.assert_close(compiled(rows), expected, rtol=1e-5, atol=1e-4)
 
 
 def _sources(*folders: str) -> list[Path]:

@@ -113,12 +113,9 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[int, ...]]] = {
 }
 
 
-TRITON_CASES = [
-    ("mse", torch.bfloat16),
-    ("max_rows_keepdim", torch.float32),
-    ("column_sum", torch.bfloat16),
-]
-"""The Triton interpreter is slow on 2^17-element inputs: three cases cover its kernels."""
+TRITON_CASES = [("mse", torch.bfloat16), ("column_sum", torch.bfloat16)]
+"""The Triton interpreter is slow on 2^17-element inputs (a minute a case on the CI's
+two cores): a row and a column split cover its kernels."""
 
 
 @pytest.mark.parametrize(
@@ -224,7 +221,7 @@ def test_split_layer_norm_of_constant_rows_is_exact() -> None:
     torch._dynamo.reset()
     with torch.no_grad():
         fn = lambda x, w, b: torch.nn.functional.layer_norm(x, w.shape, w, b)  # noqa: E731
-        compiled = fuseopt.compile(fn, (x, w, b), backend="triton", strict=True)
+        compiled = fuseopt.compile(fn, (x, w, b), backend="interpret", strict=True)
         got = compiled(x, w, b)
     assert torch.equal(got, fn(x, w, b))
     assert torch.equal(got, b.expand_as(got))
