@@ -1,0 +1,78 @@
+"""Column reductions at shapes the suites do not choose, fuseopt-triton against
+torch.compile: few and many outputs, ragged and prime reduced counts, several axes,
+a variance and a softmax over the first axis (bf16, CUDA).
+
+Each line gives the do_bench median of a whole call (wall) and torch.profiler's kernel
+time of one call, both in us, with the error against the computation in float32 (the
+row fails when it exceeds 2e-2 of the reference's largest magnitude).
+
+    python -m benchmarks.column_shapes
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import triton.testing
+from torch.profiler import ProfilerActivity, profile
+
+import fuseopt
+
+CASES: list[tuple[tuple[int, ...], str, Callable[[torch.Tensor], torch.Tensor]]] = [
+    ((16384, 4096), "x.sum(0)", lambda x: x.sum(0)),
+    ((65536, 1024), "x.sum(0)", lambda x: x.sum(0)),
+    ((131072, 256), "x.sum(0)", lambda x: x.sum(0)),
+    ((8192, 768), "x.sum(0)", lambda x: x.sum(0)),
+    ((100000, 3), "x.sum(0)", lambda x: x.sum(0)),
+    ((65537, 512), "x.sum(0)", lambda x: x.sum(0)),
+    ((4, 32768, 100), "x.amax(1)", lambda x: x.amax(1)),
+    ((32, 64, 56, 56), "x.mean((0, 2, 3))", lambda x: x.mean((0, 2, 3))),
+    ((65536, 1024), "x.var(0)", lambda x: x.var(0)),
+    ((30000, 1000), "softmax(x, 0)", lambda x: torch.softmax(x, 0)),
+]
+
+
+def wall_us(fn: Callable[[], object]) -> float:
+    """The do_bench median of one call, in us."""
+    return triton.testing.do_bench(fn, return_mode="median") * 1e3
+
+
+def kernel_us(fn: Callable[[], object], calls: int = 5) -> float:
+    """torch.profiler's device time of one call's kernels, in us."""
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return sum(e.device_time_total for e in prof.key_averages()) / calls
+
+
+def main() -> int:
+    """Print one line per case and system; return 1 when a result is wrong."""
+    torch.manual_seed(0)
+    wrong = 0
+    for shape, text, fn in CASES:
+        x = torch.randn(shape, dtype=torch.bfloat16, device="cuda")
+        expected = fn(x.float())
+        systems = {
+            "torch.compile": torch.compile(fn, dynamic=False),
+            "fuseopt-triton": fuseopt.compile(fn, (x,), backend="triton", strict=True),
+        }
+        for name, compiled in systems.items():
+            call = lambda c=compiled, x=x: c(x)  # noqa: E731
+            error = ((call().float() - expected).abs().max() / expected.abs().max()).item()
+            wrong += not error <= 2e-2
+            kernels = getattr(compiled, "kernels", None)
+            launch = f" ({len(kernels)} kernels, {kernels[0].launch})" if kernels else ""
+            print(
+                f"{shape} {text} {name}{launch}: wall {wall_us(call):.1f} us, "
+                f"kernels {kernel_us(call):.1f} us, error {error:.1e}",
+                flush=True,
+            )
+    return int(wrong > 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
