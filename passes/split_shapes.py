@@ -60,8 +60,8 @@ def plan_split(
 
 
 MIN_COLUMN_SPLITS = 4
-"""A column reduction splits only when reaching `programs` takes this many chunks or
-more: a grid of a quarter of it (two programs per SM at the default) streams near
+"""The fewest chunks a column reduction splits into, and so the largest grid it splits
+(a quarter of `programs`): such a grid (two programs per SM at the default) streams near
 bandwidth already, and a second launch would cost more than it saves (sum over the
 first axis of 1024 x 64 x 512: 2 chunks took the kernel from 22.7 to 19.9 us)."""
 
@@ -89,27 +89,31 @@ def plan_column_split(
 ) -> SplitPlan | None:
     """The split of a column reduction over `axes` of `shape`, or None to leave it.
 
-    A column reduction's tile holds about `columns_per_program` outputs and loops over the
-    reduced axes, so few outputs (a bias gradient: 4096 sums of 16384 rows) make a grid
-    of a few dozen programs streaming long strips. It splits when its outputs give under
-    a quarter of `programs` such programs (`MIN_COLUMN_SPLITS`) and its input has at
-    least `min_elements` elements:
-    into the fewest chunks that reach `programs` (S outputs per output), each of at least
-    `min_chunk` elements, S a divisor of the reduced count (any divisor: a chunk is a
-    loop bound, not a block). Without such a divisor it is left as it is."""
+    A column reduction's program holds up to `columns_per_program` of the kept elements
+    after the reduced axes (fewer when there are fewer) for one index of the kept axes
+    before them, and loops over the reduced axes; so few outputs (a bias gradient: 4096
+    sums of 16384 rows, 64 programs) make a grid that cannot keep enough loads in flight.
+    It splits when that grid is under a quarter of `programs` (`MIN_COLUMN_SPLITS`) and
+    its input has at least `min_elements` elements: into the fewest chunks S that bring
+    the grid to `programs`, or when no divisor of the reduced count does, the most that
+    keep `min_chunk` elements a chunk (at least `MIN_COLUMN_SPLITS`), S a divisor of the
+    reduced count (any divisor: a chunk is a loop bound, not a block). Without such a
+    divisor (a prime count) it is left as it is."""
     if not axes or sorted(axes) != list(range(min(axes), max(axes) + 1)):
         return None  # not one run of adjacent axes
     first, last = min(axes), max(axes)
-    if math.prod(shape[last + 1 :]) <= 1:
+    inner = math.prod(shape[last + 1 :])
+    if inner <= 1:
         return None  # a row reduction (nothing kept after the reduced axes)
     length = math.prod(shape[first : last + 1])
-    outputs = math.prod(shape) // max(length, 1)
-    if not outputs or outputs * length < min_elements:
+    if not math.prod(shape) or math.prod(shape) < min_elements:
         return None
-    wanted = -(-programs * columns_per_program // outputs)
+    width = min(1 << (inner - 1).bit_length(), columns_per_program)
+    grid = math.prod(shape[:first]) * -(-inner // width)
+    wanted = -(-programs // grid)
     if wanted < MIN_COLUMN_SPLITS:
         return None
-    usable = [d for d in divisors(length) if d >= 2 and length // d >= min_chunk]
+    usable = [d for d in divisors(length) if d >= MIN_COLUMN_SPLITS and length // d >= min_chunk]
     if not usable:
         return None
     splits = next((d for d in usable if d >= wanted), usable[-1])
@@ -236,16 +240,39 @@ def _reachable(value: SSAValue, inside: set[Operation]) -> set[Operation]:
     return found
 
 
+def split_broadcast_input(op: nn.BroadcastOp, plan: SplitPlan) -> tuple[int, ...] | None:
+    """The shape `op`'s input takes so that broadcasting it to the split shape gives
+    the split of `op`'s result: its shape padded to the result's rank, with the reduced
+    axes as (1, 1) when it is broadcast along all of them (a row's mean along the
+    columns of a LayerNorm weight gradient) or as (S, C) when it has all of them (a
+    per-row value broadcast along the kept axes). None when it mixes the two: the
+    broadcast is then reshaped where it is, which writes it out (a bounded cost, where
+    leaving a reduction of a few long rows unsplit is not)."""
+    source = tuple(op.input.type.get_shape())  # type: ignore[attr-defined]
+    result = tuple(op.result.type.get_shape())  # type: ignore[attr-defined]
+    padded = (1,) * (len(result) - len(source)) + source
+    run = padded[plan.first : plan.last + 1]
+    if all(n == 1 for n in run):
+        middle: tuple[int, ...] = (1, 1)
+    elif run == result[plan.first : plan.last + 1]:
+        middle = (plan.splits, plan.chunk)
+    else:
+        return None
+    return (*padded[: plan.first], *middle, *padded[plan.last + 1 :])
+
+
 def reshaped(
     value: SSAValue,
-    shape: tuple[int, ...],
+    plan: SplitPlan,
     add: Callable[[Operation], SSAValue],
     user: Operation,
     recompute: bool = False,
 ) -> SSAValue:
-    """`value` under `shape`: the elementwise ops of its `movable_cone` (with `recompute`)
-    are rebuilt on reshaped operands (each value once), splat constants made in the new
-    shape, any other value reshaped where it is."""
+    """`value` in `plan`'s split shape: the elementwise ops of its `movable_cone` (with
+    `recompute`) are rebuilt on split operands (each value once), splat constants made in
+    the new shape, a broadcast rebuilt from its input in the split shape when it can be
+    (`split_broadcast_input`: it stays indexing, never written out), any other value
+    reshaped where it is."""
     cone = movable_cone(value, user, recompute)
     done: dict[SSAValue, SSAValue] = {}
 
@@ -254,7 +281,7 @@ def reshaped(
             return done[v]
         t = v.type
         assert isinstance(t, TensorType)
-        target = TensorType(t.element_type, shape)
+        target = TensorType(t.element_type, plan.split_shape(tuple(t.get_shape())))
         op = v.owner
         if isinstance(op, nn.ConstantOp) and op.splat_value is not None:
             done[v] = add(nn.ConstantOp(op.splat_value, target))
@@ -268,6 +295,9 @@ def reshaped(
             )
             done[v] = add(rebuilt)
             rebuilt.location = op.location  # the rebuilt op is the one the user wrote
+        elif isinstance(op, nn.BroadcastOp) and (shape := split_broadcast_input(op, plan)):
+            source = add(nn.ReshapeOp(op.input, TensorType(t.element_type, shape)))
+            done[v] = add(nn.BroadcastOp(source, target))
         else:
             done[v] = add(nn.ReshapeOp(v, target))
         return done[v]

@@ -64,7 +64,7 @@ class SplitStatistics(RewritePattern):
         if plan is None:
             return
         b = NNBuilder()
-        a = reshaped(pair.source, plan.split_shape(shape), b.add, op, recompute=True)
+        a = reshaped(pair.source, plan, b.add, op, recompute=True)
         split_axis, chunk_axis = plan.first, plan.first + 1
         if pair.kind == SOFTMAX:
             center, total = _softmax(b, a, split_axis, chunk_axis)

@@ -4,6 +4,7 @@ took before (dialects/dtypes.py names PyTorch dtypes and imports torch on first 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,19 +23,25 @@ CHECK = """
 import sys
 from fuseopt.cli import main
 code = main([sys.argv[1], "--pipeline", "standard", "-o", sys.argv[2]])
-print(code, "torch" in sys.modules)
+import fuseopt
+print(code, "torch" in sys.modules, fuseopt.__file__)
 """
 
 
 def test_pass_pipeline_does_not_import_torch(tmp_path: Path) -> None:
     source, out = tmp_path / "f.mlir", tmp_path / "out.mlir"
     source.write_text(PROGRAM)
-    run = subprocess.run(
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run(  # this checkout's fuseopt, whatever is installed
         [sys.executable, "-c", CHECK, str(source), str(out)],
         capture_output=True,
         text=True,
         timeout=120,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
     )
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["0", "False"], run.stdout + run.stderr
+    code, imported, where = run.stdout.split()
+    assert (code, imported) == ("0", "False"), run.stdout + run.stderr
+    assert Path(where).resolve().is_relative_to(root), where
     assert "tile.kernel" in out.read_text()  # lowered to kernels, printed

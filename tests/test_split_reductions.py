@@ -61,7 +61,9 @@ COLUMN_PLAN = {
         ((8192, 768), (0,), (0, 0, 32, 256)),  # wants 86 chunks; 32 keep 256 rows each
         ((2, 4096, 16, 64), (1, 2), (1, 2, 256, 256)),  # a run of two middle axes
         ((107520, 4), (0,), (0, 0, 420, 256)),  # any divisor: 420 = 2^2 * 3 * 5 * 7
-        ((3, 5 * 7 * 4096, 2), (1,), (1, 1, 560, 256)),
+        ((3, 5 * 7 * 4096, 2), (1,), (1, 1, 448, 320)),  # 3 programs want 342: 448 = 7 * 64
+        ((4096, 1024, 4), (1,), None),  # 4096 programs of 4 columns already
+        ((2, 65537 * 2, 64), (1,), None),  # only 2 chunks of 256 or more: not worth it
         ((4096, 8192), (0,), (0, 0, 8, 512)),
         ((64, 1024, 1024), (1,), None),  # 65536 outputs fill the GPU
         ((1024, 64, 512), (0,), None),  # 32768 outputs: 2 chunks would not pay a launch
@@ -110,6 +112,11 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[int, ...]]] = {
     "column_max_ragged_count": (lambda a, b: torch.maximum(a, b).amax(0), (107520, 4)),
     "column_var": (lambda a, b: (a - b).var(0, keepdim=True) + b[:1], (16384, 16)),
     "column_softmax": (lambda a, b: torch.softmax(a * 3, 0) * b, (32768, 8)),
+    # a LayerNorm weight gradient: per-row statistics broadcast along the columns
+    "column_weight_gradient": (
+        lambda a, b: (b * (a - a.mean(1, keepdim=True)) * a.std(1, keepdim=True)).sum(0),
+        (16384, 16),
+    ),
 }
 
 
@@ -250,13 +257,16 @@ def test_split_softmax_with_masked_chunks() -> None:
         ("column_mean_middle_keepdim", 2),
         ("column_var", 2),
         ("column_softmax", 3),
+        ("column_weight_gradient", 3),
     ],
 )
 def test_column_split_kernels(name: str, kernels: int) -> None:
     """A column reduction with few outputs is two kernels (chunks, then their partials),
     its prologue fused into the first; a variance's or softmax's pair of column
     reductions splits as one (their chunk statistics in one kernel); a softmax adds its
-    normalization. Unsplit, each would be one kernel of a few dozen programs."""
+    normalization. A LayerNorm weight gradient is its row statistics, then the two
+    stages, its broadcasts of the row statistics read in place (written out before, a
+    kernel more). Unsplit, each would be one kernel of a few dozen programs."""
     fn, shape = CASES[name]
     a, b = randn(*shape, seed=1), randn(*shape, seed=2)
     assert _split_statistics_kernels(fn, a, b) == kernels

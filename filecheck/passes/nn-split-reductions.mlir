@@ -348,3 +348,31 @@ func.func @column_variance_pair(%a: tensor<65536x16xf32>) -> tensor<65536x16xf32
   %y = nn.mul %d, %vb : tensor<65536x16xf32>
   func.return %y : tensor<65536x16xf32>
 }
+
+// -----
+
+// A broadcast the prologue reads is rebuilt from its input in the split shape, so it
+// stays indexing in stage one: a LayerNorm weight gradient's per-row mean and rstd
+// ([16384, 1], broadcast along the columns) become [16, 1024, 1]; a per-column value
+// broadcast along the rows ([4096]) gets (1, 1) for the reduced axis. Reshaped where
+// they are, they would be written out whole.
+// CHECK-LABEL: func.func @weight_gradient
+// CHECK-NOT:     nn.reshape %{{(mb|rb|wb)}}
+// CHECK-DAG:     %[[M:.*]] = nn.reshape %mean : tensor<16384x1xf32> -> tensor<16x1024x1xf32>
+// CHECK-DAG:     nn.broadcast %[[M]] : tensor<16x1024x1xf32> -> tensor<16x1024x4096xf32>
+// CHECK-DAG:     %[[R:.*]] = nn.reshape %rstd : tensor<16384x1xf32> -> tensor<16x1024x1xf32>
+// CHECK-DAG:     nn.broadcast %[[R]] : tensor<16x1024x1xf32> -> tensor<16x1024x4096xf32>
+// CHECK-DAG:     %[[W:.*]] = nn.reshape %w : tensor<4096xf32> -> tensor<1x1x4096xf32>
+// CHECK-DAG:     nn.broadcast %[[W]] : tensor<1x1x4096xf32> -> tensor<16x1024x4096xf32>
+// CHECK:         nn.sum %{{.*}} [1] : tensor<16x1024x4096xf32> -> tensor<16x4096xf32>
+func.func @weight_gradient(%x: tensor<16384x4096xf32>, %dy: tensor<16384x4096xf32>, %mean: tensor<16384x1xf32>, %rstd: tensor<16384x1xf32>, %w: tensor<4096xf32>) -> tensor<4096xf32> {
+  %mb = nn.broadcast %mean : tensor<16384x1xf32> -> tensor<16384x4096xf32>
+  %rb = nn.broadcast %rstd : tensor<16384x1xf32> -> tensor<16384x4096xf32>
+  %wb = nn.broadcast %w : tensor<4096xf32> -> tensor<16384x4096xf32>
+  %d = nn.sub %x, %mb : tensor<16384x4096xf32>
+  %xh = nn.mul %d, %rb : tensor<16384x4096xf32>
+  %p = nn.mul %dy, %xh : tensor<16384x4096xf32>
+  %q = nn.mul %p, %wb : tensor<16384x4096xf32>
+  %g = nn.sum %q [0] : tensor<16384x4096xf32> -> tensor<4096xf32>
+  func.return %g : tensor<4096xf32>
+}

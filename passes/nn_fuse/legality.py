@@ -12,8 +12,9 @@ shapes, each with one *domain* (the index space the kernel iterates over):
 - **reduction**: one or more reductions with the same input shape `S` and the same axes
   `A` (softmax: max and sum; layer_norm: two means), plus prologue and epilogue ops. Every
   op is *row-shaped*: its rank is that of `S` and it agrees with `S` on every kept axis
-  (an element of a row, a slice of a row, or a per-row scalar with size 1 on `A`), or it is
-  the per-row scalar without kept dims. A kernel program owns whole rows.
+  (an element of a row, a slice of a row, or a per-row scalar with size 1 on `A`), or,
+  of another rank, it is the per-row scalars with their unit dims anywhere (the kept
+  dims without `A`, or squeezed). A kernel program owns whole rows.
 - **matmul**: one or more `nn.matmul`s with one result type that share their A operand
   (the gated MLP), plus an elementwise epilogue on the accumulator: every op has the
   matmul result shape. Matmul operands come from outside the group (no prologue, so no
