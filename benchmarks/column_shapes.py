@@ -29,6 +29,11 @@ CASES: list[tuple[tuple[int, ...], str, Callable[[torch.Tensor], torch.Tensor]]]
     ((4, 32768, 100), "x.amax(1)", lambda x: x.amax(1)),
     ((32, 64, 56, 56), "x.mean((0, 2, 3))", lambda x: x.mean((0, 2, 3))),
     ((65536, 1024), "x.var(0)", lambda x: x.var(0)),
+    (
+        (16384, 4096),
+        "(x * (x - x.mean(1, keepdim=True))).sum(0)",  # a weight gradient's shape of work
+        lambda x: (x * (x - x.mean(1, keepdim=True))).sum(0),
+    ),
     ((30000, 1000), "softmax(x, 0)", lambda x: torch.softmax(x, 0)),
 ]
 
