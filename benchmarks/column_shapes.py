@@ -1,10 +1,12 @@
 """Column reductions at shapes the suites do not choose, fuseopt-triton against
 torch.compile: few and many outputs, ragged and prime reduced counts, several axes,
-a variance and a softmax over the first axis (bf16, CUDA).
+a variance and a softmax over the first axis, a sum of rows centred by their means (a
+weight gradient's work) (bf16, CUDA).
 
-Each line gives the do_bench median of a whole call (wall) and torch.profiler's kernel
-time of one call, both in us, with the error against the computation in float32 (the
-row fails when it exceeds 2e-2 of the reference's largest magnitude).
+Each line gives the median of a whole call (wall) and torch.profiler's kernel time of
+one call, both in us and measured as the suites measure them (`benchmarks.timing`),
+with the error against the computation in float32 (the row fails when it exceeds 2e-2
+of the reference's largest magnitude).
 
     python -m benchmarks.column_shapes
 """
@@ -14,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-import triton.testing
-from torch.profiler import ProfilerActivity, profile
 
 import fuseopt
+from benchmarks.timing import median_us, profile_kernels
 
 CASES: list[tuple[tuple[int, ...], str, Callable[[torch.Tensor], torch.Tensor]]] = [
     ((16384, 4096), "x.sum(0)", lambda x: x.sum(0)),
@@ -38,26 +39,11 @@ CASES: list[tuple[tuple[int, ...], str, Callable[[torch.Tensor], torch.Tensor]]]
 ]
 
 
-def wall_us(fn: Callable[[], object]) -> float:
-    """The do_bench median of one call, in us."""
-    return triton.testing.do_bench(fn, return_mode="median") * 1e3
-
-
-def kernel_us(fn: Callable[[], object], calls: int = 5) -> float:
-    """torch.profiler's device time of one call's kernels, in us."""
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    return sum(e.device_time_total for e in prof.key_averages()) / calls
-
-
 def main() -> int:
     """Print one line per case and system; return 1 when a result is wrong."""
     torch.manual_seed(0)
     wrong = 0
+    device = torch.device("cuda")
     for shape, text, fn in CASES:
         x = torch.randn(shape, dtype=torch.bfloat16, device="cuda")
         expected = fn(x.float())
@@ -71,9 +57,11 @@ def main() -> int:
             wrong += not error <= 2e-2
             kernels = getattr(compiled, "kernels", None)
             launch = f" ({len(kernels)} kernels, {kernels[0].launch})" if kernels else ""
+            profiled = profile_kernels(call, device)
+            assert profiled is not None  # on a GPU
             print(
-                f"{shape} {text} {name}{launch}: wall {wall_us(call):.1f} us, "
-                f"kernels {kernel_us(call):.1f} us, error {error:.1e}",
+                f"{shape} {text} {name}{launch}: wall {median_us(call, device):.1f} us, "
+                f"kernels {profiled.kernel_us:.1f} us, error {error:.1e}",
                 flush=True,
             )
     return int(wrong > 0)

@@ -41,10 +41,10 @@ over the rows of a [16384, 4096] matrix) runs as about 64 outputs per program lo
 over the reduced axes, so few outputs make a grid of a few dozen programs, each
 streaming a long strip (a bf16 sum over 65536 x 1024 took 267 us against 37 for
 Inductor's split). Such a reduction splits the same way, its reduced axes read as (S, C)
-in place (`plan_column_split`): when its outputs give under a quarter of
-`column_programs` programs and its input has `column_min_elements` or more, into the
-fewest chunks that reach `column_programs`, each of `column_min_chunk` or more, S any
-divisor of the reduced count. Stage one is a column reduction of S times the outputs;
+in place (`plan_column_split`): when its grid, estimated as the tiler builds it, is
+under a quarter of `column_programs` and its input has `column_min_elements` or more,
+into the fewest chunks that reach `column_programs`, each of `column_min_chunk` or
+more, S any divisor of the reduced count. Stage one is a column reduction of S times the outputs;
 stage two reduces S.
 
 A softmax's or normalization's pair of dependent reductions (the max and the sum of
