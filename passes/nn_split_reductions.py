@@ -28,13 +28,14 @@ and are used only by it or by each other (`(a - b)^2` of a loss, smooth-L1's bra
 reshapes are views of the inputs.
 
 Which rows: the reduced axes are the trailing ones (a full reduction, or a row
-reduction), there are fewer than
-`max_rows` rows, each of at least `min_length` elements, and the row length has a power
-of two factor of at least `min_chunk`. C is the largest power-of-two factor of the row
-length up to `max_chunk` and up to length * rows / `programs` (so that stage one has
-about `programs` programs or more); S = length / C must be at least 2. Everything else
-is left unchanged, so the shapes one program per row already fills (many rows) compile
-as before.
+reduction), there are fewer than `max_rows` rows, each of at least `min_length`
+elements, and the row length has a divisor C from `min_chunk` to `max_chunk` with
+S = length / C at least 2. C is the largest divisor up to length * rows / `programs` (so
+that stage one has about `programs` programs or more) that fills at least 3/4 of its
+block (the next power of two; a power of two fills it), else the smallest above, else the
+best filled: a vocabulary of 128256 splits into 64 chunks of 2004, one of 151936 into 128
+of 1187. Everything else (many rows, short rows, a prime length) is left unchanged, so
+the shapes one program per row already fills compile as before.
 
 A column reduction (over adjacent axes followed by kept ones: a bias gradient's sum
 over the rows of a [16384, 4096] matrix) runs as about 64 outputs per program looping
@@ -204,7 +205,7 @@ class NNSplitReductionsPass(ModulePass):
     min_length: int = 65536
     """Split only rows of at least this many elements."""
     min_chunk: int = 1024
-    """The smallest chunk C a row is split into (a power-of-two factor of its length)."""
+    """The smallest chunk C a row is split into (a divisor of its length)."""
     max_chunk: int = 16384
     """The largest chunk C."""
     programs: int = 528

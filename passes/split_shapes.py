@@ -51,12 +51,39 @@ def plan_split(
     if rows >= max_rows or length < min_length:
         return None
     cap = max(min_chunk, min(max_chunk, length * rows // programs))
-    chunk = 1
-    while chunk * 2 <= cap and length % (chunk * 2) == 0:
-        chunk *= 2
-    if chunk < min_chunk or length // chunk < 2:
+    chunk = _row_chunk(length, min_chunk, max_chunk, cap)
+    if chunk is None:
         return None
     return SplitPlan(rank - len(axes), rank - 1, length // chunk, chunk)
+
+
+GOOD_FILL = 0.75
+"""The least share of its block (the next power of two, which the tiler masks) a chunk
+must fill to count as well filled."""
+
+
+def _fill(chunk: int) -> float:
+    return chunk / (1 << (chunk - 1).bit_length())
+
+
+def _row_chunk(length: int, min_chunk: int, max_chunk: int, cap: int) -> int | None:
+    """The chunk a row of `length` elements splits into: a divisor of it from
+    `min_chunk` to `max_chunk` that leaves at least 2 chunks. Among the well-filled ones
+    (`GOOD_FILL`; a power of two fills its block) the largest up to `cap` (enough
+    programs), else the smallest above it; without any, the best filled. Vocabulary
+    sizes are rarely powers of two (Llama 3's 128256 splits into 64 chunks of 2004,
+    Qwen2's 151936 into 128 of 1187). A length without such a divisor (a prime) is not
+    split."""
+    candidates = [d for d in divisors(length) if min_chunk <= d <= max_chunk and length // d >= 2]
+    if not candidates:
+        return None
+    good = [d for d in candidates if _fill(d) >= GOOD_FILL]
+    below = [d for d in good if d <= cap]
+    if below:
+        return max(below)
+    if good:
+        return min(good)
+    return max(candidates, key=_fill)
 
 
 MIN_COLUMN_SPLITS = 4

@@ -34,7 +34,9 @@ PLAN = {
         ((512, 131072), (1,), None),  # many rows: one program per row fills the GPU
         ((40000,), (0,), None),  # short
         ((2, 65536, 2), (1,), None),  # a middle axis
-        ((100001,), (0,), None),  # no power-of-two factor of 1024
+        ((100001,), (0,), (11, 9091)),  # no power-of-two factor: a divisor, half filled
+        ((8, 128256), (1,), (64, 2004)),  # a vocabulary: 64 chunks of 2004 (block 2048)
+        ((1, 100003), (1,), None),  # a prime length
         ((65536,), (0,), (64, 1024)),
     ],
 )
@@ -106,6 +108,9 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[int, ...]]] = {
         (2, 4, 1 << 15),
     ),
     "var_long_rows": (lambda a, b: (a + 2 * b).var(-1, keepdim=True) * b, (2, 1 << 16)),
+    # row lengths that are not powers of two: chunks of a divisor, in masked blocks
+    "softmax_vocabulary_rows": (lambda a, b: torch.softmax(a * 3, -1) * b, (2, 128256)),
+    "sum_odd_length": (lambda a, b: (a * b).sum(), (100001,)),
     # column reductions with few outputs (plan_column_split)
     "column_sum": (lambda a, b: (a * b).sum(0), (8192, 32)),
     "column_mean_middle_keepdim": (lambda a, b: (a + b).mean(1, keepdim=True), (2, 16384, 8)),
@@ -270,3 +275,29 @@ def test_column_split_kernels(name: str, kernels: int) -> None:
     fn, shape = CASES[name]
     a, b = randn(*shape, seed=1), randn(*shape, seed=2)
     assert _split_statistics_kernels(fn, a, b) == kernels
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("classes", [128256, 151936, 100003])
+def test_vocabulary_rows_on_gpu(classes: int) -> None:
+    """Softmax and cross-entropy over 8 rows of a vocabulary: 128256 (Llama 3) and 151936
+    (Qwen2) split into chunks of a divisor (2004, 1187) that Triton reads as masked
+    power-of-two blocks; a prime length (100003) stays one program per row. Each matches
+    eager within twice its error against float64."""
+    x = (randn(8, classes, seed=5) * 3).to(torch.bfloat16).cuda()
+    targets = torch.randint(0, classes, (8,), generator=torch.Generator().manual_seed(6)).cuda()
+    splits = classes != 100003
+    for fn, args in (
+        (lambda x: torch.softmax(x, -1), (x,)),
+        (torch.nn.functional.cross_entropy, (x, targets)),
+    ):
+        torch._dynamo.reset()
+        with torch.no_grad():
+            compiled = fuseopt.compile(fn, args, backend="triton", strict=True)
+            got, expected = compiled(*args), fn(*args)
+            reference = fn(x.double(), *args[1:])
+        error = (got.double() - reference).abs().max().item()
+        eager_error = (expected.double() - reference).abs().max().item()
+        assert error <= 2 * eager_error + 1e-6, (error, eager_error)
+        grids = [k.launch for k in compiled.kernels]
+        assert any("grid (8," not in g and "grid (1," not in g for g in grids) == splits, grids

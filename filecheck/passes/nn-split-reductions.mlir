@@ -35,18 +35,34 @@ func.func @few_rows(%x: tensor<4x64x4096xf32>) -> tensor<4x1x1xf32> {
 
 // -----
 
-// Left alone: many rows (one program per row fills the GPU), short rows, and a row
-// length without a power-of-two factor of 1024.
+// Left alone: many rows (one program per row fills the GPU), short rows, and a prime
+// row length (no divisor makes chunks of 1024 or more).
 // CHECK-LABEL: func.func @unchanged
 // CHECK-NOT:     nn.reshape
 // CHECK:         nn.sum %x [1] : tensor<512x131072xf32> -> tensor<512xf32>
 // CHECK:         nn.sum %y [0] : tensor<40000xf32> -> tensor<f32>
-// CHECK:         nn.sum %w [0] : tensor<100001xf32> -> tensor<f32>
-func.func @unchanged(%x: tensor<512x131072xf32>, %y: tensor<40000xf32>, %w: tensor<100001xf32>) -> (tensor<512xf32>, tensor<f32>, tensor<f32>) {
+// CHECK:         nn.sum %w [0] : tensor<100003xf32> -> tensor<f32>
+func.func @unchanged(%x: tensor<512x131072xf32>, %y: tensor<40000xf32>, %w: tensor<100003xf32>) -> (tensor<512xf32>, tensor<f32>, tensor<f32>) {
   %a = nn.sum %x [1] : tensor<512x131072xf32> -> tensor<512xf32>
   %b = nn.sum %y [0] : tensor<40000xf32> -> tensor<f32>
-  %d = nn.sum %w [0] : tensor<100001xf32> -> tensor<f32>
+  %d = nn.sum %w [0] : tensor<100003xf32> -> tensor<f32>
   func.return %a, %b, %d : tensor<512xf32>, tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// A row length that is not a power of two splits by a divisor: a Llama 3 vocabulary of
+// 128256 into 64 chunks of 2004 (a 2048 block, 98 % filled; 8 x 64 = 512 programs), and
+// 100001 = 11 x 9091 into 11 chunks (the only divisor in range).
+// CHECK-LABEL: func.func @ragged_rows
+// CHECK:         nn.reshape %x : tensor<8x128256xf32> -> tensor<8x64x2004xf32>
+// CHECK:         nn.reduce_max {{.*}} [2] : tensor<8x64x2004xf32> -> tensor<8x64xf32>
+// CHECK:         nn.reduce_max {{.*}} [1] : tensor<8x64xf32> -> tensor<8xf32>
+// CHECK:         nn.reshape %w : tensor<100001xf32> -> tensor<11x9091xf32>
+func.func @ragged_rows(%x: tensor<8x128256xf32>, %w: tensor<100001xf32>) -> (tensor<8xf32>, tensor<f32>) {
+  %a = nn.reduce_max %x [1] : tensor<8x128256xf32> -> tensor<8xf32>
+  %d = nn.sum %w [0] : tensor<100001xf32> -> tensor<f32>
+  func.return %a, %d : tensor<8xf32>, tensor<f32>
 }
 
 // -----
