@@ -143,7 +143,10 @@ def promote_kernel(
     )
     knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow)
     warps = knobs.num_warps
-    if warp_per_row and kind == tile.Schedule.ROW_REDUCTION:
+    if warp_per_row and (
+        kind == tile.Schedule.ROW_REDUCTION
+        or (kind == tile.Schedule.ROW_REDUCTION_LOOPED and carries_lane_statistics(kernel))
+    ):
         iteration, blocks = kernel.array_attr("iteration_sizes"), kernel.array_attr("block_sizes")
         reduce_dim = kernel.int_attr("reduce_dim")
         if iteration and blocks and reduce_dim is not None:
@@ -165,6 +168,37 @@ def promote_kernel(
     kernel.num_stages = IntegerAttr(n_stages, i64)
     kernel.vector_width = IntegerAttr(knobs.vector_width, i64)
     kernel.shared_bytes = IntegerAttr(used, i64)
+
+
+LANE_STATISTICS = 3
+"""How many chunk-sized tiles a loop carries when it keeps statistics per lane (a
+variance's pilot, mean and M2: `online._lane_update`)."""
+
+
+def carries_lane_statistics(kernel: tile.KernelOp) -> bool:
+    """Whether a looped kernel's loop carries `LANE_STATISTICS` or more tiles of the
+    chunk's size: per-lane statistics, several f32 ops per element loaded (Welford's
+    update), where a plain sum carries one accumulator and is bound by its loads. With a
+    16-bit input the statistics bound the loop by its arithmetic, and a column reduction
+    then runs fastest with one warp per `WARP_COLUMN_TILE` tile elements, as whole
+    columns do (bf16 on an H200, kernel us: a variance over the middle axis of
+    64 x 1024 x 1024 took 66 with 4 warps and 42 with 1; its sum 33 with 4 and 44 with
+    1, so sums keep theirs)."""
+    blocks = kernel.array_attr("block_sizes")
+    if not blocks:
+        return False
+    chunk = math.prod(blocks)
+    for loop in kernel.walk():
+        if not isinstance(loop, scf.ForOp):
+            continue
+        carried = [
+            a.type
+            for a in loop.body.block.args[1:]
+            if isinstance(a.type, TensorType) and math.prod(a.type.get_shape()) == chunk
+        ]
+        if len(carried) >= LANE_STATISTICS:
+            return True
+    return False
 
 
 def matmul_shared_bytes(kernel: tile.KernelOp, stages: int, budget: int) -> int:

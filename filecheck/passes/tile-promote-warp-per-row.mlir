@@ -100,3 +100,99 @@ func.func @three(%0: memref<3x1000xf32>, %1: memref<3xf32> {tile.output}) {
   tile.launch @three_rows grid [1] (%0, %1) : memref<3x1000xf32>, memref<3xf32>
   func.return
 }
+
+// -----
+
+// A looped column reduction that keeps statistics per lane (a variance's pilot, mean and
+// M2: three 128x16 tiles carried by its loop) is bound by its arithmetic and gets one
+// warp per 2048 tile elements, as whole columns do; a looped column sum (one tile
+// carried) keeps the default.
+// CHECK-LABEL: tile.kernel @fused_0_cast_mean_sub_mul
+// CHECK-SAME:  num_warps = 4 : i64
+// CHECK-LABEL: tile.kernel @fused_1_cast_sum
+// CHECK-SAME:  num_warps = 4 : i64
+// WARP-LABEL:  tile.kernel @fused_0_cast_mean_sub_mul
+// WARP-SAME:   num_warps = 1 : i64
+// WARP-LABEL:  tile.kernel @fused_1_cast_sum
+// WARP-SAME:   num_warps = 4 : i64
+tile.kernel @fused_0_cast_mean_sub_mul grid 1 (%0: memref<2x4096x64xbf16>, %1: memref<2x64xf32>) attributes {schedule = "row_reduction_looped", iteration_sizes = array<i64: 2, 4096, 64>, block_sizes = array<i64: 1, 128, 16>, reduce_dim = 1 : i64, candidates = [{"block-cols" = 32 : i64, "block-rows" = 64 : i64}, {"block-cols" = 64 : i64, "block-rows" = 32 : i64}, {"block-cols" = 16 : i64, "block-rows" = 128 : i64}, {"block-cols" = 128 : i64, "block-rows" = 16 : i64}, {"block-cols" = 64 : i64, "block-rows" = 64 : i64}]} {
+  %2 = arith.constant 4 : index
+  %3 = arith.constant 16 : index
+  %4 = arith.constant 0 : index
+  %5 = arith.constant 4096 : index
+  %6 = arith.constant 128 : index
+  %7 = tile.program_id 0
+  %8 = arith.remsi %7, %2 : index
+  %9 = arith.divsi %7, %2 : index
+  %10 = arith.muli %8, %3 : index
+  %11 = nn.constant 0.000000e+00 : tensor<128x16xf32>
+  %12 = nn.constant 0.000000e+00 : tensor<16xf32>
+  %13, %14, %15, %16 = scf.for %17 = %4 to %5 step %6 iter_args(%18 = %12, %19 = %11, %20 = %11, %21 = %11) -> (tensor<16xf32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>) {
+    %22 = tile.broadcast %18 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
+    %23 = nn.constant 0.000000e+00 : tensor<128x16xf32>
+    %24 = nn.compare eq, %22, %23 : tensor<128x16xf32>
+    %25 = nn.constant 1.000000e+00 : tensor<16xf32>
+    %26 = nn.add %18, %25 : tensor<16xf32>
+    %27 = nn.constant 1.000000e+00 : tensor<16xf32>
+    %28 = nn.div %27, %26 : tensor<16xf32>
+    %29 = tile.broadcast %28 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
+    %30 = tile.load %0[%9, %17, %10] : memref<2x4096x64xbf16> -> tensor<128x16xbf16>
+    %31 = nn.cast %30 : tensor<128x16xbf16> -> tensor<128x16xf32>
+    %32 = nn.select %24, %31, %19 : tensor<128x16xf32>
+    %33 = nn.sub %31, %32 : tensor<128x16xf32>
+    %34 = nn.sub %33, %20 : tensor<128x16xf32>
+    %35 = nn.mul %34, %29 : tensor<128x16xf32>
+    %36 = nn.add %20, %35 : tensor<128x16xf32>
+    %37 = nn.sub %33, %36 : tensor<128x16xf32>
+    %38 = nn.mul %34, %37 : tensor<128x16xf32>
+    %39 = nn.add %21, %38 : tensor<128x16xf32>
+    scf.yield %26, %32, %36, %39 : tensor<16xf32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>
+  }
+  %40 = tile.broadcast %13 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
+  %41 = tile.reduce sum %40 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  %42 = nn.add %14, %15 : tensor<128x16xf32>
+  %43 = nn.mul %40, %42 : tensor<128x16xf32>
+  %44 = tile.reduce sum %43 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  %45 = nn.div %44, %41 : tensor<16xf32>
+  %46 = tile.broadcast %45 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
+  %47 = nn.sub %14, %46 : tensor<128x16xf32>
+  %48 = nn.add %47, %15 : tensor<128x16xf32>
+  %49 = nn.mul %48, %48 : tensor<128x16xf32>
+  %50 = nn.mul %40, %49 : tensor<128x16xf32>
+  %51 = tile.reduce sum %50 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  %52 = tile.reduce sum %16 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  %53 = nn.add %52, %51 : tensor<16xf32>
+  %54 = nn.constant 4.096000e+03 : tensor<16xf32>
+  %55 = nn.div %53, %54 : tensor<16xf32>
+  tile.store %55, %1[%9, %10] : tensor<16xf32>, memref<2x64xf32>
+  tile.return
+}
+func.func @column_variance(%0: memref<2x4096x64xbf16>, %1: memref<2x64xf32> {tile.output}) {
+  tile.launch @fused_0_cast_mean_sub_mul grid [8] (%0, %1) : memref<2x4096x64xbf16>, memref<2x64xf32>
+  func.return
+}
+tile.kernel @fused_1_cast_sum grid 1 (%0: memref<2x4096x64xbf16>, %1: memref<2x64xf32>) attributes {schedule = "row_reduction_looped", iteration_sizes = array<i64: 2, 4096, 64>, block_sizes = array<i64: 1, 128, 16>, reduce_dim = 1 : i64, candidates = [{"block-cols" = 32 : i64, "block-rows" = 64 : i64}, {"block-cols" = 64 : i64, "block-rows" = 32 : i64}, {"block-cols" = 16 : i64, "block-rows" = 128 : i64}, {"block-cols" = 128 : i64, "block-rows" = 16 : i64}, {"block-cols" = 64 : i64, "block-rows" = 64 : i64}]} {
+  %2 = arith.constant 4 : index
+  %3 = arith.constant 16 : index
+  %4 = arith.constant 0 : index
+  %5 = arith.constant 4096 : index
+  %6 = arith.constant 128 : index
+  %7 = tile.program_id 0
+  %8 = arith.remsi %7, %2 : index
+  %9 = arith.divsi %7, %2 : index
+  %10 = arith.muli %8, %3 : index
+  %11 = nn.constant 0.000000e+00 : tensor<128x16xf32>
+  %12 = scf.for %13 = %4 to %5 step %6 iter_args(%14 = %11) -> (tensor<128x16xf32>) {
+    %15 = tile.load %0[%9, %13, %10] : memref<2x4096x64xbf16> -> tensor<128x16xbf16>
+    %16 = nn.cast %15 : tensor<128x16xbf16> -> tensor<128x16xf32>
+    %17 = nn.add %14, %16 : tensor<128x16xf32>
+    scf.yield %17 : tensor<128x16xf32>
+  }
+  %18 = tile.reduce sum %12 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  tile.store %18, %1[%9, %10] : tensor<16xf32>, memref<2x64xf32>
+  tile.return
+}
+func.func @column_sum_looped(%0: memref<2x4096x64xbf16>, %1: memref<2x64xf32> {tile.output}) {
+  tile.launch @fused_1_cast_sum grid [8] (%0, %1) : memref<2x4096x64xbf16>, memref<2x64xf32>
+  func.return
+}

@@ -388,10 +388,11 @@ WARP_COLUMN_TILE = 2048
 def warp_per_row_warps(
     iteration: tuple[int, ...], blocks: tuple[int, ...], reduce_dim: int, warps: int
 ) -> int:
-    """num_warps for a whole-row reduction kernel (`row_reduction`: no loop) with these
-    `iteration` sizes, `blocks` and `reduce_dim`, on a target that asks for few warps per
-    reduced run (`warp_per_row`: Triton, which reduces across warps through shared
-    memory and a barrier, once per reduce):
+    """num_warps for a whole-row reduction kernel (`row_reduction`: no loop), or a looped
+    one that keeps statistics per lane (`tile_promote.carries_lane_statistics`), with
+    these `iteration` sizes, `blocks` and `reduce_dim`, on a target that asks for few
+    warps per reduced run (`warp_per_row`: Triton, which reduces across warps through
+    shared memory and a barrier, once per reduce):
 
     - a column reduction (a dim after the reduced one is tiled): Triton spreads the
       warps over the tile's outer dims, the reduced one here, so every warp holds part
