@@ -45,7 +45,8 @@ class TargetDescription:
       kernel, so the CUDA target keeps the whole-tensor lowering);
     - `column_statistics`: whether a variance over a non-innermost dim accumulates per
       lane in one pass (the CUDA printer's column kernels were slower that way);
-    - `warp_per_row`: whether tile-promote gives whole-row reductions fewer warps
+    - `warp_per_row`: whether tile-promote gives whole-row reductions (and looped
+      per-lane variances of 16-bit inputs) fewer warps
       (`heuristics.warp_per_row_warps`: Triton reduces across warps through shared
       memory and a barrier once per reduce, and spreads warps over a tile's outer dims,
       which a column reduction reduces; the CUDA printer's column reductions go

@@ -29,14 +29,15 @@ from fuseopt.passes.tile_promote import SHARED_BUDGET
 FUSE_PASSES = (
     "nn-match-attention",
     "nn-decompose",
+    "nn-gather-picks",
     "nn-split-reductions",
     "canonicalize",
     "cse",
     "nn-fuse",
 )
 """The nn-level pipeline's passes: attention written out as ops into nn.attention,
-composites into primitives, reductions of few long rows in two stages, cleanup, then
-fusion groups."""
+composites into primitives, one-hot picks into gathers, reductions of few long rows in two
+stages, cleanup, then fusion groups."""
 
 FUSE = ",".join(FUSE_PASSES)
 """The nn-level pipeline as `-p` text."""

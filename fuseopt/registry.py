@@ -59,6 +59,12 @@ def _nn_match_attention() -> type[ModulePass]:
     return NNMatchAttentionPass
 
 
+def _nn_gather_picks() -> type[ModulePass]:
+    from fuseopt.passes.nn_gather_picks import NNGatherPicksPass
+
+    return NNGatherPicksPass
+
+
 def _nn_split_reductions() -> type[ModulePass]:
     from fuseopt.passes.nn_split_reductions import NNSplitReductionsPass
 
@@ -77,6 +83,7 @@ FUSEOPT_DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn, "tile": _tile}
 FUSEOPT_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "nn-match-attention": _nn_match_attention,
     "nn-decompose": _nn_decompose,
+    "nn-gather-picks": _nn_gather_picks,
     "nn-split-reductions": _nn_split_reductions,
     "nn-fuse": _nn_fuse,
     "nn-widen-intermediates": _nn_widen_intermediates,

@@ -7,10 +7,10 @@ reshapes are views of the inputs."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
@@ -51,39 +51,43 @@ def plan_split(
     if rows >= max_rows or length < min_length:
         return None
     cap = max(min_chunk, min(max_chunk, length * rows // programs))
-    chunk = _row_chunk(length, min_chunk, max_chunk, cap)
+    chunk = _row_chunk(length, rows, min_chunk, max_chunk, cap, programs)
     if chunk is None:
         return None
     return SplitPlan(rank - len(axes), rank - 1, length // chunk, chunk)
 
 
-GOOD_FILL = 0.75
-"""The least share of its block (the next power of two, which the tiler masks) a chunk
-must fill to count as well filled."""
+def _block(chunk: int) -> int:
+    """The power-of-two block a chunk is read in (its tail masked)."""
+    return 1 << (chunk - 1).bit_length()
 
 
-def _fill(chunk: int) -> float:
-    return chunk / (1 << (chunk - 1).bit_length())
+def _row_chunk(
+    length: int, rows: int, min_chunk: int, max_chunk: int, cap: int, programs: int
+) -> int | None:
+    """The chunk C a row of `length` elements splits into (at least 2 chunks).
 
-
-def _row_chunk(length: int, min_chunk: int, max_chunk: int, cap: int) -> int | None:
-    """The chunk a row of `length` elements splits into: a divisor of it from
-    `min_chunk` to `max_chunk` that leaves at least 2 chunks. Among the well-filled ones
-    (`GOOD_FILL`; a power of two fills its block) the largest up to `cap` (enough
-    programs), else the smallest above it; without any, the best filled. Vocabulary
-    sizes are rarely powers of two (Llama 3's 128256 splits into 64 chunks of 2004,
-    Qwen2's 151936 into 128 of 1187). A length without such a divisor (a prime) is not
-    split."""
+    The largest power-of-two factor of the length up to `cap` (enough programs, each a
+    whole block), when it is `min_chunk` or more. Else, since vocabulary sizes are
+    rarely powers of two (Llama 3's 128256 is 2^8 x 501), any divisor from `min_chunk`
+    to `max_chunk`, read as a masked power-of-two block: the one with the least
+    estimated time, the waves of `programs` programs times the block each reads, then
+    the best filled block, then the most programs (128256 over 8 rows: 64 chunks of
+    2004, one wave of 2048-element blocks). None without such a divisor (a prime)."""
+    chunk = 1
+    while chunk * 2 <= cap and length % (chunk * 2) == 0:
+        chunk *= 2
+    if chunk >= min_chunk and length // chunk >= 2:
+        return chunk
     candidates = [d for d in divisors(length) if min_chunk <= d <= max_chunk and length // d >= 2]
     if not candidates:
         return None
-    good = [d for d in candidates if _fill(d) >= GOOD_FILL]
-    below = [d for d in good if d <= cap]
-    if below:
-        return max(below)
-    if good:
-        return min(good)
-    return max(candidates, key=_fill)
+
+    def cost(d: int) -> tuple[int, float, int]:
+        waves = -(-rows * (length // d) // programs)
+        return (waves * _block(d), -d / _block(d), d)
+
+    return min(candidates, key=cost)
 
 
 MIN_COLUMN_SPLITS = 4
@@ -161,11 +165,21 @@ MAX_CONE = 64
 
 
 def _same_shape_elementwise(op: Operation | None, shape: tuple[int, ...]) -> bool:
+    """Whether a reshape to a split shape moves through `op`: an elementwise op with
+    operands of `shape`, or an `nn.take` with an index of `shape` (a gather is
+    elementwise in its index; the input it reads by address stays as it is)."""
+    if isinstance(op, nn.TakeOp):
+        return tuple(op.index.type.get_shape()) == shape  # type: ignore[attr-defined]
     return (
         isinstance(op, ELEMENTWISE)
         and len(op.results) == 1
         and all(x.type.get_shape() == shape for x in op.operands)  # type: ignore[attr-defined]
     )
+
+
+def _moved_operands(op: Operation) -> Sequence[SSAValue]:
+    """The operands a reshape moved above `op` is pushed to (a take's index only)."""
+    return [op.index] if isinstance(op, nn.TakeOp) else op.operands
 
 
 def movable_cone(value: SSAValue, user: Operation, recompute: bool = False) -> set[Operation]:
@@ -188,7 +202,7 @@ def movable_cone(value: SSAValue, user: Operation, recompute: bool = False) -> s
         if op in cone or not _same_shape_elementwise(op, shape):  # type: ignore[arg-type]
             continue
         cone.append(op)  # type: ignore[arg-type]
-        frontier += [x.owner for x in op.operands]  # type: ignore[union-attr]
+        frontier += [x.owner for x in _moved_operands(op)]  # type: ignore[union-attr]
     if recompute:
         return _reachable(value, set(cone))
     strict = _used_inside(value, set(cone), user, lambda op: False)
@@ -227,13 +241,14 @@ def _used_inside(
 
 def _reads(value: SSAValue, cone: set[Operation]) -> set[SSAValue]:
     """The values the rebuilt cone reads: those its ops take from outside it (splat
-    constants are free), or `value` itself for an empty cone."""
+    constants are free; a take's input is read one element per index, counted as
+    nothing), or `value` itself for an empty cone."""
     if not cone:
         return {value}
     return {
         x
         for op in cone
-        for x in op.operands
+        for x in _moved_operands(op)
         if x.owner not in cone
         and not (isinstance(x.owner, nn.ConstantOp) and x.owner.splat_value is not None)
     }
@@ -245,7 +260,10 @@ def never_stored(op: Operation) -> bool:
     is stored only when one of those kernels must also write it for a reshape."""
     shape = op.results[0].type.get_shape()  # type: ignore[attr-defined]
     return all(
-        _same_shape_elementwise(use.operation, shape)
+        (
+            _same_shape_elementwise(use.operation, shape)
+            and not (isinstance(use.operation, nn.TakeOp) and use.index == 0)
+        )
         or (
             isinstance(use.operation, nn.ReductionOp)
             and use.operation.operands[0].type.get_shape() == shape  # type: ignore[attr-defined]
@@ -263,7 +281,7 @@ def _reachable(value: SSAValue, inside: set[Operation]) -> set[Operation]:
         op = stack.pop()
         if op in inside and op not in found:
             found.add(op)  # type: ignore[arg-type]
-            stack += [x.owner for x in op.operands]  # type: ignore[union-attr]
+            stack += [x.owner for x in _moved_operands(op)]  # type: ignore[union-attr, arg-type]
     return found
 
 
@@ -286,6 +304,36 @@ def split_broadcast_input(op: nn.BroadcastOp, plan: SplitPlan) -> tuple[int, ...
     else:
         return None
     return (*padded[: plan.first], *middle, *padded[plan.last + 1 :])
+
+
+def split_index_vector(
+    op: nn.ConstantOp, plan: SplitPlan, add: Callable[[Operation], SSAValue]
+) -> SSAValue | None:
+    """An integer index vector (`nn.ConstantOp.arange`) along a reduced axis, in the
+    split shape: the sum of one along the chunks (start + step * chunk * s) and one
+    within a chunk (step * c), which kernels compute from their tile indices as they
+    did the original; reshaped whole it would be a constant along two axes, which a
+    kernel writes out and the reduction reads. None for any other constant."""
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    arange, shape = op.arange, tuple(t.get_shape())
+    if arange is None or not isinstance(t.element_type, IntegerType):
+        return None
+    (axis,) = (k for k, n in enumerate(shape) if n > 1)
+    if not plan.first <= axis <= plan.last:
+        return None
+    start, step = arange
+    target = TensorType(t.element_type, plan.split_shape(shape))
+    parts = []
+    for k, values in (
+        (plan.first, [start + step * plan.chunk * i for i in range(plan.splits)]),
+        (plan.first + 1, [step * i for i in range(plan.chunk)]),
+    ):
+        along = [len(values) if j == k else 1 for j in range(len(target.get_shape()))]
+        vector = TensorType(t.element_type, along)
+        dense = DenseIntOrFPElementsAttr.from_list(vector, values)
+        parts.append(add(nn.BroadcastOp(add(nn.ConstantOp(dense, vector)), target)))
+    return add(nn.AddOp(*parts))
 
 
 def reshaped(
@@ -312,6 +360,9 @@ def reshaped(
         op = v.owner
         if isinstance(op, nn.ConstantOp) and op.splat_value is not None:
             done[v] = add(nn.ConstantOp(op.splat_value, target))
+        elif isinstance(op, nn.TakeOp) and op in cone:  # gathers from the same input
+            done[v] = add(nn.TakeOp(op.input, build(op.index)))
+            done[v].owner.location = op.location  # type: ignore[union-attr]
         elif op in cone:
             assert isinstance(op, Operation)
             rebuilt = type(op).create(
@@ -322,6 +373,8 @@ def reshaped(
             )
             done[v] = add(rebuilt)
             rebuilt.location = op.location  # the rebuilt op is the one the user wrote
+        elif isinstance(op, nn.ConstantOp) and (index := split_index_vector(op, plan, add)):
+            done[v] = index
         elif isinstance(op, nn.BroadcastOp) and (shape := split_broadcast_input(op, plan)):
             source = add(nn.ReshapeOp(op.input, TensorType(t.element_type, shape)))
             done[v] = add(nn.BroadcastOp(source, target))

@@ -17,7 +17,8 @@ loop-invariant offsets except the loop's induction variable). Per kernel:
    recorded decision fits when the printer obeys it;
 3. **launch knobs** for every kernel: `num_warps`, `num_stages` and `vector_width`
    (elements per 16-byte access), from `heuristics.launch_knobs` (with `warp-per-row`,
-   `heuristics.warp_per_row_warps` caps a whole-row reduction's warps); an attention
+   `heuristics.warp_per_row_warps` caps the warps of a whole-row reduction and of a
+   looped one keeping variance statistics per lane); an attention
    kernel's stages are cut until its pipelined key and value tiles fit `shared-bytes`
    (`attention_shared_bytes`).
 
@@ -47,7 +48,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from fuseopt.diagnostics import CompileError
-from fuseopt.dialects import tile
+from fuseopt.dialects import nn, tile
 from fuseopt.dialects.dtypes import element_bytes
 from fuseopt.dialects.tile_verification import LAUNCH_KNOB_RANGES
 from fuseopt.passes.convert_nn_to_tile.heuristics import launch_knobs, warp_per_row_warps
@@ -76,8 +77,9 @@ class TilePromotePass(ModulePass):
     Options: `shared-bytes` (per-program shared-memory budget), `num-stages` (matmul
     pipeline depth before fitting the budget), `row-cache-bytes` (the part of the
     budget the row cache may take; the CUDA backend tiles with the same number),
-    `warp-per-row` (fewer warps for whole-row reductions: column reductions and rows of
-    up to 1024 elements; the Triton target sets it).
+    `warp-per-row` (fewer warps for whole-row reductions, column reductions and rows of
+    up to 1024 elements, and for looped column variances of 16-bit inputs; the Triton
+    target sets it).
     """
 
     name = "tile-promote"
@@ -90,8 +92,10 @@ class TilePromotePass(ModulePass):
     """The part of the budget the row cache may take, bytes."""
     warp_per_row: bool = False
     """Give whole-row reductions fewer warps: one per 2048 elements of a column
-    reduction's tile, no more than the tile's rows for rows of up to 1024 elements
-    (`heuristics.warp_per_row_warps`; the Triton target sets it)."""
+    reduction's tile, no more than the tile's rows for rows of up to 1024 elements; and
+    the same to a looped column reduction of a 16-bit input keeping variance statistics
+    per lane (`carries_lane_statistics`, `heuristics.warp_per_row_warps`; the Triton
+    target sets it)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         least, most, _ = LAUNCH_KNOB_RANGES["num_stages"]
@@ -143,10 +147,12 @@ def promote_kernel(
     )
     knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow)
     warps = knobs.num_warps
-    if warp_per_row and (
-        kind == tile.Schedule.ROW_REDUCTION
-        or (kind == tile.Schedule.ROW_REDUCTION_LOOPED and carries_lane_statistics(kernel))
-    ):
+    lane_statistics = (
+        kind == tile.Schedule.ROW_REDUCTION_LOOPED
+        and narrow <= 2
+        and carries_lane_statistics(kernel)
+    )
+    if warp_per_row and (kind == tile.Schedule.ROW_REDUCTION or lane_statistics):
         iteration, blocks = kernel.array_attr("iteration_sizes"), kernel.array_attr("block_sizes")
         reduce_dim = kernel.int_attr("reduce_dim")
         if iteration and blocks and reduce_dim is not None:
@@ -170,34 +176,31 @@ def promote_kernel(
     kernel.shared_bytes = IntegerAttr(used, i64)
 
 
-LANE_STATISTICS = 3
-"""How many chunk-sized tiles a loop carries when it keeps statistics per lane (a
-variance's pilot, mean and M2: `online._lane_update`)."""
-
-
 def carries_lane_statistics(kernel: tile.KernelOp) -> bool:
-    """Whether a looped kernel's loop carries `LANE_STATISTICS` or more tiles of the
-    chunk's size: per-lane statistics, several f32 ops per element loaded (Welford's
-    update), where a plain sum carries one accumulator and is bound by its loads. With a
-    16-bit input the statistics bound the loop by its arithmetic, and a column reduction
-    then runs fastest with one warp per `WARP_COLUMN_TILE` tile elements, as whole
-    columns do (bf16 on an H200, kernel us: a variance over the middle axis of
-    64 x 1024 x 1024 took 66 with 4 warps and 42 with 1; its sum 33 with 4 and 44 with
-    1, so sums keep theirs)."""
-    blocks = kernel.array_attr("block_sizes")
-    if not blocks:
-        return False
-    chunk = math.prod(blocks)
+    """Whether a looped kernel's loop keeps statistics per lane (`online._lane_update`):
+    a carried tile of the chunk's size that the loop replaces by a select of the chunk's
+    elements on the first step (the lane's pilot), next to the mean and M2 it updates by
+    Welford's rule, several f32 ops per element loaded. A loop of plain sums (one
+    carried accumulator each, any number of them) does not. With a 16-bit input the
+    statistics bound the loop by its arithmetic, and a column reduction then runs
+    fastest with one warp per `WARP_COLUMN_TILE` tile elements, as whole columns do (bf16
+    on an H200, kernel us: a variance over the middle axis of 64 x 1024 x 1024 took 66
+    with 4 warps and 42 with 1; its sum 33 with 4 and 44 with 1, so sums keep theirs)."""
     for loop in kernel.walk():
         if not isinstance(loop, scf.ForOp):
             continue
-        carried = [
-            a.type
-            for a in loop.body.block.args[1:]
-            if isinstance(a.type, TensorType) and math.prod(a.type.get_shape()) == chunk
-        ]
-        if len(carried) >= LANE_STATISTICS:
-            return True
+        carried = loop.body.block.args[1:]
+        yielded = loop.body.block.last_op
+        assert yielded is not None
+        for position, arg in enumerate(carried):
+            new = yielded.operands[position].owner
+            if (
+                isinstance(new, nn.SelectOp)
+                and new.operands[2] is arg
+                and isinstance(arg.type, TensorType)
+                and arg.type == new.operands[1].type
+            ):
+                return True
     return False
 
 

@@ -34,7 +34,7 @@ PLAN = {
         ((512, 131072), (1,), None),  # many rows: one program per row fills the GPU
         ((40000,), (0,), None),  # short
         ((2, 65536, 2), (1,), None),  # a middle axis
-        ((100001,), (0,), (11, 9091)),  # no power-of-two factor: a divisor, half filled
+        ((100001,), (0,), (11, 9091)),  # no power-of-two factor: its one divisor in range
         ((8, 128256), (1,), (64, 2004)),  # a vocabulary: 64 chunks of 2004 (block 2048)
         ((1, 100003), (1,), None),  # a prime length
         ((65536,), (0,), (64, 1024)),
@@ -108,7 +108,7 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[int, ...]]] = {
         (2, 4, 1 << 15),
     ),
     "var_long_rows": (lambda a, b: (a + 2 * b).var(-1, keepdim=True) * b, (2, 1 << 16)),
-    # row lengths that are not powers of two: chunks of a divisor, in masked blocks
+    # row lengths without a power-of-two factor in range: chunks of another divisor
     "softmax_vocabulary_rows": (lambda a, b: torch.softmax(a * 3, -1) * b, (2, 128256)),
     "sum_odd_length": (lambda a, b: (a * b).sum(), (100001,)),
     # column reductions with few outputs (plan_column_split)
@@ -155,6 +155,22 @@ def test_split_reductions_match_eager(name: str, dtype: torch.dtype, backend: st
     ulp = 2**-7 if dtype == torch.bfloat16 else 2**-22
     assert error <= max(2 * eager_error, ulp * scale), (error, eager_error, scale)
     assert compiled.kernels and not compiled.fallbacks
+
+
+def test_lengths_without_a_power_of_two_factor_split() -> None:
+    """A softmax over rows of 128256 (64 chunks of 2004: statistics, their combination,
+    the normalization) is three kernels and a sum over 100001 elements (11 chunks) two;
+    unsplit, each would be one."""
+    for fn, shape, kernels in (
+        (lambda a: torch.softmax(a, -1), (2, 128256), 3),
+        (lambda a: a.sum(), (100001,), 2),
+    ):
+        a = randn(*shape, seed=3)
+        torch._dynamo.reset()
+        with torch.no_grad():
+            compiled = fuseopt.compile(fn, (a,), backend="interpret", strict=True)
+            torch.testing.assert_close(compiled(a), fn(a), rtol=1e-5, atol=1e-5)
+        assert len(compiled.kernels) == kernels, [k.name for k in compiled.kernels]
 
 
 @pytest.mark.parametrize("name", ["mse", "l1", "hinge", "smooth_l1"])

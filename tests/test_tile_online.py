@@ -179,7 +179,7 @@ def test_per_lane_variance_keeps_precision_under_a_large_mean(shape: tuple) -> N
 def test_per_lane_variance_with_outlying_pilots(shape: tuple) -> None:
     """A lane's pilot far from its other elements (the first chunk 10^3 deviations out,
     then data around 0): Welford's update of the shifted elements cancels nothing, so
-    the squared deviations' sum stays within 10^-5 of float64's (2e-7 measured; sums of
+    the squared deviations' sum stays within 10^-6 of float64's (2e-7 measured; sums of
     the shifted elements and their squares, `s2 - s1^2 / n`, gave 1e-5 over rows)."""
     axis = 0 if shape[0] == 100 else 1
     x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
@@ -187,7 +187,7 @@ def test_per_lane_variance_with_outlying_pilots(shape: tuple) -> None:
         x[:16] += 1e3  # the first chunk of every column (16 rows a block)
     else:
         x[:, :16] += 1e3
-    assert _per_lane_variance_error(x, axis) < 1e-5
+    assert _per_lane_variance_error(x, axis) < 1e-6
 
 
 def test_row_mean_bounds_read_elsewhere_stay_the_rows() -> None:

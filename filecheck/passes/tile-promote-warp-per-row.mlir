@@ -196,3 +196,46 @@ func.func @column_sum_looped(%0: memref<2x4096x64xbf16>, %1: memref<2x64xf32> {t
   tile.launch @fused_1_cast_sum grid [8] (%0, %1) : memref<2x4096x64xbf16>, memref<2x64xf32>
   func.return
 }
+
+// -----
+
+// Three sibling column sums in one looped kernel carry three chunk tiles too, but no
+// pilot: they stay bound by their loads and keep the default.
+// WARP-LABEL:  tile.kernel @fused_0_cast_mul_sum
+// WARP-SAME:   num_warps = 4 : i64
+tile.kernel @fused_0_cast_mul_sum grid 1 (%0: memref<2x4096x64xbf16>, %1: memref<2x4096x64xbf16>, %2: memref<2x64xf32>, %3: memref<2x64xf32>, %4: memref<2x64xf32>) attributes {schedule = "row_reduction_looped", iteration_sizes = array<i64: 2, 4096, 64>, block_sizes = array<i64: 1, 128, 16>, reduce_dim = 1 : i64, candidates = [{"block-cols" = 32 : i64, "block-rows" = 64 : i64}, {"block-cols" = 64 : i64, "block-rows" = 32 : i64}, {"block-cols" = 16 : i64, "block-rows" = 128 : i64}, {"block-cols" = 128 : i64, "block-rows" = 16 : i64}, {"block-cols" = 64 : i64, "block-rows" = 64 : i64}]} {
+  %5 = arith.constant 4 : index
+  %6 = arith.constant 16 : index
+  %7 = arith.constant 0 : index
+  %8 = arith.constant 4096 : index
+  %9 = arith.constant 128 : index
+  %10 = tile.program_id 0
+  %11 = arith.remsi %10, %5 : index
+  %12 = arith.divsi %10, %5 : index
+  %13 = arith.muli %11, %6 : index
+  %14 = nn.constant 0.000000e+00 : tensor<128x16xf32>
+  %15 = nn.constant 0.000000e+00 : tensor<128x16xf32>
+  %16 = nn.constant 0.000000e+00 : tensor<128x16xf32>
+  %17, %18, %19 = scf.for %20 = %7 to %8 step %9 iter_args(%21 = %14, %22 = %15, %23 = %16) -> (tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>) {
+    %24 = tile.load %0[%12, %20, %13] : memref<2x4096x64xbf16> -> tensor<128x16xbf16>
+    %25 = nn.cast %24 : tensor<128x16xbf16> -> tensor<128x16xf32>
+    %26 = nn.add %21, %25 : tensor<128x16xf32>
+    %27 = tile.load %1[%12, %20, %13] : memref<2x4096x64xbf16> -> tensor<128x16xbf16>
+    %28 = nn.cast %27 : tensor<128x16xbf16> -> tensor<128x16xf32>
+    %29 = nn.mul %25, %28 : tensor<128x16xf32>
+    %30 = nn.add %22, %29 : tensor<128x16xf32>
+    %31 = nn.add %23, %28 : tensor<128x16xf32>
+    scf.yield %26, %30, %31 : tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>
+  }
+  %32 = tile.reduce sum %17 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  %33 = tile.reduce sum %18 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  %34 = tile.reduce sum %19 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  tile.store %32, %2[%12, %13] : tensor<16xf32>, memref<2x64xf32>
+  tile.store %33, %3[%12, %13] : tensor<16xf32>, memref<2x64xf32>
+  tile.store %34, %4[%12, %13] : tensor<16xf32>, memref<2x64xf32>
+  tile.return
+}
+func.func @siblings(%0: memref<2x4096x64xbf16>, %1: memref<2x4096x64xbf16>, %2: memref<2x64xf32> {tile.output}, %3: memref<2x64xf32> {tile.output}, %4: memref<2x64xf32> {tile.output}) {
+  tile.launch @fused_0_cast_mul_sum grid [8] (%0, %1, %2, %3, %4) : memref<2x4096x64xbf16>, memref<2x4096x64xbf16>, memref<2x64xf32>, memref<2x64xf32>, memref<2x64xf32>
+  func.return
+}

@@ -2,7 +2,8 @@
 
 convert-nn-to-tile asks `choose_blocks` for block sizes; tile-promote asks
 `launch_knobs` for num_warps / num_stages / vector width (and, under its `warp-per-row`
-option, `warp_per_row_warps` for fewer warps on whole-row reductions). All tile dims
+option, `warp_per_row_warps` for fewer warps on whole-row reductions and looped
+per-lane variances). All tile dims
 are powers of two (Triton's rule). Pass options force any size (`TileOptions`);
 `candidates` lists a few alternatives that an autotuner can try by re-running the pass
 with them forced.
@@ -389,7 +390,7 @@ def warp_per_row_warps(
     iteration: tuple[int, ...], blocks: tuple[int, ...], reduce_dim: int, warps: int
 ) -> int:
     """num_warps for a whole-row reduction kernel (`row_reduction`: no loop), or a looped
-    one that keeps statistics per lane (`tile_promote.carries_lane_statistics`), with
+    one that keeps variance statistics per lane (tile-promote decides which), with
     these `iteration` sizes, `blocks` and `reduce_dim`, on a target that asks for few
     warps per reduced run (`warp_per_row`: Triton, which reduces across warps through
     shared memory and a barrier, once per reduce):

@@ -176,10 +176,26 @@ def roofline_s(nbytes: float, flops: float, bandwidth: float, peak: float) -> fl
 
 
 def eager_op_reads(op: Operation) -> int:
-    """HBM bytes one eager op reads (0 for views and constants)."""
+    """HBM bytes one eager op reads (0 for views and constants; a gather reads its
+    index and as many elements of its input as it returns)."""
     if not is_eager_kernel(op):
         return 0
+    if isinstance(op, nn.TakeOp):
+        return eager_read_bytes(op.index) + min(value_bytes(op.result), value_bytes(op.input))
     return sum(eager_read_bytes(v) for v in op.operands)
+
+
+def group_read_bytes(v: SSAValue, ops: Collection[Operation]) -> int:
+    """HBM bytes a kernel running `ops` reads of its input `v`: all of it, unless only
+    gathers (`nn.take` inputs) among `ops` read it, by address: as many elements as they
+    return (at most all of it)."""
+    if _splat_constant(v):
+        return 0
+    uses = [u for u in v.uses if u.operation in ops]
+    if uses and all(isinstance(u.operation, nn.TakeOp) and u.index == 0 for u in uses):
+        gathered = sum(value_bytes(u.operation.results[0]) for u in uses)
+        return min(gathered, value_bytes(v))
+    return value_bytes(v)
 
 
 def eager_op_writes(op: Operation) -> int:
@@ -241,7 +257,8 @@ def estimate_routes(
         len(compute),
         sum(eager_op_s(op, gpu) for op in compute),
     )
-    fused_reads = sum(value_bytes(v) for v in inputs if not _splat_constant(v))
+    members = set(ops)
+    fused_reads = sum(group_read_bytes(v, members) for v in inputs)
     fused_writes = sum(value_bytes(v) for v in outputs)
     matmuls = [op for op in ops if isinstance(op, nn.MatmulOp)]
     flops = sum(op_flops(op) for op in compute)
