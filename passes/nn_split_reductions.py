@@ -30,12 +30,13 @@ reshapes are views of the inputs.
 Which rows: the reduced axes are the trailing ones (a full reduction, or a row
 reduction), there are fewer than `max_rows` rows, each of at least `min_length`
 elements, and the row length has a divisor C from `min_chunk` to `max_chunk` with
-S = length / C at least 2. C is the largest divisor up to length * rows / `programs` (so
-that stage one has about `programs` programs or more) that fills at least 3/4 of its
-block (the next power of two; a power of two fills it), else the smallest above, else the
-best filled: a vocabulary of 128256 splits into 64 chunks of 2004, one of 151936 into 128
-of 1187. Everything else (many rows, short rows, a prime length) is left unchanged, so
-the shapes one program per row already fills compile as before.
+S = length / C at least 2. C is the largest power-of-two factor of the length up to
+length * rows / `programs` (so that stage one has about `programs` programs or more)
+when that is `min_chunk` or more; else the divisor with the least estimated time (waves
+of programs times the power-of-two block each reads, its tail masked): a vocabulary of
+128256 splits into 64 chunks of 2004, one of 151936 into 128 of 1187. Everything else
+(many rows, short rows, a prime length) is left unchanged, so the shapes one program per
+row already fills compile as before.
 
 A column reduction (over adjacent axes followed by kept ones: a bias gradient's sum
 over the rows of a [16384, 4096] matrix) runs as about 64 outputs per program looping

@@ -242,10 +242,12 @@ def _used_inside(
 def _reads(value: SSAValue, cone: set[Operation]) -> set[SSAValue]:
     """The values the rebuilt cone reads: those its ops take from outside it (splat
     constants are free; a take's input is read one element per index, counted as
-    nothing), or `value` itself for an empty cone."""
+    nothing, unless the cone computes it: a rebuilt take still reads the original, which
+    must then be stored), or `value` itself for an empty cone."""
     if not cone:
         return {value}
-    return {
+    gathered = {op.input for op in cone if isinstance(op, nn.TakeOp) and op.input.owner in cone}
+    return gathered | {
         x
         for op in cone
         for x in _moved_operands(op)

@@ -147,9 +147,14 @@ def promote_kernel(
     )
     knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow)
     warps = knobs.num_warps
+    loaded = [
+        element_bytes(o.buffer.type.element_type)  # type: ignore[attr-defined]
+        for o in tiles
+        if isinstance(o, tile.LoadOp)
+    ]
     lane_statistics = (
         kind == tile.Schedule.ROW_REDUCTION_LOOPED
-        and narrow <= 2
+        and max(loaded, default=4) <= 2  # every load 16-bit: the case measured
         and carries_lane_statistics(kernel)
     )
     if warp_per_row and (kind == tile.Schedule.ROW_REDUCTION or lane_statistics):
@@ -178,8 +183,8 @@ def promote_kernel(
 
 def carries_lane_statistics(kernel: tile.KernelOp) -> bool:
     """Whether a looped kernel's loop keeps statistics per lane (`online._lane_update`):
-    a carried tile of the chunk's size that the loop replaces by a select of the chunk's
-    elements on the first step (the lane's pilot), next to the mean and M2 it updates by
+    a carried tile that the loop replaces by a select of a tile of the chunk's elements
+    on the first step (the lane's pilot), next to the mean and M2 it updates by
     Welford's rule, several f32 ops per element loaded. A loop of plain sums (one
     carried accumulator each, any number of them) does not. With a 16-bit input the
     statistics bound the loop by its arithmetic, and a column reduction then runs

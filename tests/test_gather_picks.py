@@ -25,10 +25,11 @@ def _cases() -> list[str]:
     return [c for c in FILECHECK.read_text().split("// -----") if "func.func" in c]
 
 
-@pytest.mark.parametrize("index", range(3), ids=["nll", "weight", "unchanged"])
+@pytest.mark.parametrize("index", range(2), ids=["nll", "weight"])
 def test_pass_matches_the_reference(index: int) -> None:
-    """Each FileCheck function before and after the pass, on random inputs whose
-    targets include -1, the class count and -100 (picked as 0 by the one-hot sum)."""
+    """The FileCheck functions the pass rewrites, before and after it, on random inputs
+    whose targets include -1, the class count and -100 (picked as 0 by the one-hot
+    sum)."""
     text = _cases()[index]
     before = fuseopt.parse(text)
     after = run_pipeline(fuseopt.parse(text), "nn-gather-picks,canonicalize,cse")
@@ -111,4 +112,4 @@ def test_vocabulary_loss_over_few_rows_is_four_kernels() -> None:
         compiled = fuseopt.compile(F.cross_entropy, (x, t), backend="interpret", strict=True)
         got = compiled(x, t)
     torch.testing.assert_close(got, F.cross_entropy(x, t), rtol=1e-5, atol=1e-6)
-    assert len(compiled.kernels) <= 4, [k.name for k in compiled.kernels]
+    assert len(compiled.kernels) == 4, [k.name for k in compiled.kernels]

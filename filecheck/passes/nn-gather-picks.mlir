@@ -15,8 +15,8 @@
 // CHECK:         %[[M:.*]] = nn.reshape %m : tensor<4x1xf32> -> tensor<4xf32>
 // CHECK:         %[[D:.*]] = nn.sub %[[XT]], %[[M]] : tensor<4xf32>
 // CHECK:         %[[P:.*]] = nn.select %[[VALID]], %[[D]], %{{.*}} : tensor<4xf32>
-// CHECK:         func.return %[[P]]
 // CHECK-NOT:     nn.sum
+// CHECK:         func.return %[[P]]
 func.func @nll_pick(%x: tensor<4x10xf32>, %t: tensor<4xi64>, %m: tensor<4x1xf32>) -> tensor<4xf32> {
   %mb = nn.broadcast %m : tensor<4x1xf32> -> tensor<4x10xf32>
   %d = nn.sub %x, %mb : tensor<4x10xf32>

@@ -1,4 +1,5 @@
 // RUN: fuse-opt %s --split-input-file -p nn-split-reductions,canonicalize,cse | filecheck %s
+// RUN: fuse-opt %s --split-input-file -p 'nn-split-reductions{min-length=8 min-chunk=4 max-chunk=4 programs=2}' | filecheck %s --check-prefix=SMALL
 
 // A loss reduced to a scalar: 2^20 elements in 1024 chunks of 1024 (about four programs
 // per SM in stage one); the elementwise prologue is rebuilt on the split shape (so it
@@ -391,4 +392,27 @@ func.func @weight_gradient(%x: tensor<16384x4096xf32>, %dy: tensor<16384x4096xf3
   %q = nn.mul %p, %wb : tensor<16384x4096xf32>
   %g = nn.sum %q [0] : tensor<16384x4096xf32> -> tensor<4096xf32>
   func.return %g : tensor<4096xf32>
+}
+
+// -----
+
+// An index vector along the reduced axis (positions masked in a loss) is rebuilt in the
+// split shape as the sum of one along the chunks (0, 4, 8, 12) and one within a chunk
+// (0..3), which kernels compute from their tile indices; reshaped whole it would be a
+// constant along two axes, which a kernel writes out (thresholds lowered to split 16).
+// SMALL-LABEL: func.func @masked_positions
+// SMALL:         %[[S:.*]] = nn.constant dense<{{\[}}[0], [4], [8], [12]]> : tensor<4x1xi64>
+// SMALL:         %[[SB:.*]] = nn.broadcast %[[S]] : tensor<4x1xi64> -> tensor<4x4xi64>
+// SMALL:         %[[C:.*]] = nn.constant dense<{{\[}}[0, 1, 2, 3]]> : tensor<1x4xi64>
+// SMALL:         %[[CB:.*]] = nn.broadcast %[[C]] : tensor<1x4xi64> -> tensor<4x4xi64>
+// SMALL:         nn.add %[[SB]], %[[CB]] : tensor<4x4xi64>
+// SMALL:         nn.sum %{{.*}} [1] : tensor<4x4xf32> -> tensor<4xf32>
+func.func @masked_positions(%x: tensor<16xf32>) -> tensor<f32> {
+  %i = nn.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]> : tensor<16xi64>
+  %n = nn.constant 10 : tensor<16xi64>
+  %keep = nn.compare lt, %i, %n : tensor<16xi64>
+  %z = nn.constant 0.0 : tensor<16xf32>
+  %m = nn.select %keep, %x, %z : tensor<16xf32>
+  %s = nn.sum %m [0] : tensor<16xf32> -> tensor<f32>
+  func.return %s : tensor<f32>
 }

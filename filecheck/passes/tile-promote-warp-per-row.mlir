@@ -239,3 +239,65 @@ func.func @siblings(%0: memref<2x4096x64xbf16>, %1: memref<2x4096x64xbf16>, %2: 
   tile.launch @fused_0_cast_mul_sum grid [8] (%0, %1, %2, %3, %4) : memref<2x4096x64xbf16>, memref<2x4096x64xbf16>, memref<2x64xf32>, memref<2x64xf32>, memref<2x64xf32>
   func.return
 }
+
+// -----
+
+// The same variance of an f32 input keeps the default: the rule applies where every
+// load is 16-bit (the case measured; an f32 loop loads twice the bytes per op).
+// WARP-LABEL:  tile.kernel @fused_0_mean_sub_mul
+// WARP-SAME:   num_warps = 4 : i64
+tile.kernel @fused_0_mean_sub_mul grid 1 (%0: memref<2x4096x64xf32>, %1: memref<2x64xf32>) attributes {schedule = "row_reduction_looped", iteration_sizes = array<i64: 2, 4096, 64>, block_sizes = array<i64: 1, 128, 16>, reduce_dim = 1 : i64, candidates = [{"block-cols" = 32 : i64, "block-rows" = 64 : i64}, {"block-cols" = 64 : i64, "block-rows" = 32 : i64}, {"block-cols" = 16 : i64, "block-rows" = 128 : i64}, {"block-cols" = 128 : i64, "block-rows" = 16 : i64}, {"block-cols" = 64 : i64, "block-rows" = 64 : i64}]} {
+  %2 = arith.constant 4 : index
+  %3 = arith.constant 16 : index
+  %4 = arith.constant 0 : index
+  %5 = arith.constant 4096 : index
+  %6 = arith.constant 128 : index
+  %7 = tile.program_id 0
+  %8 = arith.remsi %7, %2 : index
+  %9 = arith.divsi %7, %2 : index
+  %10 = arith.muli %8, %3 : index
+  %11 = nn.constant 0.000000e+00 : tensor<128x16xf32>
+  %12 = nn.constant 0.000000e+00 : tensor<16xf32>
+  %13, %14, %15, %16 = scf.for %17 = %4 to %5 step %6 iter_args(%18 = %12, %19 = %11, %20 = %11, %21 = %11) -> (tensor<16xf32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>) {
+    %22 = tile.broadcast %18 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
+    %23 = nn.constant 0.000000e+00 : tensor<128x16xf32>
+    %24 = nn.compare eq, %22, %23 : tensor<128x16xf32>
+    %25 = nn.constant 1.000000e+00 : tensor<16xf32>
+    %26 = nn.add %18, %25 : tensor<16xf32>
+    %27 = nn.constant 1.000000e+00 : tensor<16xf32>
+    %28 = nn.div %27, %26 : tensor<16xf32>
+    %29 = tile.broadcast %28 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
+    %30 = tile.load %0[%9, %17, %10] : memref<2x4096x64xf32> -> tensor<128x16xf32>
+    %31 = nn.select %24, %30, %19 : tensor<128x16xf32>
+    %32 = nn.sub %30, %31 : tensor<128x16xf32>
+    %33 = nn.sub %32, %20 : tensor<128x16xf32>
+    %34 = nn.mul %33, %29 : tensor<128x16xf32>
+    %35 = nn.add %20, %34 : tensor<128x16xf32>
+    %36 = nn.sub %32, %35 : tensor<128x16xf32>
+    %37 = nn.mul %33, %36 : tensor<128x16xf32>
+    %38 = nn.add %21, %37 : tensor<128x16xf32>
+    scf.yield %26, %31, %35, %38 : tensor<16xf32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>
+  }
+  %39 = tile.broadcast %13 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
+  %40 = tile.reduce sum %39 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  %41 = nn.add %14, %15 : tensor<128x16xf32>
+  %42 = nn.mul %39, %41 : tensor<128x16xf32>
+  %43 = tile.reduce sum %42 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  %44 = nn.div %43, %40 : tensor<16xf32>
+  %45 = tile.broadcast %44 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
+  %46 = nn.sub %14, %45 : tensor<128x16xf32>
+  %47 = nn.add %46, %15 : tensor<128x16xf32>
+  %48 = nn.mul %47, %47 : tensor<128x16xf32>
+  %49 = nn.mul %39, %48 : tensor<128x16xf32>
+  %50 = tile.reduce sum %49 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  %51 = tile.reduce sum %16 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
+  %52 = nn.add %51, %50 : tensor<16xf32>
+  %53 = nn.constant 4.096000e+03 : tensor<16xf32>
+  %54 = nn.div %52, %53 : tensor<16xf32>
+  tile.store %54, %1[%9, %10] : tensor<16xf32>, memref<2x64xf32>
+  tile.return
+}
+func.func @column_variance_f32(%0: memref<2x4096x64xf32>, %1: memref<2x64xf32> {tile.output}) {
+  tile.launch @fused_0_mean_sub_mul grid [8] (%0, %1) : memref<2x4096x64xf32>, memref<2x64xf32>
+  func.return
+}

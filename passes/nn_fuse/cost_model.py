@@ -181,21 +181,32 @@ def eager_op_reads(op: Operation) -> int:
     if not is_eager_kernel(op):
         return 0
     if isinstance(op, nn.TakeOp):
-        return eager_read_bytes(op.index) + min(value_bytes(op.result), value_bytes(op.input))
+        return eager_read_bytes(op.index) + min(_gathered_bytes(op.result), value_bytes(op.input))
     return sum(eager_read_bytes(v) for v in op.operands)
+
+
+GATHER_SECTOR = 32
+"""Bytes a scattered load moves at least (one DRAM sector)."""
 
 
 def group_read_bytes(v: SSAValue, ops: Collection[Operation]) -> int:
     """HBM bytes a kernel running `ops` reads of its input `v`: all of it, unless only
-    gathers (`nn.take` inputs) among `ops` read it, by address: as many elements as they
-    return (at most all of it)."""
+    gathers (`nn.take` inputs) among `ops` read it, by address: a sector per element
+    they return (at most all of it)."""
     if _splat_constant(v):
         return 0
     uses = [u for u in v.uses if u.operation in ops]
     if uses and all(isinstance(u.operation, nn.TakeOp) and u.index == 0 for u in uses):
-        gathered = sum(value_bytes(u.operation.results[0]) for u in uses)
+        gathered = sum(_gathered_bytes(u.operation.results[0]) for u in uses)
         return min(gathered, value_bytes(v))
     return value_bytes(v)
+
+
+def _gathered_bytes(result: SSAValue) -> int:
+    """Bytes a gather returning `result` reads: a sector per element, or more for wide
+    elements."""
+    count = value_bytes(result) // max(1, _elem_bytes(result))
+    return count * max(GATHER_SECTOR, _elem_bytes(result))
 
 
 def eager_op_writes(op: Operation) -> int:
