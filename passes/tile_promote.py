@@ -30,6 +30,7 @@ a cache is read.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -204,9 +205,20 @@ def carries_lane_statistics(kernel: tile.KernelOp) -> bool:
                 and new.operands[2] is arg
                 and isinstance(arg.type, TensorType)
                 and arg.type == new.operands[1].type
+                and _first_step(new.operands[0], carried)
             ):
                 return True
     return False
+
+
+def _first_step(condition: SSAValue, carried: Sequence[SSAValue]) -> bool:
+    """Whether `condition` is `broadcast(steps) == 0` for a carried step count: the
+    lane statistics' first step, not a running comparison (an argmax's `x > best`)."""
+    compare = condition.owner
+    if not isinstance(compare, nn.CompareOp) or compare.predicate.data != "eq":
+        return False
+    broadcast = compare.operands[0].owner
+    return isinstance(broadcast, tile.BroadcastOp) and broadcast.operands[0] in carried
 
 
 def matmul_shared_bytes(kernel: tile.KernelOp, stages: int, budget: int) -> int:
