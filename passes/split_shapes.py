@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorT
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.passes.convert_nn_to_tile.heuristics import next_pow2
 from fuseopt.passes.nn_fuse.cost_model import value_bytes
 
 
@@ -57,11 +58,6 @@ def plan_split(
     return SplitPlan(rank - len(axes), rank - 1, length // chunk, chunk)
 
 
-def _block(chunk: int) -> int:
-    """The power-of-two block a chunk is read in (its tail masked)."""
-    return 1 << (chunk - 1).bit_length()
-
-
 def _row_chunk(
     length: int, rows: int, min_chunk: int, max_chunk: int, cap: int, programs: int
 ) -> int | None:
@@ -85,7 +81,7 @@ def _row_chunk(
 
     def cost(d: int) -> tuple[int, float, int]:
         waves = -(-rows * (length // d) // programs)
-        return (waves * _block(d), -d / _block(d), d)
+        return (waves * next_pow2(d), -d / next_pow2(d), d)  # the masked block it reads
 
     return min(candidates, key=cost)
 
