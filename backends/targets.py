@@ -38,8 +38,11 @@ class TargetDescription:
     - `row_cache_bytes`: shared memory per program the target's row cache holds (0: no
       row cache); the tiler keeps one loop per reduction level for rows that fit;
     - `shared_bytes`: shared memory one program may use (memory promotion's budget);
-    - `attention_blocks`: queries per program and keys per step of attention kernels
+    - `attention_blocks`: queries per query tile and keys per step of attention kernels
       ((0, 0): the tiler's heuristic);
+    - `attention_query_tiles`: query tiles per attention program (0: the tiler's
+      heuristic, two for long non-causal attention; the CUDA target keeps one, its
+      printer's kernel was not measured with two);
     - `scan`: whether the target lowers `nn.cumsum` to scan kernels (the CUDA printer
       prints those only as its line-per-thread scan, no faster than its whole-tensor
       kernel, so the CUDA target keeps the whole-tensor lowering);
@@ -64,6 +67,7 @@ class TargetDescription:
     row_cache_bytes: int = 0
     shared_bytes: int = SHARED_BUDGET
     attention_blocks: tuple[int, int] = (0, 0)
+    attention_query_tiles: int = 0
     attention: str = "fused"
     scan: bool = True
     column_statistics: bool = True
@@ -80,6 +84,7 @@ class TargetDescription:
             row_cache_bytes=self.row_cache_bytes,
             attention_block_m=self.attention_blocks[0] or None,
             attention_block_n=self.attention_blocks[1] or None,
+            attention_query_tiles=self.attention_query_tiles or None,
             scan=self.scan,
             column_statistics=self.column_statistics,
         )
@@ -146,6 +151,7 @@ CUDA = TargetDescription(
     row_chunk=CUDA_ROW_CHUNK,
     row_cache_bytes=ROW_CACHE_BUDGET,
     attention_blocks=(64, 32),
+    attention_query_tiles=1,
     attention="eager",
     scan=False,
     column_statistics=False,

@@ -1,6 +1,7 @@
 // RUN: fuse-opt %s -p convert-nn-to-tile | filecheck %s
 // RUN: fuse-opt %s -p 'convert-nn-to-tile{attention-block-m=32 attention-block-n=16}' | filecheck %s --check-prefix=FORCED
 // RUN: fuse-opt %s -p 'convert-nn-to-tile,tile-promote' | filecheck %s --check-prefix=KNOBS
+// RUN: fuse-opt %s -p 'convert-nn-to-tile{attention-block-m=32 attention-block-n=16 attention-query-tiles=2}' | filecheck %s --check-prefix=TILES
 // RUN: not fuse-opt %s -p 'convert-nn-to-tile{attention-block-m=48}' 2>&1 | filecheck %s --check-prefix=BADSIZE
 // BADSIZE: error: convert-nn-to-tile: attention-block-m=48 must be a positive power of two
 // BADSIZE-NOT: Traceback
@@ -35,11 +36,11 @@
 // CHECK:         nn.constant 0.18033688011112042 : tensor<128x64xf32>
 // CHECK:         tile.load %[[M]][%[[B]], %{{.*}}, %{{.*}}, %[[N]]] : memref<2x1x1x120xi1> -> tensor<1x64xi1>
 // CHECK:         tile.broadcast %{{.*}} dims [0, 1] : tensor<1x64xi1> -> tensor<128x64xi1>
+// CHECK:         tile.load %[[V]][%[[B]], %[[KVH]], %[[N]], %{{.*}}] : memref<2x2x120x64xbf16> -> tensor<64x64xbf16>
 // CHECK:         tile.reduce max
 // CHECK:         nn.exp2
 // CHECK:         nn.exp2
 // CHECK:         tile.reduce sum
-// CHECK:         tile.load %[[V]][%[[B]], %[[KVH]], %[[N]], %{{.*}}] : memref<2x2x120x64xbf16> -> tensor<64x64xbf16>
 // CHECK:         nn.cast %{{.*}} : tensor<128x64xf32> -> tensor<128x64xbf16>
 // CHECK:         tile.dot
 // CHECK:         scf.yield
@@ -55,6 +56,29 @@
 
 // FORCED:      block_sizes = array<i64: 1, 1, 32, 16>
 // FORCED:      tile.launch @attention grid [32]
+
+// Two query tiles per program (forced; by default long non-causal attention takes two):
+// the program covers 64 rows, a tile of 32 at m0 and one at m0 + 32; each key block's
+// two q @ k^T products come first, then the value block, then each tile's softmax and
+// p @ v; each tile stores its own rows.
+// TILES-LABEL: tile.kernel @attention
+// TILES-SAME:  block_sizes = array<i64: 1, 1, 64, 16>
+// TILES:       %[[M0:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// TILES:       %[[M1:.*]] = arith.addi %[[M0]], %{{.*}} : index
+// TILES:       %[[QA:.*]] = tile.load %{{.*}}[%{{.*}}, %{{.*}}, %[[M0]], %{{.*}}] : memref<2x4x100x64xbf16> -> tensor<32x64xbf16>
+// TILES:       %[[QB:.*]] = tile.load %{{.*}}[%{{.*}}, %{{.*}}, %[[M1]], %{{.*}}] : memref<2x4x100x64xbf16> -> tensor<32x64xbf16>
+// TILES:       scf.for
+// TILES:         tile.dot %[[QA]], %{{.*}} : tensor<32x64xbf16>, tensor<64x16xbf16>, tensor<32x16xf32>
+// TILES:         tile.dot %[[QB]], %{{.*}} : tensor<32x64xbf16>, tensor<64x16xbf16>, tensor<32x16xf32>
+// TILES:         tile.load %{{.*}} : memref<2x2x120x64xbf16> -> tensor<16x64xbf16>
+// TILES:         tile.reduce max
+// TILES:         tile.dot %{{.*}} : tensor<32x16xbf16>, tensor<16x64xbf16>, tensor<32x64xf32>
+// TILES:         tile.reduce max
+// TILES:         tile.dot %{{.*}} : tensor<32x16xbf16>, tensor<16x64xbf16>, tensor<32x64xf32>
+// TILES:         scf.yield
+// TILES:       tile.store %{{.*}}[%{{.*}}, %{{.*}}, %[[M0]], %{{.*}}] : tensor<32x64xbf16>
+// TILES:       tile.store %{{.*}}[%{{.*}}, %{{.*}}, %[[M1]], %{{.*}}] : tensor<32x64xbf16>
+// TILES:       tile.launch @attention grid [16]
 
 // KNOBS:       schedule = "attention"
 // KNOBS-SAME:  num_warps = 4 : i64, num_stages = 3 : i64

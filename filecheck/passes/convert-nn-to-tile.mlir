@@ -13,7 +13,7 @@
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{online-stats=maybe}' 2>&1 | filecheck %s --check-prefix=BADBOOL
 // BADBOOL: error: convert-nn-to-tile: option online-stats=maybe must be bool
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{blok=64}' 2>&1 | filecheck %s --check-prefix=BADNAME
-// BADNAME: error: convert-nn-to-tile: unknown option blok (options: attention-block-m, attention-block-n, block, block-cols, block-k, block-m, block-n, block-rows, column-statistics, group-m, max-row-block, online-stats, row-cache-bytes, row-chunk, scan, statistics-row-block, statistics-row-chunk)
+// BADNAME: error: convert-nn-to-tile: unknown option blok (options: attention-block-m, attention-block-n, attention-query-tiles, block, block-cols, block-k, block-m, block-n, block-rows, column-statistics, group-m, max-row-block, online-stats, row-cache-bytes, row-chunk, scan, statistics-row-block, statistics-row-chunk)
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{row-chunk=48}' 2>&1 | filecheck %s --check-prefix=BADCHUNK
 // BADCHUNK: error: convert-nn-to-tile: row-chunk=48 must be a positive power of two
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block=2097152}' 2>&1 | filecheck %s --check-prefix=HUGE

@@ -43,7 +43,7 @@ step).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
@@ -85,6 +85,13 @@ class AttentionBlocks:
     """The query/key head dim padded to a power of two."""
     value_head: int
     """The value head dim padded to a power of two."""
+    query_tiles: int = 1
+    """Independent query tiles of `block_m` rows per program (`QUERY_TILES`)."""
+
+    @property
+    def program_rows(self) -> int:
+        """Query rows per program: `block_m` times `query_tiles`."""
+        return self.block_m * self.query_tiles
 
 
 def _pow2_at_least(n: int, least: int = 16) -> int:
@@ -135,9 +142,23 @@ they gain)."""
 MAX_SPLITS = 16
 """The most key chunks (the combine kernel holds a tile of one row per chunk)."""
 
+QUERY_TILES = 2
+"""Query tiles per program of a long non-causal attention whose tiles are 128 rows of a
+head dim up to 128 (an 8-warp tensor-core tile), when the programs still fill the GPU
+(at least SPLIT_PROGRAMS of them): each key block's two q @ k^T products are issued
+before either tile's softmax, so one tile's exponentials overlap the other's tensor-core
+work (FlashAttention-3's intra-warpgroup overlap, written as independent tiles, which
+Triton's asynchronous wgmma then overlaps). bf16, head dim 128, on an H200 (2026-11-27,
+kernel us, cuDNN's SDPA in the same run): 4 x 16 x 2048^2 291 -> 252 (cuDNN 224),
+1 x 16 x 8192^2 1068 -> 952 (cuDNN 874), a development sweep of hand-written kernels;
+with 128-key steps or 2 stages the pair was slower than one tile."""
 
-def plan_attention(op: nn.AttentionOp, block_m: int = 0, block_n: int = 0) -> AttentionPlan:
-    """The layout of `op` (forced `block_m` / `block_n` caps when non-zero)."""
+
+def plan_attention(
+    op: nn.AttentionOp, block_m: int = 0, block_n: int = 0, query_tiles: int = 0
+) -> AttentionPlan:
+    """The layout of `op` (forced `block_m` / `block_n` caps and `query_tiles` when
+    non-zero; query tiles are QUERY_TILES where `takes_query_tiles` says so)."""
     batch, heads, lq, _ = _shape(op.query)
     kv_heads, s = _shape(op.key)[1], _shape(op.key)[2]
     group = heads // kv_heads
@@ -145,7 +166,14 @@ def plan_attention(op: nn.AttentionOp, block_m: int = 0, block_n: int = 0) -> At
     packed = group > 1 and not op.is_causal and row_free_mask
     rows, programs_heads = (group * lq, kv_heads) if packed else (lq, heads)
     blocks = choose_attention_blocks(op, block_m, block_n, rows)
-    programs = batch * programs_heads * -(-rows // blocks.block_m)
+    tiles = query_tiles or (QUERY_TILES if takes_query_tiles(op, blocks) else 1)
+    if tiles > 1:
+        tiled = replace(blocks, query_tiles=tiles)
+        if query_tiles or batch * programs_heads * -(-rows // tiled.program_rows) >= (
+            SPLIT_PROGRAMS
+        ):
+            blocks = tiled
+    programs = batch * programs_heads * -(-rows // blocks.program_rows)
     splits, chunk = 1, s
     if not op.is_causal and programs < SPLIT_PROGRAMS:
         most = min(MAX_SPLITS, s // (MIN_CHUNK_BLOCKS * blocks.block_n))
@@ -155,6 +183,19 @@ def plan_attention(op: nn.AttentionOp, block_m: int = 0, block_n: int = 0) -> At
             chunk = -(-chunk // blocks.block_n) * blocks.block_n
             splits = -(-s // chunk)
     return AttentionPlan(blocks, packed, splits, chunk if splits > 1 else s)
+
+
+def takes_query_tiles(op: nn.AttentionOp, blocks: AttentionBlocks) -> bool:
+    """Whether `op` under `blocks` gets QUERY_TILES query tiles per program by default:
+    not causal (measured only without), 128-row tiles (the 8-warp tile the sweep
+    measured; smaller ones leave the tensor cores idle either way), head dims up to 128
+    (two 128-wide f32 accumulators already take half the registers) and 64-key steps."""
+    return (
+        not op.is_causal
+        and blocks.block_m == 128
+        and blocks.block_n == 64
+        and max(blocks.head, blocks.value_head) <= 128
+    )
 
 
 def choose_attention_blocks(
@@ -398,14 +439,15 @@ def attention_kernel(
     kv_heads, s = _shape(op.key)[1], _shape(op.key)[2]
     blocks = plan.blocks
     bm, bn, d, dv = blocks.block_m, blocks.block_n, blocks.head, blocks.value_head
+    n_tiles, program_rows = blocks.query_tiles, blocks.program_rows
     kernel.schedule = StringAttr(tile.Schedule.ATTENTION.value)
     kernel.iteration_sizes = int_array([batch, heads, rows, s])
-    kernel.block_sizes = int_array([1, 1, bm, bn])
+    kernel.block_sizes = int_array([1, 1, program_rows, bn])
     entry = kernel.body.block
     q_param, k_param, v_param = entry.args[:3]
     mask_param = entry.args[3] if op.mask is not None else None
     b = _Builder(entry)
-    m_blocks = -(-rows // bm)
+    m_blocks = -(-rows // program_rows)
 
     # program -> (batch, head, query block[, key chunk]); the last query block first
     pid = b.add(tile.ProgramIdOp(0))
@@ -418,7 +460,9 @@ def attention_kernel(
     bat = b.add(arith.DivSIOp(bh, b.index(heads)))
     group = 1 if plan.packed else heads // kv_heads
     kv_head = b.add(arith.DivSIOp(head, b.index(group))) if group > 1 else head
-    m0 = b.add(arith.MuliOp(m_block, b.index(bm)))
+    m0 = b.add(arith.MuliOp(m_block, b.index(program_rows)))
+    # the first row of each query tile
+    row0s = [m0] + [b.add(arith.AddiOp(m0, b.index(t * bm))) for t in range(1, n_tiles)]
     zero = b.index(0)
 
     # a sequence-major buffer holds head h as the column block at offset + h * width
@@ -440,7 +484,7 @@ def attention_kernel(
             return [bat, row0, column[role]]
         return [bat, h, row0, zero]
 
-    q = b.add(tile.LoadOp(q_param, box("query", head, m0), [bm, d]))
+    qs = [b.add(tile.LoadOp(q_param, box("query", head, r0), [bm, d])) for r0 in row0s]
     score_t, acc_t, row_t = (
         TensorType(f32, [bm, bn]),
         TensorType(f32, [bm, dv]),
@@ -449,14 +493,11 @@ def attention_kernel(
     scale = op.scale_value
     neg_inf = float("-inf")
 
-    def step(blk: Block, n0: SSAValue, state: Sequence[SSAValue], masked: bool) -> list[SSAValue]:
-        """One key block at `n0`: the online-softmax update of (m, l, acc)."""
-        b.block = blk
-        m_i, l_i, acc = state
-        k = b.add(tile.LoadOp(k_param, box("key", kv_head, n0), [bn, d]))
-        kt = b.add(tile.TransposeOp(k, [1, 0]))
+    def scores_of(q: SSAValue, kt: SSAValue) -> SSAValue:
         scores = b.add(tile.DotOp(q, kt, b.splat(0.0, score_t)))
-        scores = b.add(nn.MulOp(scores, b.splat(scale * LOG2E, score_t)))
+        return b.add(nn.MulOp(scores, b.splat(scale * LOG2E, score_t)))
+
+    def masked_scores(scores: SSAValue, n0: SSAValue, row0: SSAValue, masked: bool) -> SSAValue:
         ninf = b.splat(neg_inf, score_t)
         if masked:
             cols = _index_tile(b, n0, bn, 1, [bm, bn])
@@ -464,11 +505,16 @@ def attention_kernel(
                 in_range = b.add(nn.CompareOp("lt", cols, _index_splat(b, s, [bm, bn])))
                 scores = b.add(nn.SelectOp(in_range, scores, ninf))
             if op.is_causal:
-                rows_ = _index_tile(b, m0, bm, 0, [bm, bn])
+                rows_ = _index_tile(b, row0, bm, 0, [bm, bn])
                 keep = b.add(nn.CompareOp("le", cols, rows_))
                 scores = b.add(nn.SelectOp(keep, scores, ninf))
         if mask_param is not None:
-            scores = _apply_mask(b, mask_param, [bat, head, m0, n0], bm, bn, scores, ninf)
+            scores = _apply_mask(b, mask_param, [bat, head, row0, n0], bm, bn, scores, ninf)
+        return scores
+
+    def update(scores: SSAValue, v: SSAValue, state: Sequence[SSAValue]) -> list[SSAValue]:
+        """The online-softmax update of one tile's (m, l, acc) by its scores."""
+        m_i, l_i, acc = state
         peak = b.add(tile.ReduceOp("max", scores, 1))
         m_new = b.add(nn.MaxOp(m_i, peak))
         dead = b.add(nn.CompareOp("eq", m_new, b.splat(neg_inf, row_t)))
@@ -476,13 +522,26 @@ def attention_kernel(
         p = b.add(nn.Exp2Op(b.add(nn.SubOp(scores, b.rows(m_safe, [bm, bn])))))
         alpha = b.add(nn.Exp2Op(b.add(nn.SubOp(m_i, m_safe))))
         l_new = b.add(nn.AddOp(b.add(nn.MulOp(l_i, alpha)), b.add(tile.ReduceOp("sum", p, 1))))
-        v = b.add(tile.LoadOp(v_param, box("value", kv_head, n0), [bn, dv]))
         scaled = b.add(nn.MulOp(acc, b.rows(alpha, [bm, dv])))
         acc_new = b.add(tile.DotOp(b.cast(p, _element(op.value)), v, scaled))
         return [m_new, l_new, acc_new]
 
+    def step(blk: Block, n0: SSAValue, state: Sequence[SSAValue], masked: bool) -> list[SSAValue]:
+        """One key block at `n0`: every tile's q @ k^T first (independent tensor-core
+        work to overlap the softmaxes with), then each tile's online-softmax update."""
+        b.block = blk
+        k = b.add(tile.LoadOp(k_param, box("key", kv_head, n0), [bn, d]))
+        kt = b.add(tile.TransposeOp(k, [1, 0]))
+        scores = [scores_of(q, kt) for q in qs]
+        scores = [masked_scores(x, n0, r0, masked) for x, r0 in zip(scores, row0s, strict=True)]
+        v = b.add(tile.LoadOp(v_param, box("value", kv_head, n0), [bn, dv]))
+        new: list[SSAValue] = []
+        for t, x in enumerate(scores):
+            new += update(x, v, state[3 * t : 3 * t + 3])
+        return new
+
     def loop(lb: SSAValue, ub: SSAValue, state: list[SSAValue], masked: bool) -> list[SSAValue]:
-        body = Block(arg_types=[IndexType(), row_t, row_t, acc_t])
+        body = Block(arg_types=[IndexType(), *[row_t, row_t, acc_t] * n_tiles])
         outer = b.block
         new = step(body, body.args[0], list(body.args[1:]), masked)
         body.add_op(scf.YieldOp(*new))
@@ -491,12 +550,34 @@ def attention_kernel(
         b.block.add_op(for_op)
         return list(for_op.results)
 
-    state = [b.splat(neg_inf, row_t), b.splat(0.0, row_t), b.splat(0.0, acc_t)]
+    def store(state: Sequence[SSAValue], row0: SSAValue) -> None:
+        """One query tile's normalized output from its final (m, l, acc), at `row0` (a
+        split plan's chunk also stores its base-2 log-sum-exp)."""
+        m_fin, l_fin, acc_fin = state
+        empty = b.add(nn.CompareOp("eq", l_fin, b.splat(0.0, row_t)))
+        divisor = b.add(nn.SelectOp(empty, b.splat(1.0, row_t), l_fin))
+        out = b.add(nn.DivOp(acc_fin, b.rows(divisor, [bm, dv])))
+        if not split:
+            entry.add_op(tile.StoreOp(b.cast(out, element), entry.args[-1], box("out", head, row0)))
+            return
+        assert chunk_id is not None
+        o_param, lse_param = entry.args[-2:]
+        entry.add_op(tile.StoreOp(out, o_param, [bat, head, chunk_id, row0, zero]))
+        log2_l = b.add(nn.MulOp(b.add(nn.LogOp(divisor)), b.splat(LOG2E, row_t)))
+        lse = b.add(nn.AddOp(m_fin, log2_l))
+        lse = b.add(nn.SelectOp(empty, b.splat(neg_inf, row_t), lse))
+        entry.add_op(tile.StoreOp(lse, lse_param, [bat, head, chunk_id, row0]))
+
+    state = [
+        b.splat(value, t)
+        for _ in range(n_tiles)
+        for value, t in ((neg_inf, row_t), (0.0, row_t), (0.0, acc_t))
+    ]
     whole = s - s % bn  # keys in whole blocks
     if op.is_causal:
         # blocks left of the program's diagonal are kept whole by every row
         full_end = b.add(arith.MinSIOp(m0, b.index(whole)))
-        end = b.add(arith.MinSIOp(b.add(arith.AddiOp(m0, b.index(bm))), b.index(s)))
+        end = b.add(arith.MinSIOp(b.add(arith.AddiOp(m0, b.index(program_rows))), b.index(s)))
         state = loop(zero, full_end, state, masked=False)
         state = loop(full_end, end, state, masked=True)
     elif split:
@@ -513,20 +594,8 @@ def attention_kernel(
             state = loop(zero, b.index(whole), state, masked=False)
         if whole < s:
             state = loop(b.index(whole), b.index(s), state, masked=True)
-    m_fin, l_fin, acc_fin = state
-    empty = b.add(nn.CompareOp("eq", l_fin, b.splat(0.0, row_t)))
-    divisor = b.add(nn.SelectOp(empty, b.splat(1.0, row_t), l_fin))
-    out = b.add(nn.DivOp(acc_fin, b.rows(divisor, [bm, dv])))
-    if split:
-        assert chunk_id is not None
-        o_param, lse_param = entry.args[-2:]
-        entry.add_op(tile.StoreOp(out, o_param, [bat, head, chunk_id, m0, zero]))
-        log2_l = b.add(nn.MulOp(b.add(nn.LogOp(divisor)), b.splat(LOG2E, row_t)))
-        lse = b.add(nn.AddOp(m_fin, log2_l))
-        lse = b.add(nn.SelectOp(empty, b.splat(neg_inf, row_t), lse))
-        entry.add_op(tile.StoreOp(lse, lse_param, [bat, head, chunk_id, m0]))
-    else:
-        entry.add_op(tile.StoreOp(b.cast(out, element), entry.args[-1], box("out", head, m0)))
+    for t, row0 in enumerate(row0s):
+        store(state[3 * t : 3 * t + 3], row0)
     entry.add_op(tile.ReturnOp())
     b.index.hoist(entry)
     return kernel, batch * heads * m_blocks * plan.splits

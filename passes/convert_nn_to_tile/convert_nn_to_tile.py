@@ -114,8 +114,10 @@ class ConvertNNToTilePass(TileOptions, ModulePass):
     Options force tile sizes (powers of two): `block` (flat pointwise), `block-rows` /
     `block-cols` (2-D pointwise, row reductions: rows per program, row block or chunk),
     `block-m` / `block-n` / `block-k` / `group-m` (matmul), `attention-block-m` /
-    `attention-block-n` (the most queries per program and keys per step of an attention
+    `attention-block-n` (the most queries per tile and keys per step of an attention
     kernel: fewer for shorter sequences, both halved for head dims above 128),
+    `attention-query-tiles` (independent query tiles per attention program; default:
+    two for long non-causal attention with 128-row tiles, see `attention.QUERY_TILES`),
     `max-row-block` (longest
     row kept whole before a reduction loops over chunks), `row-chunk` (the chunk such a
     loop reads per step, default 2048), `statistics-row-block` / `statistics-row-chunk`
@@ -656,7 +658,10 @@ class HostLowering:
     def _attention_plan(self, op: nn.AttentionOp) -> AttentionPlan:
         """How `op`'s kernels are laid out under this pass's block options."""
         return plan_attention(
-            op, self.opts.attention_block_m or 0, self.opts.attention_block_n or 0
+            op,
+            self.opts.attention_block_m or 0,
+            self.opts.attention_block_n or 0,
+            self.opts.attention_query_tiles or 0,
         )
 
     def _view(self, buffer: SSAValue, shape: Sequence[int]) -> SSAValue:

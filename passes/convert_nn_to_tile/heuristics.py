@@ -108,6 +108,9 @@ class TileOptions:
     attention_block_n: int | None = None
     """The most keys per step of an attention kernel's key loop (halved for head dims
     above 128; None: 64)."""
+    attention_query_tiles: int | None = None
+    """Independent query tiles per attention program (1: one; None: the tiler's choice,
+    `attention.QUERY_TILES` for long non-causal attention with 128-row tiles)."""
     online_stats: bool = True
     """Looped softmax/variance statistics in one pass (`online`)."""
     column_statistics: bool = True
