@@ -15,7 +15,10 @@ be attributed (Dynamo guards, AOTAutograd's wrappers, the FX graph of the partit
 generated host function, launches). ``--only`` takes workload-suite instances,
 ``--models`` model-suite ones (`benchmarks.models`, e.g. ``llama:decode``); ``--systems``
 keeps only the named systems. Each system is measured in a Python process of its own
-(`_in_child`), so none pays for what another compiled before it. Needs a CUDA GPU.
+(`_in_child`), so none pays for what another compiled before it, in `--rounds` rounds
+(default 3) of every system in turn; the table shows the median round and lists every
+round (host-bound figures on a shared host swing by 2x between processes). Needs a
+CUDA GPU.
 """
 
 from __future__ import annotations
@@ -83,7 +86,8 @@ def _instances(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def measure(flag: str, entry: str, name: str, calls: int, top: int) -> list[dict]:
     """One system on one instance (every shape of it), in this process: per shape its
-    label, its table row, whether its output was judged correct and its cProfile text
+    section title, the system, whether its output was judged correct, us per call
+    (launch-inclusive), kernel us and kernels per call, and its cProfile text
     (torch.compile and plain fuseopt systems only; empty otherwise)."""
     device, dtype = torch.device("cuda"), torch.bfloat16
     if flag == "--models":
@@ -113,14 +117,11 @@ def measure(flag: str, entry: str, name: str, calls: int, top: int) -> list[dict
                 us = launch_inclusive_us(call, device, calls)
                 prof = profile_kernels(call, device)
                 assert prof is not None
-                row = (
-                    f"| {name} | {'yes' if ok else 'NO'} | {us:.1f} | {prof.kernel_us:.1f} "
-                    f"| {max(us - prof.kernel_us, 0.0):.1f} | {prof.kernels} |"
-                )
                 profiled = name.split(" ")[0] in PROFILED and "reduce-overhead" not in name
                 text = host_profile(call, calls, top) if profiled else ""
             section = f"{workload.name} {s.label}"
-            results.append({"section": section, "system": name, "row": row, "ok": ok,
+            results.append({"section": section, "system": name, "ok": ok, "us": us,
+                            "kernel_us": prof.kernel_us, "kernels": prof.kernels,
                             "profile": text})  # fmt: skip
     return results
 
@@ -147,7 +148,36 @@ def _in_child(flag: str, entry: str, name: str, args: argparse.Namespace) -> lis
             return json.loads(line[len(CHILD_MARK) :])
     tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
     return [{"section": entry, "system": name, "ok": False, "profile": "",
-             "row": f"| {name} | failed: {tail[0][:200]} | | | | |"}]  # fmt: skip
+             "failed": tail[0][:200]}]  # fmt: skip
+
+
+def pick_medians(results: list[dict]) -> list[dict]:
+    """Per (section, system), in order of first appearance, the round with the median us
+    per call (the lower middle of an even count), with every round's us per call under
+    `rounds`; a system that failed in any round is reported by its failure."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in results:
+        groups.setdefault((r["section"], r["system"]), []).append(r)
+    picked = []
+    for group in groups.values():
+        failed = [r for r in group if "failed" in r]
+        if failed:
+            picked.append(failed[0])
+            continue
+        ordered = sorted(group, key=lambda r: r["us"])
+        picked.append({**ordered[(len(ordered) - 1) // 2], "rounds": [r["us"] for r in group]})
+    return picked
+
+
+def table_row(r: dict) -> str:
+    """The Markdown row of one picked result."""
+    if "failed" in r:
+        return f"| {r['system']} | failed: {r['failed']} | | | | | |"
+    rounds = ", ".join(f"{us:.0f}" for us in r["rounds"])
+    return (
+        f"| {r['system']} | {'yes' if r['ok'] else 'NO'} | {r['us']:.1f} | {rounds} "
+        f"| {r['kernel_us']:.1f} | {max(r['us'] - r['kernel_us'], 0.0):.1f} | {r['kernels']} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--backend", default="triton,cuda")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--rounds", type=int, default=3, help="child processes per system")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
@@ -176,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         f"torch {torch.__version__}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
         f"fuseopt commit {os.environ.get('FUSEOPT_GIT_COMMIT', 'unknown')}; "
         f"{args.calls} back-to-back calls, one synchronize; each system in a process "
-        "of its own",
+        f"of its own, {args.rounds} rounds of every system in turn, the median round shown",
         "",
     ]
     keep = set(args.systems.split(",")) if args.systems else None
@@ -187,18 +218,24 @@ def main(argv: list[str] | None = None) -> int:
     ]
     bad = 0
     for flag, entry in _instances(args):
+        measured = [
+            result
+            for _ in range(max(1, args.rounds))
+            for name in names
+            for result in _in_child(flag, entry, name, args)
+        ]
         sections: dict[str, list[dict]] = {}
-        for name in names:
-            for result in _in_child(flag, entry, name, args):
-                sections.setdefault(result["section"], []).append(result)
+        for result in pick_medians(measured):
+            sections.setdefault(result["section"], []).append(result)
         for section, results in sections.items():
             lines += [
                 f"## {section}",
                 "",
                 "| system | correct (as the benchmark judges) | us per call "
-                "(launch-inclusive) | kernel us | host overhead us | kernels |",
-                "|---|---|---|---|---|---|",
-                *[r["row"] for r in results],
+                "(launch-inclusive, median round) | every round | kernel us | host overhead us "
+                "| kernels |",
+                "|---|---|---|---|---|---|---|",
+                *[table_row(r) for r in results],
                 "",
             ]
             bad += sum(not r["ok"] for r in results)

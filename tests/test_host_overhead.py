@@ -1,0 +1,57 @@
+"""benchmarks.host_overhead's report: each system measured in child processes over
+several rounds, the median round shown (the GPU measurement itself runs on a GPU only)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from benchmarks import host_overhead
+
+
+def _result(system: str, us: float, section: str = "llama decode") -> dict:
+    return {"section": section, "system": system, "ok": True, "us": us,
+            "kernel_us": 100.0, "kernels": 9, "profile": ""}  # fmt: skip
+
+
+def test_the_median_round_is_shown_with_every_round() -> None:
+    rounds = [_result("eager", 300), _result("fuseopt-triton", 900), _result("eager", 100),
+              _result("fuseopt-triton", 200), _result("eager", 200),
+              _result("fuseopt-triton", 400)]  # fmt: skip
+    picked = host_overhead.pick_medians(rounds)
+    assert [(r["system"], r["us"], r["rounds"]) for r in picked] == [
+        ("eager", 200, [300, 100, 200]),
+        ("fuseopt-triton", 400, [900, 200, 400]),
+    ]
+    assert host_overhead.table_row(picked[1]) == (
+        "| fuseopt-triton | yes | 400.0 | 900, 200, 400 | 100.0 | 300.0 | 9 |"
+    )
+
+
+def test_a_failed_round_is_reported() -> None:
+    failed = {"section": "llama decode", "system": "fuseopt-cuda", "ok": False,
+              "profile": "", "failed": "RuntimeError: boom"}  # fmt: skip
+    picked = host_overhead.pick_medians([_result("fuseopt-cuda", 100), failed])
+    assert picked == [failed]
+    assert "failed: RuntimeError: boom" in host_overhead.table_row(picked[0])
+
+
+def test_report_runs_every_system_in_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """main asks a child process for every (round, system) in turn and tabulates the
+    medians; a wrong output makes it exit non-zero."""
+    calls: list[str] = []
+
+    def child(flag: str, entry: str, name: str, args: object) -> list[dict]:
+        calls.append(name)
+        result = _result(name, 100.0 + len(calls))
+        result["ok"] = name != "torch.compile"
+        return [result]
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Fake GPU")
+    monkeypatch.setattr(host_overhead, "_in_child", child)
+    rc = host_overhead.main(
+        ["--models", "llama:decode", "--systems", "torch.compile,fuseopt-triton", "--rounds", "2"]
+    )
+    assert calls == ["eager", "torch.compile", "fuseopt-triton"] * 2
+    assert rc == 1  # torch.compile's output was judged wrong
