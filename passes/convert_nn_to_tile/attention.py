@@ -34,6 +34,10 @@ read the next head) and unpacked queries. Where q, k or v is a column block of w
 rows (one projection's [B, S, 3 * H * E] output split in three, as GPT-2's), the kernel
 reads it from those rows at the block's column offset: the slice is not lowered either.
 
+A program may hold several independent query tiles (`QUERY_TILES`): each key block's
+q @ k^T is issued for every tile before any tile's softmax, so the softmax of one tile
+overlaps the tensor-core work of another.
+
 `plan_attention` also packs the query heads of a key/value group as one program's rows
 when no row needs a mask of its own, and splits the keys of short queries into chunks
 merged by `combine_kernel` when the row blocks alone would leave the GPU idle (a decode
@@ -149,9 +153,11 @@ rows of 128-wide heads (an 8-warp tensor-core tile), when the programs still fil
 before either tile's softmax, so one tile's exponentials overlap the other's tensor-core
 work (FlashAttention-3's intra-warpgroup overlap, written as independent tiles, which
 Triton's asynchronous wgmma then overlaps). bf16, head dim 128, on an H200 (2026-11-27,
-kernel us, cuDNN's SDPA in the same run): 4 x 16 x 2048^2 291 -> 252 (cuDNN 224),
-1 x 16 x 8192^2 1068 -> 952 (cuDNN 874), a development sweep of hand-written kernels;
-with 128-key steps or 2 stages the pair was slower than one tile."""
+`benchmarks.attention`, one run, kernel us, one tile -> two, cuDNN's SDPA): 4 x 16 x
+2048^2 292.5 -> 255.0 (225.3), 2 x 16 x 4096^2 557.7 -> 499.0 (446.1), 1 x 16 x 8192^2
+1094.5 -> 979.1 (878.8). A hand-written sweep found 128-key steps or 2 stages slower
+with two tiles; through the compiler, causal kernels took 1.7-1.9x longer with them
+(2k-8k) and BERT's masked 64-wide heads 1.2x (`takes_query_tiles`)."""
 
 
 def plan_attention(
