@@ -106,6 +106,7 @@ def measure(flag: str, entry: str, name: str, calls: int, top: int) -> list[dict
                 eager = accuracy.as_tuple(model(*inputs))
                 dtypes = tuple(t.dtype for t in eager)
                 tolerance = accuracy.tolerance_from_eager(reference.error_of(eager, dtypes), dtype)
+                torch._dynamo.reset()  # shapes of one instance share frames too
                 fn = make_system(name, model, inputs)
                 ok = accuracy.judge(reference.error_of(fn(*inputs), dtypes), tolerance).ok
 
@@ -133,39 +134,56 @@ CHILD_MARK = "host_overhead-result:"
 """The line prefix before a child process's JSON result."""
 
 
+CHILD_TIMEOUT_S = 1800
+"""How long one child process may take (compiling and measuring one system)."""
+
+
 def _in_child(flag: str, entry: str, name: str, args: argparse.Namespace) -> list[dict]:
-    """`measure` in a fresh Python process: what one system leaves behind (compiled
-    frames counting against Dynamo's recompile limit, CUDA graph pools, profiler state)
-    cannot slow the next. In one process the llama decode step measured 2428 us per call
-    with fuseopt after three other systems and 1740 us alone (H200, 2026-11-27)."""
+    """`measure` in a fresh Python process, so that what one system leaves behind
+    (compiled frames counting against Dynamo's recompile limit, CUDA graph pools,
+    profiler state) cannot change the next one's figures. A run that fails or takes
+    longer than CHILD_TIMEOUT_S gives one result with `failed` set (the section is the
+    instance entry: the child never said which shapes it has)."""
     command = [
         sys.executable, "-m", "benchmarks.host_overhead", "--child", flag, entry,
         "--systems", name, "--calls", str(args.calls), "--top", str(args.top),
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, check=False, timeout=CHILD_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        return [{"section": entry, "system": name, "ok": False, "profile": "",
+                 "failed": f"no result within {CHILD_TIMEOUT_S} s"}]  # fmt: skip
     for line in done.stdout.splitlines():
         if line.startswith(CHILD_MARK):
             return json.loads(line[len(CHILD_MARK) :])
-    tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+    lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+    reason = next((x for x in reversed(lines) if "Error" in x), lines[-1])
     return [{"section": entry, "system": name, "ok": False, "profile": "",
-             "failed": tail[0][:200]}]  # fmt: skip
+             "failed": reason[:200]}]  # fmt: skip
 
 
 def pick_medians(results: list[dict]) -> list[dict]:
-    """Per (section, system), in order of first appearance, the round with the median us
-    per call (the lower middle of an even count), with every round's us per call under
-    `rounds`; a system that failed in any round is reported by its failure."""
+    """The rows of one instance's rounds: per (section, system), in order of first
+    appearance, the round with the median us per call (the lower middle of an even
+    count), with every round's us per call under `rounds`. A system that failed in any
+    round is reported by its failure in each of its sections (in its own section, the
+    instance entry, when no round of it succeeded)."""
+    failures = {r["system"]: r for r in results if "failed" in r}
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in results:
-        groups.setdefault((r["section"], r["system"]), []).append(r)
+        if "failed" not in r:
+            groups.setdefault((r["section"], r["system"]), []).append(r)
     picked = []
-    for group in groups.values():
-        failed = [r for r in group if "failed" in r]
-        if failed:
-            picked.append(failed[0])
+    for (section, system), group in groups.items():
+        if system in failures:
+            picked.append({**failures[system], "section": section})
             continue
         ordered = sorted(group, key=lambda r: r["us"])
         picked.append({**ordered[(len(ordered) - 1) // 2], "rounds": [r["us"] for r in group]})
+    shown = {r["system"] for r in picked}
+    picked += [f for system, f in failures.items() if system not in shown]
     return picked
 
 

@@ -280,7 +280,7 @@ def attention_shared_bytes(kernel: tile.KernelOp, stages: int) -> int:
     Triton allocates, give or take its scratch): every tile loaded inside a key loop (a
     key block of K and V, a mask block) once per stage, in the loop that loads most
     (a causal kernel's full and diagonal loops run one after the other), and the
-    tiles loaded before them (the query block) once. An f32 kernel with 128-wide heads
+    tiles loaded before them (the query tiles) once. An f32 kernel with 128-wide heads
     at 3 stages needs 256 KiB, more than an H100 block may have."""
     fixed = 0
     staged: dict[Operation, int] = {}  # per outermost loop: the loops run one after another

@@ -33,13 +33,17 @@ def _attention(text: str) -> nn.AttentionOp:
         ((4, 16, 2048, 256), (4, 16, 2048, 256), False, 1),  # 256-wide heads
         ((1, 16, 1024, 128), (1, 16, 1024, 128), False, 1),  # too few programs
         ((8, 32, 1, 128), (8, 8, 4096, 128), False, 1),  # a decode step
+        ((32, 16, 128, 128), (32, 16, 128, 128), False, 1),  # a second tile past the rows
+        ((16, 16, 300, 128), (16, 16, 300, 128), False, 1),  # 3 tiles of 128: one dead
+        ((16, 16, 500, 128), (16, 16, 500, 128), False, QUERY_TILES),  # ragged, none dead
     ],
 )
 def test_plan_takes_query_tiles_for_long_non_causal_attention(
     q: tuple[int, ...], k: tuple[int, ...], causal: bool, tiles: int
 ) -> None:
     """Two tiles where the programs still fill the GPU with 128-row tiles of 128-wide
-    heads and no causal mask; one elsewhere (and no key split with two)."""
+    heads, no causal mask and no program with a tile past the last row; one elsewhere
+    (and no key split with two)."""
     plan = plan_attention(_attention(attention_text(q, k, k[-1], "bf16", causal)))
     assert plan.blocks.query_tiles == tiles
     masked = attention_text(q, k, k[-1], "bf16", causal, ((q[0], 1, 1, k[2]), "i1"))
@@ -50,11 +54,13 @@ def test_plan_takes_query_tiles_for_long_non_causal_attention(
 
 def test_forced_query_tiles_and_the_cuda_target() -> None:
     """A forced count is taken as it is (split plans included); the CUDA target keeps
-    one tile per program."""
+    one tile per program even with the block sizes that would qualify."""
     op = _attention(attention_text((2, 8, 1, 32), (2, 2, 600, 32), 32, "bf16", False))
     assert plan_attention(op, 16, 16, 4).blocks.query_tiles == 4
-    assert targets.CUDA.defaults.tile.attention_query_tiles == 1
-    assert targets.TRITON.defaults.tile.attention_query_tiles is None
+    long = _attention(attention_text((4, 16, 2048, 128), (4, 16, 2048, 128), 128, "bf16"))
+    for target, tiles in ((targets.CUDA, 1), (targets.TRITON, QUERY_TILES)):
+        forced = target.defaults.tile.attention_query_tiles or 0
+        assert plan_attention(long, 128, 64, forced).blocks.query_tiles == tiles
 
 
 def _forced(tiles: int, bm: int = 16, bn: int = 16) -> str:

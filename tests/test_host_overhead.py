@@ -29,11 +29,24 @@ def test_the_median_round_is_shown_with_every_round() -> None:
 
 
 def test_a_failed_round_is_reported() -> None:
-    failed = {"section": "llama decode", "system": "fuseopt-cuda", "ok": False,
+    """A child that failed has no shape sections (its section is the instance entry):
+    its failure replaces the system's row in every section the other rounds gave, and
+    stands alone when no round succeeded."""
+    failed = {"section": "llama:decode", "system": "fuseopt-cuda", "ok": False,
               "profile": "", "failed": "RuntimeError: boom"}  # fmt: skip
-    picked = host_overhead.pick_medians([_result("fuseopt-cuda", 100), failed])
-    assert picked == [failed]
-    assert "failed: RuntimeError: boom" in host_overhead.table_row(picked[0])
+    picked = host_overhead.pick_medians(
+        [_result("eager", 50), _result("fuseopt-cuda", 100), failed, _result("eager", 60)]
+    )
+    assert [(r["section"], r["system"], "failed" in r) for r in picked] == [
+        ("llama decode", "eager", False),
+        ("llama decode", "fuseopt-cuda", True),
+    ]
+    assert "failed: RuntimeError: boom" in host_overhead.table_row(picked[1])
+    alone = host_overhead.pick_medians([_result("eager", 50), failed])
+    assert [(r["section"], r["system"]) for r in alone] == [
+        ("llama decode", "eager"),
+        ("llama:decode", "fuseopt-cuda"),
+    ]
 
 
 def test_report_runs_every_system_in_rounds(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,10 +1,10 @@
 """The attention schedule: one `nn.attention` as one flash-attention kernel
-(FlashAttention-2's forward): a program per (batch, query head, block of BM queries)
-streams the key/value blocks of BN keys through an online softmax, so the L x S scores
-never leave the chip.
+(FlashAttention-2's forward): a program per (batch, query head, block of queries: one
+or more query tiles of BM) streams the key/value blocks of BN keys through an online
+softmax, so the L x S scores never leave the chip.
 
-Per program, with the query tile Q [BM, D] loaded once and f32 state m [BM] (running
-row max), l [BM] (running sum) and acc [BM, Dv]:
+Per query tile, with Q [BM, D] loaded once and f32 state m [BM] (running row max),
+l [BM] (running sum) and acc [BM, Dv]:
 
     for each key block:  s = Q K^T * scale * log2(e)  (masked: -inf)
                          m' = max(m, rowmax(s));  p = 2^(s - m')
@@ -82,7 +82,7 @@ class AttentionBlocks:
     """The tile sizes of an attention kernel."""
 
     block_m: int
-    """Queries per program."""
+    """Queries per query tile (a program holds `query_tiles` of them)."""
     block_n: int
     """Keys per step of the key loop."""
     head: int
@@ -172,7 +172,7 @@ def plan_attention(
     packed = group > 1 and not op.is_causal and row_free_mask
     rows, programs_heads = (group * lq, kv_heads) if packed else (lq, heads)
     blocks = choose_attention_blocks(op, block_m, block_n, rows)
-    tiles = query_tiles or (QUERY_TILES if takes_query_tiles(op, blocks) else 1)
+    tiles = query_tiles or (QUERY_TILES if takes_query_tiles(op, blocks, rows) else 1)
     if tiles > 1:
         tiled = replace(blocks, query_tiles=tiles)
         if query_tiles or batch * programs_heads * -(-rows // tiled.program_rows) >= (
@@ -191,18 +191,22 @@ def plan_attention(
     return AttentionPlan(blocks, packed, splits, chunk if splits > 1 else s)
 
 
-def takes_query_tiles(op: nn.AttentionOp, blocks: AttentionBlocks) -> bool:
-    """Whether `op` under `blocks` gets QUERY_TILES query tiles per program by default:
-    the case measured faster, no causal mask and no mask operand, 128-row tiles of
-    128-wide heads (the 8-warp tensor-core tile) and 64-key steps. BERT's masked
-    attention with 64-wide heads (16 x 16 x 512^2, bf16, H200) was slower with two
-    tiles: 61.4 -> 76.4 us of kernel time."""
+def takes_query_tiles(op: nn.AttentionOp, blocks: AttentionBlocks, rows: int) -> bool:
+    """Whether `op` under `blocks`, its programs covering `rows` query rows, gets
+    QUERY_TILES query tiles per program by default (`plan_attention` also asks that the
+    programs still number SPLIT_PROGRAMS): the case measured faster, no causal mask and
+    no mask operand, 128-row tiles of 128-wide heads (the 8-warp tensor-core tile),
+    64-key steps, and a count of 128-row tiles that QUERY_TILES divides, so that no
+    program carries a tile past the last row (a tile of zeros costs as much as a full
+    one). BERT's masked attention with 64-wide heads (16 x 16 x 512^2, bf16, H200) was
+    slower with two tiles: 61.4 -> 76.4 us of kernel time."""
     return (
         not op.is_causal
         and op.mask is None
         and blocks.block_m == 128
         and blocks.block_n == 64
         and blocks.head == blocks.value_head == 128
+        and -(-rows // blocks.block_m) % QUERY_TILES == 0
     )
 
 
@@ -210,7 +214,7 @@ def choose_attention_blocks(
     op: nn.AttentionOp, block_m: int = 0, block_n: int = 0, rows: int = 0
 ) -> AttentionBlocks:
     """Tile sizes for `op` (whose programs cover `rows` query rows, default its query
-    length): BM rows per program, at most `block_m` (default 128), and no more than the
+    length): BM rows per query tile, at most `block_m` (default 128), and no more than the
     rows rounded up to a power of two (at least 16, the smallest tensor-core tile); BN
     keys a step, at most `block_n` (default 64) and the keys rounded up; a causal kernel
     with head dims of 128 or more takes BN = BM by default (on an H200 at head dim 128,
@@ -502,10 +506,13 @@ def attention_kernel(
     neg_inf = float("-inf")
 
     def scores_of(q: SSAValue, kt: SSAValue) -> SSAValue:
+        """One tile's q @ k^T in base-2 units (times scale * log2(e))."""
         scores = b.add(tile.DotOp(q, kt, b.splat(0.0, score_t)))
         return b.add(nn.MulOp(scores, b.splat(scale * LOG2E, score_t)))
 
     def masked_scores(scores: SSAValue, n0: SSAValue, row0: SSAValue, masked: bool) -> SSAValue:
+        """One tile's scores (rows from `row0`, keys from `n0`) under the bounds and
+        causal masks (in a `masked` loop) and the mask operand: -inf where dropped."""
         ninf = b.splat(neg_inf, score_t)
         if masked:
             cols = _index_tile(b, n0, bn, 1, [bm, bn])

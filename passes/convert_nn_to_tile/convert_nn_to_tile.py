@@ -117,7 +117,7 @@ class ConvertNNToTilePass(TileOptions, ModulePass):
     `attention-block-n` (the most queries per tile and keys per step of an attention
     kernel: fewer for shorter sequences, both halved for head dims above 128),
     `attention-query-tiles` (independent query tiles per attention program; default:
-    two for long non-causal attention with 128-row tiles, see `attention.QUERY_TILES`),
+    `attention.takes_query_tiles`' choice),
     `max-row-block` (longest
     row kept whole before a reduction loops over chunks), `row-chunk` (the chunk such a
     loop reads per step, default 2048), `statistics-row-block` / `statistics-row-chunk`

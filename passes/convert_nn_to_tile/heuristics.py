@@ -103,14 +103,14 @@ class TileOptions:
     statistics_row_chunk: int | None = None
     """Column chunk of such a looped kernel (None: `row_chunk`)."""
     attention_block_m: int | None = None
-    """The most queries per program of an attention kernel (halved for head dims above
+    """The most queries per query tile of an attention kernel (halved for head dims above
     128; None: 128; see `choose_attention_blocks`)."""
     attention_block_n: int | None = None
     """The most keys per step of an attention kernel's key loop (halved for head dims
     above 128; None: 64)."""
     attention_query_tiles: int | None = None
     """Independent query tiles per attention program (1: one; None: the tiler's choice,
-    `attention.QUERY_TILES` for long non-causal attention with 128-row tiles)."""
+    `attention.takes_query_tiles`)."""
     online_stats: bool = True
     """Looped softmax/variance statistics in one pass (`online`)."""
     column_statistics: bool = True
