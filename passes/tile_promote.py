@@ -148,14 +148,10 @@ def promote_kernel(
     )
     knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow)
     warps = knobs.num_warps
-    loaded = [
-        element_bytes(o.buffer.type.element_type)  # type: ignore[attr-defined]
-        for o in tiles
-        if isinstance(o, tile.LoadOp)
-    ]
     lane_statistics = (
-        kind == tile.Schedule.ROW_REDUCTION_LOOPED
-        and max(loaded, default=4) <= 2  # every load 16-bit: the case measured
+        warp_per_row
+        and kind == tile.Schedule.ROW_REDUCTION_LOOPED
+        and _widest_load(tiles) <= 2  # every load 16-bit: the case measured
         and carries_lane_statistics(kernel)
     )
     if warp_per_row and (kind == tile.Schedule.ROW_REDUCTION or lane_statistics):
@@ -180,6 +176,14 @@ def promote_kernel(
     kernel.num_stages = IntegerAttr(n_stages, i64)
     kernel.vector_width = IntegerAttr(knobs.vector_width, i64)
     kernel.shared_bytes = IntegerAttr(used, i64)
+
+
+def _widest_load(tiles: Sequence[Operation]) -> int:
+    """Bytes of the widest element the kernel's tile loads read (4 without loads)."""
+    return max(
+        (element_bytes(o.buffer.type.element_type) for o in tiles if isinstance(o, tile.LoadOp)),
+        default=4,
+    )
 
 
 def carries_lane_statistics(kernel: tile.KernelOp) -> bool:

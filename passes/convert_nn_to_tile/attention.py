@@ -172,14 +172,10 @@ def plan_attention(
     packed = group > 1 and not op.is_causal and row_free_mask
     rows, programs_heads = (group * lq, kv_heads) if packed else (lq, heads)
     blocks = choose_attention_blocks(op, block_m, block_n, rows)
-    tiles = query_tiles or (QUERY_TILES if takes_query_tiles(op, blocks, rows) else 1)
-    if tiles > 1:
-        tiled = replace(blocks, query_tiles=tiles)
-        if query_tiles or batch * programs_heads * -(-rows // tiled.program_rows) >= (
-            SPLIT_PROGRAMS
-        ):
-            blocks = tiled
-    programs = batch * programs_heads * -(-rows // blocks.program_rows)
+    batch_heads = batch * programs_heads  # (batch, head) pairs, each split into row blocks
+    takes = takes_query_tiles(op, blocks, rows, batch_heads)
+    blocks = replace(blocks, query_tiles=query_tiles or (QUERY_TILES if takes else 1))
+    programs = batch_heads * -(-rows // blocks.program_rows)
     splits, chunk = 1, s
     if not op.is_causal and programs < SPLIT_PROGRAMS:
         most = min(MAX_SPLITS, s // (MIN_CHUNK_BLOCKS * blocks.block_n))
@@ -191,15 +187,18 @@ def plan_attention(
     return AttentionPlan(blocks, packed, splits, chunk if splits > 1 else s)
 
 
-def takes_query_tiles(op: nn.AttentionOp, blocks: AttentionBlocks, rows: int) -> bool:
-    """Whether `op` under `blocks`, its programs covering `rows` query rows, gets
-    QUERY_TILES query tiles per program by default (`plan_attention` also asks that the
-    programs still number SPLIT_PROGRAMS): the case measured faster, no causal mask and
-    no mask operand, 128-row tiles of 128-wide heads (the 8-warp tensor-core tile),
-    64-key steps, and a count of 128-row tiles that QUERY_TILES divides, so that no
-    program carries a tile past the last row (a tile of zeros costs as much as a full
-    one). BERT's masked attention with 64-wide heads (16 x 16 x 512^2, bf16, H200) was
-    slower with two tiles: 61.4 -> 76.4 us of kernel time."""
+def takes_query_tiles(
+    op: nn.AttentionOp, blocks: AttentionBlocks, rows: int, batch_heads: int
+) -> bool:
+    """Whether `op` under `blocks`, its programs covering `rows` query rows for each of
+    `batch_heads` (batch, head) pairs, gets QUERY_TILES query tiles per program by
+    default: the case measured faster, no causal mask and no mask operand, 128-row tiles
+    of 128-wide heads (the 8-warp tensor-core tile), 64-key steps, a count of 128-row
+    tiles that QUERY_TILES divides, so that no program carries a tile past the last row
+    (a tile of zeros costs as much as a full one), and programs that still number
+    SPLIT_PROGRAMS (no key split is needed to fill the GPU). BERT's masked attention
+    with 64-wide heads (16 x 16 x 512^2, bf16, H200) was slower with two tiles:
+    61.4 -> 76.4 us of kernel time."""
     return (
         not op.is_causal
         and op.mask is None
@@ -207,6 +206,7 @@ def takes_query_tiles(op: nn.AttentionOp, blocks: AttentionBlocks, rows: int) ->
         and blocks.block_n == 64
         and blocks.head == blocks.value_head == 128
         and -(-rows // blocks.block_m) % QUERY_TILES == 0
+        and batch_heads * -(-rows // (blocks.block_m * QUERY_TILES)) >= SPLIT_PROGRAMS
     )
 
 
