@@ -27,7 +27,6 @@
 // CHECK:       %[[M0:.*]] = arith.muli %[[MB]], %{{.*}} : index
 // CHECK:       %[[QT:.*]] = tile.load %[[Q]][%[[B]], %[[HEAD]], %[[M0]], %{{.*}}] : memref<2x4x100x64xbf16> -> tensor<128x64xbf16>
 // CHECK:       %[[WHOLE:.*]] = arith.minsi %[[M0]],
-// CHECK:       %[[END:.*]] = arith.minsi
 // CHECK:       scf.for %[[N:.*]] = %{{.*}} to %[[WHOLE]] step %{{.*}} iter_args
 // CHECK-NOT:     tile.iota
 // CHECK:         %[[KT:.*]] = tile.load %[[K]][%[[B]], %[[KVH]], %[[N]], %{{.*}}] : memref<2x2x120x64xbf16> -> tensor<64x64xbf16>
@@ -44,6 +43,7 @@
 // CHECK:         nn.cast %{{.*}} : tensor<128x64xf32> -> tensor<128x64xbf16>
 // CHECK:         tile.dot
 // CHECK:         scf.yield
+// CHECK:       %[[END:.*]] = arith.minsi
 // CHECK:       scf.for %[[N2:.*]] = %[[WHOLE]] to %[[END]] step
 // CHECK:         tile.iota %[[N2]] start 0 step 1 : tensor<64xi64>
 // CHECK:         nn.compare lt
@@ -60,7 +60,10 @@
 // Two query tiles per program (forced; by default long non-causal attention takes two):
 // the program covers 64 rows, a tile of 32 at m0 and one at m0 + 32; each key block's
 // two q @ k^T products come first, then the value block, then each tile's softmax and
-// p @ v; each tile stores its own rows.
+// p @ v; each tile stores its own rows. Causal: after the blocks every row keeps whole,
+// tile 0's diagonal band is a loop of both tiles, only tile 0 under the causal mask
+// (tile 1 keeps those keys whole), and tile 1's band a loop of tile 1 alone, so no tile
+// steps through keys right of its diagonal.
 // TILES-LABEL: tile.kernel @attention
 // TILES-SAME:  block_sizes = array<i64: 1, 1, 64, 16>
 // TILES:       %[[M0:.*]] = arith.muli %{{.*}}, %{{.*}} : index
@@ -75,6 +78,17 @@
 // TILES:         tile.dot %{{.*}} : tensor<32x16xbf16>, tensor<16x64xbf16>, tensor<32x64xf32>
 // TILES:         tile.reduce max
 // TILES:         tile.dot %{{.*}} : tensor<32x16xbf16>, tensor<16x64xbf16>, tensor<32x64xf32>
+// TILES:         scf.yield
+// TILES:       scf.for %{{.*}} -> (tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>)
+// TILES:         tile.iota %[[M0]] start 0 step 1 : tensor<32xi64>
+// TILES:         nn.compare le
+// TILES-NOT:     nn.compare le
+// TILES:         scf.yield
+// TILES:       scf.for %{{.*}} -> (tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>) {
+// TILES-NOT:     tile.dot %[[QA]]
+// TILES:         tile.dot %[[QB]]
+// TILES:         tile.iota %[[M1]] start 0 step 1 : tensor<32xi64>
+// TILES:         nn.compare le
 // TILES:         scf.yield
 // TILES:       tile.store %{{.*}}[%{{.*}}, %{{.*}}, %[[M0]], %{{.*}}] : tensor<32x64xbf16>
 // TILES:       tile.store %{{.*}}[%{{.*}}, %{{.*}}, %[[M1]], %{{.*}}] : tensor<32x64xbf16>

@@ -510,16 +510,19 @@ def attention_kernel(
         scores = b.add(tile.DotOp(q, kt, b.splat(0.0, score_t)))
         return b.add(nn.MulOp(scores, b.splat(scale * LOG2E, score_t)))
 
-    def masked_scores(scores: SSAValue, n0: SSAValue, row0: SSAValue, masked: bool) -> SSAValue:
-        """One tile's scores (rows from `row0`, keys from `n0`) under the bounds and
-        causal masks (in a `masked` loop) and the mask operand: -inf where dropped."""
+    def masked_scores(
+        scores: SSAValue, n0: SSAValue, row0: SSAValue, masked: bool, causal: bool
+    ) -> SSAValue:
+        """One tile's scores (rows from `row0`, keys from `n0`) under the bounds mask
+        (in a `masked` loop), the causal mask (where `causal`) and the mask operand:
+        -inf where dropped."""
         ninf = b.splat(neg_inf, score_t)
         if masked:
             cols = _index_tile(b, n0, bn, 1, [bm, bn])
             if s % bn:  # a block may reach past the last key
                 in_range = b.add(nn.CompareOp("lt", cols, _index_splat(b, s, [bm, bn])))
                 scores = b.add(nn.SelectOp(in_range, scores, ninf))
-            if op.is_causal:
+            if causal:
                 rows_ = _index_tile(b, row0, bm, 0, [bm, bn])
                 keep = b.add(nn.CompareOp("le", cols, rows_))
                 scores = b.add(nn.SelectOp(keep, scores, ninf))
@@ -541,29 +544,52 @@ def attention_kernel(
         acc_new = b.add(tile.DotOp(b.cast(p, _element(op.value)), v, scaled))
         return [m_new, l_new, acc_new]
 
-    def step(blk: Block, n0: SSAValue, state: Sequence[SSAValue], masked: bool) -> list[SSAValue]:
-        """One key block at `n0`: every tile's q @ k^T first (independent tensor-core
-        work to overlap the softmaxes with), then each tile's online-softmax update."""
+    def step(
+        blk: Block,
+        n0: SSAValue,
+        tiles: Sequence[int],
+        state: Sequence[SSAValue],
+        masked: bool,
+        causal: Sequence[int],
+    ) -> list[SSAValue]:
+        """One key block at `n0` for query tiles `tiles` (their states in `state`, in
+        order): every tile's q @ k^T first (independent tensor-core work to overlap the
+        softmaxes with), then each tile's online-softmax update; the tiles in `causal`
+        take the causal mask."""
         b.block = blk
         k = b.add(tile.LoadOp(k_param, box("key", kv_head, n0), [bn, d]))
         kt = b.add(tile.TransposeOp(k, [1, 0]))
-        scores = [scores_of(q, kt) for q in qs]
-        scores = [masked_scores(x, n0, r0, masked) for x, r0 in zip(scores, row0s, strict=True)]
+        scores = [scores_of(qs[t], kt) for t in tiles]
+        scores = [
+            masked_scores(x, n0, row0s[t], masked, t in causal)
+            for x, t in zip(scores, tiles, strict=True)
+        ]
         v = b.add(tile.LoadOp(v_param, box("value", kv_head, n0), [bn, dv]))
         new: list[SSAValue] = []
-        for t, x in enumerate(scores):
-            new += update(x, v, state[3 * t : 3 * t + 3])
+        for i, x in enumerate(scores):
+            new += update(x, v, state[3 * i : 3 * i + 3])
         return new
 
-    def loop(lb: SSAValue, ub: SSAValue, state: list[SSAValue], masked: bool) -> list[SSAValue]:
-        body = Block(arg_types=[IndexType(), *[row_t, row_t, acc_t] * n_tiles])
+    def loop(
+        lb: SSAValue,
+        ub: SSAValue,
+        states: list[list[SSAValue]],
+        masked: bool,
+        tiles: Sequence[int] = tuple(range(n_tiles)),
+        causal: Sequence[int] = (),
+    ) -> None:
+        """The key blocks [lb, ub) for query tiles `tiles`, whose (m, l, acc) in
+        `states` it replaces by the loop's results."""
+        body = Block(arg_types=[IndexType(), *[row_t, row_t, acc_t] * len(tiles)])
         outer = b.block
-        new = step(body, body.args[0], list(body.args[1:]), masked)
+        new = step(body, body.args[0], tiles, list(body.args[1:]), masked, causal)
         body.add_op(scf.YieldOp(*new))
         b.block = outer
-        for_op = scf.ForOp(lb, ub, b.index(bn), state, body)
+        carried = [v for t in tiles for v in states[t]]
+        for_op = scf.ForOp(lb, ub, b.index(bn), carried, body)
         b.block.add_op(for_op)
-        return list(for_op.results)
+        for i, t in enumerate(tiles):
+            states[t] = list(for_op.results[3 * i : 3 * i + 3])
 
     def store(state: Sequence[SSAValue], row0: SSAValue) -> None:
         """One query tile's normalized output from its final (m, l, acc), at `row0` (a
@@ -583,34 +609,38 @@ def attention_kernel(
         lse = b.add(nn.SelectOp(empty, b.splat(neg_inf, row_t), lse))
         entry.add_op(tile.StoreOp(lse, lse_param, [bat, head, chunk_id, row0]))
 
-    state = [
-        b.splat(value, t)
-        for _ in range(n_tiles)
-        for value, t in ((neg_inf, row_t), (0.0, row_t), (0.0, acc_t))
+    states = [
+        [b.splat(neg_inf, row_t), b.splat(0.0, row_t), b.splat(0.0, acc_t)] for _ in range(n_tiles)
     ]
     whole = s - s % bn  # keys in whole blocks
     if op.is_causal:
-        # blocks left of the program's diagonal are kept whole by every row
-        full_end = b.add(arith.MinSIOp(m0, b.index(whole)))
-        end = b.add(arith.MinSIOp(b.add(arith.AddiOp(m0, b.index(program_rows))), b.index(s)))
-        state = loop(zero, full_end, state, masked=False)
-        state = loop(full_end, end, state, masked=True)
+        # blocks left of the program's diagonal are kept whole by every row; then
+        # tile t's diagonal band, [m0 + t * BM, m0 + (t + 1) * BM), for tiles t and
+        # after (the later ones keep it whole: no causal mask), so no tile steps
+        # through keys right of its own diagonal
+        lo = b.add(arith.MinSIOp(m0, b.index(whole)))
+        loop(zero, lo, states, masked=False)
+        for t in range(n_tiles):
+            band_end = b.add(arith.AddiOp(m0, b.index((t + 1) * bm)))
+            hi = b.add(arith.MinSIOp(band_end, b.index(s)))
+            loop(lo, hi, states, masked=True, tiles=range(t, n_tiles), causal=(t,))
+            lo = hi
     elif split:
         assert chunk_id is not None
         # this chunk's keys [lo, hi): whole blocks first, then the ragged end if it is here
         lo = b.add(arith.MuliOp(chunk_id, b.index(plan.chunk)))
         hi = b.add(arith.MinSIOp(b.add(arith.AddiOp(lo, b.index(plan.chunk))), b.index(s)))
         full_end = b.add(arith.MaxSIOp(lo, b.add(arith.MinSIOp(hi, b.index(whole)))))
-        state = loop(lo, full_end, state, masked=False)
+        loop(lo, full_end, states, masked=False)
         if whole < s:
-            state = loop(full_end, hi, state, masked=True)
+            loop(full_end, hi, states, masked=True)
     else:
         if whole:
-            state = loop(zero, b.index(whole), state, masked=False)
+            loop(zero, b.index(whole), states, masked=False)
         if whole < s:
-            state = loop(b.index(whole), b.index(s), state, masked=True)
-    for t, row0 in enumerate(row0s):
-        store(state[3 * t : 3 * t + 3], row0)
+            loop(b.index(whole), b.index(s), states, masked=True)
+    for state, row0 in zip(states, row0s, strict=True):
+        store(state, row0)
     entry.add_op(tile.ReturnOp())
     b.index.hoist(entry)
     return kernel, batch * heads * m_blocks * plan.splits
