@@ -29,7 +29,9 @@ def _attention(text: str) -> nn.AttentionOp:
     [
         ((4, 16, 2048, 128), (4, 16, 2048, 128), False, QUERY_TILES),  # long prefill
         ((16, 16, 512, 64), (16, 16, 512, 64), False, 1),  # 64-wide heads: slower
-        ((4, 16, 2048, 128), (4, 16, 2048, 128), True, 1),  # causal: not measured
+        ((4, 16, 2048, 128), (4, 16, 2048, 128), True, QUERY_TILES),  # causal
+        ((4, 32, 2048, 64), (4, 32, 2048, 64), True, 1),  # causal, 64-wide: slower
+        ((4, 16, 384, 128), (4, 16, 384, 128), True, 1),  # causal, 3 tiles of 128
         ((4, 16, 2048, 256), (4, 16, 2048, 256), False, 1),  # 256-wide heads
         ((1, 16, 1024, 128), (1, 16, 1024, 128), False, 1),  # too few programs
         ((8, 32, 1, 128), (8, 8, 4096, 128), False, 1),  # a decode step
@@ -38,18 +40,21 @@ def _attention(text: str) -> nn.AttentionOp:
         ((16, 16, 500, 128), (16, 16, 500, 128), False, QUERY_TILES),  # ragged, none dead
     ],
 )
-def test_plan_takes_query_tiles_for_long_non_causal_attention(
+def test_plan_takes_query_tiles_for_long_attention(
     q: tuple[int, ...], k: tuple[int, ...], causal: bool, tiles: int
 ) -> None:
     """Two tiles where the programs still fill the GPU with 128-row tiles of 128-wide
-    heads, no causal mask and no program with a tile past the last row; one elsewhere
-    (and no key split with two)."""
+    heads, no mask operand and no program with a tile past the last row; one elsewhere
+    (and no key split with two). Causal kernels step 64 keys with two tiles, 128 with
+    one."""
     plan = plan_attention(_attention(attention_text(q, k, k[-1], "bf16", causal)))
     assert plan.blocks.query_tiles == tiles
     masked = attention_text(q, k, k[-1], "bf16", causal, ((q[0], 1, 1, k[2]), "i1"))
     assert plan_attention(_attention(masked)).blocks.query_tiles == 1  # not measured
     assert plan.blocks.program_rows == plan.blocks.block_m * tiles
     assert tiles == 1 or plan.splits == 1
+    if causal and q[-1] == 128:
+        assert plan.blocks.block_n == (64 if tiles > 1 else 128)
 
 
 def test_forced_query_tiles_and_the_cuda_target() -> None:

@@ -8,7 +8,8 @@
 
 // Causal grouped-query attention with a padding mask, 100 queries against 120 keys: one
 // flash-attention kernel, a program per (batch, query head, block of 128 queries), the
-// last query block first. Query head h reads key/value head h // 2. The query tile is
+// last query block of every (batch, head) first (longest first: the query block varies
+// slowest). Query head h reads key/value head h // 2. The query tile is
 // loaded once; the keys every row keeps whole (left of the program's diagonal) come in a
 // loop without index masks, the diagonal and the ragged end in a second loop that masks
 // by comparing key and query indices. Scores are in base-2 units (scale * log2(e)),
@@ -18,9 +19,9 @@
 // CHECK-SAME:  (%[[Q:.*]]: memref<2x4x100x64xbf16>, %[[K:.*]]: memref<2x2x120x64xbf16>, %[[V:.*]]: memref<2x2x120x64xbf16>, %[[M:.*]]: memref<2x1x1x120xi1>, %[[O:.*]]: memref<2x4x100x64xbf16>)
 // CHECK-SAME:  schedule = "attention", iteration_sizes = array<i64: 2, 4, 100, 120>, block_sizes = array<i64: 1, 1, 128, 64>
 // CHECK:       %[[PID:.*]] = tile.program_id 0
-// CHECK:       %[[FROM_END:.*]] = arith.remsi %[[PID]], %{{.*}} : index
+// CHECK:       %[[FROM_END:.*]] = arith.divsi %[[PID]], %[[BHS:.*]] : index
+// CHECK:       %[[BH:.*]] = arith.remsi %[[PID]], %[[BHS]] : index
 // CHECK:       %[[MB:.*]] = arith.subi %{{.*}}, %[[FROM_END]] : index
-// CHECK:       %[[BH:.*]] = arith.divsi %[[PID]], %{{.*}} : index
 // CHECK:       %[[HEAD:.*]] = arith.remsi %[[BH]], %{{.*}} : index
 // CHECK:       %[[B:.*]] = arith.divsi %[[BH]], %{{.*}} : index
 // CHECK:       %[[KVH:.*]] = arith.divsi %[[HEAD]], %{{.*}} : index

@@ -16,14 +16,15 @@ The scores are kept in base-2 units (an additive mask is scaled by log2(e) too, 
 finite where it was), so each exponential is one `nn.exp2` (exp2f: one hardware ex2 with
 its range handled) and the scale costs no extra multiply.
 
-Key blocks come in two loops: the blocks every row of the program keeps whole (no
-bounds or causal mask to compute), then the blocks on the causal diagonal and the
-ragged end of the keys (masked by index comparisons). A causal program stops at its
-last row's diagonal, and programs start from the last query block so the longest run
-first. A query head reads key/value head `h // (Hq / Hkv)` (grouped-query attention
-without repeating K and V); a mask operand is read per block at its own broadcast
-shape (a dim of 1 is indexed at 0 and broadcast in registers). Head dims are padded to
-a power of two by masked loads. `tile-promote` picks the launch knobs.
+Key blocks come in two loops: the blocks every row of the program keeps whole (no bounds
+or causal mask to compute), then the blocks on the causal diagonal and the ragged end of
+the keys (masked by index comparisons). A causal program stops at its last row's
+diagonal, each of its query tiles at its own, and causal programs are ordered longest
+first over all heads (the last query block of every head, then the one before), so the
+grid ends with short programs. A query head reads key/value head `h // (Hq / Hkv)`
+(grouped-query attention without repeating K and V); a mask operand is read per block at
+its own broadcast shape (a dim of 1 is indexed at 0 and broadcast in registers). Head
+dims are padded to a power of two by masked loads. `tile-promote` picks the launch knobs.
 
 Operands and the output may be stored sequence-major, [B, S, H, E] (the layout the
 projections write, before the head transpose): `seq_major` names them, and the
@@ -47,7 +48,7 @@ step).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
@@ -147,17 +148,22 @@ MAX_SPLITS = 16
 """The most key chunks (the combine kernel holds a tile of one row per chunk)."""
 
 QUERY_TILES = 2
-"""Query tiles per program of a long unmasked non-causal attention whose tiles are 128
-rows of 128-wide heads (an 8-warp tensor-core tile), when the programs still fill the GPU
-(at least SPLIT_PROGRAMS of them): each key block's two q @ k^T products are issued
-before either tile's softmax, so one tile's exponentials overlap the other's tensor-core
-work (FlashAttention-3's intra-warpgroup overlap, written as independent tiles, which
-Triton's asynchronous wgmma then overlaps). bf16, head dim 128, on an H200 (2026-11-27,
-`benchmarks.attention`, one run, kernel us, one tile -> two, cuDNN's SDPA): 4 x 16 x
-2048^2 292.5 -> 255.0 (225.3), 2 x 16 x 4096^2 557.7 -> 499.0 (446.1), 1 x 16 x 8192^2
-1094.5 -> 979.1 (878.8). A hand-written sweep found 128-key steps or 2 stages slower
-with two tiles; through the compiler, causal kernels took 1.7-1.9x longer with them
-(2k-8k) and BERT's masked 64-wide heads 1.2x (`takes_query_tiles`)."""
+"""Query tiles per program of long unmasked attention whose tiles are 128 rows of
+128-wide heads (an 8-warp tensor-core tile), when the programs still fill the GPU (at
+least SPLIT_PROGRAMS of them): each key block's two q @ k^T products are issued before
+either tile's softmax, so one tile's exponentials overlap the other's tensor-core work
+(FlashAttention-3's intra-warpgroup overlap, written as independent tiles, which
+Triton's asynchronous wgmma then overlaps). bf16, head dim 128, on an H200, kernel us,
+`benchmarks.attention`, one tile -> two (cuDNN's SDPA in the same run):
+
+- not causal (2026-11-27): 4 x 16 x 2048^2 292.5 -> 255.0 (225.3), 2 x 16 x 4096^2
+  557.7 -> 499.0 (446.1), 1 x 16 x 8192^2 1094.5 -> 979.1 (878.8);
+- causal, programs longest first (2026-11-27, 128-key steps for one tile, 64 for two):
+  the same shapes 181.7 -> 172.2 (145.5), 307.5 -> 291.6 (268.3), 572.2 -> 534.1 (492.0).
+
+A hand-written sweep found 128-key steps or 2 stages slower with two tiles; two causal
+tiles with 128-key steps were slower than one, and BERT's masked 64-wide heads 1.2x
+slower with two tiles (`takes_query_tiles`)."""
 
 
 def plan_attention(
@@ -171,10 +177,11 @@ def plan_attention(
     row_free_mask = op.mask is None or _shape(op.mask)[1:3] == (1, 1)
     packed = group > 1 and not op.is_causal and row_free_mask
     rows, programs_heads = (group * lq, kv_heads) if packed else (lq, heads)
-    blocks = choose_attention_blocks(op, block_m, block_n, rows)
     batch_heads = batch * programs_heads  # (batch, head) pairs, each split into row blocks
-    takes = takes_query_tiles(op, blocks, rows, batch_heads)
-    blocks = replace(blocks, query_tiles=query_tiles or (QUERY_TILES if takes else 1))
+    tiles = query_tiles or QUERY_TILES
+    blocks = choose_attention_blocks(op, block_m, block_n, rows, tiles)
+    if not query_tiles and not takes_query_tiles(op, blocks, rows, batch_heads):
+        blocks = choose_attention_blocks(op, block_m, block_n, rows, 1)
     programs = batch_heads * -(-rows // blocks.program_rows)
     splits, chunk = 1, s
     if not op.is_causal and programs < SPLIT_PROGRAMS:
@@ -190,18 +197,18 @@ def plan_attention(
 def takes_query_tiles(
     op: nn.AttentionOp, blocks: AttentionBlocks, rows: int, batch_heads: int
 ) -> bool:
-    """Whether `op` under `blocks`, its programs covering `rows` query rows for each of
-    `batch_heads` (batch, head) pairs, gets QUERY_TILES query tiles per program by
-    default: the case measured faster, no causal mask and no mask operand, 128-row tiles
-    of 128-wide heads (the 8-warp tensor-core tile), 64-key steps, a count of 128-row
-    tiles that QUERY_TILES divides, so that no program carries a tile past the last row
-    (a tile of zeros costs as much as a full one), and programs that still number
-    SPLIT_PROGRAMS (no key split is needed to fill the GPU). BERT's masked attention
-    with 64-wide heads (16 x 16 x 512^2, bf16, H200) was slower with two tiles:
-    61.4 -> 76.4 us of kernel time."""
+    """Whether `op` under `blocks` (chosen for QUERY_TILES tiles), its programs covering
+    `rows` query rows for each of `batch_heads` (batch, head) pairs, gets QUERY_TILES
+    query tiles per program by default: the cases measured faster, no mask operand,
+    128-row tiles of 128-wide heads (the 8-warp tensor-core tile), 64-key steps, a count
+    of 128-row tiles that QUERY_TILES divides, so that no program carries a tile past the
+    last row (a tile of zeros costs as much as a full one), and programs that still
+    number SPLIT_PROGRAMS (no key split is needed to fill the GPU). BERT's masked
+    attention with 64-wide heads (16 x 16 x 512^2, bf16, H200) was slower with two
+    tiles: 61.4 -> 76.4 us of kernel time; causal attention with 64-wide heads
+    (4 x 32 x 2048^2) 202.1 -> 263.3."""
     return (
-        not op.is_causal
-        and op.mask is None
+        op.mask is None
         and blocks.block_m == 128
         and blocks.block_n == 64
         and blocks.head == blocks.value_head == 128
@@ -211,17 +218,18 @@ def takes_query_tiles(
 
 
 def choose_attention_blocks(
-    op: nn.AttentionOp, block_m: int = 0, block_n: int = 0, rows: int = 0
+    op: nn.AttentionOp, block_m: int = 0, block_n: int = 0, rows: int = 0, query_tiles: int = 1
 ) -> AttentionBlocks:
     """Tile sizes for `op` (whose programs cover `rows` query rows, default its query
-    length): BM rows per query tile, at most `block_m` (default 128), and no more than the
-    rows rounded up to a power of two (at least 16, the smallest tensor-core tile); BN
-    keys a step, at most `block_n` (default 64) and the keys rounded up; a causal kernel
-    with head dims of 128 or more takes BN = BM by default (on an H200 at head dim 128,
-    128-key steps made causal 2k-8k prefill 8-15 % faster; non-causal ones were 3 %
-    slower, and causal ones at head dim 64 15 % slower) and any causal kernel keeps
-    BN <= BM (its loop split needs BM a multiple of BN). Both caps are halved for head
-    dims above 128 (the tiles are twice as wide)."""
+    length) with `query_tiles` tiles per program: BM rows per query tile, at most
+    `block_m` (default 128), and no more than the rows rounded up to a power of two (at
+    least 16, the smallest tensor-core tile); BN keys a step, at most `block_n` (default
+    64) and the keys rounded up; a causal kernel of one tile with head dims of 128 or
+    more takes BN = BM by default (on an H200 at head dim 128, 128-key steps made causal
+    2k-8k prefill 8-15 % faster; non-causal ones were 3 % slower, causal ones at head
+    dim 64 15 % slower, and two tiles slower: see QUERY_TILES) and any causal kernel
+    keeps BN <= BM (its loop split needs BM a multiple of BN). Both caps are halved for
+    head dims above 128 (the tiles are twice as wide)."""
     _, _, lq, e = _shape(op.query)
     s, ev = _shape(op.key)[2], _shape(op.value)[-1]
     head, value_head = _pow2_at_least(e), _pow2_at_least(ev)
@@ -230,12 +238,12 @@ def choose_attention_blocks(
     bm_cap = max(16, (block_m or 128) // halve)
     bn_cap = max(16, (block_n or 64) // halve)
     bm = max(16, min(bm_cap, _pow2_at_least(rows or lq)))
-    if op.is_causal and not block_n and max(head, value_head) >= 128:
+    if op.is_causal and not block_n and query_tiles == 1 and max(head, value_head) >= 128:
         bn_cap = bm
     bn = max(16, min(bn_cap, _pow2_at_least(s)))
     if op.is_causal:
         bn = min(bn, bm)
-    return AttentionBlocks(bm, bn, head, value_head)
+    return AttentionBlocks(bm, bn, head, value_head, query_tiles)
 
 
 class _Builder:
@@ -465,9 +473,17 @@ def attention_kernel(
     pid = b.add(tile.ProgramIdOp(0))
     chunk_id = b.add(arith.RemSIOp(pid, b.index(plan.splits))) if split else None
     rest = b.add(arith.DivSIOp(pid, b.index(plan.splits))) if split else pid
-    from_end = b.add(arith.RemSIOp(rest, b.index(m_blocks)))
+    if op.is_causal:
+        # the query block varies slowest, so every head's longest programs start
+        # first and the grid ends with short ones (head by head, the last programs
+        # would be the last head's longest: 4 x 16 x 2048^2 at head dim 128 took
+        # 207.6 us that way, 181.7 this way, on an H200)
+        from_end = b.add(arith.DivSIOp(rest, b.index(batch * heads)))
+        bh = b.add(arith.RemSIOp(rest, b.index(batch * heads)))
+    else:
+        from_end = b.add(arith.RemSIOp(rest, b.index(m_blocks)))
+        bh = b.add(arith.DivSIOp(rest, b.index(m_blocks)))
     m_block = b.add(arith.SubiOp(b.index(m_blocks - 1), from_end))
-    bh = b.add(arith.DivSIOp(rest, b.index(m_blocks)))
     head = b.add(arith.RemSIOp(bh, b.index(heads)))
     bat = b.add(arith.DivSIOp(bh, b.index(heads)))
     group = 1 if plan.packed else heads // kv_heads
