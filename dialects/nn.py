@@ -289,6 +289,28 @@ class CosOp(UnaryElementwiseOp):
     name = "nn.cos"
 
 
+@irdl_op_definition
+class FloorOp(UnaryElementwiseOp):
+    """Round down to an integer value. Example: `%r = nn.floor %x : tensor<4xf32>`."""
+
+    name = "nn.floor"
+
+
+@irdl_op_definition
+class CeilOp(UnaryElementwiseOp):
+    """Round up to an integer value. Example: `%r = nn.ceil %x : tensor<4xf32>`."""
+
+    name = "nn.ceil"
+
+
+@irdl_op_definition
+class TruncOp(UnaryElementwiseOp):
+    """Round toward zero to an integer value (-0.5 gives -0.0). Example:
+    `%r = nn.trunc %x : tensor<4xf32>`."""
+
+    name = "nn.trunc"
+
+
 class BinaryElementwiseOp(SharedTypeOp, IRDLOperation, ABC):
     """Base of `%r = nn.<op> %a, %b : tensor<...>`: operands and result of one type."""
 
@@ -366,6 +388,48 @@ class PowOp(BinaryElementwiseOp):
 
     name = "nn.pow"
     FLOAT_ONLY: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class FloorDivOp(BinaryElementwiseOp):
+    """Division rounded down, PyTorch's `floor_divide` (Python's `//`). Integers: the
+    quotient rounded toward negative infinity. Floats: floor(a / b) computed as PyTorch
+    does, exact for quotients below 2**22: q = (a - fmod(a, b)) / b, less 1 where the
+    remainder and b differ in sign, rounded to the nearest integer; a zero quotient
+    takes the sign of a / b, b = 0 gives a / b (inf or NaN), an infinite a NaN, and a
+    finite a over an infinite b is 0 or -1 (-1 where their signs differ). Example:
+    `%r = nn.floor_div %a, %b : tensor<4xf32>`."""
+
+    name = "nn.floor_div"
+
+
+@irdl_op_definition
+class TruncDivOp(BinaryElementwiseOp):
+    """Division rounded toward zero, PyTorch's `div(rounding_mode="trunc")`. Integers:
+    C's `/`. Floats: trunc of a / b rounded to f32, as eager (and Python's
+    `int(a / b)`) computes it: 1.0 over 0.1 gives 10, though the exact quotient is just
+    below it. For 16-bit floats the quotient is rounded to 16 bits before it is
+    truncated, as eager's kernels do (1 / 0.1 in bf16 is 10 though the f32 quotient is
+    9.99...). Example: `%r = nn.trunc_div %a, %b : tensor<4xf32>`."""
+
+    name = "nn.trunc_div"
+
+
+@irdl_op_definition
+class RemainderOp(BinaryElementwiseOp):
+    """Remainder with the sign of the divisor, PyTorch's `remainder` (Python's `%`):
+    r = fmod(a, b), plus b where r is non-zero and its sign differs from b's. Example:
+    `%r = nn.remainder %a, %b : tensor<4xf32>`."""
+
+    name = "nn.remainder"
+
+
+@irdl_op_definition
+class FmodOp(BinaryElementwiseOp):
+    """Remainder with the sign of the dividend, C's `fmod` and integer `%` (PyTorch's
+    `fmod`): a - trunc(a / b) * b, exact. Example: `%r = nn.fmod %a, %b : tensor<4xf32>`."""
+
+    name = "nn.fmod"
 
 
 COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -1555,6 +1619,9 @@ NN = Dialect(
         ErfOp,
         SinOp,
         CosOp,
+        FloorOp,
+        CeilOp,
+        TruncOp,
         AddOp,
         SubOp,
         MulOp,
@@ -1562,6 +1629,10 @@ NN = Dialect(
         MaxOp,
         MinOp,
         PowOp,
+        FloorDivOp,
+        TruncDivOp,
+        RemainderOp,
+        FmodOp,
         CompareOp,
         SelectOp,
         CastOp,

@@ -8,9 +8,9 @@ per-op rounding (the `precision="eager"` option of the backends).
 
 Preconditions: the module verifies and has been through `nn-fuse` (ops outside
 `nn.fusion` regions are left alone: they run one op at a time, as eager does).
-Postcondition: inside each region no op but a library `nn.matmul` and the `nn.cast`s
-that narrow a yielded value, a matmul operand or a float-to-integer conversion has a
-16-bit float result.
+Postcondition: inside each region no op but a library `nn.matmul`, a 16-bit
+`nn.trunc_div` and the `nn.cast`s that narrow a yielded value, a matmul or trunc_div
+operand or a float-to-integer conversion has a 16-bit float result.
 
 Algorithm, per region, in program order (the block is rebuilt, old ops erased):
 1. a 16-bit block argument is widened by one `nn.cast`, placed where a widened op first
@@ -26,6 +26,9 @@ Algorithm, per region, in program order (the block is rebuilt, old ops erased):
 4. `nn.matmul` reads 16-bit operands; in a group routed to a generated kernel its result
    is its f32 accumulator, in a `library_gemm` group it keeps its type (the library
    writes it to memory, as eager does);
+4b. a 16-bit `nn.trunc_div` keeps its type: its meaning rounds the quotient to 16 bits
+   before truncating it (eager's), a discrete step that widening would change (bf16
+   1 / 0.1 is 10, the f32 quotient truncates to 9); its operands are read rounded;
 5. every other op is rebuilt with its 16-bit float operands and results in f32
    (constants keep their value: a 16-bit constant is exact in f32);
 6. `nn.yield` reads each 16-bit output through one narrowing `nn.cast`.
@@ -144,6 +147,9 @@ class _RegionWidener:
             operands = [self.narrow(v) for v in op.operands]
             result_type = _widened(op.result.type) if self.wide_matmuls else op.result.type
             self._clone(op, operands, [result_type])
+            return
+        if isinstance(op, nn.TruncDivOp) and is_narrow_float(op.result.type):
+            self._clone(op, [self.narrow(v) for v in op.operands], [op.result.type])
             return
         if isinstance(op, nn.ConstantOp) and is_narrow_float(op.result.type):
             value = op.value

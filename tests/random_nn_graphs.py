@@ -5,7 +5,8 @@ function `@main` of 1 to 40 primitive nn ops (by default), plus the argument typ
 test can parse it, make random inputs and compare two pipelines with
 `fuseopt.interpret`. The ops cover what fusion and tiling care about:
 
-- unary and binary elementwise ops, compare + select, casts (f32 <-> bf16);
+- unary and binary elementwise ops (the rounding ones too: floor, ceil, trunc,
+  floor_div, trunc_div, remainder, fmod), compare + select, casts (f32 <-> bf16);
 - broadcasts (new leading dims, size-1 dims expanded), splat constants, index vectors
   (an arange along one axis, broadcast);
 - reductions (sum, reduce_max, reduce_min, mean) over random axes, with or without keepdim;
@@ -54,8 +55,22 @@ UNARY = (
     "rsqrt",
     "reciprocal",
     "erf",
+    "floor",
+    "ceil",
+    "trunc",
 )
-BINARY = ("add", "sub", "mul", "div", "max", "min")
+BINARY = (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "max",
+    "min",
+    "floor_div",
+    "trunc_div",
+    "remainder",
+    "fmod",
+)
 REDUCTIONS = ("sum", "reduce_max", "reduce_min", "mean")
 COMPARES = ("lt", "le", "gt", "ge", "eq", "ne")
 FLOATS = ("f32", "bf16")

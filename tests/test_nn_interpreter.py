@@ -43,6 +43,9 @@ UNARY = {
     "erf": torch.erf,
     "sin": torch.sin,
     "cos": torch.cos,
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+    "trunc": torch.trunc,
 }
 NEEDS_POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}
 

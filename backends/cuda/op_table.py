@@ -43,6 +43,9 @@ FLOAT_UNARY: dict[type[nn.UnaryElementwiseOp], str] = {
     nn.ErfOp: "erff({0})",
     nn.SinOp: "sinf({0})",
     nn.CosOp: "cosf({0})",
+    nn.FloorOp: "floorf({0})",
+    nn.CeilOp: "ceilf({0})",
+    nn.TruncOp: "truncf({0})",
 }
 """Unary ops on float compute values (gelu depends on its attribute: see `unary`).
 
@@ -70,6 +73,10 @@ FLOAT_BINARY: dict[type[nn.BinaryElementwiseOp], str] = {
     nn.MaxOp: "fo_max({0}, {1})",
     nn.MinOp: "fo_min({0}, {1})",
     nn.PowOp: "powf({0}, {1})",
+    nn.FloorDivOp: "fo_floor_div({0}, {1})",
+    nn.TruncDivOp: "truncf({0} / {1})",
+    nn.RemainderOp: "fo_remainder({0}, {1})",
+    nn.FmodOp: "fmodf({0}, {1})",
 }
 """Binary ops on float compute values."""
 
@@ -100,6 +107,13 @@ ACCURACY: dict[type[nn.UnaryElementwiseOp | nn.BinaryElementwiseOp], tuple[Accur
     nn.ErfOp: ("libm", "erff"),
     nn.SinOp: ("libm", "sinf"),
     nn.CosOp: ("libm", "cosf"),
+    nn.FloorOp: ("ieee", "exact"),
+    nn.CeilOp: ("ieee", "exact"),
+    nn.TruncOp: ("ieee", "exact"),
+    nn.FmodOp: ("ieee", "fmodf: exact"),
+    nn.RemainderOp: ("ieee", "eager's formula over fmodf: one rounding"),
+    nn.TruncDivOp: ("ieee", "truncf(a / b), eager's"),
+    nn.FloorDivOp: ("ieee", "eager's div_floor_floating over fmodf and IEEE division"),
     nn.PowOp: ("libm", "powf (exponents 1, 2, 3, -1: products, exact cube, division)"),
     nn.SigmoidOp: ("libm", "1 / (1 + expf(-x)) with __fdividef (2 ulps); exp(x) below -80"),
     nn.SiluOp: ("libm", "x / (1 + expf(-x)) with __fdividef (2 ulps); x * exp(x) below -80"),
@@ -115,6 +129,10 @@ INT_BINARY: dict[type[nn.BinaryElementwiseOp], str] = {
     nn.MulOp: "({0} * {1})",
     nn.MaxOp: "fo_max({0}, {1})",
     nn.MinOp: "fo_min({0}, {1})",
+    nn.FloorDivOp: "fo_floordiv({0}, {1})",
+    nn.TruncDivOp: "({0} / {1})",
+    nn.RemainderOp: "fo_remainder({0}, {1})",
+    nn.FmodOp: "({0} % {1})",
 }
 """Binary ops computed on `long long` for i64 tiles (div and pow go through float)."""
 
@@ -188,6 +206,11 @@ def binary(op: nn.BinaryElementwiseOp, a: str, b: str, t: Attribute) -> str:
     """C++ for binary `op` on stored elements `a`, `b` of type `t`, rounded back to `t`."""
     if compute_kind(t) == "int" and type(op) in INT_BINARY:
         return INT_BINARY[type(op)].format(a, b)
+    if isinstance(op, nn.TruncDivOp) and not isinstance(t, Float32Type):
+        # eager's 16-bit kernels round the quotient to 16 bits before truncating it
+        fa, fb = to_compute(a, t, "float"), to_compute(b, t, "float")
+        quotient = to_compute(from_compute(f"({fa} / {fb})", t), t, "float")
+        return from_compute(f"truncf({quotient})", t)
     expr = FLOAT_BINARY[type(op)].format(to_compute(a, t, "float"), to_compute(b, t, "float"))
     return from_compute(expr, t)
 

@@ -95,6 +95,25 @@ static __device__ __forceinline__ long long fo_ceildiv(long long a, long long b)
   long long q = a / b; return (q * b != a && ((a < 0) == (b < 0))) ? q + 1 : q;
 }
 
+// ---- rounding division (PyTorch's): floor_divide's div_floor_floating, and remainder with the divisor's sign
+static __device__ __forceinline__ float fo_floor_div(float a, float b) {
+  if (b == 0.0f) return a / b;
+  float mod = fmodf(a, b);
+  float div = (a - mod) / b;
+  if (mod != 0.0f && (b < 0.0f) != (mod < 0.0f)) div -= 1.0f;
+  if (div == 0.0f) return copysignf(0.0f, a / b);
+  float floor = floorf(div);
+  return div - floor > 0.5f ? floor + 1.0f : floor;
+}
+static __device__ __forceinline__ float fo_remainder(float a, float b) {
+  float r = fmodf(a, b);
+  return (r != 0.0f && (r < 0.0f) != (b < 0.0f)) ? r + b : r;
+}
+static __device__ __forceinline__ long long fo_remainder(long long a, long long b) {
+  long long r = a % b;
+  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
+
 // ---- reductions: a warp (or an aligned group of `width` lanes) combines its values
 struct fo_sum_op { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
 struct fo_max_op { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return fo_max(a, b); } };

@@ -314,6 +314,9 @@ class KernelPrinter(MemoryPrinter):
         args = [self._operand(x, upcast) for x in operands]
         expr = rule.template.format(*args)
         self.out.helpers.update(rule.helpers)
+        if isinstance(op, nn.TruncDivOp) and upcast:
+            expr, helpers = op_table.rounded_trunc_div(*args, out_type)
+            self.out.helpers.update(helpers)
         if upcast:
             expr, helpers = op_table.convert(f"({expr})", Float32Type(), out_type)
             self.out.helpers.update(helpers)

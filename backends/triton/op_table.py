@@ -81,6 +81,9 @@ TRITON_OPS: dict[type[Operation], Rule] = {
     nn.ErfOp: Rule("tl.erf({0})"),
     nn.SinOp: Rule("tl.sin({0})"),
     nn.CosOp: Rule("tl.cos({0})"),
+    nn.FloorOp: Rule("tl.floor({0})"),
+    nn.CeilOp: Rule("tl.ceil({0})"),
+    nn.TruncOp: Rule("fuseopt_trunc({0})", helpers=("fuseopt_trunc",)),
     nn.AddOp: Rule("{0} + {1}"),
     nn.SubOp: Rule("{0} - {1}"),
     nn.MulOp: Rule("{0} * {1}"),
@@ -88,6 +91,14 @@ TRITON_OPS: dict[type[Operation], Rule] = {
     nn.MaxOp: Rule("tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)"),
     nn.MinOp: Rule("tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)"),
     nn.PowOp: Rule("fuseopt_pow({0}, {1})", helpers=("fuseopt_pow",)),
+    nn.FloorDivOp: Rule(
+        "fuseopt_floor_div({0}, {1})", helpers=("fuseopt_floor_div", "fuseopt_fmod")
+    ),
+    nn.TruncDivOp: Rule("fuseopt_trunc(tl.div_rn({0}, {1}))", helpers=("fuseopt_trunc",)),
+    nn.RemainderOp: Rule(
+        "fuseopt_remainder({0}, {1})", helpers=("fuseopt_remainder", "fuseopt_fmod")
+    ),
+    nn.FmodOp: Rule("fuseopt_fmod({0}, {1})", helpers=("fuseopt_fmod",)),
     nn.SelectOp: Rule("tl.where({0}, {1}, {2})", upcast=False),
 }
 """Elementwise nn ops on tiles, by op class (cast, compare, gelu, constant: below)."""
@@ -95,8 +106,17 @@ TRITON_OPS: dict[type[Operation], Rule] = {
 INTEGER_OPS: dict[type[Operation], Rule] = {
     nn.DivOp: Rule("{0} // {1}", upcast=False),
     nn.ReluOp: Rule("tl.where({0} < 0, 0, {0})", upcast=False),
+    nn.TruncDivOp: Rule("{0} // {1}", upcast=False),
+    nn.FmodOp: Rule("{0} % {1}", upcast=False),
+    nn.FloorDivOp: Rule(
+        "fuseopt_floor_div_int({0}, {1})", upcast=False, helpers=("fuseopt_floor_div_int",)
+    ),
+    nn.RemainderOp: Rule(
+        "fuseopt_remainder_int({0}, {1})", upcast=False, helpers=("fuseopt_remainder_int",)
+    ),
 }
-"""Overrides for integer element types."""
+"""Overrides for integer element types (Triton's `//` and `%` on integers are C's:
+truncating, the remainder with the dividend's sign)."""
 
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 """nn.compare predicates as Python operators."""
@@ -199,6 +219,52 @@ def fuseopt_log1p(x):
     else:
         return fuseopt_libdevice.log1p(x)
 """,
+    "fuseopt_trunc": """@triton.jit
+def fuseopt_trunc(x):
+    # toward zero: -0.5 gives -0.0 (ceil's), NaN stays NaN
+    return tl.where(x < 0, tl.ceil(x), tl.floor(x))
+""",
+    "fuseopt_fmod": """@triton.jit
+def fuseopt_fmod(a, b):
+    # GPU: libdevice's fmodf, exact (`%` on floats lowers to a - trunc(a / b) * b, which
+    # rounds). The CPU interpreter has no libdevice: `%` there is NumPy's fmod
+    if INTERPRETED:
+        return a % b
+    else:
+        return fuseopt_libdevice.fmod(a, b)
+""",
+    "fuseopt_floor_div": """@triton.jit
+def fuseopt_floor_div(a, b):
+    # PyTorch's div_floor_floating: the quotient of a less its remainder, 1 less where
+    # the remainder's sign differs from b's, rounded to the nearest integer; a zero
+    # quotient keeps the sign of a / b, and b = 0 gives a / b
+    mod = fuseopt_fmod(a, b)
+    div = tl.div_rn(a - mod, b)
+    div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
+    floor = tl.floor(div)
+    floor = tl.where(div - floor > 0.5, floor + 1.0, floor)
+    quotient = tl.div_rn(a, b)
+    out = tl.where(div != 0, floor, quotient * 0.0)
+    return tl.where(b == 0, quotient, out)
+""",
+    "fuseopt_remainder": """@triton.jit
+def fuseopt_remainder(a, b):
+    # Python's %: fmod, plus b where the remainder's sign differs from b's
+    r = fuseopt_fmod(a, b)
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+""",
+    "fuseopt_floor_div_int": """@triton.jit
+def fuseopt_floor_div_int(a, b):
+    # `//` truncates: one less where the remainder's sign differs from b's
+    q = a // b
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+""",
+    "fuseopt_remainder_int": """@triton.jit
+def fuseopt_remainder_int(a, b):
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+""",
     "fuseopt_sigmoid": """@triton.jit
 def fuseopt_sigmoid(x):
     # 1 / (1 + exp(-x)), eager's formula; on the GPU with libdevice's expf and
@@ -290,6 +356,13 @@ GPU_ACCURACY: dict[type[Operation], tuple[Accuracy, str]] = {
     nn.Exp2Op: ("libm", "libdevice.exp2"),
     nn.SinOp: ("libm", "tl.sin, which Triton lowers to libdevice's sinf"),
     nn.CosOp: ("libm", "tl.cos, which Triton lowers to libdevice's cosf"),
+    nn.FloorOp: ("ieee", "exact"),
+    nn.CeilOp: ("ieee", "exact"),
+    nn.TruncOp: ("ieee", "exact"),
+    nn.FmodOp: ("ieee", "exact: libdevice.fmod"),
+    nn.RemainderOp: ("ieee", "eager's formula over libdevice.fmod: one rounding"),
+    nn.TruncDivOp: ("ieee", "trunc(tl.div_rn(a, b)), eager's"),
+    nn.FloorDivOp: ("ieee", "eager's div_floor_floating over libdevice.fmod and tl.div_rn"),
     nn.RsqrtOp: ("measured", "tl.rsqrt: rsqrt.approx.ftz.f32 (a subnormal x gives inf)"),
 }
 """Every float elementwise op the tables above print, by how accurate its f32 GPU result
@@ -334,6 +407,15 @@ def convert(expr: str, src: Attribute, dst: Attribute) -> tuple[str, tuple[str, 
         wide = expr if isinstance(src, Float32Type) else f"{expr}.to(tl.float32)"
         return f"fuseopt_bf16({wide})", ("fuseopt_bf16",)
     return f"{expr}.to({triton_dtype(dst)})", ()
+
+
+def rounded_trunc_div(a: str, b: str, t: Attribute) -> tuple[str, tuple[str, ...]]:
+    """nn.trunc_div of f32 operands `a`, `b` whose element type `t` is a 16-bit float,
+    and the helpers it calls: the quotient rounded to `t` before it is truncated, as
+    eager's 16-bit kernels round it (in f32)."""
+    quotient, to_t = convert(f"tl.div_rn({a}, {b})", Float32Type(), t)
+    quotient, back = convert(quotient, t, Float32Type())
+    return f"fuseopt_trunc({quotient})", (*to_t, *back, "fuseopt_trunc")
 
 
 def is_float_type(t: Attribute) -> bool:

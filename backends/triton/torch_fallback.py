@@ -46,6 +46,13 @@ UNARY: dict[type[Operation], str] = {
     nn.MaxOp: "torch.maximum({0}, {1})",
     nn.MinOp: "torch.minimum({0}, {1})",
     nn.PowOp: "torch.pow({0}, {1})",
+    nn.FloorOp: "torch.floor({0})",
+    nn.CeilOp: "torch.ceil({0})",
+    nn.TruncOp: "torch.trunc({0})",
+    nn.FloorDivOp: "torch.div({0}, {1}, rounding_mode='floor')",
+    nn.TruncDivOp: "torch.div({0}, {1}, rounding_mode='trunc')",
+    nn.RemainderOp: "torch.remainder({0}, {1})",
+    nn.FmodOp: "torch.fmod({0}, {1})",
     nn.SelectOp: "torch.where({0}, {1}, {2})",
     nn.MatmulOp: "torch.matmul({0}, {1})",
 }

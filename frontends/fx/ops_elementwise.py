@@ -49,8 +49,6 @@ def _binary(op: Callable[..., Operation], swap: bool = False) -> Callable[..., I
     def convert(ctx: ImportContext, node: Node) -> Imported:
         a, b = node.args[0], node.args[1]
         alpha = ctx.arg(2, "alpha", 1)
-        if op is nn.DivOp and ctx.arg(2, "rounding_mode", None) is not None:
-            raise ctx.fail(f"rounding_mode={ctx.arg(2, 'rounding_mode')!r} is not supported")
         if op is nn.DivOp:
             alpha = 1
         if swap:  # rsub: other - alpha * self
@@ -83,12 +81,51 @@ for _targets, _op, _swap in [
     ((aten.sub.Tensor, aten.sub.Scalar), nn.SubOp, False),
     ((aten.rsub.Tensor, aten.rsub.Scalar), nn.SubOp, True),
     ((aten.mul.Tensor, aten.mul.Scalar), nn.MulOp, False),
-    ((aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode), nn.DivOp, False),
+    ((aten.div.Tensor, aten.div.Scalar), nn.DivOp, False),
     ((aten.maximum.default,), nn.MaxOp, False),
     ((aten.minimum.default,), nn.MinOp, False),
     ((aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar), nn.PowOp, False),
 ]:
     register(*_targets)(_binary(_op, _swap))
+
+for _targets, _op in [
+    ((aten.floor_divide.default, aten.floor_divide.Scalar), nn.FloorDivOp),
+    ((aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor), nn.RemainderOp),
+    ((aten.fmod.Tensor, aten.fmod.Scalar), nn.FmodOp),
+]:
+    register(*_targets)(_binary(_op))
+
+ROUNDING_DIVISIONS = {None: nn.DivOp, "floor": nn.FloorDivOp, "trunc": nn.TruncDivOp}
+"""div's `rounding_mode` values and the nn ops they are."""
+
+
+@register(aten.div.Tensor_mode, aten.div.Scalar_mode)
+def div_rounding(ctx: ImportContext, node: Node) -> Imported:
+    """div(a, b, rounding_mode=None | "floor" | "trunc")."""
+    mode = ctx.arg(2, "rounding_mode", None)
+    if mode not in ROUNDING_DIVISIONS:
+        raise ctx.fail(f"unknown rounding_mode {mode!r} (expected None, 'floor' or 'trunc')")
+    return _binary(ROUNDING_DIVISIONS[mode])(ctx, node)
+
+
+def _rounding(op: Callable[..., Operation]) -> Callable[..., Imported]:
+    """floor, ceil or trunc: an integer or bool tensor is returned as it is (PyTorch's
+    result is a copy of it)."""
+
+    def convert(ctx: ImportContext, node: Node) -> Imported:
+        if not ctx.out_val().dtype.is_floating_point:
+            return ctx.value(node.args[0])
+        return ctx.elementwise(op, node.args[0])
+
+    return convert
+
+
+for _target, _op in [
+    (aten.floor.default, nn.FloorOp),
+    (aten.ceil.default, nn.CeilOp),
+    (aten.trunc.default, nn.TruncOp),
+]:
+    register(_target)(_rounding(_op))
 
 
 def _unary(op: Callable[..., Operation], float_only: bool = True) -> Callable[..., Imported]:

@@ -27,6 +27,7 @@ from xdsl.interpreter import (
     impl_terminator,
     register_impls,
 )
+from xdsl.ir import Attribute
 
 from fuseopt.dialects import nn
 from fuseopt.interpreter.dtypes import compute_dtype, to_element_type
@@ -64,8 +65,49 @@ UNARY: dict[type[nn.UnaryElementwiseOp], Callable[[np.ndarray], np.ndarray]] = {
     nn.ErfOp: _erf,
     nn.SinOp: np.sin,
     nn.CosOp: np.cos,
+    nn.FloorOp: np.floor,
+    nn.CeilOp: np.ceil,
+    nn.TruncOp: np.trunc,
 }
 """Unary elementwise ops (gelu has an attribute and is handled apart)."""
+
+
+def _signs_differ(r: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where a remainder `r` is non-zero with a sign other than the divisor `b`'s."""
+    return (r != 0) & ((r < 0) != (b < 0))
+
+
+def _floor_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """PyTorch's floor division: Python's for integers (0 for a zero divisor, NumPy's);
+    for floats c10's div_floor_floating, whose special cases (a zero quotient's sign,
+    b = 0, infinities) `nn.FloorDivOp` lists."""
+    if a.dtype.kind != "f":
+        return np.floor_divide(a, b)
+    mod = np.fmod(a, b)
+    div = (a - mod) / b
+    div = np.where(_signs_differ(mod, b), div - 1, div)
+    floor = np.floor(div)
+    floor = np.where(div - floor > 0.5, floor + 1, floor)
+    out = np.where(div != 0, floor, np.copysign(0.0, a / b))
+    return np.where(b == 0, a / b, out)
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray, element: Attribute) -> np.ndarray:
+    """Division rounded toward zero: for floats trunc of the quotient rounded to f32,
+    then to `element` (as eager's kernels round it; rounding float64's quotient to f32
+    again is exact, 53 >= 2 * 24 + 2 bits), C's `/` for integers (0 for a zero
+    divisor)."""
+    if a.dtype.kind == "f":
+        quotient = to_element_type((a / b).astype(np.float32), element)
+        return np.trunc(np.asarray(quotient, dtype=np.float64))
+    return np.floor_divide(a - np.fmod(a, b), np.where(b == 0, 1, b)) * (b != 0)
+
+
+def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Python's `%`: fmod, plus b where the remainder's sign differs from b's."""
+    r = np.fmod(a, b)
+    return np.where(_signs_differ(r, b), r + b, r)
+
 
 BINARY: dict[type[nn.BinaryElementwiseOp], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     nn.AddOp: np.add,
@@ -75,6 +117,9 @@ BINARY: dict[type[nn.BinaryElementwiseOp], Callable[[np.ndarray, np.ndarray], np
     nn.MaxOp: np.maximum,
     nn.MinOp: np.minimum,
     nn.PowOp: np.power,
+    nn.FloorDivOp: _floor_div,
+    nn.RemainderOp: _remainder,
+    nn.FmodOp: np.fmod,
 }
 
 COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -332,11 +377,18 @@ def _check_not_empty(op: nn.ReductionOp, x: np.ndarray, axes: tuple[int, ...]) -
                 raise EmptyReductionError(op, a)
 
 
+def _run_trunc_div(self, interpreter: Interpreter, op: nn.TruncDivOp, args: PythonValues):  # noqa: ANN001, ANN202
+    """nn.trunc_div: its float quotient rounds to the result's element type first."""
+    element = op.result.type.element_type
+    return _binary_impl(lambda a, b: _trunc_div(a, b, element))(self, interpreter, op, args)
+
+
 # Table-driven families: attach one `@impl` per op, then (re-)register the class.
 for _op, _fn in UNARY.items():
     setattr(NNFunctions, f"run_{_op.name[3:]}", impl(_op)(_unary_impl(_fn)))
 for _op, _fn in BINARY.items():
     setattr(NNFunctions, f"run_{_op.name[3:]}", impl(_op)(_binary_impl(_fn)))
+NNFunctions.run_trunc_div = impl(nn.TruncDivOp)(_run_trunc_div)
 for _op, _fn in REDUCE.items():
     setattr(NNFunctions, f"run_{_op.name[3:]}", impl(_op)(_reduce_impl(_fn)))
 NNFunctions = register_impls(NNFunctions)
