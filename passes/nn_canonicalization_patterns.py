@@ -19,7 +19,9 @@ Each nn op's `NNCanonicalization` trait asks `patterns_for(op_type)` for its pat
   kernels compute both from their tile indices, so a compile-time-constant chain such
   as Hugging Face's position ids and packed-sequence test folds away whole); a
   broadcast of an index vector stays (a kernel computes it from its tile indices, a
-  dense constant would be read from memory).
+  dense constant would be read from memory), and so does an op on an index vector
+  whose result would be neither a splat nor an index vector, at any size (a padding or
+  triangle mask computed from indices costs the kernel nothing; a folded one is data).
 Folding evaluates the op with the reference interpreter, so it has the same numerics,
 on one element for a splat. It never materializes an operand of more than
 `MAX_EVAL_ELEMENTS` elements: a reduction of a larger splat folds symbolically (max and
@@ -37,6 +39,7 @@ import numpy as np
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float32Type,
+    IntegerType,
     ModuleOp,
     TensorType,
 )
@@ -280,11 +283,15 @@ class FoldConstants(RewritePattern):
             out = np.asarray(_run(op, args))
         except InterpretError:  # e.g. the max of no elements: not ours to decide here
             return
-        if count > MAX_FOLD_ELEMENTS and not _may_be_free_in_kernels(out, count):
+        from_indices = any(_index_derived(v) for v in op.operands)
+        if (count > MAX_FOLD_ELEMENTS or from_indices) and not _may_be_free_in_kernels(out, count):
             return
         folded = nn.ConstantOp(_value_attr(out, result_type), result_type)
-        if count > MAX_FOLD_ELEMENTS and folded.splat_value is None and folded.arange is None:
-            return  # a large dense constant would be read from memory: keep computing it
+        if folded.splat_value is None and folded.arange is None:
+            if count > MAX_FOLD_ELEMENTS or from_indices:
+                # a dense constant would be read from memory (or built by the host),
+                # where the ops compute it from tile indices: keep computing it
+                return
         rewriter.replace(op, folded)
 
 
@@ -300,6 +307,18 @@ def _may_be_free_in_kernels(values: np.ndarray, count: int) -> bool:
         return False
     steps = np.diff(flat)
     return bool(np.all(steps == steps[0]))
+
+
+def _index_derived(v: SSAValue) -> bool:
+    """Whether constant `v` is an integer index vector (kernels compute it from their
+    tile indices), so ops on it fold only to splats and index vectors."""
+    owner, t = v.owner, v.type
+    return (
+        isinstance(owner, nn.ConstantOp)
+        and isinstance(t, TensorType)
+        and isinstance(t.element_type, IntegerType)
+        and owner.arange is not None
+    )
 
 
 def _broadcasts_index_vector(op: Operation) -> bool:

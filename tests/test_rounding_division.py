@@ -132,3 +132,17 @@ def test_unknown_rounding_mode_is_refused_with_the_op() -> None:
     rewritten: PyTorch refuses the mode before fuseopt sees it."""
     with pytest.raises(RuntimeError, match="rounding_mode"):
         torch.div(torch.ones(2), torch.ones(2), rounding_mode="ceil")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_gpu_matches_eager_cuda_bit_for_bit(dtype: torch.dtype, backend: str) -> None:
+    """On the GPU, against eager's CUDA kernels (whose 16-bit kernels may round where
+    the CPU's do not)."""
+    a, b = (t.cuda() for t in operands(dtype))
+    for name, fn in OPS.items():
+        compiled = fuseopt.compile(fn, backend=backend, **_options(name, dtype))
+        got = compiled(a, b)
+        assert not compiled.fallbacks, name
+        assert_same(got.cpu(), fn(a, b).cpu())

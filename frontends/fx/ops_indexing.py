@@ -26,9 +26,15 @@ from xdsl.ir import SSAValue
 from fuseopt.dialects import nn
 from fuseopt.frontends.fx.context import ImportContext, Imported, register
 from fuseopt.frontends.fx.ops_creation import index_vector
-from fuseopt.frontends.fx.ops_shape import contiguous_strides
+from fuseopt.frontends.fx.ops_shape import contiguous_strides, slice_value
 
 aten = torch.ops.aten
+
+
+def _shape_type(v: SSAValue) -> TensorType:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return t
 
 
 def _shape(v: SSAValue) -> list[int]:
@@ -186,3 +192,74 @@ def index_tensor(ctx: ImportContext, node: Node) -> Imported:
         else:
             coordinates.append(axis_of[d] if n != 1 else None)
     return _take(ctx, x, coordinates, result)
+
+
+@register(aten.pad.default)
+def pad(ctx: ImportContext, node: Node) -> Imported:
+    """pad(x, pad, mode="constant", value=None), as graphs traced without
+    decompositions (`fuseopt.export`) keep it: the constant mode is `constant_pad_nd`;
+    reflect, replicate and circular are not lowered (they run in PyTorch)."""
+    mode = ctx.arg(2, "mode", "constant")
+    if mode != "constant":
+        raise ctx.fail(f"pad mode {mode!r} is not lowered (only 'constant')")
+    value = ctx.arg(3, "value", None)
+    return _constant_pad(ctx, node, 0 if value is None else value)
+
+
+@register(aten.constant_pad_nd.default)
+def constant_pad_nd(ctx: ImportContext, node: Node) -> Imported:
+    """constant_pad_nd(x, pad, value=0): `pad` holds (before, after) pairs from the last
+    dim backwards; a negative amount crops, a positive one adds `value`. A crop alone is
+    a slice. With padding, out[i] = x[i - before] where that is inside x, else `value`:
+    an `nn.take` at the clamped source coordinates under a select, so the pad is indexing
+    in the kernel that reads it (a concatenation with constant blocks would cut the
+    padded axis into pieces as narrow as the pad)."""
+    return _constant_pad(ctx, node, ctx.arg(2, "value", 0))
+
+
+def _constant_pad(ctx: ImportContext, node: Node, value: object) -> Imported:
+    """`constant_pad_nd` of the node's input by its `pad` (args 0 and 1) with `value`."""
+    x = ctx.value(node.args[0])
+    pad = ctx.int_list(node.args[1], "pad")
+    shape = _shape(x)
+    rank = len(shape)
+    if len(pad) % 2 or len(pad) // 2 > rank:
+        raise ctx.fail(f"pad {pad} does not fit a tensor of rank {rank}")
+    if not isinstance(value, int | float):
+        raise ctx.fail(f"pad value must be a number, got {value!r}")
+    befores, afters = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):
+        befores[rank - 1 - i], afters[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    for d, (n, lo, hi) in enumerate(zip(shape, befores, afters, strict=True)):
+        if n + min(lo, 0) + min(hi, 0) < 0:
+            raise ctx.fail(f"pad {pad} crops dim {d} of size {n} below zero")
+    if all(p <= 0 for p in pad):  # crops only: a view
+        for d, (n, lo, hi) in enumerate(zip(shape, befores, afters, strict=True)):
+            x = slice_value(ctx, x, d, -lo, n + hi, 1)
+        return x
+    out = list(ctx.out_type().get_shape())
+    if not math.prod(shape) or not math.prod(out):  # nothing to read: all `value`
+        return ctx.constant(value, _shape_type(x).element_type, out)
+    coordinates: list[SSAValue | int | None] = []
+    inside: SSAValue | None = None
+    for d, (n, lo, hi) in enumerate(zip(shape, befores, afters, strict=True)):
+        if lo == 0 and hi == 0:
+            coordinates.append(d if n != 1 else None)
+            continue
+        # i - before over the whole result (a kernel computes it from its tile indices),
+        # clamped into x where a side is padded; in x where the clamp changed nothing
+        along = [out[d] if i == d else 1 for i in range(rank)]
+        source = ctx.broadcast(index_vector(ctx, out[d], -lo, along), out)
+        clamped = source
+        if lo > 0:
+            clamped = ctx.emit(nn.MaxOp(clamped, ctx.constant(0, i64, out)))
+        if hi > 0:
+            clamped = ctx.emit(nn.MinOp(clamped, ctx.constant(n - 1, i64, out)))
+        coordinates.append(clamped)
+        if clamped is not source:
+            valid = ctx.emit(nn.CompareOp("eq", clamped, source))
+            inside = valid if inside is None else ctx.emit(nn.SelectOp(inside, valid, inside))
+    gathered = _take(ctx, x, coordinates, out)
+    assert inside is not None  # some dim is padded
+    filler = ctx.constant(value, _shape_type(gathered).element_type, out)
+    return ctx.emit(nn.SelectOp(inside, gathered, filler))

@@ -268,29 +268,6 @@ def _pad_along(
     return parts[0] if len(parts) == 1 else ctx.emit(nn.ConcatOp(parts, dim))
 
 
-@register(aten.constant_pad_nd.default)
-def constant_pad_nd(ctx: ImportContext, node: Node) -> Imported:
-    """constant_pad_nd(x, pad, value=0): `pad` holds (before, after) pairs from the last
-    dim backwards; a negative amount crops (a slice), a positive one adds `value`."""
-    x = ctx.value(node.args[0])
-    pad = ctx.int_list(node.args[1], "pad")
-    value = ctx.arg(2, "value", 0)
-    shape = list(_type(x).get_shape())
-    if len(pad) % 2 or len(pad) // 2 > len(shape):
-        raise ctx.fail(f"pad {pad} does not fit a tensor of rank {len(shape)}")
-    if not isinstance(value, int | float):
-        raise ctx.fail(f"pad value must be a number, got {value!r}")
-    for i in range(len(pad) // 2):
-        dim = len(shape) - 1 - i
-        before, after = pad[2 * i], pad[2 * i + 1]
-        size = _type(x).get_shape()[dim]
-        if size + min(before, 0) + min(after, 0) < 0:
-            raise ctx.fail(f"pad {pad} crops dim {dim} of size {size} below zero")
-        x = slice_value(ctx, x, dim, -min(before, 0), size + min(after, 0), 1)
-        x = _pad_along(ctx, x, dim, max(before, 0), max(after, 0), value)
-    return ctx.reshape(x, ctx.out_type().get_shape())
-
-
 @register(aten.slice_backward.default)
 def slice_backward(ctx: ImportContext, node: Node) -> Imported:
     """slice_backward(grad, input_sizes, dim, start, end, step=1): the gradient placed
