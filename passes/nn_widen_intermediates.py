@@ -26,9 +26,12 @@ Algorithm, per region, in program order (the block is rebuilt, old ops erased):
 4. `nn.matmul` reads 16-bit operands; in a group routed to a generated kernel its result
    is its f32 accumulator, in a `library_gemm` group it keeps its type (the library
    writes it to memory, as eager does);
-4b. a 16-bit `nn.trunc_div` keeps its type: its meaning rounds the quotient to 16 bits
-   before truncating it (eager's), a discrete step that widening would change (bf16
-   1 / 0.1 is 10, the f32 quotient truncates to 9); its operands are read rounded;
+4b. the rounding ops (floor, ceil, trunc, floor_div, remainder, fmod) read their 16-bit
+   operands rounded, as eager does, and compute in f32: they jump at integers (or
+   multiples of the divisor), where an unrounded f32 operand may sit on the other
+   side; a 16-bit `nn.trunc_div` keeps its type: its meaning also rounds the quotient
+   to 16 bits before truncating it (bf16 1 / 0.1 is 10, the f32 quotient truncates
+   to 9);
 5. every other op is rebuilt with its 16-bit float operands and results in f32
    (constants keep their value: a 16-bit constant is exact in f32);
 6. `nn.yield` reads each 16-bit output through one narrowing `nn.cast`.
@@ -71,6 +74,17 @@ from fuseopt.passes.nn_fuse.legality import VIEW_TYPES
 
 MOVES_ELEMENTS = (*VIEW_TYPES, nn.TakeOp)
 """Ops that only move elements: kept in their operands' type, widened after."""
+
+ROUNDING_OPS = (
+    nn.FloorOp,
+    nn.CeilOp,
+    nn.TruncOp,
+    nn.FloorDivOp,
+    nn.RemainderOp,
+    nn.FmodOp,
+)
+"""Ops that jump at integers or multiples of the divisor: they read 16-bit operands
+rounded, as eager does (step 4b)."""
 
 
 def is_narrow_float(t: Attribute) -> bool:
@@ -121,6 +135,15 @@ class _RegionWidener:
             self.wide_of[value] = self._add(nn.CastOp(value, _widened(value.type)))
         return self.wide_of[value]
 
+    def rounded_wide(self, v: SSAValue) -> SSAValue:
+        """`v` rounded to its own type (if it was widened), then in f32."""
+        rounded = self.narrow(v)
+        if not is_narrow_float(rounded.type):
+            return rounded
+        if rounded not in self.wide_of:
+            self.wide_of[rounded] = self._add(nn.CastOp(rounded, _widened(rounded.type)))
+        return self.wide_of[rounded]
+
     def narrow(self, v: SSAValue) -> SSAValue:
         """`v`'s replacement in `v`'s own type: rounded once if it was widened."""
         value = self.value_of.get(v, v)
@@ -150,6 +173,10 @@ class _RegionWidener:
             return
         if isinstance(op, nn.TruncDivOp) and is_narrow_float(op.result.type):
             self._clone(op, [self.narrow(v) for v in op.operands], [op.result.type])
+            return
+        if isinstance(op, ROUNDING_OPS):
+            operands = [self.rounded_wide(v) for v in op.operands]
+            self._clone(op, operands, [_widened(r.type) for r in op.results])
             return
         if isinstance(op, nn.ConstantOp) and is_narrow_float(op.result.type):
             value = op.value

@@ -87,6 +87,16 @@ def test_matches_eager_bit_for_bit(name: str, dtype: torch.dtype, backend: str) 
     assert_same(got, fn(a, b))
 
 
+@pytest.mark.parametrize("backend", ["interpret", "triton"])
+def test_default_precision_rounds_what_a_rounding_op_reads(backend: str) -> None:
+    """Under the default f32 policy a rounding op reads a computed bf16 operand rounded,
+    as eager does: floor(x * 0.37) jumps where eager's does."""
+    g = torch.Generator().manual_seed(1)
+    a = (torch.randn(64, 64, generator=g) * 30).bfloat16()
+    fn = lambda t: torch.floor(t * 0.37) + 1  # noqa: E731
+    assert torch.equal(fuseopt.compile(fn, backend=backend)(a), fn(a))
+
+
 @pytest.mark.skipif(not emulator_available(), reason="the CUDA emulation needs g++")
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_cuda_backend_matches_eager_bit_for_bit(dtype: torch.dtype, tmp_path: Path) -> None:

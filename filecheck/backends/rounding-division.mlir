@@ -47,14 +47,21 @@
 // CUDA:      fo_floordiv(
 
 // Widening keeps a bf16 truncating division in bf16 (its quotient rounds to bf16 before
-// it is truncated), reading its operands rounded; the other ops compute in f32.
+// it is truncated), reading its operands rounded; the other rounding ops compute in f32
+// on operands rounded to bf16 first, as eager reads them.
 // WIDE-LABEL: func.func @f
 // WIDE:       nn.trunc_div %{{.*}}, %{{.*}} : tensor<8x64xbf16>
 // WIDE-LABEL: func.func @widened
 // WIDE:       %[[W:.*]] = nn.exp %{{.*}} : tensor<8x64xf32>
 // WIDE:       %[[N:.*]] = nn.cast %[[W]] : tensor<8x64xf32> -> tensor<8x64xbf16>
 // WIDE:       nn.trunc_div %[[N]], %{{.*}} : tensor<8x64xbf16>
-// WIDE:       nn.floor_div %{{.*}}, %{{.*}} : tensor<8x64xf32>
+// WIDE:       %[[Q:.*]] = nn.cast %{{.*}} : tensor<8x64xbf16> -> tensor<8x64xf32>
+// WIDE:       nn.floor_div %[[Q]], %{{.*}} : tensor<8x64xf32>
+// WIDE-LABEL: func.func @rounded_operand
+// WIDE:       %[[E:.*]] = nn.exp %{{.*}} : tensor<8x64xf32>
+// WIDE:       %[[R:.*]] = nn.cast %[[E]] : tensor<8x64xf32> -> tensor<8x64xbf16>
+// WIDE:       %[[B:.*]] = nn.cast %[[R]] : tensor<8x64xbf16> -> tensor<8x64xf32>
+// WIDE:       nn.floor %[[B]] : tensor<8x64xf32>
 func.func @f(%x: tensor<8x64xf32>, %y: tensor<8x64xf32>, %i: tensor<8x64xi64>, %j: tensor<8x64xi64>, %h: tensor<8x64xbf16>, %g: tensor<8x64xbf16>) -> (tensor<8x64xf32>, tensor<8x64xi64>, tensor<8x64xbf16>) {
   %0 = nn.floor %x : tensor<8x64xf32>
   %1 = nn.ceil %0 : tensor<8x64xf32>
@@ -75,4 +82,10 @@ func.func @widened(%h: tensor<8x64xbf16>, %g: tensor<8x64xbf16>) -> tensor<8x64x
   %1 = nn.trunc_div %0, %g : tensor<8x64xbf16>
   %2 = nn.floor_div %1, %g : tensor<8x64xbf16>
   func.return %2 : tensor<8x64xbf16>
+}
+
+func.func @rounded_operand(%h: tensor<8x64xbf16>) -> tensor<8x64xbf16> {
+  %0 = nn.exp %h : tensor<8x64xbf16>
+  %1 = nn.floor %0 : tensor<8x64xbf16>
+  func.return %1 : tensor<8x64xbf16>
 }
