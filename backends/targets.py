@@ -41,7 +41,7 @@ class TargetDescription:
     - `attention_blocks`: queries per query tile and keys per step of attention kernels
       ((0, 0): the tiler's heuristic);
     - `attention_query_tiles`: query tiles per attention program (0: the tiler's
-      heuristic, two for long non-causal attention; the CUDA target keeps one, its
+      heuristic, two for long attention with 128-wide heads; the CUDA target keeps one, its
       printer's kernel was not measured with two);
     - `scan`: whether the target lowers `nn.cumsum` to scan kernels (the CUDA printer
       prints those only as its line-per-thread scan, no faster than its whole-tensor

@@ -410,7 +410,9 @@ class TruncDivOp(BinaryElementwiseOp):
     `int(a / b)`) computes it: 1.0 over 0.1 gives 10, though the exact quotient is just
     below it. For 16-bit floats the quotient is rounded to 16 bits before it is
     truncated, as eager's kernels do (1 / 0.1 in bf16 is 10 though the f32 quotient is
-    9.99...). Example: `%r = nn.trunc_div %a, %b : tensor<4xf32>`."""
+    9.99...). Eager's CUDA kernel divides by a Python-number divisor as a product with
+    its reciprocal, which can land on the other side of an integer (4.5 / 0.3 gives 15
+    there, 14 on the CPU and here). Example: `%r = nn.trunc_div %a, %b : tensor<4xf32>`."""
 
     name = "nn.trunc_div"
 

@@ -19,8 +19,8 @@ Each nn op's `NNCanonicalization` trait asks `patterns_for(op_type)` for its pat
   kernels compute both from their tile indices, so a compile-time-constant chain such
   as Hugging Face's position ids and packed-sequence test folds away whole); a
   broadcast of an index vector stays (a kernel computes it from its tile indices, a
-  dense constant would be read from memory), and so does an op on an index vector
-  whose result would be neither a splat nor an index vector, at any size (a padding or
+  dense constant would be read from memory), and so does an elementwise op on an
+  index vector whose result would be neither a splat nor an index vector, at any size (a padding or
   triangle mask computed from indices costs the kernel nothing; a folded one is data).
 Folding evaluates the op with the reference interpreter, so it has the same numerics,
 on one element for a splat. It never materializes an operand of more than
@@ -283,7 +283,9 @@ class FoldConstants(RewritePattern):
             out = np.asarray(_run(op, args))
         except InterpretError:  # e.g. the max of no elements: not ours to decide here
             return
-        from_indices = any(_index_derived(v) for v in op.operands)
+        from_indices = isinstance(op, FREE_IN_KERNELS) and any(
+            _index_derived(v) for v in op.operands
+        )
         if (count > MAX_FOLD_ELEMENTS or from_indices) and not _may_be_free_in_kernels(out, count):
             return
         folded = nn.ConstantOp(_value_attr(out, result_type), result_type)
@@ -307,6 +309,18 @@ def _may_be_free_in_kernels(values: np.ndarray, count: int) -> bool:
         return False
     steps = np.diff(flat)
     return bool(np.all(steps == steps[0]))
+
+
+FREE_IN_KERNELS = (
+    nn.UnaryElementwiseOp,
+    nn.BinaryElementwiseOp,
+    nn.CompareOp,
+    nn.SelectOp,
+    nn.CastOp,
+)
+"""Ops a kernel computes on an index vector's values for nothing (elementwise): on an
+index vector they fold only to splats and index vectors. Others (a cumsum, a gather)
+fold to dense constants as any op does: computed, they would be kernels of their own."""
 
 
 def _index_derived(v: SSAValue) -> bool:

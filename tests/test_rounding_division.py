@@ -88,6 +88,32 @@ def test_matches_eager_bit_for_bit(name: str, dtype: torch.dtype, backend: str) 
 
 
 @pytest.mark.parametrize("backend", ["interpret", "triton"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_remainder_reads_a_scalar_in_the_tensors_type(dtype: torch.dtype, backend: str) -> None:
+    """`x % 0.1` on a 16-bit tensor is the remainder by the 16-bit 0.1, as eager's
+    kernels read the scalar (a number or a 0-d f32 tensor), on either side."""
+    x = torch.tensor([1.0, 7.0, -3.5, 250.0]).to(dtype)
+    cases = [
+        lambda t: t % 0.1,
+        lambda t: torch.fmod(t, 0.3),
+        lambda t: t % torch.tensor(0.1),
+        lambda t: torch.tensor(0.1) % t,
+    ]
+    for fn in cases:
+        assert_same(fuseopt.compile(fn, backend=backend)(x), fn(x))
+
+
+def test_rounding_a_bool_tensor_is_refused_as_eager_refuses_it() -> None:
+    """floor of a bool tensor runs in PyTorch (listed), which raises as eager does."""
+    x = torch.tensor([True, False])
+    with pytest.raises(RuntimeError):
+        torch.floor(x)
+    compiled = fuseopt.compile(torch.floor, backend="interpret")
+    with pytest.raises(Exception, match="bool|Bool"):
+        compiled(x)
+
+
+@pytest.mark.parametrize("backend", ["interpret", "triton"])
 def test_default_precision_rounds_what_a_rounding_op_reads(backend: str) -> None:
     """Under the default f32 policy a rounding op reads a computed bf16 operand rounded,
     as eager does: floor(x * 0.37) jumps where eager's does."""

@@ -263,3 +263,26 @@ func.func @other_takes(%m: tensor<2x4xf32>, %p: tensor<2x4xi64>) -> (tensor<2x4x
   %b = nn.take %m, %p : tensor<2x4xf32>, tensor<2x4xi64> -> tensor<2x4xf32>
   func.return %a, %b : tensor<2x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// Elementwise ops on an integer index vector fold only to splats and index vectors: a
+// mask or a clamp of positions stays computed (kernels make it from their tile
+// indices; folded, it would be dense data); arange + 1 folds (an index vector), and so
+// does a cumsum of one (computed, it would be a kernel of its own).
+// CHECK-LABEL: func.func @index_vector_folding
+// CHECK-DAG:   nn.compare lt
+// CHECK-DAG:   nn.max
+// CHECK-DAG:   nn.constant dense<[1, 2, 3, 4, 5, 6, 7, 8]> : tensor<8xi64>
+// CHECK-DAG:   nn.constant dense<[0, 1, 3, 6, 10, 15, 21, 28]> : tensor<8xi64>
+// CHECK-NOT:   nn.cumsum
+func.func @index_vector_folding() -> (tensor<8xi1>, tensor<8xi64>, tensor<8xi64>, tensor<8xi64>) {
+  %i = nn.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : tensor<8xi64>
+  %three = nn.constant 3 : tensor<8xi64>
+  %one = nn.constant 1 : tensor<8xi64>
+  %mask = nn.compare lt, %i, %three : tensor<8xi64>
+  %clamped = nn.max %i, %three : tensor<8xi64>
+  %next = nn.add %i, %one : tensor<8xi64>
+  %sums = nn.cumsum %i axis 0 : tensor<8xi64> -> tensor<8xi64>
+  func.return %mask, %clamped, %next, %sums : tensor<8xi1>, tensor<8xi64>, tensor<8xi64>, tensor<8xi64>
+}

@@ -88,12 +88,29 @@ for _targets, _op, _swap in [
 ]:
     register(*_targets)(_binary(_op, _swap))
 
+register(aten.floor_divide.default, aten.floor_divide.Scalar)(_binary(nn.FloorDivOp))
+
+
+def _in_result_type(op: Callable[..., Operation]) -> Callable[..., Imported]:
+    """remainder or fmod: computed in the result's type, a scalar operand (a number, a
+    0-d tensor) rounded to it first, as eager's kernels read it (`x_f16 % 0.1` takes
+    the remainder by f16's 0.1, not f32's: the results differ by a whole step)."""
+
+    def convert(ctx: ImportContext, node: Node) -> Imported:
+        dtype = ctx.out_val().dtype
+        # a number rounded here: a constant keeps its exact value when widened
+        a, b = (float(torch.tensor(v, dtype=dtype)) if isinstance(v, float) else v
+                for v in node.args[:2])  # fmt: skip
+        return ctx.elementwise(op, a, b, compute=ctx.element(dtype))
+
+    return convert
+
+
 for _targets, _op in [
-    ((aten.floor_divide.default, aten.floor_divide.Scalar), nn.FloorDivOp),
     ((aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor), nn.RemainderOp),
     ((aten.fmod.Tensor, aten.fmod.Scalar), nn.FmodOp),
 ]:
-    register(*_targets)(_binary(_op))
+    register(*_targets)(_in_result_type(_op))
 
 ROUNDING_DIVISIONS = {None: nn.DivOp, "floor": nn.FloorDivOp, "trunc": nn.TruncDivOp}
 """div's `rounding_mode` values and the nn ops they are."""
@@ -109,11 +126,14 @@ def div_rounding(ctx: ImportContext, node: Node) -> Imported:
 
 
 def _rounding(op: Callable[..., Operation]) -> Callable[..., Imported]:
-    """floor, ceil or trunc: an integer or bool tensor is returned as it is (PyTorch's
-    result is a copy of it)."""
+    """floor, ceil or trunc: an integer tensor is returned as it is (PyTorch's result is
+    a copy of it); a bool one is refused, as eager refuses it."""
 
     def convert(ctx: ImportContext, node: Node) -> Imported:
-        if not ctx.out_val().dtype.is_floating_point:
+        dtype = ctx.out_val().dtype
+        if dtype == torch.bool:  # eager refuses it: PyTorch runs it and raises
+            raise ctx.fail(f"{op.name} of a bool tensor is not defined")
+        if not dtype.is_floating_point:
             return ctx.value(node.args[0])
         return ctx.elementwise(op, node.args[0])
 
