@@ -31,12 +31,6 @@ from fuseopt.frontends.fx.ops_shape import contiguous_strides, slice_value
 aten = torch.ops.aten
 
 
-def _shape_type(v: SSAValue) -> TensorType:
-    t = v.type
-    assert isinstance(t, TensorType)
-    return t
-
-
 def _shape(v: SSAValue) -> list[int]:
     t = v.type
     assert isinstance(t, TensorType)
@@ -237,9 +231,10 @@ def _constant_pad(ctx: ImportContext, node: Node, value: object) -> Imported:
         for d, (n, lo, hi) in enumerate(zip(shape, befores, afters, strict=True)):
             x = slice_value(ctx, x, d, -lo, n + hi, 1)
         return x
-    out = list(ctx.out_type().get_shape())
+    out_type = ctx.out_type()
+    out = list(out_type.get_shape())
     if not math.prod(shape) or not math.prod(out):  # nothing to read: all `value`
-        return ctx.constant(value, _shape_type(x).element_type, out)
+        return ctx.constant(value, out_type.element_type, out)
     coordinates: list[SSAValue | int | None] = []
     inside: SSAValue | None = None
     for d, (n, lo, hi) in enumerate(zip(shape, befores, afters, strict=True)):
@@ -261,5 +256,5 @@ def _constant_pad(ctx: ImportContext, node: Node, value: object) -> Imported:
             inside = valid if inside is None else ctx.emit(nn.SelectOp(inside, valid, inside))
     gathered = _take(ctx, x, coordinates, out)
     assert inside is not None  # some dim is padded
-    filler = ctx.constant(value, _shape_type(gathered).element_type, out)
+    filler = ctx.constant(value, out_type.element_type, out)
     return ctx.emit(nn.SelectOp(inside, gathered, filler))

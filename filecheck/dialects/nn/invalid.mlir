@@ -369,3 +369,19 @@ func.func @cumsum_type(%x: tensor<4x8xf32>) -> tensor<4x8xbf16> {
   %0 = nn.cumsum %x axis 1 : tensor<4x8xf32> -> tensor<4x8xbf16>
   func.return %0 : tensor<4x8xbf16>
 }
+
+// -----
+
+func.func @rounding_float_only(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error@+1 {{'nn.floor' op needs a floating-point tensor, got tensor<4xi64>}}
+  %0 = nn.floor %a : tensor<4xi64>
+  func.return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @remainder_of_bools(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error@+1 {{'nn.fmod' op is not defined on i1 tensors}}
+  %0 = nn.fmod %a, %a : tensor<4xi1>
+  func.return %0 : tensor<4xi1>
+}
