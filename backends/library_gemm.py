@@ -85,44 +85,64 @@ def mm_padded(
     depth: int | None = None,
 ) -> None:
     """`out = a @ b (+ bias)` (2-d; `b` a [K, N] matrix or the transposed view of an
-    [N, K] one) computed at N = `columns` and K = `depth` (default K): `b` copied with
-    zero columns (and rows) appended (as rows of the [N, K] form when `b` is a
-    transposed view, so the copy reads and writes rows), `a` with zero columns appended
-    when K grows, the product (`torch.addmm` with the bias zero-padded) into a [M,
-    columns] buffer, its first N columns copied into `out`. An `out` that is already the
-    first N columns of an [M, columns] buffer (`padded_output`) is that buffer: no
-    copy. The zeros add nothing to the sums."""
+    [N, K] one) computed at N = `columns` and K = `depth` (default K), into a [M,
+    columns] buffer: `out` itself when it is already the first N columns of one
+    (`padded_output`), else a new one whose first N columns are then copied into `out`.
+
+    - `b` the transposed view of an [N, K] weight (an LM head's), no bias and K not
+      padded: no copy of `b`. Its first N rounded down to whole 16-byte vectors of
+      columns are one aligned GEMM, the rest (fewer than a vector) a second, narrow one;
+      both write the buffer, whose row pitch is aligned. On an H200 (bf16, the same
+      run) GPT-2's LM head, 2048 x 1024 @ 1024 x 50257, took 330 us against the copy's
+      368; with 8 rows 43 against 91 (the copy reads and writes the 100 MB weight in
+      every call); 4096 x 4096 @ 4096 x 32001 1620 against 1639. With a bias the split
+      is not taken: `torch.addmm` into a strided part of the buffer adds the bias after
+      rounding the product (eager's fused epilogue does not) and ran slower at many
+      rows (2048 x 1024 @ 1024 x 30522: 307 against 231 us).
+    - Otherwise `b` is copied with zero columns (and rows) appended (as rows of the
+      [N, K] form when `b` is a transposed view, so the copy reads and writes rows), `a`
+      with zero columns appended when K grows, and the product (`torch.addmm` with the
+      bias zero-padded) is computed whole. The zeros add nothing to the sums.
+
+    The Triton backend prints this function into its modules, so it uses torch only."""
     k, n = b.shape
     depth = k if depth is None else depth
-    if b.stride(0) == 1 and b.stride(1) != 1:  # the transposed view of an [N, K] weight
-        rows = torch.empty((columns, depth), dtype=b.dtype, device=b.device)
-        rows[:n, :k].copy_(b.mT)
-        rows[n:].zero_()
-        rows[:n, k:].zero_()
-        wide = rows.mT
-    else:
-        wide = torch.empty((depth, columns), dtype=b.dtype, device=b.device)
-        wide[:k, :n].copy_(b)
-        wide[:k, n:].zero_()
-        wide[k:].zero_()
     m = a.shape[0]
-    if depth != k:
-        deep = torch.empty((m, depth), dtype=a.dtype, device=a.device)
-        deep[:, :k].copy_(a)
-        deep[:, k:].zero_()
-        a = deep
     room = out.untyped_storage().nbytes() // out.element_size() - out.storage_offset()
     in_place = out.stride() == (columns, 1) and room >= m * columns
     if in_place:
         product = out.as_strided((m, columns), (columns, 1))
     else:
         product = torch.empty((m, columns), dtype=out.dtype, device=out.device)
-    if bias is None:
-        torch.mm(a, wide, out=product)
+    transposed = b.stride(0) == 1 and b.stride(1) != 1  # the transposed view of [N, K]
+    aligned = n - n % max(1, 16 // out.element_size())
+    if transposed and bias is None and depth == k and aligned > 0:
+        torch.mm(a, b[:, :aligned], out=product[:, :aligned])
+        if aligned < n:
+            torch.mm(a, b[:, aligned:], out=product[:, aligned:n])
     else:
-        padded_bias = torch.zeros((columns,), dtype=bias.dtype, device=bias.device)
-        padded_bias[:n].copy_(bias)
-        torch.addmm(padded_bias, a, wide, out=product)
+        if transposed:
+            rows = torch.empty((columns, depth), dtype=b.dtype, device=b.device)
+            rows[:n, :k].copy_(b.mT)
+            rows[n:].zero_()
+            rows[:n, k:].zero_()
+            wide = rows.mT
+        else:
+            wide = torch.empty((depth, columns), dtype=b.dtype, device=b.device)
+            wide[:k, :n].copy_(b)
+            wide[:k, n:].zero_()
+            wide[k:].zero_()
+        if depth != k:
+            deep = torch.empty((m, depth), dtype=a.dtype, device=a.device)
+            deep[:, :k].copy_(a)
+            deep[:, k:].zero_()
+            a = deep
+        if bias is None:
+            torch.mm(a, wide, out=product)
+        else:
+            padded_bias = torch.zeros((columns,), dtype=bias.dtype, device=bias.device)
+            padded_bias[:n].copy_(bias)
+            torch.addmm(padded_bias, a, wide, out=product)
     if not in_place:
         out.copy_(product[:, :n])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import fuseopt
 from fuseopt.backends.library_gemm import (
@@ -60,6 +61,69 @@ def test_mm_padded_matches_mm(transposed: bool, dtype: torch.dtype) -> None:
     b = weight.mT if transposed else weight.mT.contiguous()
     out = torch.full((5, 37), float("nan"), dtype=dtype)
     mm_padded(a, b, out, padded_columns(37, 10**6, a.element_size()))
+    torch.testing.assert_close(out, torch.mm(a, b))
+
+
+class _OpLog(TorchDispatchMode):
+    """The ATen ops run under it, by name (`aten.mm`, `aten.copy_`, ...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        self.ops.append(str(func.overloadpacket))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("features", [37, 41, 43])
+@pytest.mark.parametrize("padded_out", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_mm_padded_splits_a_transposed_weight_without_copying_it(
+    features: int, padded_out: bool, dtype: torch.dtype
+) -> None:
+    """A transposed [N, K] weight (an LM head's) is never copied: the aligned columns
+    and the narrow rest (1 or 3 columns here) are two GEMMs into the padded buffer;
+    into a padded output (in place) or a plain one (through a buffer)."""
+    g = torch.Generator().manual_seed(features)
+    a = torch.randn(7, 24, generator=g).to(dtype)
+    b = torch.randn(features, 24, generator=g).to(dtype).mT
+    columns = padded_columns(features, 10**6, a.element_size())
+    assert columns > features
+    if padded_out:
+        out = torch.full((7, columns), float("nan"), dtype=dtype)[:, :features]
+    else:
+        out = torch.full((7, features), float("nan"), dtype=dtype)
+    with _OpLog() as log:
+        mm_padded(a, b, out, columns)
+    assert log.ops.count("aten.mm") == 2 and "aten.zero_" not in log.ops, log.ops
+    assert log.ops.count("aten.copy_") == (0 if padded_out else 1), log.ops  # out only
+    torch.testing.assert_close(out, torch.mm(a, b))
+
+
+def test_mm_padded_with_a_bias_copies_the_weight() -> None:
+    """With a bias the product is one `torch.addmm` over the zero-padded weight (its
+    epilogue adds the bias before rounding, as eager's does)."""
+    g = torch.Generator().manual_seed(4)
+    a = torch.randn(7, 24, generator=g).to(torch.bfloat16)
+    b = torch.randn(37, 24, generator=g).to(torch.bfloat16).mT
+    c = torch.randn(37, generator=g).to(torch.bfloat16)
+    out = torch.empty((7, 37), dtype=torch.bfloat16)
+    with _OpLog() as log:
+        mm_padded(a, b, out, 40, c)
+    assert log.ops.count("aten.addmm") == 1 and "aten.mm" not in log.ops, log.ops
+    torch.testing.assert_close(out, torch.addmm(c, a, b))
+
+
+def test_mm_padded_copies_a_weight_narrower_than_a_vector() -> None:
+    """Fewer columns than one 16-byte vector leave no aligned part: the copy path."""
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(3, 16, generator=g).to(torch.bfloat16)
+    b = torch.randn(5, 16, generator=g).to(torch.bfloat16).mT
+    out = torch.empty((3, 5), dtype=torch.bfloat16)
+    with _OpLog() as log:
+        mm_padded(a, b, out, 8)
+    assert log.ops.count("aten.mm") == 1 and "aten.copy_" in log.ops, log.ops
     torch.testing.assert_close(out, torch.mm(a, b))
 
 
