@@ -26,6 +26,12 @@ The returned CompiledFunction has:
 - optionally `fused_module`: the nn module right after `fuseopt.pipelines.FUSE` (clone it
   before lowering further), which `fusion_report()` tabulates; without it the frontend
   runs FUSE on its own copy of the imported module.
+- optionally `trusting(trusted) -> callable`: the same function checking per call only
+  the inputs whose flag in `trusted` is False. The frontend passes True for an input it
+  knows has the compiled shape and dtype and is contiguous in every call: an input of
+  a forward or inference graph whose traced example is so, which Dynamo's guards pin.
+  `partly_checked` builds it from the backend's own check. Without it every call
+  checks every input.
 
 `CompiledModule.save(directory)` then writes every record's `source` as
 `<region>_<name><suffix>` with an index (`index.md`, `index.json`: kernel, region, fused
@@ -84,6 +90,40 @@ class CompiledFunction(Protocol):
     def __call__(self, *inputs: torch.Tensor) -> Sequence[torch.Tensor]:
         """Run on the function's arguments; return its results."""
         ...
+
+
+def partly_checked(
+    signature: Sequence[tuple[tuple[int, ...], torch.dtype]],
+    trusted: Sequence[bool],
+    check: Callable[[Sequence[Any]], Sequence[torch.Tensor]],
+    run: Callable[[Sequence[torch.Tensor]], tuple[torch.Tensor, ...]],
+    cuda_only: bool,
+) -> Callable[..., tuple[torch.Tensor, ...]]:
+    """A compiled function's `trusting` (see the module docstring): `run(inputs)` when
+    every input not `trusted` is a tensor of its `signature` entry's shape and dtype,
+    contiguous (and on a CUDA device when `cuda_only`), else `run(check(inputs))`, which
+    converts or raises. `signature` holds (shape, dtype) per input; `trusted` of
+    another length trusts nothing."""
+    trust = list(trusted) if len(trusted) == len(signature) else [False] * len(signature)
+    checked = [(i, *sig) for i, (sig, t) in enumerate(zip(signature, trust, strict=True)) if not t]
+    count = len(signature)
+
+    def call(*inputs: Any) -> tuple[torch.Tensor, ...]:
+        if len(inputs) != count:
+            return run(check(inputs))
+        for i, shape, dtype in checked:
+            x = inputs[i]
+            if (
+                not isinstance(x, torch.Tensor)
+                or x.dtype != dtype
+                or x.shape != shape
+                or not x.is_contiguous()
+                or (cuda_only and not x.is_cuda)
+            ):
+                return run(check(inputs))
+        return run(inputs)
+
+    return call
 
 
 class Backend(Protocol):

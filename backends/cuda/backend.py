@@ -24,6 +24,7 @@ import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
+from fuseopt.backends.contract import KernelRecord, partly_checked
 from fuseopt.backends.cuda.printer import CudaKernel, print_cuda
 from fuseopt.backends.cuda.runtime import (
     LoadedKernel,
@@ -264,8 +265,6 @@ class CudaFunction:
     """A compiled function: call it with CUDA tensors (see the module docstring)."""
 
     def __init__(self, module: ModuleOp, func_name: str, kernels: list[CudaKernel]):
-        from fuseopt.backends.contract import KernelRecord
-
         self.module = module
         self.func_name = func_name
         self.cuda_kernels = kernels
@@ -291,6 +290,7 @@ class CudaFunction:
                 self.kernels.append(
                     KernelRecord(name, ("nn.torch_call",), "torch_call", None, ".cu", "PyTorch")
                 )
+        self._checked = self.trusting([False] * len(self.plan.inputs))
         self._loaded: dict[tuple[int, str], LoadedKernel] = {}
         # per (device index, host thread): `_bind`
         self._bound: dict[tuple[int, int], list[tuple | None]] = {}
@@ -358,24 +358,19 @@ class CudaFunction:
         shape, dtype and layout as they are, allocate outputs, and for each launch store
         the buffer pointers in its reusable parameter slot and call cuLaunchKernel.
         """
+        return self._checked(*inputs)
+
+    def trusting(self, trusted: Sequence[bool]) -> Callable[..., tuple[torch.Tensor, ...]]:
+        """This function checking only the inputs not `trusted` (`partly_checked`)."""
+        signature = [(shape, dt) for _, shape, dt in self.plan.inputs]
+        return partly_checked(signature, trusted, self.check, self._run_inputs, cuda_only=True)
+
+    def _run_inputs(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        """Run on inputs `check` accepted: allocate the outputs, launch every step."""
         plan = self.plan
         bufs: list[torch.Tensor | None] = [None] * len(plan.slots)
-        fast = len(inputs) == len(plan.inputs)
-        if fast:
-            for (s, shape, dt), x in zip(plan.inputs, inputs, strict=True):
-                if not (
-                    isinstance(x, torch.Tensor)
-                    and x.is_cuda
-                    and x.dtype == dt
-                    and x.shape == shape
-                    and x.is_contiguous()
-                ):
-                    fast = False
-                    break
-                bufs[s] = x
-        if not fast:
-            for (s, _, _), x in zip(plan.inputs, self.check(inputs), strict=True):
-                bufs[s] = x
+        for (s, _, _), x in zip(plan.inputs, inputs, strict=True):
+            bufs[s] = x
         dev = bufs[plan.inputs[0][0]].device if plan.inputs else None  # type: ignore[union-attr]
         if dev is None:
             check_gpu()

@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from fuseopt.backends.contract import partly_checked
 from fuseopt.diagnostics import CompileError
 
 _IMPORT_LOCK = threading.Lock()
@@ -361,9 +362,16 @@ class TritonFunction:
             out.append(x if x.is_contiguous() else x.contiguous())
         return out
 
+    def trusting(self, trusted: Sequence[bool]) -> Callable[..., tuple[torch.Tensor, ...]]:
+        """This function checking only the inputs not `trusted` (`partly_checked`)."""
+        return partly_checked(self.inputs, trusted, self.check, self._run, cuda_only=False)
+
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Run on `inputs` (on their device, on its current stream)."""
-        xs = self.check(inputs)
+        return self._run(self.check(inputs))
+
+    def _run(self, xs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        """Run on inputs `check` accepted."""
         device = xs[0].device if xs else _default_device()
         if device.type != "cuda":
             return self.host(True)(*xs, device=device)

@@ -183,7 +183,10 @@ def fuseopt_backend(
     def graph_compiler(kind: str) -> Callable[[GraphModule, Sequence[Any]], Callable[..., Any]]:
         def compile_aten_graph(aten_gm: GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
             name = f"{kind}{len(log.graphs)}"
-            compiled = compile_graph_module(aten_gm, name, compile_region, log, eager)
+            # a backward graph's inputs come from the forward's regions and autograd
+            compiled = compile_graph_module(
+                aten_gm, name, compile_region, log, eager, guarded_inputs=kind != "backward"
+            )
             return make_boxed_func(compiled.forward)
 
         return compile_aten_graph

@@ -44,6 +44,7 @@ from fuseopt.frontends.fx.errors import (
 )
 from fuseopt.frontends.fx.importer import import_graph, import_node
 from fuseopt.frontends.fx.layouts import (
+    RegionLayouts,
     apply_layouts,
     region_layouts,
     with_layouts,
@@ -239,12 +240,16 @@ def compile_graph_module(
     compile_region: Callable[[Any, str], Callable[..., Sequence[torch.Tensor]]],
     record: CompileRecord,
     eager: Mapping[object, str] | None = None,
+    guarded_inputs: bool = False,
 ) -> GraphModule:
     """Replace the supported regions of `gm` by compiled callables (see module doc).
 
     `compile_region(module, func_name)` compiles an imported nn module's function and
     returns a callable from tensors to a sequence of tensors, or raises RegionFallback
     to leave the region eager. Targets in `eager` run eagerly (reason given).
+    `guarded_inputs`: `gm`'s placeholders have their traced sizes, strides and dtypes
+    in every call (a forward or inference graph: Dynamo's guards pin its inputs), so a
+    region reading one contiguously need not check it per call (`_guarded`).
     """
     if any(_reads_strides(n) for n in gm.graph.nodes):
         calls = [n for n in gm.graph.nodes if n.op == "call_function"]
@@ -287,12 +292,50 @@ def compile_graph_module(
             failed.extend(n for n in sub.graph.nodes if n.op == "call_function")
             reasons.update({n: e.reason for n in sub.graph.nodes})
             continue
-        region = CompiledRegion(with_layouts(compiled, layouts), func_name, host_scalars(sub))
+        scalars = host_scalars(sub)
+        trusting = getattr(compiled, "trusting", None)
+        if guarded_inputs and trusting is not None:
+            compiled = trusting(_guarded(node, layouts, scalars))
+        region = CompiledRegion(with_layouts(compiled, layouts), func_name, scalars)
         _call_directly(gm, node, region)
     gm.recompile()
     _log_fallbacks(graph_name, failed, reasons, record)
     record.graphs.append(graph_name)
     return gm
+
+
+def _guarded(node: Node, layouts: RegionLayouts, scalars: tuple[int, ...]) -> list[bool]:
+    """Per input of the region call `node`: whether it is a placeholder of the graph
+    traced with static sizes and strides that are dense in the order the region reads it
+    (`layouts`), so that it arrives contiguous with the compiled shape in every call.
+    Inputs made by other nodes are not: a compiled region's output may have a padded
+    row pitch its traced value does not show (`library_gemm.padded_output`)."""
+    flags = []
+    for i, arg in enumerate(node.args):
+        val = arg.meta.get("val") if isinstance(arg, Node) and arg.op == "placeholder" else None
+        if i in scalars or not isinstance(val, torch.Tensor):
+            flags.append(False)
+            continue
+        shape, stride = tuple(val.shape), tuple(val.stride())
+        if not all(isinstance(n, int) for n in (*shape, *stride)):
+            flags.append(False)
+            continue
+        order = layouts.inputs[i] if i < len(layouts.inputs) else None
+        if order is not None:
+            shape, stride = tuple(shape[d] for d in order), tuple(stride[d] for d in order)
+        flags.append(_dense(shape, stride))
+    return flags
+
+
+def _dense(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    """Whether `stride` is the row-major dense stride of `shape` (dims of size 1 may
+    have any stride, as `Tensor.is_contiguous` allows)."""
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(stride), strict=True):
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
 
 
 def _reads_strides(node: Node) -> bool:
