@@ -5,6 +5,9 @@ Each nn op's `NNCanonicalization` trait asks `patterns_for(op_type)` for its pat
 - no-op shape/type ops: cast, reshape, broadcast to the same type, identity transpose;
 - chains: transpose of transpose -> one transpose; reshape of reshape -> one reshape;
   broadcast of broadcast -> one broadcast; a widening cast undone by the reverse cast;
+- matmuls: a transpose of an operand's last two dims becomes the matmul's transpose
+  flag; a contraction of one element (an outer product, Hugging Face's rotary
+  `inv_freq @ position_ids`) becomes a broadcast multiply, fused like any elementwise op;
 - reductions of nothing: a sum over an axis of size 0 is 0 and a mean NaN, as in
   PyTorch (a max or min of nothing has no value and is left alone);
 - an identity gather: `nn.take` whose index, computed from constants only, is every
@@ -51,6 +54,7 @@ from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import int_array, is_float, static_shape
 from fuseopt.interpreter.dtypes import to_element_type
 from fuseopt.interpreter.errors import InterpretError
+from fuseopt.passes.nn_builder import NNBuilder
 
 MAX_FOLD_ELEMENTS = 1024
 """Largest non-splat result that constant folding materializes."""
@@ -204,6 +208,43 @@ class FoldTransposeIntoMatmul(RewritePattern):
                 changed = True
         if changed:
             rewriter.replace(op, nn.MatmulOp(operands[0], operands[1], flags[0], flags[1]))
+
+
+class FoldOuterProductMatmul(RewritePattern):
+    """matmul with a contraction of one element (K = 1) -> a broadcast multiply: an
+    outer product is elementwise work a kernel fuses, not a GEMM (a library call of its
+    own). Hugging Face's rotary embeddings compute `inv_freq @ position_ids` so, [1, 64,
+    1] @ [1, 1, S], before cos and sin. Each element is one product of two operands
+    converted to the result type, which is what the f32-accumulating matmul rounds
+    (16-bit operands: the f32 product is exact)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.MatmulOp, rewriter: PatternRewriter) -> None:
+        a, b, out = (v.type for v in (op.lhs, op.rhs, op.result))
+        assert isinstance(a, TensorType) and isinstance(b, TensorType)
+        assert isinstance(out, TensorType)
+        sa, sb, shape = a.get_shape(), b.get_shape(), out.get_shape()
+        contraction = sa[-2] if op.transpose_a is not None else sa[-1]
+        if contraction != 1 or not is_float(out.element_type):
+            return
+        builder = NNBuilder()
+        element = out.element_type
+        # either orientation holds the same elements in the same order when K = 1
+        lhs = _reshaped(builder, builder.cast(op.lhs, element), (*shape[:-1], 1))
+        rhs = _reshaped(builder, builder.cast(op.rhs, element), (*sb[:-2], 1, shape[-1]))
+        product = builder.add(
+            nn.MulOp(builder.broadcast(lhs, op.result), builder.broadcast(rhs, op.result))
+        )
+        rewriter.replace(op, builder.ops, [product])
+
+
+def _reshaped(builder: NNBuilder, x: SSAValue, shape: tuple[int, ...]) -> SSAValue:
+    """`x` reshaped to `shape` (no op when it has it)."""
+    t = x.type
+    assert isinstance(t, TensorType)
+    if tuple(t.get_shape()) == shape:
+        return x
+    return builder.add(nn.ReshapeOp(x, TensorType(t.element_type, shape)))
 
 
 def _swaps_last_two(perm: list[int]) -> bool:
@@ -504,7 +545,7 @@ def patterns_for(op_type: type[Operation]) -> tuple[RewritePattern, ...]:
     if op_type is nn.TransposeOp:
         found.append(FoldTransposes())
     if op_type is nn.MatmulOp:
-        found.append(FoldTransposeIntoMatmul())
+        found += [FoldTransposeIntoMatmul(), FoldOuterProductMatmul()]
     if op_type in (nn.SumOp, nn.MeanOp):
         found.append(FoldEmptyReduction())
     if op_type is nn.AttentionOp:

@@ -368,3 +368,33 @@ def test_host_scalars_reach_the_device_of_a_region() -> None:
     region = CompiledRegion(lambda *a: seen.extend(t.device.type for t in a) or a, "r", (1,))
     region(torch.empty(4, device="meta"), torch.tensor(2.0), torch.empty(4, device="meta"))
     assert seen == ["meta", "meta", "meta"]
+
+
+class RotaryFrequencies(nn.Module):
+    """Hugging Face's rotary embedding: `inv_freq @ position_ids` (an outer product
+    written as a batched matmul of contraction 1), then cos and sin."""
+
+    def __init__(self, half: int = 8):
+        super().__init__()
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, half, dtype=torch.float32) / half))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, x: torch.Tensor, position_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        inv = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        freqs = (inv @ position_ids[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+
+@pytest.mark.parametrize("backend", ["interpret", "triton"])
+def test_rotary_outer_product_is_elementwise(backend: str) -> None:
+    """The frequencies' matmul (contraction 1) becomes a multiply fused with cos and sin:
+    no library GEMM, eager's values (positions up to 4095, where the angle's rounding
+    shows)."""
+    model = RotaryFrequencies()
+    x = torch.randn(2, 5, 16, dtype=torch.bfloat16)
+    positions = torch.tensor([[0, 1, 2, 3, 4], [4091, 4092, 4093, 4094, 4095]])
+    compiled = fuseopt.compile(model, (x, positions), backend=backend)
+    assert "library_gemm" not in [k.schedule for k in compiled.kernels], compiled.kernels
+    for got, want in zip(compiled(x, positions), model(x, positions), strict=True):
+        torch.testing.assert_close(got, want)

@@ -66,6 +66,13 @@ func.func @f(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %a: tensor<2x8x4xf32>) -
   func.return %r, %r2, %r3 : tensor<4x16xf32>, tensor<2x4x16xf32>, tensor<8x2x8xf32>
 }
 """,
+    "outer_products": """
+func.func @f(%f: tensor<1x64x1xf32>, %p: tensor<1x1x7xf32>, %a: tensor<2x1x3xf32>, %b: tensor<5x1xf32>) -> (tensor<1x64x7xf32>, tensor<2x3x5xf32>) {
+  %r = nn.matmul %f, %p : tensor<1x64x1xf32>, tensor<1x1x7xf32> -> tensor<1x64x7xf32>
+  %r2 = nn.matmul %a, %b transpose_a transpose_b : tensor<2x1x3xf32>, tensor<5x1xf32> -> tensor<2x3x5xf32>
+  func.return %r, %r2 : tensor<1x64x7xf32>, tensor<2x3x5xf32>
+}
+""",
     "folding": """
 func.func @f(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>, tensor<3xi1>) {
   %a = nn.constant dense<[0.5, 1.5, -2.0]> : tensor<3xf32>
@@ -247,3 +254,22 @@ def test_canonicalize_keeps_long_index_vectors_computed() -> None:
     module = fuseopt.parse(_arange_module(n, body, f"tensor<{n}xi64>"))
     fuseopt.run_pipeline(module, "canonicalize")
     assert [op.name for op in module.walk() if isinstance(op, nn.AddOp)] == ["nn.add"]
+
+
+@pytest.mark.parametrize("result", ["bf16", "f32"])
+def test_outer_product_matmul_is_the_matmul_exactly(result: str) -> None:
+    """K = 1: the broadcast multiply canonicalize makes of a 16-bit matmul gives the
+    matmul's values bit for bit (one product, exact in f32, rounded once)."""
+    text = f"""
+func.func @f(%a: tensor<3x4x1xbf16>, %b: tensor<1x6xbf16>) -> tensor<3x4x6x{result}> {{
+  %r = nn.matmul %a, %b : tensor<3x4x1xbf16>, tensor<1x6xbf16> -> tensor<3x4x6x{result}>
+  func.return %r : tensor<3x4x6x{result}>
+}}
+"""
+    after = fuseopt.run_pipeline(fuseopt.parse(text), "canonicalize")
+    assert "nn.matmul" not in str(after) and "nn.mul" in str(after)
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal((3, 4, 1)) * 100, rng.standard_normal((1, 6)) * 1e-3]
+    (want,) = fuseopt.interpret(fuseopt.parse(text), "f", *args)
+    (got,) = fuseopt.interpret(after, "f", *args)
+    np.testing.assert_array_equal(got, want)

@@ -145,6 +145,33 @@ func.func @transpose_into_matmul(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %a: 
 
 // -----
 
+// A matmul whose contraction has one element is an outer product: a broadcast multiply
+// in the result type (bf16 operands of an f32 result converted first; transposed
+// operands reshaped, their elements already in order; a rank-2 rhs shared by the
+// batch). A contraction of two stays a matmul.
+// CHECK-LABEL: func.func @outer_product_matmul
+// CHECK-SAME:  (%[[F:.*]]: tensor<1x64x1xf32>, %[[P:.*]]: tensor<1x1x7xf32>, %[[A:.*]]: tensor<2x1x3xbf16>, %[[B:.*]]: tensor<5x1xbf16>, %[[C:.*]]: tensor<3x2xf32>)
+// CHECK-NEXT:  %[[FB:.*]] = nn.broadcast %[[F]] : tensor<1x64x1xf32> -> tensor<1x64x7xf32>
+// CHECK-NEXT:  %[[PB:.*]] = nn.broadcast %[[P]] : tensor<1x1x7xf32> -> tensor<1x64x7xf32>
+// CHECK-NEXT:  %[[R:.*]] = nn.mul %[[FB]], %[[PB]] : tensor<1x64x7xf32>
+// CHECK-NEXT:  %[[AW:.*]] = nn.cast %[[A]] : tensor<2x1x3xbf16> -> tensor<2x1x3xf32>
+// CHECK-NEXT:  %[[AR:.*]] = nn.reshape %[[AW]] : tensor<2x1x3xf32> -> tensor<2x3x1xf32>
+// CHECK-NEXT:  %[[BW:.*]] = nn.cast %[[B]] : tensor<5x1xbf16> -> tensor<5x1xf32>
+// CHECK-NEXT:  %[[BR:.*]] = nn.reshape %[[BW]] : tensor<5x1xf32> -> tensor<1x5xf32>
+// CHECK-NEXT:  %[[AB:.*]] = nn.broadcast %[[AR]] : tensor<2x3x1xf32> -> tensor<2x3x5xf32>
+// CHECK-NEXT:  %[[BB:.*]] = nn.broadcast %[[BR]] : tensor<1x5xf32> -> tensor<2x3x5xf32>
+// CHECK-NEXT:  %[[R2:.*]] = nn.mul %[[AB]], %[[BB]] : tensor<2x3x5xf32>
+// CHECK-NEXT:  %[[R3:.*]] = nn.matmul %[[C]], %[[C]] transpose_b
+// CHECK-NEXT:  func.return %[[R]], %[[R2]], %[[R3]]
+func.func @outer_product_matmul(%f: tensor<1x64x1xf32>, %p: tensor<1x1x7xf32>, %a: tensor<2x1x3xbf16>, %b: tensor<5x1xbf16>, %c: tensor<3x2xf32>) -> (tensor<1x64x7xf32>, tensor<2x3x5xf32>, tensor<3x3xf32>) {
+  %r = nn.matmul %f, %p : tensor<1x64x1xf32>, tensor<1x1x7xf32> -> tensor<1x64x7xf32>
+  %r2 = nn.matmul %a, %b transpose_a transpose_b : tensor<2x1x3xbf16>, tensor<5x1xbf16> -> tensor<2x3x5xf32>
+  %r3 = nn.matmul %c, %c transpose_b : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x3xf32>
+  func.return %r, %r2, %r3 : tensor<1x64x7xf32>, tensor<2x3x5xf32>, tensor<3x3xf32>
+}
+
+// -----
+
 // Reductions of a splat too large to evaluate fold symbolically (max, min and mean: the
 // splat; a float sum: the splat as stored times the count), never materializing it;
 // an integer sum of one is left alone.
