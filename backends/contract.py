@@ -29,7 +29,10 @@ The returned CompiledFunction has:
 - optionally `trusting(trusted) -> callable`: the same function checking per call only
   the inputs whose flag in `trusted` is False. The frontend passes True for an input it
   knows has the compiled shape and dtype and is contiguous in every call: an input of
-  a forward or inference graph whose traced example is so, which Dynamo's guards pin.
+  the Python frame Dynamo traced (forward and inference graphs; not a backward graph,
+  a piece of a DDP-split graph or AOTAutograd's synthetic bases) whose traced example
+  is dense in the order the region reads it, as Dynamo's guards then pin. A wrapper
+  that checks inputs itself (CUDA-graph replay) returns itself.
   `partly_checked` builds it from the backend's own check. Without it every call
   checks every input.
 

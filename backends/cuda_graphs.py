@@ -83,6 +83,11 @@ class CudaGraphFunction:
             raise AttributeError(name)
         return getattr(self.fn, name)
 
+    def trusting(self, trusted: Sequence[bool]) -> CudaGraphFunction:  # noqa: ARG002
+        """This object itself: a replay checks every input (the wrapped function's
+        `trusting` would launch plainly, without the graphs)."""
+        return self
+
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Replay a graph for these inputs (see the class docstring)."""
         xs = self.fn.check(inputs)

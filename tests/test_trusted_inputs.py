@@ -125,3 +125,72 @@ def test_a_padded_region_output_read_by_another_region_is_checked() -> None:
     assert any("sort" in f.target for f in compiled.fallbacks), compiled.fallbacks
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_reduce_overhead_keeps_its_cuda_graph_wrapper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mode="reduce-overhead"`: every call goes through the CUDA-graph wrapper (it
+    checks its inputs itself), never around it to the wrapped function's plain launches."""
+    from fuseopt.backends.cuda_graphs import CudaGraphFunction
+
+    calls = [0]
+    original = CudaGraphFunction.__call__
+
+    def counting(self, *inputs):  # noqa: ANN001, ANN002, ANN202
+        calls[0] += 1
+        return original(self, *inputs)
+
+    monkeypatch.setattr(CudaGraphFunction, "__call__", counting)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    x = torch.randn(5, 8)
+    with torch.no_grad():
+        compiled = fuseopt.compile(model, x, backend="triton", mode="reduce-overhead")
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert calls[0] >= 3
+
+
+def test_a_graph_split_by_ddp_checks_the_pieces_inputs(tmp_path: object) -> None:
+    """DDP's optimizer splits a graph into pieces compiled one by one: a later piece's
+    inputs are the earlier pieces' outputs (an LM head's, with a padded row pitch), not
+    frame inputs Dynamo guards, so they are checked; the result is eager's."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    if not dist.is_available():
+        pytest.skip("torch.distributed is not available")
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path}/rendezvous", rank=0, world_size=1
+    )
+    try:
+        torch.manual_seed(0)
+
+        class HeadAndGain(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.head = torch.nn.Linear(64, 16411, bias=False)
+                self.gain = torch.nn.Parameter(torch.randn(16, 16411))
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return torch.relu(self.head(x) * self.gain + 1.0)
+
+        model = HeadAndGain()
+        ddp = DistributedDataParallel(model, bucket_cap_mb=1)
+        compiled = torch.compile(ddp, backend="fuseopt", options={"strict": True})
+        x = torch.randn(16, 64)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    finally:
+        dist.destroy_process_group()
+        torch._dynamo.reset()
+
+
+def test_the_cuda_backend_refuses_trusted_cpu_inputs() -> None:
+    """Trusted inputs skip the per-call checks, not the device: CPU tensors given to
+    the cuda backend get its clear error (no GPU here; the wrong device on a GPU)."""
+    if torch.cuda.is_available():
+        pytest.skip("checks the error on a machine without a GPU")
+    from fuseopt.diagnostics import DeviceUnavailableError
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU())
+    x = torch.randn(5, 8)
+    with torch.no_grad(), pytest.raises(DeviceUnavailableError, match="needs an NVIDIA GPU"):
+        fuseopt.compile(model, x, backend="cuda")(x)

@@ -290,7 +290,10 @@ class CudaFunction:
                 self.kernels.append(
                     KernelRecord(name, ("nn.torch_call",), "torch_call", None, ".cu", "PyTorch")
                 )
-        self._checked = self.trusting([False] * len(self.plan.inputs))
+        signature = [(shape, dt) for _, shape, dt in self.plan.inputs]
+        self._checked = partly_checked(
+            signature, [False] * len(signature), self.check, self._run_inputs, cuda_only=True
+        )
         self._loaded: dict[tuple[int, str], LoadedKernel] = {}
         # per (device index, host thread): `_bind`
         self._bound: dict[tuple[int, int], list[tuple | None]] = {}
@@ -375,6 +378,8 @@ class CudaFunction:
         if dev is None:
             check_gpu()
             dev = torch.device("cuda", torch.cuda.current_device())
+        elif dev.type != "cuda":  # a trusted input on another device: `check` says why
+            return self._run_inputs(self.check(inputs))
         for s, shape, dt in plan.outputs:
             bufs[s] = _output(shape, dt, dev, plan.pitches.get(s))
         index = dev.index or 0

@@ -183,9 +183,9 @@ def fuseopt_backend(
     def graph_compiler(kind: str) -> Callable[[GraphModule, Sequence[Any]], Callable[..., Any]]:
         def compile_aten_graph(aten_gm: GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
             name = f"{kind}{len(log.graphs)}"
-            # a backward graph's inputs come from the forward's regions and autograd
+            guarded = kind != "backward" and frame_inputs(gm, aten_gm)
             compiled = compile_graph_module(
-                aten_gm, name, compile_region, log, eager, guarded_inputs=kind != "backward"
+                aten_gm, name, compile_region, log, eager, guarded_inputs=guarded
             )
             return make_boxed_func(compiled.forward)
 
@@ -269,6 +269,20 @@ def symbolic_share(gm: GraphModule) -> float:
         return 1.0
     touched = sum(symbolic(n) or any(symbolic(a) for a in n.all_input_nodes) for n in calls)
     return touched / len(calls)
+
+
+def frame_inputs(gm: GraphModule, aten_gm: GraphModule) -> bool:
+    """Whether `aten_gm`'s placeholders are, one for one, the inputs of the Python frame
+    Dynamo traced into `gm`, whose guards pin their sizes, strides and dtypes per call.
+    Not so for a backward graph (saved tensors, gradients), a piece of a graph DDP split
+    (its inputs are the previous pieces' outputs: a compiled region's may have a padded
+    row pitch its traced value does not show), or AOTAutograd's synthetic bases (one
+    base for aliased inputs, sized as no guard checks)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    aten = [n for n in aten_gm.graph.nodes if n.op == "placeholder"]
+    return len(aten) == len(placeholders) and all(
+        n.meta.get("grapharg") is not None for n in placeholders
+    )
 
 
 def on_meta_device(example_inputs: Sequence[Any]) -> bool:

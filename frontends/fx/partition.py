@@ -248,8 +248,9 @@ def compile_graph_module(
     returns a callable from tensors to a sequence of tensors, or raises RegionFallback
     to leave the region eager. Targets in `eager` run eagerly (reason given).
     `guarded_inputs`: `gm`'s placeholders have their traced sizes, strides and dtypes
-    in every call (a forward or inference graph: Dynamo's guards pin its inputs), so a
-    region reading one contiguously need not check it per call (`_guarded`).
+    in every call (they are the inputs of the frame Dynamo traced, which its guards
+    pin: `dynamo_backend.frame_inputs`), so a region reading one contiguously need not
+    check it per call (`_guarded`).
     """
     if any(_reads_strides(n) for n in gm.graph.nodes):
         calls = [n for n in gm.graph.nodes if n.op == "call_function"]
