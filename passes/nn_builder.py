@@ -47,6 +47,13 @@ class NNBuilder:
             return x
         return self.add(nn.BroadcastOp(x, TensorType(t.element_type, target.get_shape())))
 
+    def reshape(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """`x` reshaped to `shape` (no op when it already has it)."""
+        t = _tensor(x)
+        if tuple(t.get_shape()) == tuple(shape):
+            return x
+        return self.add(nn.ReshapeOp(x, TensorType(t.element_type, list(shape))))
+
     def constant(self, value: float, like: SSAValue) -> SSAValue:
         """A splat constant with the type of `like`."""
         return self.add(nn.ConstantOp(value, _tensor(like)))

@@ -230,21 +230,12 @@ class FoldOuterProductMatmul(RewritePattern):
         builder = NNBuilder()
         element = out.element_type
         # either orientation holds the same elements in the same order when K = 1
-        lhs = _reshaped(builder, builder.cast(op.lhs, element), (*shape[:-1], 1))
-        rhs = _reshaped(builder, builder.cast(op.rhs, element), (*sb[:-2], 1, shape[-1]))
+        lhs = builder.reshape(builder.cast(op.lhs, element), (*shape[:-1], 1))
+        rhs = builder.reshape(builder.cast(op.rhs, element), (*sb[:-2], 1, shape[-1]))
         product = builder.add(
             nn.MulOp(builder.broadcast(lhs, op.result), builder.broadcast(rhs, op.result))
         )
         rewriter.replace(op, builder.ops, [product])
-
-
-def _reshaped(builder: NNBuilder, x: SSAValue, shape: tuple[int, ...]) -> SSAValue:
-    """`x` reshaped to `shape` (no op when it has it)."""
-    t = x.type
-    assert isinstance(t, TensorType)
-    if tuple(t.get_shape()) == shape:
-        return x
-    return builder.add(nn.ReshapeOp(x, TensorType(t.element_type, shape)))
 
 
 def _swaps_last_two(perm: list[int]) -> bool:

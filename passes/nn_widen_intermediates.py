@@ -137,12 +137,7 @@ class _RegionWidener:
 
     def rounded_wide(self, v: SSAValue) -> SSAValue:
         """`v` rounded to its own type (if it was widened), then in f32."""
-        rounded = self.narrow(v)
-        if not is_narrow_float(rounded.type):
-            return rounded
-        if rounded not in self.wide_of:
-            self.wide_of[rounded] = self._add(nn.CastOp(rounded, _widened(rounded.type)))
-        return self.wide_of[rounded]
+        return self.wide(self.narrow(v))
 
     def narrow(self, v: SSAValue) -> SSAValue:
         """`v`'s replacement in `v`'s own type: rounded once if it was widened."""

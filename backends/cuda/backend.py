@@ -290,10 +290,8 @@ class CudaFunction:
                 self.kernels.append(
                     KernelRecord(name, ("nn.torch_call",), "torch_call", None, ".cu", "PyTorch")
                 )
-        signature = [(shape, dt) for _, shape, dt in self.plan.inputs]
-        self._checked = partly_checked(
-            signature, [False] * len(signature), self.check, self._run_inputs, cuda_only=True
-        )
+        self._signature = [(shape, dt) for _, shape, dt in self.plan.inputs]
+        self._checked = self._partly_checked([False] * len(self._signature))
         self._loaded: dict[tuple[int, str], LoadedKernel] = {}
         # per (device index, host thread): `_bind`
         self._bound: dict[tuple[int, int], list[tuple | None]] = {}
@@ -365,8 +363,13 @@ class CudaFunction:
 
     def trusting(self, trusted: Sequence[bool]) -> Callable[..., tuple[torch.Tensor, ...]]:
         """This function checking only the inputs not `trusted` (`partly_checked`)."""
-        signature = [(shape, dt) for _, shape, dt in self.plan.inputs]
-        return partly_checked(signature, trusted, self.check, self._run_inputs, cuda_only=True)
+        return self._partly_checked(trusted)
+
+    def _partly_checked(self, trusted: Sequence[bool]) -> Callable[..., tuple[torch.Tensor, ...]]:
+        # not `trusting`, which a subclass may override (the emulation returns itself)
+        return partly_checked(
+            self._signature, trusted, self.check, self._run_inputs, cuda_only=True
+        )
 
     def _run_inputs(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         """Run on inputs `check` accepted: allocate the outputs, launch every step."""

@@ -49,6 +49,7 @@ from fuseopt.frontends.fx.layouts import (
     region_layouts,
     with_layouts,
 )
+from fuseopt.frontends.fx.ops_shape import contiguous_strides
 from fuseopt.frontends.fx.types import tensor_type
 
 logger = logging.getLogger("fuseopt")
@@ -321,22 +322,12 @@ def _guarded(node: Node, layouts: RegionLayouts, scalars: tuple[int, ...]) -> li
         if not all(isinstance(n, int) for n in (*shape, *stride)):
             flags.append(False)
             continue
-        order = layouts.inputs[i] if i < len(layouts.inputs) else None
+        order = layouts.inputs[i]
         if order is not None:
             shape, stride = tuple(shape[d] for d in order), tuple(stride[d] for d in order)
-        flags.append(_dense(shape, stride))
+        dense = contiguous_strides(shape)  # a dim of size 1 may have any stride
+        flags.append(all(n == 1 or s == d for n, s, d in zip(shape, stride, dense, strict=True)))
     return flags
-
-
-def _dense(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
-    """Whether `stride` is the row-major dense stride of `shape` (dims of size 1 may
-    have any stride, as `Tensor.is_contiguous` allows)."""
-    expected = 1
-    for n, s in zip(reversed(shape), reversed(stride), strict=True):
-        if n != 1 and s != expected:
-            return False
-        expected *= n
-    return True
 
 
 def _reads_strides(node: Node) -> bool:
