@@ -254,6 +254,9 @@ class AutotunedFunction:
                         best[name] = (us, tuned, knob_label)
 
     def _time(self, module: Any, k: Mapping[str, Any], device: torch.device) -> float:
+        if not k["grid"]:  # dynamic sizes: no size to time at (the heuristic's tiling)
+            log.info("autotune: %s has dynamic sizes: not timed", k["name"])
+            return math.inf
         if device.type == "cuda":
             from fuseopt.backends.triton.runtime import FastLauncher
 

@@ -95,6 +95,14 @@ class CompiledFunction(Protocol):
         ...
 
 
+def shape_matches(actual: Sequence[int], spec: Sequence[int]) -> bool:
+    """Does a tensor of shape `actual` fit `spec`, where a dim of -1 is of dynamic size
+    (`?` in the IR) and fits any size?"""
+    return len(actual) == len(spec) and all(
+        s < 0 or a == s for a, s in zip(actual, spec, strict=True)
+    )
+
+
 def partly_checked(
     signature: Sequence[tuple[tuple[int, ...], torch.dtype]],
     trusted: Sequence[bool],
@@ -119,7 +127,7 @@ def partly_checked(
             if (
                 not isinstance(x, torch.Tensor)
                 or x.dtype != dtype
-                or x.shape != shape
+                or (x.shape != shape and not shape_matches(x.shape, shape))
                 or not x.is_contiguous()
                 or (cuda_only and not x.is_cuda)
             ):

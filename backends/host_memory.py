@@ -51,6 +51,8 @@ def plan_workspace(host: HostFunction) -> WorkspacePlan:
     size: dict[SSAValue, int] = {}
     last: dict[SSAValue, int] = {}
     for i, step in enumerate(host.steps):
+        if isinstance(step, Alloc) and step.sizes:
+            continue  # a size known per call: allocated on its own, not in the workspace
         if isinstance(step, Alloc):
             root[step.value] = step.value
             born[step.value] = last[step.value] = i

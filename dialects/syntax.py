@@ -9,6 +9,9 @@ has no directive for are small custom directives here, used inside the formats a
   parsed as i64;
 - `BareIdentifier($attr)`: a string attribute written as a bare word (`lt`, `sum`);
 - `IndexOperands($operands, type($operands))`: index operands written `[%i, %j]`;
+- `MixedSizes($static, $dynamic, type($dynamic))`: sizes written `[%n, 320]`, each a
+  number or an index operand: the numbers in an `array<i64>` attribute with
+  `DYNAMIC_SIZE` where an operand stands, the operands in order;
 - `SharedType(type(operands), type(results))`: one written type from which the op's
   class derives every operand and result type (`nn.add %a, %b : tensor<4xf32>`);
 - `SliceSpec($start, $limit, $step)`: `[0:4, 2:8:2]`;
@@ -27,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     BFloat16Type,
     DenseArrayBase,
     Float16Type,
@@ -160,6 +164,12 @@ def shape_str(shape: Sequence[int]) -> str:
     return "x".join(str(d) for d in shape) if shape else "scalar"
 
 
+def shape_text(shape: Sequence[int]) -> str:
+    """A shape as a Python tuple with `?` for a dynamic dim: `(?, 100)`."""
+    dims = ["?" if n < 0 else str(n) for n in shape]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
 # --------------------------------------------------------------------------- directives
 
 
@@ -224,6 +234,69 @@ class IndexOperands(_Directive):
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
         state.print_whitespace(printer)
         print_subscript(printer, list(self.operands.get(op)))
+
+
+DYNAMIC_SIZE = DYNAMIC_INDEX
+"""Where an `array<i64>` of mixed sizes (`MixedSizes`) has an operand instead of a
+number: MLIR's `kDynamic` (the smallest i64), what a `?` dim of a type holds too."""
+
+
+def mixed_sizes(static: Sequence[int], dynamic: Sequence[SSAValue]) -> list[int | SSAValue]:
+    """Sizes in order, numbers and operands merged (see `MixedSizes`)."""
+    operands = iter(dynamic)
+    return [next(operands) if s == DYNAMIC_SIZE else s for s in static]
+
+
+def split_sizes(sizes: Sequence[int | SSAValue]) -> tuple[list[int], list[SSAValue]]:
+    """(numbers with DYNAMIC_SIZE where an operand stands, the operands): the two
+    halves of mixed `sizes` an op stores."""
+    static = [DYNAMIC_SIZE if isinstance(s, SSAValue) else s for s in sizes]
+    return static, [s for s in sizes if isinstance(s, SSAValue)]
+
+
+@irdl_custom_directive
+class MixedSizes(_Directive):
+    """`[%n, 320]`: sizes that are numbers or index operands (`mixed_sizes`)."""
+
+    static: AttributeVariable
+    dynamic: VariadicOperandVariable
+    types: TypeDirective
+
+    def parse(self, parser: Parser, state: ParsingState) -> bool:
+        static: list[int] = []
+        dynamic = []
+
+        def one() -> None:
+            operand = parser.parse_optional_unresolved_operand()
+            if operand is not None:
+                dynamic.append(operand)
+                static.append(DYNAMIC_SIZE)
+            else:
+                start = parser.pos
+                value = parse_i64(parser)
+                if value < 0:
+                    parser.raise_error("a size is a non-negative number or an operand", start)
+                static.append(value)
+
+        parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, one)
+        self.static.set(state, int_array(static))
+        self.dynamic.set(state, dynamic)
+        self.types.set(state, [IndexType()] * len(dynamic))
+        return True
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        sizes = mixed_sizes(array_values(self.static.get(op)), list(self.dynamic.get(op)))
+        printer.print_string("[")
+        printer.print_list(
+            sizes,
+            lambda s: (
+                printer.print_operand(s)
+                if isinstance(s, SSAValue)
+                else printer.print_string(str(s))
+            ),
+        )
+        printer.print_string("]")
 
 
 @irdl_custom_directive

@@ -127,6 +127,7 @@ from fuseopt.dialects.syntax import (
     FourOperandTypes,
     IndexOperands,
     IntList,
+    MixedSizes,
     SharedType,
     SharedTypeOp,
     TwoOperandTypes,
@@ -134,9 +135,11 @@ from fuseopt.dialects.syntax import (
     int_array,
     is_bool,
     is_float,
+    mixed_sizes,
     parse_i64,
     print_subscript,
     shape_str,
+    split_sizes,
     tensor_type,
 )
 from fuseopt.dialects.tile_verification import (
@@ -145,6 +148,7 @@ from fuseopt.dialects.tile_verification import (
     check_index_operands,
     check_kernel_nn_ops,
     check_launch_knobs,
+    check_mixed_sizes,
     check_tile_box,
     check_tiling_attributes,
     fill_attr,
@@ -241,12 +245,39 @@ OUTPUT_ATTR = "tile.output"
 """The argument attribute that marks a host function's out-param buffers."""
 
 
+DIMS_FROM_ATTR = "tile.dims_from"
+"""The argument attribute of an out-param of dynamic size that says where its sizes
+come from: `array<i64: p0, d0, p1, d1, ...>`, for each `?` of its type in order, dim
+`d` of parameter `p` (an input). The host function allocates it with those sizes."""
+
+
 def output_params(f: func.FuncOp) -> list[bool]:
     """For each argument of host function `f`: is it an out-param (`{tile.output}`)?"""
     n = len(f.function_type.inputs.data)
     if f.arg_attrs is None:
         return [False] * n
     return [OUTPUT_ATTR in d.data for d in f.arg_attrs.data]
+
+
+def output_dims_from(f: func.FuncOp) -> list[tuple[tuple[int, int], ...]]:
+    """For each argument of host function `f`: its `tile.dims_from` as (parameter, dim)
+    pairs (empty without one). VerifyException for an odd-length array."""
+    n = len(f.function_type.inputs.data)
+    if f.arg_attrs is None:
+        return [()] * n
+    out = []
+    for d in f.arg_attrs.data:
+        attr = d.data.get(DIMS_FROM_ATTR)
+        if attr is None:
+            out.append(())
+            continue
+        if not isinstance(attr, DenseArrayBase) or len(array_values(attr)) % 2:
+            raise VerifyException(
+                f"{DIMS_FROM_ATTR} must be an array<i64: parameter, dim, ...>, got {attr}"
+            )
+        v = array_values(attr)
+        out.append(tuple((v[i], v[i + 1]) for i in range(0, len(v), 2)))
+    return out
 
 
 def strided_layout(t: MemRefType) -> tuple[tuple[int, ...], int] | None:
@@ -293,15 +324,21 @@ def buffer_offset(t: MemRefType) -> int:
     return 0 if layout is None else layout[1]
 
 
-def memref_type(value: SSAValue | Attribute, what: str, strided: bool = False) -> MemRefType:
+def memref_type(
+    value: SSAValue | Attribute, what: str, strided: bool = False, dynamic: bool = False
+) -> MemRefType:
     """The static memref type of `value`, or a VerifyException naming `what`.
     `strided`: a strided view (a kernel parameter that loads and stores address) is
-    accepted too; otherwise a layout is rejected."""
+    accepted too; otherwise a layout is rejected. `dynamic`: dims of dynamic size (`?`,
+    read with `tile.dim`) are accepted too, in a contiguous buffer only."""
     t = value.type if isinstance(value, SSAValue) else value
     if not isinstance(t, MemRefType):
         raise VerifyException(f"{what} must be a memref, got {t}")
     if any(d < 0 for d in t.get_shape()):
-        raise VerifyException(f"{what} must have a static shape, got {t}")
+        if not dynamic:
+            raise VerifyException(f"{what} must have a static shape, got {t}")
+        if not isinstance(t.layout, NoneAttr):
+            raise VerifyException(f"{what}: a strided view must have a static shape, got {t}")
     if strided and not isinstance(t.layout, NoneAttr):
         strided_layout(t)
     elif not isinstance(t.layout, NoneAttr):
@@ -311,6 +348,11 @@ def memref_type(value: SSAValue | Attribute, what: str, strided: bool = False) -
             f"{what} cannot live in registers: registers hold tiles (tensors), not buffers; got {t}"
         )
     return t
+
+
+def is_dynamic(t: MemRefType) -> bool:
+    """Does buffer type `t` have a dim of dynamic size (`?`)?"""
+    return any(d < 0 for d in t.get_shape())
 
 
 def enclosing_kernel(op: Operation) -> KernelOp | None:
@@ -465,7 +507,7 @@ class KernelOp(IRDLOperation):
         if not 1 <= self.grid_rank <= 3:
             raise VerifyException(f"grid rank must be 1, 2 or 3, got {self.grid_rank}")
         for i, a in enumerate(self.body.block.args):
-            t = memref_type(a, f"kernel parameter {i}", strided=True)
+            t = memref_type(a, f"kernel parameter {i}", strided=True, dynamic=True)
             if memory_space(t) != MemorySpace.GLOBAL:
                 raise VerifyException(f"kernel parameter {i} must be a global buffer, got {t}")
         if not isinstance(self.body.block.last_op, ReturnOp):
@@ -517,34 +559,43 @@ class KernelOp(IRDLOperation):
 class LaunchOp(IRDLOperation):
     """Host side: run kernel `@k` over a grid of the given sizes with buffer arguments.
 
-    Each argument must have the element type and element count of the kernel's
-    parameter; a different shape is a free row-major reinterpretation (a view). A
-    strided parameter (`strided_layout`) is a view of the argument's elements: it must
-    stay inside them.
+    A grid size is a positive number or an index value computed on the host (from
+    `tile.dim` of a buffer of dynamic size; zero programs launch nothing). Each argument
+    must have the element type and element count of the kernel's parameter; a
+    different shape is a free row-major reinterpretation (a view). A strided parameter
+    (`strided_layout`) is a view of the argument's elements: it must stay inside them.
+    A parameter of dynamic size takes a buffer of its very type (the kernel reads the
+    argument's sizes).
 
     Example:
         tile.launch @add grid [4] (%x, %y) : memref<64xf32>, memref<64xf32>
+        tile.launch @rows grid [%g] (%a, %b) : memref<?x64xf32>, memref<?x64xf32>
     """
 
     name = "tile.launch"
-    custom_directives = (IntList,)
+    custom_directives = (MixedSizes,)
     assembly_format = (
-        "$kernel `grid` custom<IntList>($grid) ` ` `(` $args `)` attr-dict (`:` type($args)^)?"
+        "$kernel `grid` custom<MixedSizes>($grid, $dynamic_grid, type($dynamic_grid)) ` ` "
+        "`(` $args `)` attr-dict (`:` type($args)^)?"
     )
     kernel = attr_def(SymbolRefAttr)
     grid = attr_def(DenseArrayBase)
+    dynamic_grid = var_operand_def()
     args = var_operand_def(MemRefType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
-    def __init__(self, kernel: str, grid: Sequence[int], args: Sequence[SSAValue]):
+    def __init__(self, kernel: str, grid: Sequence[int | SSAValue], args: Sequence[SSAValue]):
+        static, dynamic = split_sizes(grid)
         super().__init__(
-            operands=[args],
-            attributes={"kernel": SymbolRefAttr(kernel), "grid": int_array(grid)},
+            operands=[dynamic, args],
+            attributes={"kernel": SymbolRefAttr(kernel), "grid": int_array(static)},
         )
 
     @property
-    def grid_sizes(self) -> tuple[int, ...]:
-        """The number of programs along each grid dimension."""
-        return array_values(self.grid)
+    def grid_sizes(self) -> tuple[int | SSAValue, ...]:
+        """The number of programs along each grid dimension: a number, or the index
+        value of a size computed on the host."""
+        return tuple(mixed_sizes(array_values(self.grid), list(self.dynamic_grid)))
 
     def callee(self) -> KernelOp:
         """The launched kernel (VerifyException when it does not exist)."""
@@ -557,8 +608,9 @@ class LaunchOp(IRDLOperation):
         if enclosing_kernel(self) is not None:
             raise VerifyException("tile.launch is a host op; it cannot appear in a kernel")
         check_i64(self.grid, "grid")
+        check_mixed_sizes(array_values(self.grid), self.dynamic_grid, "grid sizes")
         sizes = self.grid_sizes
-        if any(s < 1 for s in sizes):
+        if any(isinstance(s, int) and s < 1 for s in sizes):
             raise VerifyException(f"grid sizes must be positive, got {list(sizes)}")
         k = self.callee()
         if len(sizes) != k.grid_rank:
@@ -571,8 +623,14 @@ class LaunchOp(IRDLOperation):
                 f"@{k.sym_name.data} takes {len(params)} buffers, {len(self.args)} were given"
             )
         for i, (a, p) in enumerate(zip(self.args, params, strict=True)):
-            t = memref_type(a, f"argument {i}")
-            if t.element_type != p.element_type or not _passable(t, p):
+            t = memref_type(a, f"argument {i}", dynamic=True)
+            if is_dynamic(t) or is_dynamic(p):
+                if t != p:
+                    raise VerifyException(
+                        f"argument {i} of type {t} cannot be passed as {p}: a buffer of "
+                        f"dynamic size is passed as its very type"
+                    )
+            elif t.element_type != p.element_type or not _passable(t, p):
                 raise VerifyException(f"argument {i} of type {t} cannot be passed as {p}")
 
 
@@ -617,6 +675,39 @@ class ProgramIdOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class DimOp(IRDLOperation):
+    """The size of dim `dim` of a buffer, as an index: how host functions and kernels
+    read a dynamic size (`?`); on a static dim it is that number. Host or kernel.
+
+    Example: `%n = tile.dim %x, 0 : memref<?x4096xbf16>`
+    """
+
+    name = "tile.dim"
+    custom_directives = (BareInteger,)
+    assembly_format = "$buffer `,` custom<BareInteger>($dim) attr-dict `:` type($buffer)"
+    buffer = operand_def(MemRefType)
+    dim = attr_def(IntegerAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, buffer: SSAValue, dim: int):
+        super().__init__(
+            operands=[buffer], attributes={"dim": IntegerAttr(dim, i64)}, result_types=[IndexType()]
+        )
+
+    @property
+    def index(self) -> int:
+        """Which dim."""
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        check_i64(self.dim, "dim")
+        t = memref_type(self.buffer, "buffer", strided=True, dynamic=True)
+        if not 0 <= self.index < len(t.get_shape()):
+            raise VerifyException(f"dim {self.index} is out of range for {t}")
+
+
 # --------------------------------------------------------------------------- memory
 
 
@@ -649,7 +740,7 @@ class LoadOp(IRDLOperation):
         tile: Sequence[int],
         fill: float | int = 0,
     ):
-        t = memref_type(buffer, "buffer", strided=True)
+        t = memref_type(buffer, "buffer", strided=True, dynamic=True)
         attrs: dict[str, Attribute] = {}
         if fill != 0:
             attrs["fill"] = fill_attr(fill, t.element_type)
@@ -666,7 +757,7 @@ class LoadOp(IRDLOperation):
 
     def verify_(self) -> None:
         require_kernel(self)
-        buf = memref_type(self.buffer, "buffer", strided=True)
+        buf = memref_type(self.buffer, "buffer", strided=True, dynamic=True)
         tile = tensor_type(self.result, "result")
         check_index_operands(self.offsets, "offsets")
         check_tile_box(tile.get_shape(), buf, len(self.offsets), "tile.load")
@@ -760,7 +851,7 @@ class StoreOp(IRDLOperation):
 
     def verify_(self) -> None:
         require_kernel(self)
-        buf = memref_type(self.buffer, "buffer", strided=True)
+        buf = memref_type(self.buffer, "buffer", strided=True, dynamic=True)
         tile = tensor_type(self.value, "value")
         check_index_operands(self.offsets, "offsets")
         check_tile_box(tile.get_shape(), buf, len(self.offsets), "tile.store")
@@ -809,38 +900,53 @@ class GatherOp(IRDLOperation):
 
 @irdl_op_definition
 class MaskOp(IRDLOperation):
-    """An i1 tile, true where `offset[d] + i_d < bound[d]` in every dim d. Kernel-only.
+    """An i1 tile, true where `offset[d] + i_d < bound[d]` in every dim d. A bound is a
+    number or an index value (a dynamic size, from `tile.dim`). Kernel-only.
 
     Example:
         %m = tile.mask [%r, %c] bounds [6, 100] : tensor<2x128xi1>
+        %n = tile.dim %x, 0 : memref<?x100xf32>
+        %k = tile.mask [%r, %c] bounds [%n, 100] : tensor<2x128xi1>
     """
 
     name = "tile.mask"
-    custom_directives = (
-        IndexOperands,
-        IntList,
-    )
+    custom_directives = (IndexOperands, MixedSizes)
     assembly_format = (
-        "custom<IndexOperands>($offsets, type($offsets)) `bounds` custom<IntList>($bounds) "
+        "custom<IndexOperands>($offsets, type($offsets)) `bounds` "
+        "custom<MixedSizes>($bounds, $dynamic_bounds, type($dynamic_bounds)) "
         "attr-dict `:` type($result)"
     )
     offsets = var_operand_def()  # index: verify_ says so more clearly than IRDL would
+    dynamic_bounds = var_operand_def()
     bounds = attr_def(DenseArrayBase)
     result = result_def(TensorType)
     traits = traits_def(Pure())
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
-    def __init__(self, offsets: Sequence[SSAValue], bounds: Sequence[int], tile: Sequence[int]):
+    def __init__(
+        self,
+        offsets: Sequence[SSAValue],
+        bounds: Sequence[int | SSAValue],
+        tile: Sequence[int],
+    ):
+        static, dynamic = split_sizes(bounds)
         super().__init__(
-            operands=[offsets],
+            operands=[offsets, dynamic],
             result_types=[TensorType(i1, list(tile))],
-            attributes={"bounds": int_array(bounds)},
+            attributes={"bounds": int_array(static)},
         )
+
+    @property
+    def bound_sizes(self) -> list[int | SSAValue]:
+        """The bound of each dim: a number, or the index value of a dynamic one."""
+        return mixed_sizes(array_values(self.bounds), list(self.dynamic_bounds))
 
     def verify_(self) -> None:
         require_kernel(self)
         check_i64(self.bounds, "bounds")
         t = tensor_type(self.result, "result")
         check_index_operands(self.offsets, "offsets")
+        check_mixed_sizes(array_values(self.bounds), self.dynamic_bounds, "bounds")
         rank = len(t.get_shape())
         if len(self.offsets) != rank or len(array_values(self.bounds)) != rank:
             raise VerifyException(f"tile.mask needs {rank} offsets and bounds for {t}")
@@ -902,22 +1008,33 @@ class IotaOp(IRDLOperation):
 class AllocOp(IRDLOperation):
     """Allocate a buffer: a global temporary on the host, shared memory in a kernel.
 
-    Contents are undefined until written.
+    Contents are undefined until written. On the host a buffer may have dims of dynamic
+    size (`?`): one index operand each, in order, gives their sizes.
 
     Example:
         %t = tile.alloc : memref<64xf32>
+        %u = tile.alloc(%n) : memref<?x64xf32>
         %s = tile.alloc : memref<2x512xf32, #tile.memory_space<shared>>
     """
 
     name = "tile.alloc"
+    dynamic_sizes = var_operand_def(IndexType)
     result = result_def(MemRefType)
-    assembly_format = "attr-dict `:` type($result)"
+    assembly_format = "(`(` $dynamic_sizes^ `)`)? attr-dict `:` type($result)"
 
-    def __init__(self, t: MemRefType):
-        super().__init__(result_types=[t])
+    def __init__(self, t: MemRefType, dynamic_sizes: Sequence[SSAValue] = ()):
+        super().__init__(operands=[dynamic_sizes], result_types=[t])
 
     def verify_(self) -> None:
-        t = memref_type(self.result, "the allocated buffer")
+        kernel = enclosing_kernel(self)
+        t = memref_type(self.result, "the allocated buffer", dynamic=kernel is None)
+        check_index_operands(self.dynamic_sizes, "sizes")
+        dynamic = sum(1 for d in t.get_shape() if d < 0)
+        if len(self.dynamic_sizes) != dynamic:
+            raise VerifyException(
+                f"tile.alloc of {t} takes {dynamic} sizes (one per dynamic dim), "
+                f"got {len(self.dynamic_sizes)}"
+            )
         want = MemorySpace.SHARED if enclosing_kernel(self) else MemorySpace.GLOBAL
         if memory_space(t) != want:
             raise VerifyException(
@@ -1366,6 +1483,7 @@ TILE = Dialect(
         ReturnOp,
         LaunchOp,
         ProgramIdOp,
+        DimOp,
         LoadOp,
         GatherOp,
         StoreOp,
@@ -1391,6 +1509,7 @@ __all__ = [
     "TILE",
     "AllocOp",
     "BarrierOp",
+    "DimOp",
     "BroadcastOp",
     "CopyOp",
     "DotOp",

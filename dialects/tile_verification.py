@@ -24,7 +24,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from fuseopt.dialects import nn
-from fuseopt.dialects.syntax import array_values, is_bool, is_float, shape_str
+from fuseopt.dialects.syntax import DYNAMIC_SIZE, array_values, is_bool, is_float, shape_str
 
 TILE_NN_OPS = nn.ELEMENTWISE_OPS
 """The nn ops a tiled kernel applies to tiles, besides splat `nn.constant`: the
@@ -41,6 +41,18 @@ def check_index_operands(values: Sequence[SSAValue], what: str) -> None:
     for v in values:
         if not isinstance(v.type, IndexType):
             raise VerifyException(f"{what} must be of type index, got {v.type}")
+
+
+def check_mixed_sizes(static: Sequence[int], dynamic: Sequence[SSAValue], what: str) -> None:
+    """Mixed sizes (`syntax.MixedSizes`): one index operand per DYNAMIC_SIZE entry, the
+    other entries non-negative numbers."""
+    check_index_operands(dynamic, what)
+    if sum(1 for s in static if s == DYNAMIC_SIZE) != len(dynamic):
+        raise VerifyException(
+            f"{what} {list(static)} need one operand per dynamic entry, got {len(dynamic)}"
+        )
+    if any(s < 0 and s != DYNAMIC_SIZE for s in static):
+        raise VerifyException(f"{what} must be non-negative, got {list(static)}")
 
 
 def check_tile_box(tile: Sequence[int], buf: MemRefType, n_offsets: int, what: str) -> None:

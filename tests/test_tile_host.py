@@ -14,7 +14,7 @@ from fuseopt.dialects import tile_host
 HOST = (Path(__file__).resolve().parents[1] / "filecheck/backends/host-functions.mlir").read_text()
 """A host function with an allocation, a view, two launches and a stray constant."""
 
-CLEAN = HOST.replace("  %c = arith.constant 0 : index\n", "")
+CLEAN = HOST.replace("  %c = arith.constant 0.0 : f32\n", "")
 
 
 def _main(text: str):  # noqa: ANN202

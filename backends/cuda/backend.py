@@ -51,7 +51,7 @@ from fuseopt.backends.library_gemm import (
     padded_outputs,
 )
 from fuseopt.backends.targets import CUDA
-from fuseopt.diagnostics import CompileError
+from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import tile_host, torch_call
 from fuseopt.dialects.dtypes import element_bytes, torch_dtype
 from fuseopt.dialects.tile_host import read_host
@@ -87,6 +87,12 @@ class HostPlan:
 
     def __init__(self, f: func.FuncOp, kernels: dict[str, CudaKernel]):
         host = read_host(f, "the cuda backend", "run")
+        if host.dynamic:
+            raise error_at(
+                f,
+                "the cuda backend runs buffers of static size only; this function has "
+                "dynamic sizes (?): use the triton backend",
+            )
         self.slots: dict[object, int] = {}
         self.inputs: list[tuple[int, tuple[int, ...], torch.dtype]] = []
         self.outputs: list[tuple[int, tuple[int, ...], torch.dtype]] = []

@@ -61,7 +61,9 @@ def _launch_grids(module: ModuleOp) -> dict[str, tuple[int, ...]]:
     grids: dict[str, tuple[int, ...]] = {}
     for op in module.walk():
         if isinstance(op, tile.LaunchOp):
-            grids.setdefault(op.kernel.root_reference.data, op.grid_sizes)
+            sizes = op.grid_sizes
+            if all(isinstance(n, int) for n in sizes):  # a computed grid: refused above
+                grids.setdefault(op.kernel.root_reference.data, sizes)  # type: ignore[arg-type]
     return grids
 
 
@@ -94,7 +96,14 @@ def _host_launcher(
 
 
 def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) -> CudaKernel:
-    """Print one kernel as a self-contained translation unit."""
+    """Print one kernel as a self-contained translation unit (static sizes only: a
+    located CompileError for a buffer of dynamic size)."""
+    if any(tile.is_dynamic(t) for t in k.param_types):
+        raise error_at(
+            k,
+            "the cuda target prints kernels over buffers of static size only; this one "
+            "has dynamic sizes (?): use the triton target",
+        )
     schedule = k.require_schedule()
     ops = tuple(o.name for o in k.walk() if o.dialect_name() == "nn")
     own_grid: tuple[int, ...] | None = None

@@ -125,7 +125,8 @@ class InterpretedFunction:
         self.kernels = kernel_records(fn)
         types = [t for t in fn.function_type.outputs.data if isinstance(t, TensorType)]
         self.dtypes = [torch_dtype(t.element_type) for t in types]
-        self.shapes = [tuple(t.get_shape()) for t in types]
+        # a dynamic dim (`?`) is whatever size the interpreter's result has
+        self.shapes = [tuple(-1 if n < 0 else n for n in t.get_shape()) for t in types]
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Interpret the function; results come back as tensors on the inputs' device."""

@@ -106,6 +106,7 @@ def print_and_store(
                 "args": [[list(sh), d] for sh, d in k.args],
                 "kernel_source": k.kernel_source,
                 "params": list(k.params),
+                "sizes": [list(s) for s in k.sizes],
             }
             for k in printed.kernels
         ],
@@ -268,7 +269,14 @@ def load_compiled(compiled: Compiled, interpret: bool, cache: KernelCache) -> An
     mod = load_module(compiled.path, f"k{compiled.key[:20]}", interpret)
     if not interpret and not getattr(mod, "_fuseopt_fast", False):
         launchers = [
-            (k["launcher"], k["python"], tuple(k["grid"]), k["num_warps"], k["num_stages"])
+            (
+                k["launcher"],
+                k["python"],
+                tuple(k["grid"]),
+                k["num_warps"],
+                k["num_stages"],
+                len(k["params"]) - len(k.get("sizes", ())),
+            )
             for k in compiled.index["kernels"]
             if k.get("triton", True)
         ]

@@ -38,9 +38,25 @@ def _shape(v: SSAValue) -> tuple[int, ...]:
     return tuple(t.get_shape())  # type: ignore[attr-defined]
 
 
+def _row_major(dims: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """Row-major strides of dims that may be size-parameter names: each the product of
+    the later dims, a number when they all are."""
+    out: list[int | str] = []
+    for d in range(len(dims)):
+        later = dims[d + 1 :]
+        number = math.prod(n for n in later if isinstance(n, int))
+        names = [n for n in later if isinstance(n, str)]
+        if not names:
+            out.append(number)
+        else:
+            out.append(" * ".join(names + ([str(number)] if number != 1 else [])))
+    return tuple(out)
+
+
 class MemoryPrinter:
     """The memory-access part of KernelPrinter (a mixin; state lives in KernelPrinter)."""
 
+    dims: dict[SSAValue, tuple[int | str, ...]]
     ranges: dict[SSAValue, IndexRange]
     aranges: list[dict[tuple[str, int, bool], str]]
     shared: dict[SSAValue, tuple[SSAValue, list[SSAValue], list[SSAValue]] | None]
@@ -63,6 +79,11 @@ class MemoryPrinter:
     def materialized(self, v: SSAValue) -> str:  # pragma: no cover
         """`v` as a full tile."""
         raise NotImplementedError
+
+    def buffer_dims(self, buf: SSAValue) -> tuple[int | str, ...]:
+        """Each dim of a buffer: a number, or the name of the kernel's size parameter
+        for a dynamic one."""
+        return self.dims.get(buf) or _shape(buf)
 
     def _arange(self, offset: SSAValue, size: int, wide: bool) -> str:
         """`offset + tl.arange(0, size)`, shared by the accesses of one scope."""
@@ -91,13 +112,18 @@ class MemoryPrinter:
         `positions[j]`: the printed tile dim that tile dim j lands on (a transposed
         load), default j.
         """
-        shape = _shape(buf)
+        shape = self.buffer_dims(buf)
         rank, t = len(shape), len(tile_shape)
         buf_type = buf.type
         assert isinstance(buf_type, MemRefType)
-        steps, start = tile.buffer_strides(buf_type), tile.buffer_offset(buf_type)
-        extent = start + sum((n - 1) * s for n, s in zip(shape, steps, strict=True)) + 1
-        wide = max(extent, math.prod(shape)) > INT32_LIMIT
+        steps: tuple[int | str, ...]
+        if tile.is_dynamic(buf_type):  # contiguous; any size: int64 addressing
+            steps, start, wide = _row_major(shape), 0, True
+        else:
+            steps, start = tile.buffer_strides(buf_type), tile.buffer_offset(buf_type)
+            static = _shape(buf)
+            extent = start + sum((n - 1) * s for n, s in zip(static, steps, strict=True)) + 1
+            wide = max(extent, math.prod(static)) > INT32_LIMIT
         terms, checks = [self.value(buf)], []
         if start:  # a strided view: its elements start `start` into the buffer passed
             terms.append(str(start))
@@ -109,7 +135,7 @@ class MemoryPrinter:
                     if wide and not base.lstrip("-").isdigit():
                         base = f"tl.cast({base}, tl.int64)"
                     terms.append(base if s == 1 else f"{base} * {s}")
-                if not (known.hi is not None and known.hi < n):
+                if not (isinstance(n, int) and known.hi is not None and known.hi < n):
                     checks.append(f"({self.value(o)} < {n})")
                 if not known.non_negative:
                     checks.append(f"({self.value(o)} >= 0)")
@@ -118,7 +144,7 @@ class MemoryPrinter:
             size = tile_shape[j]
             idx = expand(self._arange(o, size, wide), j if positions is None else positions[j], t)
             terms.append(idx if s == 1 else f"{idx} * {s}")
-            if not (known.hi is not None and known.hi + size <= n):
+            if not (isinstance(n, int) and known.hi is not None and known.hi + size <= n):
                 checks.append(f"({idx} < {n})")
             if not known.non_negative:
                 checks.append(f"({idx} >= 0)")
@@ -235,12 +261,12 @@ class MemoryPrinter:
     def _mask(self, op: tile.MaskOp) -> None:
         shape = _shape(op.result)
         checks = []
-        for j, (o, bound, size) in enumerate(
-            zip(op.offsets, array_values(op.bounds), shape, strict=True)
-        ):
+        for j, (o, bound, size) in enumerate(zip(op.offsets, op.bound_sizes, shape, strict=True)):
             known = self.ranges.get(o, UNKNOWN)
             idx = expand(self._arange(o, size, False), j, len(shape))
-            if not (known.hi is not None and known.hi + size <= bound):
+            if isinstance(bound, SSAValue):
+                checks.append(f"({idx} < {self.value(bound)})")
+            elif not (known.hi is not None and known.hi + size <= bound):
                 checks.append(f"({idx} < {bound})")
             if not known.non_negative:
                 checks.append(f"({idx} >= 0)")

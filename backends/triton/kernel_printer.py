@@ -4,8 +4,11 @@ Preconditions: the kernel verifies; every tile dim is a power of two (Triton's r
 convert-nn-to-tile guarantees it) and buffers are contiguous row-major.
 
 Steps:
-1. parameters: one pointer per buffer (`in<i>_ptr`, or `out<i>_ptr` when stored to);
-   shapes and strides are compile-time constants printed into the addressing;
+1. parameters: one pointer per buffer (`in<i>_ptr`, or `out<i>_ptr` when stored to),
+   then one integer per dynamic dim (`?`) of a buffer (`in<i>_n<d>`, not specialized
+   by Triton: one compiled kernel serves every size); static shapes and strides are
+   compile-time constants printed into the addressing, dynamic ones expressions of the
+   size parameters (and such buffers address in int64);
 2. index arithmetic is folded where constant and printed otherwise, with a value
    range per index (`indexing`), so provably in-bounds dims need no mask;
 3. loads, stores and masks: `kernel_memory.MemoryPrinter`;
@@ -60,6 +63,8 @@ class PrintedKernel:
     source: str
     helpers: set[str] = field(default_factory=set)
     max_tile_elements: int = 1
+    sizes: tuple[tuple[int, int], ...] = ()
+    """(parameter position, dim) of each size parameter, in order after the buffers."""
 
 
 def _shape(v: SSAValue) -> tuple[int, ...]:
@@ -89,7 +94,7 @@ class KernelPrinter(MemoryPrinter):
         kernel: tile.KernelOp,
         py_name: str,
         module_names: set[str],
-        grid: tuple[int, ...] | None,
+        grid: tuple[int | None, ...] | None,
     ):
         self.kernel, self.py_name, self.grid = kernel, py_name, grid
         self.names = NameTable(module_names)
@@ -102,6 +107,7 @@ class KernelPrinter(MemoryPrinter):
         self.out = PrintedKernel(py_name, "")
         self.folded: set[Operation] = set()
         self.shared: dict[SSAValue, tuple[SSAValue, list[SSAValue], list[SSAValue]] | None] = {}
+        self.dims: dict[SSAValue, tuple[int | str, ...]] = {}
 
     # ------------------------------------------------------------------ driver
 
@@ -116,12 +122,27 @@ class KernelPrinter(MemoryPrinter):
             counts[kind] += 1
             self.expr[arg] = self.names.fresh(f"{hint}_ptr")
             params.append(self.expr[arg])
+        sizes, size_names = [], []
+        for i, arg in enumerate(k.body.block.args):
+            dims: list[int | str] = []
+            for d, n in enumerate(_shape(arg)):
+                if n < 0:
+                    name = self.names.fresh(f"{self.expr[arg].removesuffix('_ptr')}_n{d}")
+                    sizes.append((i, d))
+                    size_names.append(name)
+                    dims.append(name)
+                else:
+                    dims.append(n)
+            self.dims[arg] = tuple(dims)
+        self.out.sizes = tuple(sizes)
+        params += size_names
         self._body(k.body.block)
         about = k.require_schedule().value
         blocks = k.array_attr("block_sizes")
         sizes = f"; block sizes {list(blocks)}" if blocks is not None else ""
+        jit = f"@triton.jit(do_not_specialize={size_names!r})" if size_names else "@triton.jit"
         head = [
-            "@triton.jit",
+            jit,
             f"def {self.py_name}({', '.join(params)}):",
             f'    """Schedule {about}{sizes}."""',
         ]
@@ -201,6 +222,13 @@ class KernelPrinter(MemoryPrinter):
         if data is None or not hasattr(data, "data"):
             raise error_at(op, "the triton target prints scalar arith constants only")
         self.expr[r] = op_table.literal(data.data, r.type)
+
+    def _dim(self, op: tile.DimOp) -> None:
+        """A static dim is its number; a dynamic one the kernel's size parameter."""
+        n = self.buffer_dims(op.buffer)[op.index]
+        self.expr[op.result] = str(n)
+        known = IndexRange.exactly(n) if isinstance(n, int) else IndexRange(0, None)
+        self.ranges[op.result] = known
 
     def _program_id(self, op: tile.ProgramIdOp) -> None:
         axis = op.axis.value.data
@@ -471,6 +499,7 @@ _HANDLERS = {
     arith.ConstantOp: KernelPrinter._constant,
     arith.IndexCastOp: KernelPrinter._index_cast,
     tile.ProgramIdOp: KernelPrinter._program_id,
+    tile.DimOp: KernelPrinter._dim,
     tile.LoadOp: KernelPrinter._load,
     tile.GatherOp: KernelPrinter._gather,
     tile.AllocOp: KernelPrinter._shared_alloc,

@@ -3,8 +3,10 @@
 The module holds, in order: imports; helper `@triton.jit` functions the kernels need;
 per `tile.kernel` a `@triton.jit` function (`kernel_printer`) and a launcher
 `launch_<kernel>(buffers..., grid=...)` with the grid and launch knobs fixed at print
-time (shapes are static, so nothing is computed per call); per host `func.func` a
-Python function taking the input tensors (and the `device` to allocate on) that
+time (static shapes: nothing is computed per call); a kernel over buffers of dynamic
+size takes their sizes after the buffers and its grid with every call; per host
+`func.func` a Python function taking the input tensors (and the `device` to allocate
+on) that reads the dynamic sizes it needs (`x.shape[d]`) and computes grids from them,
 allocates outputs and temporaries with torch, launches kernels, calls library GEMMs
 (`torch.matmul`) and returns the outputs. Every identifier is generated or sanitized
 (`names`): input text never reaches the source.
@@ -82,6 +84,7 @@ class KernelInfo:
     py_name: str
     launcher: str
     grid: tuple[int, ...]
+    """The printed default grid; () for a kernel whose grid comes with every call."""
     schedule: str
     num_warps: int
     num_stages: int
@@ -93,7 +96,9 @@ class KernelInfo:
     kernel_source: str = ""
     """The `@triton.jit` function alone (`source` without the launcher)."""
     params: tuple[str, ...] = ()
-    """The launcher's parameter names."""
+    """The launcher's parameter names (buffers, then sizes)."""
+    sizes: tuple[tuple[int, int], ...] = ()
+    """(parameter position, dim) of each size the launcher takes after the buffers."""
 
 
 def launcher_source(
@@ -105,10 +110,12 @@ def launcher_source(
     stages: int,
 ) -> str:
     """The launcher of kernel `py_name`: `launcher(*params, grid=...)` launching it with
-    `warps` and `stages` (the autotuner prints other knobs through it)."""
+    `warps` and `stages` (the autotuner prints other knobs through it); grid () means
+    that every call passes one."""
+    default = f"={grid!r}" if grid else ""
     return "\n".join(
         [
-            f"def {launcher}({', '.join(params)}, grid={grid!r}):",
+            f"def {launcher}({', '.join(params)}, grid{default}):",
             f'    """Launch {py_name} over `grid` programs."""',
             f"    {py_name}[grid]({', '.join(params)}, num_warps={warps}, num_stages={stages})",
         ]
@@ -142,20 +149,32 @@ def buffer_spec(t: object) -> tuple[tuple[int, ...], str]:
     return tuple(t.get_shape()), op_table.torch_dtype(t.element_type)
 
 
-def _grids(module: ModuleOp) -> dict[str, list[tuple[int, ...]]]:
-    grids: dict[str, list[tuple[int, ...]]] = {}
+def _grids(module: ModuleOp) -> dict[str, list[tuple[int | SSAValue, ...]]]:
+    grids: dict[str, list[tuple[int | SSAValue, ...]]] = {}
     for op in module.walk():
         if isinstance(op, tile.LaunchOp):
             grids.setdefault(op.kernel.root_reference.data, []).append(op.grid_sizes)
     return grids
 
 
+def _static_grid(grid: tuple[int | SSAValue, ...]) -> tuple[int, ...] | None:
+    """`grid` when every size is a number."""
+    return grid if all(isinstance(g, int) for g in grid) else None  # type: ignore[return-value]
+
+
 def _print_kernel(
-    k: tile.KernelOp, names: NameTable, grids: list[tuple[int, ...]], helpers: set[str]
+    k: tile.KernelOp,
+    names: NameTable,
+    grids: list[tuple[int | SSAValue, ...]],
+    helpers: set[str],
 ) -> KernelInfo:
     py_name = names.fresh(k.sym_name.data, "kernel")
     launcher = names.fresh(f"launch_{py_name}")
-    grid = grids[0] if grids else (1,) * k.grid_rank
+    dynamic = any(tile.is_dynamic(t) for t in k.param_types) or any(
+        _static_grid(g) is None for g in grids
+    )
+    first = _static_grid(grids[0]) if grids else (1,) * k.grid_rank
+    grid = () if dynamic or first is None else first
     local = NameTable(names.taken)  # the launcher's parameters never shadow a kernel
     params = [local.fresh(f"buf{i}") for i in range(len(k.param_types))]
     ops = tuple(
@@ -165,6 +184,8 @@ def _print_kernel(
         or isinstance(op, tile.DotOp | tile.ReduceOp)
     )
     if is_whole_tensor(k):
+        if dynamic:
+            raise error_at(k, "the triton target runs whole-tensor kernels at static sizes only")
         source = print_torch_kernel(k, py_name, names.taken)
         launch = "\n".join(
             [
@@ -185,11 +206,19 @@ def _print_kernel(
             source + "\n\n" + launch + "\n",
             triton=False,
         )
-    bound = tuple(max(g[i] for g in grids) for i in range(k.grid_rank)) if grids else None
+    bound = (
+        tuple(
+            None if any(not isinstance(g[i], int) for g in grids) else max(g[i] for g in grids)  # type: ignore[type-var]
+            for i in range(k.grid_rank)
+        )
+        if grids
+        else None
+    )
     printed = KernelPrinter(k, py_name, names.taken, bound).print()
     helpers.update(printed.helpers)
     warps, stages = k.require_launch_knobs()
     own_helpers = tuple(sorted(printed.helpers))
+    params += [local.fresh(f"size{i}_{d}") for i, d in printed.sizes]
     launch = launcher_source(py_name, launcher, params, grid, warps, stages)
     return KernelInfo(
         k.sym_name.data,
@@ -204,6 +233,7 @@ def _print_kernel(
         helpers=own_helpers,
         kernel_source=printed.source,
         params=tuple(params),
+        sizes=printed.sizes,
     )
 
 
@@ -219,27 +249,44 @@ def _print_host(
     plan = plan_workspace(host)
     aliases = pointer_aliases(host)
     empty = local.fresh("empty")
-    if plan.offsets or any(p.output for p in host.params):
+    dynamic_allocs = any(isinstance(s, tile_host.Alloc) and s.sizes for s in host.steps)
+    if plan.offsets or dynamic_allocs or any(p.output for p in host.params):
         body.append(f"{empty} = fuseopt_empty[device.type]")
     pitches = padded_outputs(host)
     for p in host.params:
-        spec = buffer_spec(p.value.type)
-        if p.output:
-            name = local.fresh(p.value.name_hint or f"out{len(outputs)}")
-            body.append(f"{name} = {_output_allocation(empty, spec, pitches.get(p.value))}")
-            outputs.append(name)
-            info.outputs.append(spec)
-        else:
+        if not p.output:
             name = local.fresh(p.value.name_hint or f"in{len(params)}")
             params.append(name)
-            info.inputs.append(spec)
-        expr[p.value] = name
+            info.inputs.append(buffer_spec(p.value.type))
+            expr[p.value] = name
+    for p in host.params:
+        if p.output:
+            spec = buffer_spec(p.value.type)
+            name = local.fresh(p.value.name_hint or f"out{len(outputs)}")
+            sizes = iter(p.dims_from)
+            shape = tuple(
+                n if n >= 0 else _size_expr(expr, host.params, *next(sizes)) for n in spec[0]
+            )
+            allocation = _output_allocation(empty, shape, spec[1], pitches.get(p.value))
+            body.append(f"{name} = {allocation}")
+            outputs.append(name)
+            info.outputs.append(spec)
+            expr[p.value] = name
     workspace = local.fresh("workspace")
     if plan.offsets:
         body.append(f"{workspace} = {empty}(({plan.nbytes},), (1,), torch.uint8)")
     typed: dict[str, str] = {}  # dtype -> the workspace viewed as that dtype
     for step in host.steps:
-        if isinstance(step, tile_host.Alloc):
+        if isinstance(step, tile_host.Index):
+            expr[step.value] = local.fresh(step.value.name_hint or "n")
+            body.append(f"{expr[step.value]} = {_index_expr(step, expr)}")
+        elif isinstance(step, tile_host.Alloc) and step.sizes:  # per call, not in the workspace
+            expr[step.value] = local.fresh(step.value.name_hint or "tmp")
+            sizes = iter(step.sizes)
+            shape_of = tuple(n if n >= 0 else expr[next(sizes)] for n in step.shape)
+            dtype = buffer_spec(step.value.type)[1]
+            body.append(f"{expr[step.value]} = {_output_allocation(empty, shape_of, dtype, None)}")
+        elif isinstance(step, tile_host.Alloc):
             shape, dtype = buffer_spec(step.value.type)
             if dtype not in typed:
                 typed[dtype] = local.fresh(f"{workspace}_{dtype.removeprefix('torch.')}")
@@ -266,8 +313,15 @@ def _print_host(
             k = kernels[step.kernel]
             if not k.args:
                 k.args = [buffer_spec(a.type) for a in step.args]
-            args = ", ".join(expr[a] for a in step.args)
-            grid = "" if step.grid == k.grid else f", grid={step.grid!r}"
+            args = ", ".join(
+                [expr[a] for a in step.args]
+                + [f"{expr[step.args[i]]}.shape[{d}]" for i, d in k.sizes]
+            )
+            if step.static_grid is not None:
+                grid = "" if step.grid == k.grid else f", grid={step.grid!r}"
+            else:
+                sizes = [expr[g] if isinstance(g, SSAValue) else str(g) for g in step.grid]
+                grid = f", grid={_tuple_source(sizes)}"
             body.append(f"{k.launcher}({args}{grid})")
             info.launches.append(k.ir_name)
         elif isinstance(step, tile_host.TorchCall):
@@ -284,13 +338,53 @@ def _print_host(
     return "\n".join(head + ["    " + line for line in body]) + "\n", info
 
 
-def _output_allocation(empty: str, spec: tuple[tuple[int, ...], str], pitch: int | None) -> str:
-    """The expression allocating an output of `spec` (shape, dtype): contiguous, or the
-    first columns of [rows, `pitch`] rows where a padded GEMM writes it whole
-    (`library_gemm.padded_output`)."""
-    shape, dtype = spec
+_INDEX_EXPRESSIONS = {
+    "add": "{} + {}",
+    "sub": "{} - {}",
+    "mul": "{} * {}",
+    "floordiv": "{} // {}",
+    "ceildiv": "-(-{} // {})",
+    "rem": "{} % {}",
+    "max": "max({}, {})",
+    "min": "min({}, {})",
+}
+"""Python for each kind of host index arithmetic (`tile_host.INDEX_OPS`)."""
+
+
+def _index_expr(step: tile_host.Index, expr: dict[SSAValue, str]) -> str:
+    """Python computing a host index: a tensor's size, a number, or arithmetic."""
+    args = [expr[a] if isinstance(a, SSAValue) else str(a) for a in step.args]
+    if step.kind == "dim":
+        return f"{args[0]}.shape[{args[1]}]"
+    if step.kind == "constant":
+        return args[0]
+    return _INDEX_EXPRESSIONS[step.kind].format(*args)
+
+
+def _size_expr(
+    expr: dict[SSAValue, str], params: tuple[tile_host.Param, ...], source: int, dim: int
+) -> str:
+    """Python for dim `dim` of input parameter `source` (an output's dynamic size)."""
+    return f"{expr[params[source].value]}.shape[{dim}]"
+
+
+def _tuple_source(items: list[str]) -> str:
+    """A Python tuple of the expressions `items`."""
+    return f"({''.join(i + ', ' for i in items)})"
+
+
+def _output_allocation(
+    empty: str, shape: tuple[int | str, ...], dtype: str, pitch: int | None
+) -> str:
+    """The expression allocating an output of `shape` (numbers, or Python expressions of
+    dynamic sizes) and `dtype`: contiguous, or the first columns of [rows, `pitch`] rows
+    where a padded GEMM writes it whole (`library_gemm.padded_output`)."""
+    if any(isinstance(n, str) for n in shape):
+        sizes = [str(n) for n in shape]
+        strides = [" * ".join(sizes[d + 1 :]) or "1" for d in range(len(sizes))]
+        return f"{empty}({_tuple_source(sizes)}, {_tuple_source(strides)}, {dtype})"
     if pitch is None:
-        return f"{empty}({shape!r}, {contiguous_strides(shape)!r}, {dtype})"
+        return f"{empty}({shape!r}, {contiguous_strides(shape)!r}, {dtype})"  # type: ignore[arg-type]
     rows = math.prod(shape[:-1])
     return f"{empty}(({rows}, {pitch}), ({pitch}, 1), {dtype})[:, :{shape[-1]}].view({shape!r})"
 

@@ -9,6 +9,9 @@
   `CompiledKernel`'s C launcher directly with the grid fixed at print time, skipping
   the JIT's per-call argument binding. Pointer alignment (Triton specializes on 16-byte
   alignment) is checked per call; a misaligned pointer takes the JIT path.
+- `GridLauncher` does the same for a kernel over buffers of dynamic size, whose sizes
+  follow the buffers and whose grid comes with every call (the sizes are not
+  specialized, so one compiled kernel serves every size that fits int32).
 - `TritonFunction` is what the backend returns: it checks the inputs once per call
   (shape, dtype; non-contiguous inputs are copied), runs the host function on the
   inputs' device and current stream, and returns the outputs.
@@ -31,8 +34,9 @@ from typing import Any
 
 import torch
 
-from fuseopt.backends.contract import partly_checked
+from fuseopt.backends.contract import partly_checked, shape_matches
 from fuseopt.diagnostics import CompileError
+from fuseopt.dialects.syntax import shape_text
 
 _IMPORT_LOCK = threading.Lock()
 log = logging.getLogger("fuseopt")
@@ -201,6 +205,100 @@ def direct_runner(compiled: Any, grid: tuple[int, ...], device: int = 0) -> Call
     return launch
 
 
+INT32_SIZES = 2**31
+"""Size arguments below this are passed as int32 (Triton types an unspecialized
+integer by its value): the compiled kernel a GridLauncher keeps takes only those."""
+
+
+def grid_runner(compiled: Any, device: int, buffers: int) -> Callable[..., bool]:
+    """A launch function `launch(grid, *args) -> bool` for a Triton CompiledKernel whose
+    first `buffers` arguments are tensors and the rest int32 sizes: like
+    `direct_runner`, with the grid given per call. It launches nothing and returns False
+    for buffers on another device, a pointer not 16-byte aligned or a size that is not
+    an int32; with launch hooks installed it goes through `compiled[grid]`."""
+    try:
+        from triton import knobs
+
+        runtime = knobs.runtime
+        run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
+        stream_of = torch._C._cuda_getCurrentRawStream
+    except (ImportError, AttributeError):
+
+        def through_triton(grid: tuple[int, ...], *args: Any) -> bool:
+            if _misaligned(args[:buffers]) or args[0].get_device() != device:
+                return False
+            if any(n >= INT32_SIZES for n in args[buffers:]):
+                return False
+            compiled[grid](*args)
+            return True
+
+        return through_triton
+    chain = _hook_chain_class()
+    target, head = _c_launcher(compiled) or (run, (packed, None, None, None))
+
+    def launch(grid: tuple[int, ...], *args: Any) -> bool:
+        pointers = 0
+        for a in args[:buffers]:
+            pointers |= a.data_ptr()
+        if pointers & 15 or args[0].get_device() != device:
+            return False
+        for n in args[buffers:]:
+            if n >= INT32_SIZES:
+                return False
+        g0, g1, g2 = (*grid, 1, 1, 1)[:3]
+        if g0 * g1 * g2 == 0:
+            return True  # no programs: nothing to launch
+        enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+        if (enter is not None and (enter.__class__ is not chain or enter.calls)) or (
+            leave is not None and (leave.__class__ is not chain or leave.calls)
+        ):
+            compiled[(g0, g1, g2)](*args)
+            return True
+        target(g0, g1, g2, stream_of(device), function, *head, *args)
+        return True
+
+    return launch
+
+
+class GridLauncher:
+    """A launcher for a kernel over buffers of dynamic size: `launch(*buffers, *sizes,
+    grid=...)`. The first launch on a device goes through the `JITFunction` (which
+    compiles); its `CompiledKernel` then serves every later grid and size through
+    `grid_runner`, except for misaligned pointers or sizes past int32, which take the
+    JIT path. `buffers`: how many leading arguments are tensors."""
+
+    def __init__(
+        self,
+        kernel: Any,
+        buffers: int,
+        num_warps: int,
+        num_stages: int,
+        binaries: str | None = None,
+    ):
+        self.kernel, self.buffers, self.binaries = kernel, buffers, binaries
+        self.options = {"num_warps": num_warps, "num_stages": num_stages}
+        self.runners: dict[int, Callable[..., bool]] = {}
+
+    def __call__(self, *args: Any, grid: tuple[int, ...]) -> None:
+        """Launch over `grid`."""
+        device = args[0].get_device() if args else -1
+        runner = self.runners.get(device)
+        if runner is not None and runner(grid, *args):
+            return
+        if any(g == 0 for g in grid):
+            return  # no programs (a size of 0): Triton's JIT would refuse the grid
+        with _triton_cache(self.binaries):
+            compiled = self.kernel[tuple(grid)](*args, **self.options)
+        if compiled is None or _misaligned(args[: self.buffers]) or runner is not None:
+            return
+        if any(n >= INT32_SIZES for n in args[self.buffers :]):
+            return
+        try:
+            self.runners[device] = grid_runner(compiled, device, self.buffers)
+        except Exception:  # noqa: BLE001 - any failure: keep using the JIT path
+            return
+
+
 class FastLauncher:
     """A launcher for one kernel that skips the JIT after the first launch of a grid.
 
@@ -274,15 +372,21 @@ class FastLauncher:
 
 def install_fast_launchers(
     module: ModuleType,
-    launchers: Sequence[tuple[str, str, tuple[int, ...], int, int]],
+    launchers: Sequence[tuple[str, str, tuple[int, ...], int, int, int]],
     binaries: str | None = None,
 ) -> None:
-    """Rebind each printed launcher `launch_k` of `module` to a FastLauncher.
+    """Rebind each printed launcher `launch_k` of `module` to a FastLauncher (a
+    GridLauncher for a kernel whose grid comes with every call, grid ()).
 
-    `launchers` holds (launcher name, kernel name, grid, num_warps, num_stages). The
-    host functions look launchers up as module globals, so they pick these up.
+    `launchers` holds (launcher name, kernel name, grid, num_warps, num_stages, number
+    of buffer arguments). The host functions look launchers up as module globals, so
+    they pick these up.
     """
-    for launcher, kernel, grid, warps, stages in launchers:
+    for launcher, kernel, grid, warps, stages, buffers in launchers:
+        if not grid:
+            jit = getattr(module, kernel)
+            setattr(module, launcher, GridLauncher(jit, buffers, warps, stages, binaries))
+            continue
 
         def install(launch: Callable[..., None], name: str = launcher) -> None:
             setattr(module, name, launch)
@@ -346,7 +450,7 @@ class TritonFunction:
                 if (
                     not isinstance(x, torch.Tensor)
                     or x.dtype != dtype
-                    or x.shape != shape
+                    or (x.shape != shape and not shape_matches(x.shape, shape))
                     or not x.is_contiguous()
                 ):
                     break
@@ -356,9 +460,13 @@ class TritonFunction:
             raise CompileError(f"expected {len(self.inputs)} input tensors, got {len(inputs)}")
         out = []
         for i, (x, (shape, dtype)) in enumerate(zip(inputs, self.inputs, strict=True)):
-            if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape or x.dtype != dtype:
+            if (
+                not isinstance(x, torch.Tensor)
+                or not shape_matches(x.shape, shape)
+                or x.dtype != dtype
+            ):
                 got = f"{tuple(x.shape)} {x.dtype}" if isinstance(x, torch.Tensor) else type(x)
-                raise CompileError(f"input {i}: expected {shape} {dtype}, got {got}")
+                raise CompileError(f"input {i}: expected {shape_text(shape)} {dtype}, got {got}")
             out.append(x if x.is_contiguous() else x.contiguous())
         return out
 
@@ -391,6 +499,7 @@ def _default_device() -> torch.device:
 
 __all__ = [
     "FastLauncher",
+    "GridLauncher",
     "TritonFunction",
     "install_fast_launchers",
     "load_module",

@@ -1,6 +1,7 @@
 // One reader of tile host functions (dialects/tile_host.py) serves both backends: an op
-// a host function cannot hold is one located error, worded for the backend (the cuda
-// backend's wording: tests/test_tile_host.py).
+// a host function cannot hold (here a float constant; index arithmetic on sizes is
+// allowed) is one located error, worded for the backend (the cuda backend's wording:
+// tests/test_tile_host.py).
 // RUN: not fuse-opt %s -t triton 2>&1 | filecheck %s --check-prefix=TRITON
 // RUN: sed -e 's/^  %c = .*//' %s | fuse-opt -t triton | filecheck %s --check-prefix=HOST
 
@@ -18,7 +19,7 @@
 func.func @main(%x: memref<64xf32>, %y: memref<64xf32> {tile.output}) {
   %tmp = tile.alloc : memref<64xf32>
   %view = tile.view %tmp : memref<64xf32> -> memref<8x8xf32>
-  %c = arith.constant 0 : index
+  %c = arith.constant 0.0 : f32
   tile.launch @k grid [4] (%x, %tmp) : memref<64xf32>, memref<64xf32>
   tile.launch @k grid [4] (%view, %y) : memref<8x8xf32>, memref<64xf32>
   func.return

@@ -21,6 +21,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from fuseopt.dialects.syntax import shape_text
+
 
 def round_to_bf16(x: np.ndarray) -> np.ndarray:
     """Round float values to the nearest bf16 (ties to even); returns float32."""
@@ -73,8 +75,11 @@ def to_tensor(x: Any, t: TensorType) -> np.ndarray:
         # and the caller's tensors may be resized (FSDP frees unsharded parameters so)
         x = x.clone().numpy()
     a = to_element_type(np.asarray(x), t.element_type)
-    if a.shape != tuple(t.get_shape()):
-        raise ValueError(f"expected shape {tuple(t.get_shape())} for {t}, got {a.shape}")
+    expected = tuple(t.get_shape())
+    if len(a.shape) != len(expected) or any(
+        n >= 0 and n != got for n, got in zip(expected, a.shape, strict=True)
+    ):
+        raise ValueError(f"expected shape {shape_text(expected)} for {t}, got {a.shape}")
     return a
 
 

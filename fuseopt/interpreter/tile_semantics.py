@@ -31,6 +31,7 @@ from xdsl.interpreter import (
 from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.interpreters.scf import ScfFunctions
+from xdsl.ir import SSAValue
 
 from fuseopt.dialects import tile
 from fuseopt.dialects.syntax import array_values, is_float
@@ -120,10 +121,13 @@ class TileFunctions(InterpreterFunctions):
     @impl(tile.LaunchOp)
     def run_launch(self, interpreter: Interpreter, op: tile.LaunchOp, args: PythonValues):
         kernel = op.callee()
+        computed = iter(args[: len(op.dynamic_grid)])
+        grid = [next(computed) if isinstance(n, SSAValue) else n for n in op.grid_sizes]
         buffers = tuple(
-            reinterpret(np.asarray(a), t) for a, t in zip(args, kernel.param_types, strict=True)
+            np.asarray(a) if tile.is_dynamic(t) else reinterpret(np.asarray(a), t)
+            for a, t in zip(args[len(op.dynamic_grid) :], kernel.param_types, strict=True)
         )
-        for pid in itertools.product(*(range(n) for n in op.grid_sizes)):
+        for pid in itertools.product(*(range(n) for n in grid)):
             self._program_ids.append(pid)
             try:
                 interpreter.run_ssacfg_region(kernel.body, buffers, kernel.sym_name.data)
@@ -133,8 +137,11 @@ class TileFunctions(InterpreterFunctions):
 
     @impl(tile.AllocOp)
     def run_alloc(self, interpreter: Interpreter, op: tile.AllocOp, args: PythonValues):
-        assert isinstance(op.result.type, MemRefType)
-        return (new_buffer(op.result.type, self.unwritten),)
+        t = op.result.type
+        assert isinstance(t, MemRefType)
+        sizes = iter(args)
+        shape = [next(sizes) if n < 0 else n for n in t.get_shape()]
+        return (new_buffer(MemRefType(t.element_type, shape), self.unwritten),)
 
     @impl(tile.ViewOp)
     def run_view(self, interpreter: Interpreter, op: tile.ViewOp, args: PythonValues):
@@ -174,6 +181,10 @@ class TileFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: tile.ReturnOp, args: PythonValues
     ) -> tuple[TerminatorValue, PythonValues]:
         return ReturnedValues(()), ()
+
+    @impl(tile.DimOp)
+    def run_dim(self, interpreter: Interpreter, op: tile.DimOp, args: PythonValues):
+        return (np.asarray(args[0]).shape[op.index],)
 
     @impl(tile.ProgramIdOp)
     def run_program_id(self, interpreter: Interpreter, op: tile.ProgramIdOp, args: PythonValues):
@@ -219,7 +230,9 @@ class TileFunctions(InterpreterFunctions):
     def run_mask(self, interpreter: Interpreter, op: tile.MaskOp, args: PythonValues):
         shape = _shape(op.result.type)
         mask = np.ones(shape, dtype=bool)
-        for d, (o, bound, n) in enumerate(zip(args, array_values(op.bounds), shape, strict=True)):
+        offsets, computed = args[: len(op.offsets)], iter(args[len(op.offsets) :])
+        bounds = [next(computed) if isinstance(b, SSAValue) else b for b in op.bound_sizes]
+        for d, (o, bound, n) in enumerate(zip(offsets, bounds, shape, strict=True)):
             ok = (np.arange(n) + o) < bound
             mask &= ok.reshape([n if i == d else 1 for i in range(len(shape))])
         return (mask,)
@@ -293,6 +306,31 @@ class TileFunctions(InterpreterFunctions):
     def run_maxsi(self, interpreter: Interpreter, op: arith.MaxSIOp, args: PythonValues):
         return (max(args[0], args[1]),)
 
+    # sizes are non-negative: the unsigned forms the host computes grids with
+    @impl(arith.CeilDivUIOp)
+    def run_ceildivui(self, interpreter: Interpreter, op: arith.CeilDivUIOp, args: PythonValues):
+        return (-(-args[0] // args[1]),)
+
+    @impl(arith.CeilDivSIOp)
+    def run_ceildivsi(self, interpreter: Interpreter, op: arith.CeilDivSIOp, args: PythonValues):
+        return (-(-args[0] // args[1]),)
+
+    @impl(arith.DivUIOp)
+    def run_divui(self, interpreter: Interpreter, op: arith.DivUIOp, args: PythonValues):
+        return (args[0] // args[1],)
+
+    @impl(arith.RemUIOp)
+    def run_remui(self, interpreter: Interpreter, op: arith.RemUIOp, args: PythonValues):
+        return (args[0] % args[1],)
+
+    @impl(arith.MaxUIOp)
+    def run_maxui(self, interpreter: Interpreter, op: arith.MaxUIOp, args: PythonValues):
+        return (max(args[0], args[1]),)
+
+    @impl(arith.MinUIOp)
+    def run_minui(self, interpreter: Interpreter, op: arith.MinUIOp, args: PythonValues):
+        return (min(args[0], args[1]),)
+
 
 def run_host_function(
     module: ModuleOp,
@@ -323,13 +361,25 @@ def run_host_function(
         if not isinstance(t, MemRefType):
             raise TileRuntimeError(f"argument {i} of @{target.sym_name.data} is not a memref: {t}")
         if is_out:
-            buffers.append(new_buffer(t, unwritten))
+            buffers.append(np.empty(0))  # allocated below, once the inputs' sizes are known
             continue
         try:
             as_tensor = TensorType(t.element_type, t.get_shape())
             buffers.append(np.ascontiguousarray(to_tensor(next(given), as_tensor)))
         except ValueError as e:
             raise TileRuntimeError(f"argument {i} of @{target.sym_name.data}: {e}") from None
+    dims_from = tile.output_dims_from(target)
+    for i, (t, is_out) in enumerate(zip(types, outputs, strict=True)):
+        if is_out:
+            assert isinstance(t, MemRefType)
+            sources = iter(dims_from[i])
+            shape = []
+            for n in t.get_shape():
+                if n < 0:  # a dynamic size: the input dim `tile.dims_from` names
+                    source, dim = next(sources)
+                    n = buffers[source].shape[dim]
+                shape.append(n)
+            buffers[i] = new_buffer(MemRefType(t.element_type, shape), unwritten)
     interpreter = Interpreter(module)
     impls = (
         FuncFunctions(),

@@ -17,9 +17,57 @@ tile.kernel @k grid 1 (%x: memref<4xf32, #tile.memory_space<shared>>) {
 
 // -----
 
-// expected-error@+1 {{'tile.kernel' op kernel parameter 0 must have a static shape, got memref<?xf32>}}
-tile.kernel @k grid 1 (%x: memref<?xf32>) {
+// expected-error@+1 {{'tile.kernel' op kernel parameter 0: a strided view must have a static shape, got memref<?xf32, strided<[2]>>}}
+tile.kernel @k grid 1 (%x: memref<?xf32, strided<[2]>>) {
   tile.return
+}
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<?x4xf32>) {
+  // expected-error@+1 {{'tile.dim' op dim 2 is out of range for memref<?x4xf32>}}
+  %n = tile.dim %x, 2 : memref<?x4xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{'tile.alloc' op the allocated buffer must have a static shape, got memref<?xf32, #tile.memory_space<shared>>}}
+  %s = tile.alloc(%c0) : memref<?xf32, #tile.memory_space<shared>>
+  tile.return
+}
+
+// -----
+
+func.func @main(%x: memref<?x4xf32>) {
+  %n = tile.dim %x, 0 : memref<?x4xf32>
+  // expected-error@+1 {{'tile.alloc' op tile.alloc of memref<?x?xf32> takes 2 sizes (one per dynamic dim), got 1}}
+  %t = "tile.alloc"(%n) : (index) -> memref<?x?xf32>
+  func.return
+}
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<?x4xf32>) {
+  tile.return
+}
+func.func @main(%x: memref<8x4xf32>) {
+  // expected-error@+1 {{'tile.launch' op argument 0 of type memref<8x4xf32> cannot be passed as memref<?x4xf32>: a buffer of dynamic size is passed as its very type}}
+  tile.launch @k grid [1] (%x) : memref<8x4xf32>
+  func.return
+}
+
+// -----
+
+tile.kernel @k grid 1 (%x: memref<4xf32>) {
+  tile.return
+}
+func.func @main(%x: memref<4xf32>, %g: index) {
+  // expected-error@+1 {{'tile.launch' op grid sizes [1, -9223372036854775808] need one operand per dynamic entry, got 0}}
+  "tile.launch"(%x) <{operandSegmentSizes = array<i32: 0, 1>}> {kernel = @k, grid = array<i64: 1, -9223372036854775808>} : (memref<4xf32>) -> ()
+  func.return
 }
 
 // -----
@@ -577,7 +625,7 @@ tile.kernel @k grid 1 (%x: memref<8x8xf32>) {
 }) {sym_name = "k", grid = 1 : i64} : () -> ()
 func.func @f(%x: memref<8xf32>) {
   // expected-error@+1 {{'tile.launch' op grid must be an array<i64: ...>, got array<f32: 1.500000e+00>}}
-  "tile.launch"(%x) {kernel = @k, grid = array<f32: 1.5>} : (memref<8xf32>) -> ()
+  "tile.launch"(%x) <{operandSegmentSizes = array<i32: 0, 1>}> {kernel = @k, grid = array<f32: 1.5>} : (memref<8xf32>) -> ()
   func.return
 }
 

@@ -44,7 +44,7 @@ tile.kernel @row_reduction grid 2 (%x: memref<6x100xf32>, %y: memref<6xf32>) {
   // CHECK-NEXT: tile.load %{{.*}}[%{{.*}}, %{{.*}}] fill -1.500000e+00 : memref<6x100xf32> -> tensor<128xf32>
   %u = tile.load %x[%r, %c0] fill -1.5 : memref<6x100xf32> -> tensor<128xf32>
   // CHECK-NEXT: %[[M:.*]] = tile.mask [%{{.*}}, %{{.*}}] bounds [6, 100] : tensor<2x128xi1>
-  // GENERIC: "tile.mask"(%{{.*}}, %{{.*}}) {bounds = array<i64: 6, 100>} : (index, index) -> tensor<2x128xi1>
+  // GENERIC: "tile.mask"(%{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 2, 0>}> {bounds = array<i64: 6, 100>} : (index, index) -> tensor<2x128xi1>
   %m = tile.mask [%r, %c0] bounds [6, 100] : tensor<2x128xi1>
   // CHECK-NEXT: tile.iota %{{.*}} start 10 step -3 : tensor<128xi64>
   // GENERIC: "tile.iota"(%{{.*}}) {start = 10 : i64, step = -3 : i64} : (index) -> tensor<128xi64>
@@ -160,7 +160,7 @@ func.func @host(%a: memref<4x25xf32>, %out: memref<100xbf16> {tile.output}) {
   %rows = tile.view %a {offset = 25 : i64} : memref<4x25xf32> -> memref<2x25xf32>
   // a buffer may be passed with another shape of the same element count
   // CHECK-NEXT: tile.launch @pointwise grid [2] (%[[A]], %[[OUT]]) : memref<4x25xf32>, memref<100xbf16>
-  // GENERIC: "tile.launch"(%{{.*}}, %{{.*}}) {kernel = @pointwise, grid = array<i64: 2>} : (memref<4x25xf32>, memref<100xbf16>) -> ()
+  // GENERIC: "tile.launch"(%{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 0, 2>}> {kernel = @pointwise, grid = array<i64: 2>} : (memref<4x25xf32>, memref<100xbf16>) -> ()
   tile.launch @pointwise grid [2] (%a, %out) : memref<4x25xf32>, memref<100xbf16>
   // CHECK: tile.launch @row_reduction grid [3, 1]
   %x = tile.alloc : memref<6x100xf32>
@@ -182,5 +182,45 @@ func.func @host(%a: memref<4x25xf32>, %out: memref<100xbf16> {tile.output}) {
   // CHECK: tile.gemm %{{.*}}, %{{.*}} into %{{.*}} transpose_a : memref<32x64xf32>, memref<32x8xf32>, memref<64x8xf32>
   tile.gemm %ta, %tb into %tc transpose_a : memref<32x64xf32>, memref<32x8xf32>, memref<64x8xf32>
   // CHECK: func.return
+  func.return
+}
+
+// Dynamic sizes: `?` dims of buffers, read with tile.dim, in mask bounds, launch grids and
+// host allocations (a dynamic size is the smallest i64 in the generic form, as in MLIR).
+
+// CHECK-LABEL: tile.kernel @rows grid 1
+// CHECK-SAME:  (%[[X:.*]]: memref<?x100xf32>, %{{.*}}: memref<?xf32>)
+tile.kernel @rows grid 1 (%x: memref<?x100xf32>, %y: memref<?xf32>) attributes {schedule = "row_reduction", num_warps = 4 : i64, num_stages = 1 : i64} {
+  %p = tile.program_id 0
+  %c2 = arith.constant 2 : index
+  %c0 = arith.constant 0 : index
+  %r = arith.muli %p, %c2 : index
+  // CHECK: %[[N:.*]] = tile.dim %[[X]], 0 : memref<?x100xf32>
+  // GENERIC: "tile.dim"(%{{.*}}) {dim = 0 : i64} : (memref<?x100xf32>) -> index
+  %n = tile.dim %x, 0 : memref<?x100xf32>
+  %t = tile.load %x[%r, %c0] : memref<?x100xf32> -> tensor<2x128xf32>
+  // CHECK: tile.mask [%{{.*}}, %{{.*}}] bounds [%[[N]], 100] : tensor<2x128xi1>
+  // GENERIC: "tile.mask"(%{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 2, 1>}> {bounds = array<i64: -9223372036854775808, 100>} : (index, index, index) -> tensor<2x128xi1>
+  %m = tile.mask [%r, %c0] bounds [%n, 100] : tensor<2x128xi1>
+  %z = nn.constant 0.0 : tensor<2x128xf32>
+  %s = nn.select %m, %t, %z : tensor<2x128xf32>
+  %sum = tile.reduce sum %s axis 1 : tensor<2x128xf32> -> tensor<2xf32>
+  tile.store %sum, %y[%r] : tensor<2xf32>, memref<?xf32>
+  tile.return
+}
+
+// CHECK-LABEL: func.func @rows_host
+// CHECK-SAME:  %{{.*}}: memref<?xf32> {tile.output, tile.dims_from = array<i64: 0, 0>}
+func.func @rows_host(%x: memref<?x100xf32>, %y: memref<?xf32> {tile.output, tile.dims_from = array<i64: 0, 0>}) {
+  // CHECK-NEXT: %[[N:.*]] = tile.dim %{{.*}}, 0 : memref<?x100xf32>
+  %n = tile.dim %x, 0 : memref<?x100xf32>
+  %c2 = arith.constant 2 : index
+  %g = arith.ceildivui %n, %c2 : index
+  // CHECK: %[[T:.*]] = tile.alloc(%[[N]]) : memref<?x100xf32>
+  // GENERIC: "tile.alloc"(%{{.*}}) : (index) -> memref<?x100xf32>
+  %t = tile.alloc(%n) : memref<?x100xf32>
+  // CHECK-NEXT: tile.launch @rows grid [%[[G:.*]]] (%{{.*}}, %{{.*}}) : memref<?x100xf32>, memref<?xf32>
+  // GENERIC: "tile.launch"(%{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 2>}> {kernel = @rows, grid = array<i64: -9223372036854775808>} : (index, memref<?x100xf32>, memref<?xf32>) -> ()
+  tile.launch @rows grid [%g] (%x, %y) : memref<?x100xf32>, memref<?xf32>
   func.return
 }

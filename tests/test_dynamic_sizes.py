@@ -1,0 +1,121 @@
+"""Buffers of dynamic size (`?`) at the tile level: kernels that read their sizes at run
+time (`tile.dim`, masks with dynamic bounds), host functions that compute grids and
+allocate per call, on the Triton backend (its CPU interpreter here, the GPU where there
+is one) and the tile interpreter, at sizes nobody chose: 0, 1, ragged, many."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import fuseopt
+
+ROWS = (
+    Path(__file__).resolve().parents[1] / "filecheck/backends/triton/dynamic-sizes.mlir"
+).read_text()
+"""Doubles a [?, 100] input into a temporary, then sums each of its rows (two kernels)."""
+
+SIZES = (0, 1, 2, 3, 7, 64, 129)
+
+
+def _row_kernel(cols: int, block_rows: int, block_cols: int) -> str:
+    """A one-kernel module: y[r] = sum(exp(x[r, :])) over a [?, cols] input, each program
+    on `block_rows` rows of `block_cols` (a power of two >= cols) columns."""
+    return f"""
+tile.kernel @rows grid 1 (%x: memref<?x{cols}xf32>, %y: memref<?xf32>) attributes {{schedule = "row_reduction", num_warps = 4 : i64, num_stages = 1 : i64}} {{
+  %p = tile.program_id 0
+  %b = arith.constant {block_rows} : index
+  %c0 = arith.constant 0 : index
+  %r = arith.muli %p, %b : index
+  %n = tile.dim %x, 0 : memref<?x{cols}xf32>
+  %t = tile.load %x[%r, %c0] : memref<?x{cols}xf32> -> tensor<{block_rows}x{block_cols}xf32>
+  %e = nn.exp %t : tensor<{block_rows}x{block_cols}xf32>
+  %m = tile.mask [%r, %c0] bounds [%n, {cols}] : tensor<{block_rows}x{block_cols}xi1>
+  %z = nn.constant 0.0 : tensor<{block_rows}x{block_cols}xf32>
+  %s = nn.select %m, %e, %z : tensor<{block_rows}x{block_cols}xf32>
+  %sum = tile.reduce sum %s axis 1 : tensor<{block_rows}x{block_cols}xf32> -> tensor<{block_rows}xf32>
+  tile.store %sum, %y[%r] : tensor<{block_rows}xf32>, memref<?xf32>
+  tile.return
+}}
+func.func @main(%x: memref<?x{cols}xf32>, %y: memref<?xf32> {{tile.output, tile.dims_from = array<i64: 0, 0>}}) {{
+  %n = tile.dim %x, 0 : memref<?x{cols}xf32>
+  %b = arith.constant {block_rows} : index
+  %g = arith.ceildivui %n, %b : index
+  tile.launch @rows grid [%g] (%x, %y) : memref<?x{cols}xf32>, memref<?xf32>
+  func.return
+}}
+"""
+
+
+def test_triton_runs_one_compiled_module_at_every_size() -> None:
+    f = fuseopt.load_mlir(ROWS, backend="triton")
+    for n in SIZES:
+        x = torch.randn(n, 100)
+        (y,) = f(x)
+        assert y.shape == (n,)
+        torch.testing.assert_close(y, (2 * x).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_the_tile_interpreter_runs_it_at_every_size() -> None:
+    module = fuseopt.parse(ROWS, "rows.mlir")
+    for n in SIZES:
+        x = np.random.default_rng(n).standard_normal((n, 100)).astype(np.float32)
+        (y,) = fuseopt.interpret(module, "rows_host", x)
+        assert np.asarray(y).shape == (n,)
+        np.testing.assert_allclose(np.asarray(y), (2 * x).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_a_static_dim_still_checks_its_size() -> None:
+    f = fuseopt.load_mlir(ROWS, backend="triton")
+    with pytest.raises(
+        fuseopt.CompileError, match=r"input 0: expected \(\?, 100\) torch.float32, got \(4, 99\)"
+    ):
+        f(torch.randn(4, 99))
+    with pytest.raises(fuseopt.CompileError, match="expected"):
+        f(torch.randn(4, 100, 1))
+
+
+def test_random_row_lengths_blocks_and_sizes() -> None:
+    """Property: any row length, any power-of-two block, any number of rows, on both
+    the Triton interpreter and the tile interpreter, against NumPy."""
+    rng = random.Random(20261127)
+    for _ in range(6):
+        cols = rng.choice([1, 3, 16, 100, 130])
+        block_cols = max(1, 1 << (cols - 1).bit_length())
+        block_rows = rng.choice([1, 2, 4, 8])
+        text = _row_kernel(cols, block_rows, block_cols)
+        f = fuseopt.load_mlir(text, backend="triton")
+        module = fuseopt.parse(text, "random.mlir")
+        for n in (0, 1, rng.randrange(2, 40)):
+            x = np.random.default_rng(n + cols).standard_normal((n, cols)).astype(np.float32)
+            want = np.exp(x).sum(1)
+            (y,) = f(torch.from_numpy(x))
+            np.testing.assert_allclose(y.numpy(), want, rtol=1e-5, atol=1e-5)
+            (z,) = fuseopt.interpret(module, "main", x)
+            np.testing.assert_allclose(np.asarray(z), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_the_gpu_one_compiled_kernel_serves_every_size() -> None:
+    """The GridLauncher compiles once, then launches the compiled kernel directly at
+    every size; a misaligned input (a view one element in) takes the JIT path, right."""
+    from fuseopt.backends.triton.runtime import GridLauncher
+
+    f = fuseopt.load_mlir(ROWS, backend="triton")
+    for n in (*SIZES, 1000, 4097):
+        x = torch.randn(n, 100, device="cuda")
+        (y,) = f(x)
+        torch.testing.assert_close(y, (2 * x).sum(1), rtol=1e-5, atol=1e-4)
+    module = f.host(False).__globals__
+    launchers = [v for v in module.values() if isinstance(v, GridLauncher)]
+    assert len(launchers) == 2
+    assert all(len(launcher.runners) == 1 for launcher in launchers)
+    base = torch.randn(5 * 100 + 1, device="cuda")
+    x = base[1:].view(5, 100)  # 4 bytes past an aligned pointer
+    assert x.is_contiguous() and x.data_ptr() % 16
+    (y,) = f(x)
+    torch.testing.assert_close(y, (2 * x).sum(1), rtol=1e-5, atol=1e-4)
