@@ -126,6 +126,7 @@ def pointer_aliases(host: HostFunction) -> dict[SSAValue, SSAValue]:
 
     aliases: dict[SSAValue, SSAValue] = {}
     for value, view in views.items():  # in program order: a view's source comes first
-        if launch_only(value) and not view.offset:
+        dynamic = any(n < 0 for n in view.shape)  # a launch reads its sizes: keep its tensor
+        if launch_only(value) and not view.offset and not dynamic:
             aliases[value] = aliases.get(view.source, view.source)
     return aliases

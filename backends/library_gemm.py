@@ -73,7 +73,9 @@ def gemm_depth(op: tile.GemmOp) -> int:
     lhs = op.lhs.type.get_shape()  # type: ignore[attr-defined]
     columns = op.out.type.get_shape()[-1]  # type: ignore[attr-defined]
     size = element_bytes(op.out.type.element_type)  # type: ignore[attr-defined]
-    return padded_depth(lhs[-1], math.prod(lhs[:-1]), columns, size)
+    # rows of dynamic number count as many: padding costs little where they are few
+    rows = math.prod(lhs[:-1]) if all(n >= 0 for n in lhs[:-1]) else MIN_PADDED_WEIGHT
+    return padded_depth(lhs[-1], rows, columns, size)
 
 
 def mm_padded(

@@ -1124,9 +1124,14 @@ class ViewOp(IRDLOperation):
     elements in (in row-major order) as a smaller buffer: a host-side view, as a slice
     that keeps whole trailing rows of a buffer is (`x[:, 1:]` of a 1 x n tensor).
 
+    A buffer of dynamic size views as a shape with exactly one dynamic dim, whose size
+    follows from the element count (as `view(-1, n)` in PyTorch): the result's static
+    dims must divide the source's.
+
     Example:
         %v = tile.view %x : memref<4x8xf32> -> memref<32xf32>
         %s = tile.view %x {offset = 8 : i64} : memref<4x8xf32> -> memref<2x8xf32>
+        %d = tile.view %y : memref<?x4x8xf32> -> memref<?x32xf32>
     """
 
     name = "tile.view"
@@ -1146,10 +1151,14 @@ class ViewOp(IRDLOperation):
         return 0 if self.offset is None else self.offset.value.data
 
     def verify_(self) -> None:
-        a, r = memref_type(self.source, "source"), memref_type(self.result, "result")
-        count, available = math.prod(r.get_shape()), math.prod(a.get_shape())
+        a = memref_type(self.source, "source", dynamic=True)
+        r = memref_type(self.result, "result", dynamic=True)
         if a.element_type != r.element_type:
             raise VerifyException(f"tile.view keeps the element type: {a} -> {r}")
+        if is_dynamic(a) or is_dynamic(r):
+            _check_dynamic_view(a, r, self.offset is not None)
+            return
+        count, available = math.prod(r.get_shape()), math.prod(a.get_shape())
         if self.offset is None and count != available:
             raise VerifyException(f"tile.view keeps the element count: {a} -> {r}")
         if self.offset is not None and not 0 <= self.element_offset <= available - count:
@@ -1158,6 +1167,22 @@ class ViewOp(IRDLOperation):
             )
         if memory_space(a) != memory_space(r):
             raise VerifyException(f"tile.view keeps the memory space: {a} -> {r}")
+
+
+def _check_dynamic_view(a: MemRefType, r: MemRefType, offset: bool) -> None:
+    """A view of a buffer of dynamic size: no offset, exactly one dynamic dim in the
+    result (its size follows from the element count), static dims that divide."""
+    static = [n for n in a.get_shape() if n >= 0]
+    kept = [n for n in r.get_shape() if n >= 0]
+    if offset or not is_dynamic(a) or len(kept) != len(r.get_shape()) - 1:
+        raise VerifyException(
+            f"a view of dynamic size has no offset, and views a buffer of dynamic size as a "
+            f"shape with one dynamic dim: {a} -> {r}"
+        )
+    if math.prod(kept) == 0 or math.prod(static) % math.prod(kept):
+        raise VerifyException(f"tile.view keeps the element count: {a} -> {r}")
+    if memory_space(a) != memory_space(r):
+        raise VerifyException(f"tile.view keeps the memory space: {a} -> {r}")
 
 
 @irdl_op_definition
@@ -1207,7 +1232,8 @@ class GemmOp(IRDLOperation):
     Shapes follow `nn.matmul` (batched, `b` may be rank 2, transpose flags). The
     optional `bias` is a vector of c's last dim, added to every row before the single
     rounding to c's type (cuBLAS's bias epilogue, what `torch.addmm` and eager's
-    `F.linear` run); it needs a rank-2 `b` and no `transpose_a`.
+    `F.linear` run); it needs a rank-2 `b` and no `transpose_a`. `a` and `c` may have
+    dims of dynamic size (rows, batch), never the contraction; `b` and `bias` are static.
 
     Example:
         tile.gemm %a, %w into %c transpose_b : memref<64x32xbf16>, memref<16x32xbf16>, memref<64x16xbf16>
@@ -1252,9 +1278,14 @@ class GemmOp(IRDLOperation):
 
         if enclosing_kernel(self) is not None:
             raise VerifyException("tile.gemm is a host op; it cannot appear in a kernel")
-        a, b, c = (
-            memref_type(v, w) for v, w in ((self.lhs, "lhs"), (self.rhs, "rhs"), (self.out, "out"))
+        a, c = (
+            memref_type(self.lhs, "lhs", dynamic=True),
+            memref_type(self.out, "out", dynamic=True),
         )
+        b = memref_type(self.rhs, "rhs")
+        contraction = a.get_shape()[-2 if self.transpose_a is not None else -1]
+        if contraction < 0:
+            raise VerifyException(f"tile.gemm needs a static contraction dim, got {a}")
         if not is_float(a.element_type) or {a.element_type, b.element_type, c.element_type} != {
             a.element_type
         }:

@@ -119,3 +119,50 @@ def test_on_the_gpu_one_compiled_kernel_serves_every_size() -> None:
     assert x.is_contiguous() and x.data_ptr() % 16
     (y,) = f(x)
     torch.testing.assert_close(y, (2 * x).sum(1), rtol=1e-5, atol=1e-4)
+
+
+HOST_STEPS = (
+    Path(__file__).resolve().parents[1] / "filecheck/backends/triton/dynamic-host-steps.mlir"
+).read_text()
+"""A dynamic view, a library GEMM, a kernel into a per-call temporary, a padded GEMM
+(N = 1025) and a PyTorch call, all on [?, ...] buffers."""
+
+
+def _host_steps_reference(x: torch.Tensor, w: torch.Tensor, head: torch.Tensor) -> list:
+    rows = x.reshape(len(x), 32)
+    widened = torch.nn.functional.pad(rows, (0, 1024 - 32))
+    return [rows @ w.T, widened @ head.T, torch.flip(x, [1])]
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 17])
+def test_views_gemms_and_torch_calls_of_dynamic_size(n: int) -> None:
+    """Triton (CPU interpreter and torch on CPU) and the tile interpreter, against
+    PyTorch; the padded GEMM's output keeps its row pitch at every size."""
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(n, 4, 8, generator=g)
+    w = torch.randn(16, 32, generator=g)
+    head = torch.randn(1025, 1024, generator=g) / 32
+    want = _host_steps_reference(x, w, head)
+    f = fuseopt.load_mlir(HOST_STEPS, backend="triton")
+    got = f(x, w, head)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    if n > 1:  # (a dim of one row has any stride)
+        assert got[1].stride() == (1028, 1)
+    module = fuseopt.parse(HOST_STEPS, "steps.mlir")
+    interpreted = fuseopt.interpret(module, "main", x.numpy(), w.numpy(), head.numpy())
+    for a, b in zip(interpreted, want, strict=True):
+        np.testing.assert_allclose(np.asarray(a), b.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("n", [1, 5, 300])
+def test_views_gemms_and_torch_calls_of_dynamic_size_on_the_gpu(n: int) -> None:
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(n, 4, 8, generator=g).cuda()
+    w = torch.randn(16, 32, generator=g).cuda()
+    head = (torch.randn(1025, 1024, generator=g) / 32).cuda()
+    want = _host_steps_reference(x.double(), w.double(), head.double())
+    got = fuseopt.load_mlir(HOST_STEPS, backend="triton")(x, w, head)
+    for a, b in zip(got, want, strict=True):  # cuBLAS may use TF32: tolerances for it
+        torch.testing.assert_close(a.double(), b, rtol=2e-2, atol=2e-2)

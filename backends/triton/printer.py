@@ -32,6 +32,7 @@ from fuseopt.backends.library_gemm import (
     padded_outputs,
 )
 from fuseopt.backends.triton import op_table
+from fuseopt.backends.triton.kernel_memory import row_major_exprs
 from fuseopt.backends.triton.kernel_printer import KernelPrinter
 from fuseopt.backends.triton.names import NameTable
 from fuseopt.backends.triton.torch_fallback import is_whole_tensor, print_torch_kernel
@@ -308,7 +309,7 @@ def _print_host(
                     f"{contiguous_strides(shape)!r}, {step.offset})"
                 )
             else:
-                body.append(f"{expr[step.value]} = {expr[step.source]}.view({shape!r})")
+                body.append(f"{expr[step.value]} = {expr[step.source]}.view({_view_shape(shape)})")
         elif isinstance(step, tile_host.Launch):
             k = kernels[step.kernel]
             if not k.args:
@@ -368,6 +369,11 @@ def _size_expr(
     return f"{expr[params[source].value]}.shape[{dim}]"
 
 
+def _view_shape(shape: tuple[int, ...]) -> str:
+    """A `view` argument for `shape`: -1 for its dynamic dim (at most one)."""
+    return repr(tuple(-1 if n < 0 else n for n in shape))
+
+
 def _tuple_source(items: list[str]) -> str:
     """A Python tuple of the expressions `items`."""
     return f"({''.join(i + ', ' for i in items)})"
@@ -381,7 +387,13 @@ def _output_allocation(
     where a padded GEMM writes it whole (`library_gemm.padded_output`)."""
     if any(isinstance(n, str) for n in shape):
         sizes = [str(n) for n in shape]
-        strides = [" * ".join(sizes[d + 1 :]) or "1" for d in range(len(sizes))]
+        strides = [str(s) for s in row_major_exprs(shape)]
+        if pitch is not None:
+            rows = " * ".join(sizes[:-1]) or "1"
+            return (
+                f"{empty}(({rows}, {pitch}), ({pitch}, 1), {dtype})[:, :{sizes[-1]}]"
+                f".view({_tuple_source(sizes)})"
+            )
         return f"{empty}({_tuple_source(sizes)}, {_tuple_source(strides)}, {dtype})"
     if pitch is None:
         return f"{empty}({shape!r}, {contiguous_strides(shape)!r}, {dtype})"  # type: ignore[arg-type]
@@ -400,7 +412,8 @@ def _torch_call_lines(
     lines = [f"{result} = {call if len(step.outs) > 1 else f'({call},)'}"]
     for i, out in enumerate(step.outs):
         shape, _ = buffer_spec(out.type)
-        lines.append(f"{expr[out]}.copy_({result}[{i}].reshape({shape!r}))")
+        size = f"{expr[out]}.shape" if any(n < 0 for n in shape) else repr(shape)
+        lines.append(f"{expr[out]}.copy_({result}[{i}].reshape({size}))")
     return lines
 
 
@@ -422,7 +435,7 @@ def _gemm_call(op: tile.GemmOp, expr: dict[SSAValue, str]) -> str:
     if len(sb) == 2 and not ta:
         a2, c2 = a, c
         if len(sa) != 2:
-            rows = math.prod(sa[:-1])
+            rows = math.prod(sa[:-1]) if all(n >= 0 for n in sa[:-1]) else -1
             a2, c2 = f"{a}.view({rows}, {sa[-1]})", f"{c}.view({rows}, {sc[-1]})"
         bias = expr[op.bias] if op.bias is not None else None
         columns, depth = gemm_columns(op), gemm_depth(op)

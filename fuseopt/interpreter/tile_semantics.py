@@ -79,6 +79,9 @@ def reinterpret(buffer: np.ndarray, t: MemRefType, offset: int = 0) -> np.ndarra
     TileRuntimeError otherwise); a strided `t` (a kernel parameter) views the elements
     its layout names."""
     shape = _shape(t)
+    if any(n < 0 for n in shape):  # one dynamic dim (the verifier says so): the rest
+        known = math.prod(n for n in shape if n >= 0)
+        shape = tuple(buffer.size // max(known, 1) if n < 0 else n for n in shape)
     flat = buffer.reshape(-1)  # a view exactly when the buffer is contiguous
     if buffer.size and not np.shares_memory(flat, buffer):
         raise TileRuntimeError(f"cannot view a non-contiguous buffer as {t}")

@@ -919,3 +919,27 @@ func.func @f(%x: memref<8xf32>, %i: tensor<8xi64>) {
   %g = tile.gather %x[%i] : memref<8xf32>, tensor<8xi64> -> tensor<8xf32>
   func.return
 }
+
+// -----
+
+func.func @main(%x: memref<?x4x8xf32>) {
+  // expected-error@+1 {{'tile.view' op a view of dynamic size has no offset, and views a buffer of dynamic size as a shape with one dynamic dim: memref<?x4x8xf32> -> memref<?x?xf32>}}
+  %v = tile.view %x : memref<?x4x8xf32> -> memref<?x?xf32>
+  func.return
+}
+
+// -----
+
+func.func @main(%x: memref<?x4x8xf32>) {
+  // expected-error@+1 {{'tile.view' op tile.view keeps the element count: memref<?x4x8xf32> -> memref<?x3xf32>}}
+  %v = tile.view %x : memref<?x4x8xf32> -> memref<?x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @main(%x2: memref<4x?xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) {
+  // expected-error@+1 {{'tile.gemm' op tile.gemm needs a static contraction dim, got memref<4x?xf32>}}
+  tile.gemm %x2, %w into %y : memref<4x?xf32>, memref<8x4xf32>, memref<4x4xf32>
+  func.return
+}
