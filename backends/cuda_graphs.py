@@ -64,6 +64,8 @@ class CudaGraphFunction:
     counts), else another instance is recorded (up to `instances` per address set) or
     the plain launches run, so results are never overwritten under the caller. A capture
     that fails falls back to plain launches; CPU inputs run the plain function.
+    A function of dynamic size (an input spec with a dim of -1) records its graphs per
+    input shapes too: a graph runs the sizes it was recorded with.
     """
 
     MAX_SEEN = 1024
@@ -71,9 +73,10 @@ class CudaGraphFunction:
 
     def __init__(self, fn: Any, max_graphs: int = 8, instances: int = 2):
         self.fn, self.max_graphs, self.instances = fn, max_graphs, instances
-        self.graphs: OrderedDict[tuple[int, ...], list[GraphInstance]] = OrderedDict()
-        self.seen: set[tuple[int, ...]] = set()
-        self.static: GraphInstance | None = None
+        self.graphs: OrderedDict[tuple[Any, ...], list[GraphInstance]] = OrderedDict()
+        self.seen: set[tuple[Any, ...]] = set()
+        self.statics: OrderedDict[tuple[Any, ...], GraphInstance | None] = OrderedDict()
+        self.sized = any(d < 0 for shape, _ in getattr(fn, "inputs", ()) for d in shape)
         self.said_cpu = False
         self.broken = False
 
@@ -98,7 +101,9 @@ class CudaGraphFunction:
             return self.fn(*xs)
         if torch.cuda.is_current_stream_capturing() or self.broken:
             return self.fn(*xs)
-        key = (torch.cuda.current_device(), *(x.data_ptr() for x in xs))
+        key: tuple[Any, ...] = (torch.cuda.current_device(), *(x.data_ptr() for x in xs))
+        if self.sized:
+            key += tuple(tuple(x.shape) for x in xs)
         if key in self.seen:
             return self._in_place(key, xs)
         first = not self.seen
@@ -110,7 +115,7 @@ class CudaGraphFunction:
         return self._static(xs)
 
     def _in_place(
-        self, key: tuple[int, ...], xs: Sequence[torch.Tensor]
+        self, key: tuple[Any, ...], xs: Sequence[torch.Tensor]
     ) -> tuple[torch.Tensor, ...]:
         pool = self.graphs.get(key)
         if pool is None:
@@ -130,13 +135,17 @@ class CudaGraphFunction:
         return instance.replay()
 
     def _static(self, xs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        if self.static is None:
-            self.static = self._record(xs, static=True)
-        if self.static is None or not self.static.free():
+        shapes = tuple(tuple(x.shape) for x in xs) if self.sized else ()
+        if shapes not in self.statics:
+            self.statics[shapes] = self._record(xs, static=True)
+            if len(self.statics) > self.max_graphs:
+                self.statics.popitem(last=False)
+        static = self.statics[shapes]
+        if static is None or not static.free():
             return self.fn(*xs)
-        assert self.static.inputs is not None
-        torch._foreach_copy_(list(self.static.inputs), list(xs))
-        return self.static.replay()
+        assert static.inputs is not None
+        torch._foreach_copy_(list(static.inputs), list(xs))
+        return static.replay()
 
     def _record(self, xs: Sequence[torch.Tensor], static: bool) -> GraphInstance | None:
         """A graph of the host function on `xs` (on copies of them when `static`)."""

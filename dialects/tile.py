@@ -251,6 +251,25 @@ come from: `array<i64: p0, d0, p1, d1, ...>`, for each `?` of its type in order,
 `d` of parameter `p` (an input). The host function allocates it with those sizes."""
 
 
+SAME_SIZE_ATTR = "tile.same_size"
+"""The attribute of a host function whose inputs' dynamic dims are one size (lowered from
+an nn function, where every `?` is one size): `array<i64: p0, d0, p1, d1, ...>`, dim `d`
+of input parameter `p` for each. A call whose sizes differ there is an error."""
+
+
+def same_size_dims(f: func.FuncOp) -> tuple[tuple[int, int], ...]:
+    """`f`'s `tile.same_size` as (parameter, dim) pairs (empty without one)."""
+    attr = f.attributes.get(SAME_SIZE_ATTR)
+    if attr is None:
+        return ()
+    if not isinstance(attr, DenseArrayBase) or len(array_values(attr)) % 2:
+        raise VerifyException(
+            f"{SAME_SIZE_ATTR} must be an array<i64: parameter, dim, ...>, got {attr}"
+        )
+    v = array_values(attr)
+    return tuple((v[i], v[i + 1]) for i in range(0, len(v), 2))
+
+
 def output_params(f: func.FuncOp) -> list[bool]:
     """For each argument of host function `f`: is it an out-param (`{tile.output}`)?"""
     n = len(f.function_type.inputs.data)

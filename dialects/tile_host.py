@@ -160,6 +160,8 @@ class HostFunction:
     name: str
     params: tuple[Param, ...]
     steps: tuple[Step, ...]
+    same_size: tuple[tuple[int, int], ...] = ()
+    """(input position, dim) of input dims that must be one size (`tile.same_size`)."""
 
     @property
     def dynamic(self) -> bool:
@@ -197,7 +199,7 @@ def read_host(f: func.FuncOp, backend: str, verb: str) -> HostFunction:
     host function" (as "the triton target cannot print ...")."""
     block = f.body.block
     try:
-        sources = tile.output_dims_from(f)
+        sources, same_size = tile.output_dims_from(f), tile.same_size_dims(f)
     except VerifyException as e:
         raise error_at(f, str(e)) from None
     params = tuple(
@@ -206,6 +208,11 @@ def read_host(f: func.FuncOp, backend: str, verb: str) -> HostFunction:
     )
     for p in params:
         _check_param_sizes(f, p, params)
+    for source, dim in same_size:
+        if not (0 <= source < len(params)) or params[source].output:
+            raise error_at(f, f"{tile.SAME_SIZE_ATTR} names parameter {source}, not an input")
+        if not 0 <= dim < len(params[source].shape):
+            raise error_at(f, f"{tile.SAME_SIZE_ATTR} names dim {dim} of parameter {source}")
     steps: list[Step] = []
     for op in block.ops:
         if isinstance(op, tile.DimOp):
@@ -241,7 +248,7 @@ def read_host(f: func.FuncOp, backend: str, verb: str) -> HostFunction:
                 raise error_at(op, "host functions return through {tile.output} buffers")
         else:
             raise error_at(op, f"{backend} cannot {verb} {op.name} in a host function")
-    return HostFunction(f.sym_name.data, params, tuple(steps))
+    return HostFunction(f.sym_name.data, params, tuple(steps), same_size)
 
 
 def _check_param_sizes(f: func.FuncOp, p: Param, params: tuple[Param, ...]) -> None:

@@ -51,6 +51,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from fuseopt import __version__, registry
 from fuseopt.diagnostics import CompileError, parse_module, verify_module
 from fuseopt.pass_help import passes_help, quoting_hint, unknown_passes
+from fuseopt.passes.generalize_sizes import has_dynamic_functions, lower_dynamic, replace_body
 from fuseopt.pipelines import PIPELINES, describe_bad_option, empty_pass_name, pipeline_passes
 from fuseopt.verify_diagnostics import verify_chunk
 
@@ -215,10 +216,23 @@ class FuseOptMain(xDSLOptMain):
         stderr afterwards (also those run before a pass failed)."""
         self.pass_times = []
         try:
-            super().apply_passes(prog)
+            if has_dynamic_functions(prog) and any(
+                p.name == "convert-nn-to-tile" for p in self.pipeline.passes
+            ):  # lowered at size hints, then made of dynamic size
+                tiled, _ = lower_dynamic(prog, self._lowered, self._parse)
+                replace_body(prog, tiled)
+            else:
+                super().apply_passes(prog)
         finally:
             if self.args.time_passes and self.pass_times:
                 print(timing_report(self.pass_times), file=sys.stderr, end="")
+
+    def _lowered(self, module: ModuleOp) -> ModuleOp:
+        super().apply_passes(module)
+        return module
+
+    def _parse(self, text: str) -> ModuleOp:
+        return parse_module(self.ctx, text, self.get_input_name())
 
     def register_all_dialects(self) -> None:
         for name, factory in registry.all_dialects().items():

@@ -166,3 +166,21 @@ def test_views_gemms_and_torch_calls_of_dynamic_size_on_the_gpu(n: int) -> None:
     got = fuseopt.load_mlir(HOST_STEPS, backend="triton")(x, w, head)
     for a, b in zip(got, want, strict=True):  # cuBLAS may use TF32: tolerances for it
         torch.testing.assert_close(a.double(), b, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_reduce_overhead_replays_each_size_as_recorded() -> None:
+    """CUDA graphs of a function of dynamic size are recorded per input shapes: sizes
+    that alternate on reused addresses (the caching allocator hands the same blocks
+    back) each get their own graph, never another size's."""
+    f = fuseopt.load_mlir(HOST_STEPS, backend="triton", mode="reduce-overhead")
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(16, 32, generator=g).cuda()
+    head = (torch.randn(1025, 1024, generator=g) / 32).cuda()
+    for n in (5, 3, 5, 3, 7, 5, 3):
+        x = torch.randn(n, 4, 8, generator=g).cuda()
+        want = _host_steps_reference(x.double(), w.double(), head.double())
+        got = f(x, w, head)
+        for a, b in zip(got, want, strict=True):
+            torch.testing.assert_close(a.double(), b, rtol=2e-2, atol=2e-2)
+        del got, x

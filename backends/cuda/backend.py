@@ -55,6 +55,7 @@ from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import tile_host, torch_call
 from fuseopt.dialects.dtypes import element_bytes, torch_dtype
 from fuseopt.dialects.tile_host import read_host
+from fuseopt.passes.generalize_sizes import has_dynamic_functions
 
 if TYPE_CHECKING:
     from fuseopt.backends.cuda.autotune import CudaAutotunedFunction
@@ -490,6 +491,12 @@ class CudaBackend:
         mode = options.get("mode")
         check_mode(mode)
         check_options("cuda", options, CUDA.option_names())
+        if has_dynamic_functions(module):  # its kernels are static: one compile per size
+            from fuseopt.backends.per_size import PerSizeFunction
+
+            return PerSizeFunction(  # type: ignore[return-value]
+                module, func_name, lambda m: self.compile(m, func_name, options), "cuda"
+            )
         lowering = CUDA.lowering(options)
         text = str(module)
         run_passes(module, pipeline_passes("standard", lowering))

@@ -35,9 +35,11 @@ from fuseopt.backends.triton.runtime import (
     install_fast_launchers,
     load_module,
 )
-from fuseopt.diagnostics import CompileError
+from fuseopt.diagnostics import CompileError, parse_module
 from fuseopt.dialects import tile_host, torch_call
+from fuseopt.passes.generalize_sizes import has_dynamic_functions, lower_dynamic, replace_body
 from fuseopt.pipelines import LoweringOptions
+from fuseopt.registry import make_context
 
 NAMESPACE = "triton"
 """The kernel cache namespace of this backend."""
@@ -53,6 +55,14 @@ def lower(module: ModuleOp, lowering: LoweringOptions | None = None) -> ModuleOp
 
     if tile_host.is_tile_module(module):
         return module.clone()
+    if has_dynamic_functions(module):
+        # lowered at size hints, then made of dynamic size (passes/generalize_sizes.py)
+        def parse(text: str) -> ModuleOp:
+            return parse_module(make_context(), text, "<specialized>")
+
+        tiled, fused = lower_dynamic(module, lambda m: lower(m, lowering), parse)
+        replace_body(module, tiled)
+        return fused
     run_passes(module, pipeline_passes("fuse"))
     fused = module.clone()
     run_passes(module, (lowering or TRITON.defaults).passes())

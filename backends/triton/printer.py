@@ -273,6 +273,13 @@ def _print_host(
             outputs.append(name)
             info.outputs.append(spec)
             expr[p.value] = name
+    if host.same_size:  # the inputs' dynamic dims are one size: a call breaking that fails
+        sizes = [f"{expr[host.params[p].value]}.shape[{d}]" for p, d in host.same_size]
+        body[:0] = [
+            f"if not ({' == '.join(sizes)}):",
+            f'    raise ValueError(f"the dynamic dims {", ".join(sizes)} must be one size, '
+            f'got {{({", ".join(sizes)})}}")',
+        ]
     workspace = local.fresh("workspace")
     if plan.offsets:
         body.append(f"{workspace} = {empty}(({plan.nbytes},), (1,), torch.uint8)")

@@ -371,6 +371,12 @@ def run_host_function(
             buffers.append(np.ascontiguousarray(to_tensor(next(given), as_tensor)))
         except ValueError as e:
             raise TileRuntimeError(f"argument {i} of @{target.sym_name.data}: {e}") from None
+    same = {buffers[p].shape[d] for p, d in tile.same_size_dims(target)}
+    if len(same) > 1:
+        raise TileRuntimeError(
+            f"@{target.sym_name.data}: the inputs' dynamic dims must be one size, got "
+            f"{sorted(same)}"
+        )
     dims_from = tile.output_dims_from(target)
     for i, (t, is_out) in enumerate(zip(types, outputs, strict=True)):
         if is_out:

@@ -1,0 +1,45 @@
+// nn functions of dynamic size (`?`): the standard pipeline lowers them at two size hints
+// and computes what depends on the size at run time (passes/generalize_sizes.py): buffer
+// dims become `?`, grids `ceildiv` of `tile.dim`, mask bounds and block counts in
+// kernels come from a parameter's size, outputs take their size from an input, and the
+// host function says which input dims are one size.
+// RUN: fuse-opt %s --split-input-file --pipeline standard | filecheck %s
+// (what is refused: generalize-sizes-refused.mlir)
+
+// CHECK-LABEL: tile.kernel @fused_0_cast_mul_mean_add grid 1
+// CHECK-SAME:  (%[[X:.*]]: memref<?x320xbf16>, %{{.*}}: memref<320xbf16>, %{{.*}}: memref<?x320xbf16>, %{{.*}}: memref<?x320xbf16>)
+// CHECK-SAME:  schedule = "row_reduction"
+// CHECK-NEXT:  %[[N:.*]] = tile.dim %[[X]], 0 : memref<?x320xbf16>
+// CHECK:       tile.mask [%{{.*}}, %{{.*}}] bounds [%[[N]], 320] : tensor<4x512xi1>
+// CHECK-LABEL: func.func @rmsnorm_silu_gate
+// CHECK-SAME:  %{{.*}}: memref<?x320xbf16> {tile.output, tile.dims_from = array<i64: 0, 0>})
+// CHECK-SAME:  attributes {tile.same_size = array<i64: 0, 0, 2, 0>}
+// CHECK-NEXT:  %[[R:.*]] = tile.dim %{{.*}}, 0 : memref<?x320xbf16>
+// CHECK-NEXT:  %[[B:.*]] = arith.constant 4 : index
+// CHECK-NEXT:  %[[G:.*]] = arith.ceildivui %[[R]], %[[B]] : index
+// CHECK-NEXT:  tile.launch @fused_0_cast_mul_mean_add grid [%[[G]]]
+func.func @rmsnorm_silu_gate(%x: tensor<?x320xbf16>, %w: tensor<320xbf16>, %g: tensor<?x320xbf16>) -> tensor<?x320xbf16> {
+  %n = nn.rms_norm %x weight %w {eps = 1.0e-06 : f64} : tensor<?x320xbf16>, tensor<320xbf16> -> tensor<?x320xbf16>
+  %s = nn.silu %g : tensor<?x320xbf16>
+  %y = nn.mul %n, %s : tensor<?x320xbf16>
+  func.return %y : tensor<?x320xbf16>
+}
+
+// -----
+
+// A batched matmul kernel over a dynamic batch: its program id splits by a block count
+// of the size, computed in the kernel.
+// CHECK-LABEL: tile.kernel @fused_0_matmul_add_gelu_exp grid 1
+// CHECK-SAME:  (%[[A:.*]]: memref<?x5x64xf32>, %{{.*}}: memref<96x64xf32>, %{{.*}}: memref<96xf32>, %{{.*}}: memref<?x5x96xf32>)
+// CHECK-NEXT:  %[[S:.*]] = tile.dim %[[A]], 0 : memref<?x5x64xf32>
+// CHECK:       arith.remsi %{{.*}}, %[[S]] : index
+// CHECK-LABEL: func.func @mlp
+// CHECK-SAME:  %{{.*}}: memref<?x5x96xf32> {tile.output, tile.dims_from = array<i64: 2, 0>})
+// CHECK-NEXT:  %[[B:.*]] = tile.dim %{{.*}}, 0 : memref<?x5x64xf32>
+// CHECK-NEXT:  tile.launch @fused_0_matmul_add_gelu_exp grid [%[[B]]]
+func.func @mlp(%w1: tensor<96x64xf32>, %b1: tensor<96xf32>, %x: tensor<?x5x64xf32>) -> tensor<?x5x96xf32> {
+  %0 = nn.linear %x, %w1, %b1 : tensor<?x5x64xf32>, tensor<96x64xf32>, tensor<96xf32> -> tensor<?x5x96xf32>
+  %1 = nn.gelu %0 : tensor<?x5x96xf32>
+  %2 = nn.exp %1 : tensor<?x5x96xf32>
+  func.return %2 : tensor<?x5x96xf32>
+}
