@@ -98,9 +98,12 @@ class CompiledFunction(Protocol):
 def shape_matches(actual: Sequence[int], spec: Sequence[int]) -> bool:
     """Does a tensor of shape `actual` fit `spec`, where a dim of -1 is of dynamic size
     (`?` in the IR) and fits any size?"""
-    return len(actual) == len(spec) and all(
-        s < 0 or a == s for a, s in zip(actual, spec, strict=True)
-    )
+    if len(actual) != len(spec):
+        return False
+    for a, s in zip(actual, spec, strict=True):  # a loop: no generator frame per call
+        if a != s and s >= 0:
+            return False
+    return True
 
 
 def partly_checked(

@@ -111,7 +111,13 @@ def test_on_the_gpu_one_compiled_kernel_serves_every_size() -> None:
         (y,) = f(x)
         torch.testing.assert_close(y, (2 * x).sum(1), rtol=1e-5, atol=1e-4)
     module = f.host(False).__globals__
-    launchers = [v for v in module.values() if isinstance(v, GridLauncher)]
+    installed = [  # each launcher is now the direct closure around its GridLauncher
+        cell.cell_contents
+        for name, v in module.items()
+        if name.startswith("launch_")
+        for cell in getattr(v, "__closure__", None) or ()
+    ]
+    launchers = [v for v in installed if isinstance(v, GridLauncher)]
     assert len(launchers) == 2
     assert all(len(launcher.runners) == 1 for launcher in launchers)
     base = torch.randn(5 * 100 + 1, device="cuda")

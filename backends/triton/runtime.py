@@ -265,7 +265,9 @@ class GridLauncher:
     grid=...)`. The first launch on a device goes through the `JITFunction` (which
     compiles); its `CompiledKernel` then serves every later grid and size through
     `grid_runner`, except for misaligned pointers or sizes past int32, which take the
-    JIT path. `buffers`: how many leading arguments are tensors."""
+    JIT path. `buffers`: how many leading arguments are tensors. `install`, when given,
+    puts a launcher where the host code finds it: once a device has a runner, a plain
+    function that tries it first (one call frame less per launch)."""
 
     def __init__(
         self,
@@ -274,8 +276,10 @@ class GridLauncher:
         num_warps: int,
         num_stages: int,
         binaries: str | None = None,
+        install: Callable[[Callable[..., None]], None] | None = None,
     ):
         self.kernel, self.buffers, self.binaries = kernel, buffers, binaries
+        self.install = install
         self.options = {"num_warps": num_warps, "num_stages": num_stages}
         self.runners: dict[int, Callable[..., bool]] = {}
 
@@ -294,9 +298,21 @@ class GridLauncher:
         if any(n >= INT32_SIZES for n in args[self.buffers :]):
             return
         try:
-            self.runners[device] = grid_runner(compiled, device, self.buffers)
+            runner = grid_runner(compiled, device, self.buffers)
         except Exception:  # noqa: BLE001 - any failure: keep using the JIT path
             return
+        self.runners[device] = runner
+        if self.install is not None and len(self.runners) == 1:
+            self.install(self._first_direct(runner))
+
+    def _first_direct(self, runner: Callable[..., bool]) -> Callable[..., None]:
+        """A launcher that tries `runner` before this object."""
+
+        def launch(*args: Any, grid: tuple[int, ...]) -> None:
+            if not runner(grid, *args):
+                self(*args, grid=grid)
+
+        return launch
 
 
 class FastLauncher:
@@ -383,14 +399,14 @@ def install_fast_launchers(
     they pick these up.
     """
     for launcher, kernel, grid, warps, stages, buffers in launchers:
-        if not grid:
-            jit = getattr(module, kernel)
-            setattr(module, launcher, GridLauncher(jit, buffers, warps, stages, binaries))
-            continue
 
         def install(launch: Callable[..., None], name: str = launcher) -> None:
             setattr(module, name, launch)
 
+        if not grid:
+            jit = getattr(module, kernel)
+            install(GridLauncher(jit, buffers, warps, stages, binaries, install))
+            continue
         fast = FastLauncher(getattr(module, kernel), grid, warps, stages, binaries, install)
         install(fast)
 
@@ -415,6 +431,12 @@ class TritonFunction:
         index: dict[str, Any],
     ):
         self.host_name, self.inputs, self._load = host, list(inputs), load
+        # per input: (shape, dtype, the dims after the first when only the first is
+        # dynamic: a batch or token count, checked by one comparison, else None)
+        self._specs = [
+            (shape, dtype, tuple(shape[1:]) if _leading_dynamic(shape) else None)
+            for shape, dtype in self.inputs
+        ]
         self.kernels, self.source, self.path, self.index = list(kernels), source, path, index
         self._ir = ir
         self._parsed: dict[str, Any] = {}
@@ -446,11 +468,11 @@ class TritonFunction:
     def check(self, inputs: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
         """The inputs, contiguous; a CompileError when their count, shape or dtype differ."""
         if len(inputs) == len(self.inputs):
-            for x, (shape, dtype) in zip(inputs, self.inputs, strict=True):
+            for x, (shape, dtype, tail) in zip(inputs, self._specs, strict=True):
                 if (
                     not isinstance(x, torch.Tensor)
                     or x.dtype != dtype
-                    or (x.shape != shape and not shape_matches(x.shape, shape))
+                    or (x.shape != shape and (tail is None or x.shape[1:] != tail or not x.shape))
                     or not x.is_contiguous()
                 ):
                     break
@@ -487,6 +509,11 @@ class TritonFunction:
             with torch.cuda.device(device):
                 return self.host(False)(*xs, device=device)
         return self.host(False)(*xs, device=device)
+
+
+def _leading_dynamic(shape: tuple[int, ...]) -> bool:
+    """Is the first dim of `shape` dynamic (-1, `?`) and no other?"""
+    return bool(shape) and shape[0] < 0 and all(n >= 0 for n in shape[1:])
 
 
 def _default_device() -> torch.device:
