@@ -4,10 +4,12 @@
 
 An nn function of dynamic rows (`?`, passes/generalize_sizes.py) is compiled once by the
 Triton backend; at each row count the same function compiled at that very size is
-compiled too, both are checked bit for bit against each other (a row count whose outputs
-differ fails the run), and both are timed: kernel time (`median_us`, launch included)
-and host wall time per call (`launch_inclusive_us`: back-to-back calls, one
-synchronize), with the compile time of each. Workloads: the repository's gated RMSNorm
+compiled too, their outputs are compared (a difference past the dtype's tolerance fails
+the run: where the heuristics pick another tiling for the static size, the reduction
+order differs; the table says whether they are bit for bit equal), and both are timed:
+kernel time (`median_us`, launch included) and host wall time per call
+(`launch_inclusive_us`: back-to-back calls, one synchronize), with the compile time of
+each. Workloads: the repository's gated RMSNorm
 example at 5120 columns (bf16) and a row softmax at 1000 columns (f32, ragged).
 Needs a CUDA GPU.
 """
@@ -60,29 +62,35 @@ def measure(rows: list[int], device: torch.device) -> list[str]:
 
     lines = [
         "| workload | rows | compile s (static) | kernel us static | dynamic "
-        "| wall us static | dynamic | outputs equal |",
-        "|---|---|---|---|---|---|---|---|",
+        "| wall us static | dynamic | max abs difference | bitwise equal |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, text in WORKLOADS.items():
         start = time.perf_counter()
         dynamic = fuseopt.load_mlir(text, backend="triton")
         dynamic(*_inputs(text, 3, device))  # compiles the kernels
-        lines.append(f"| {name} | (dynamic) | {time.perf_counter() - start:.2f} | | | | | |")
+        lines.append(f"| {name} | (dynamic) | {time.perf_counter() - start:.2f} | | | | | | |")
         for n in rows:
             start = time.perf_counter()
             static = fuseopt.load_mlir(specialize(text, n), backend="triton")
             xs = _inputs(text, n, device)
             static(*xs)
             compile_s = time.perf_counter() - start
-            equal = all(torch.equal(a, b) for a, b in zip(dynamic(*xs), static(*xs), strict=True))
-            if not equal:
+            pairs = list(zip(dynamic(*xs), static(*xs), strict=True))
+            equal = all(torch.equal(a, b) for a, b in pairs)
+            diff = max(float((a.float() - b.float()).abs().max()) for a, b in pairs)
+            tolerance = [1.6e-2 if a.dtype == torch.bfloat16 else 1e-5 for a, _ in pairs]
+            if not all(
+                torch.allclose(a.float(), b.float(), rtol=t, atol=t)
+                for (a, b), t in zip(pairs, tolerance, strict=True)
+            ):
                 raise SystemExit(f"{name} at {n} rows: the dynamic compile's outputs differ")
             calls = [lambda f=f, xs=xs: f(*xs) for f in (static, dynamic)]
             ks, kd = (median_us(call, device) for call in calls)
             ws, wd = (launch_inclusive_us(call, device) for call in calls)
             lines.append(
                 f"| {name} | {n} | {compile_s:.2f} | {ks:.1f} | {kd:.1f} | {ws:.1f} | {wd:.1f} "
-                f"| {equal} |"
+                f"| {diff:.2g} | {equal} |"
             )
     return lines
 
