@@ -808,7 +808,8 @@ class SliceOp(ConversionOp):
         want = []
         for dim, (lo, hi, st) in zip(shape, bounds, strict=True):
             if st < 1 or not 0 <= lo <= hi <= dim:
-                raise VerifyException(f"slice {lo}:{hi}:{st} is invalid for a dim of size {dim}")
+                size = "?" if dim < 0 else dim
+                raise VerifyException(f"slice {lo}:{hi}:{st} is invalid for a dim of size {size}")
             want.append(-(-(hi - lo) // st))
         if r.get_shape() != tuple(want) or r.element_type != a.element_type:
             raise VerifyException(

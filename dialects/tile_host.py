@@ -211,8 +211,10 @@ def read_host(f: func.FuncOp, backend: str, verb: str) -> HostFunction:
     for source, dim in same_size:
         if not (0 <= source < len(params)) or params[source].output:
             raise error_at(f, f"{tile.SAME_SIZE_ATTR} names parameter {source}, not an input")
-        if not 0 <= dim < len(params[source].shape):
-            raise error_at(f, f"{tile.SAME_SIZE_ATTR} names dim {dim} of parameter {source}")
+        if not 0 <= dim < len(params[source].shape) or params[source].shape[dim] >= 0:
+            raise error_at(
+                f, f"{tile.SAME_SIZE_ATTR} names dim {dim} of parameter {source}: not a dynamic dim"
+            )
     steps: list[Step] = []
     for op in block.ops:
         if isinstance(op, tile.DimOp):
@@ -268,5 +270,7 @@ def _check_param_sizes(f: func.FuncOp, p: Param, params: tuple[Param, ...]) -> N
     for source, dim in p.dims_from:
         if not (0 <= source < len(params)) or params[source].output:
             raise error_at(f, f"{tile.DIMS_FROM_ATTR} names parameter {source}, not an input")
-        if not 0 <= dim < len(params[source].shape):
-            raise error_at(f, f"{tile.DIMS_FROM_ATTR} names dim {dim} of parameter {source}")
+        if not 0 <= dim < len(params[source].shape) or params[source].shape[dim] >= 0:
+            raise error_at(
+                f, f"{tile.DIMS_FROM_ATTR} names dim {dim} of parameter {source}: not a dynamic dim"
+            )

@@ -8,8 +8,8 @@ uses size hints, and what depends on the size is then computed at run time:
    function stands for the same size (a batch, or a number of tokens), so a reshape
    keeps it whole; a function that breaks the rule fails to verify when specialized,
    and is refused.
-2. The lowering runs twice, at two hints (`HINTS`: different, and multiples of every
-   block size, so that block counts are exact).
+2. The lowering runs twice, at two hints (`HINTS`: different odd primes, so that every
+   bounds mask a ragged block needs is there).
 3. `generalize`: the two tile modules must be the same op for op. Where they differ,
    the value must be the same multiple `r` of the hint in both (`r * H1` and `r * H2`),
    and it must be one of what tile IR computes at run time:
@@ -17,8 +17,9 @@ uses size hints, and what depends on the size is then computed at run time:
      an output's size comes from the input it equals (`tile.dims_from`), a temporary's
      from the host's `tile.dim` of an input (`tile.alloc(%n)`);
    - in a kernel, a `tile.mask` bound or an index constant: computed from the size of a
-     parameter (`tile.dim`); a ratio `p / q` that is not whole is a block count
-     (`ceil(p * n / q)`: the only fractions of a size convert-nn-to-tile computes);
+     parameter (`tile.dim`); a value that is not a whole multiple must be a block count
+     `ceil(p * H / q)` at both hints (q a power of two: the only fractions of a size
+     convert-nn-to-tile computes), and becomes `ceil(p * n / q)`;
    - a launch grid: the kernel's block count (the product over its iteration dims but
      the reduced one of `ceil(size / block)`), computed on the host, when that formula
      gives the grid at both hints;
@@ -60,9 +61,12 @@ from fuseopt.diagnostics import CompileError, error_at, verify_module
 from fuseopt.dialects import tile
 from fuseopt.dialects.syntax import array_values, int_array
 
-HINTS = (3 << 13, 5 << 13)
-"""The two size hints a dynamic size is lowered at: many rows (24576 and 40960), and
-multiples of 8192, so that every block count of a power-of-two block is exact."""
+HINTS = (49157, 65537)
+"""The two size hints a dynamic size is lowered at: many rows (or long rows: past any
+whole-row limit, so both hints pick the same schedule), and odd primes, so that no
+power-of-two block divides them: every mask that a size not a multiple of its block
+needs is in the kernel (a multiple would let convert-nn-to-tile leave out the mask of a
+ragged last block, wrong at other sizes)."""
 
 DESCRIPTIVE = ("iteration_sizes", "candidates")
 """Kernel attributes that describe the hint's sizes (for autotuning) and are kept as
@@ -130,6 +134,21 @@ def _ratio(a: int, b: int, hints: tuple[int, int]) -> Fraction | None:
     return r if r > 0 and r * hints[1] == b else None
 
 
+MAX_BLOCK_SHIFT = 20
+"""Block counts `ceil(p * H / q)` are recognized for q up to 2**MAX_BLOCK_SHIFT."""
+
+
+def _block_count(a: int, b: int, hints: tuple[int, int]) -> Fraction | None:
+    """p / q (q a power of two, the smallest that fits) when a == ceil(p * H1 / q) and
+    b == ceil(p * H2 / q): a number of blocks of q covering p times the size."""
+    for shift in range(MAX_BLOCK_SHIFT + 1):
+        q = 1 << shift
+        for p in range(max(1, a * q // hints[0] - 1), a * q // hints[0] + 2):
+            if -(-p * hints[0] // q) == a and -(-p * hints[1] // q) == b:
+                return Fraction(p, q)
+    return None
+
+
 class _Generalizer:
     """The state of one `generalize`: per value, the ratio of each buffer dim that is
     proportional to the size (None for a static one)."""
@@ -154,7 +173,8 @@ class _Generalizer:
     def compare(self) -> None:
         ops_a, ops_b = list(self.a.walk()), list(self.b.walk())
         if len(ops_a) != len(ops_b):
-            raise self._fail(self.a, "the lowering (its number of ops)")
+            where = next((op for op in self.a.ops if isinstance(op, func.FuncOp)), self.a)
+            raise self._fail(where, "the lowering (its number of ops)")
         for x, y in zip(ops_a, ops_b, strict=True):
             if (
                 x.name != y.name
@@ -206,7 +226,8 @@ class _Generalizer:
     def _constant_ratio(self, op: Operation, u: Attribute | None, v: Attribute | None) -> Fraction:
         if not (isinstance(u, IntegerAttr) and isinstance(v, IntegerAttr)):
             raise self._fail(op, "a constant")
-        ratio = _ratio(u.value.data, v.value.data, self.hints)
+        a, b = u.value.data, v.value.data
+        ratio = _ratio(a, b, self.hints) or _block_count(a, b, self.hints)
         if ratio is None:
             raise self._fail(op, "an index constant")
         return ratio

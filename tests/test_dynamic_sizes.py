@@ -69,6 +69,12 @@ def test_the_tile_interpreter_runs_it_at_every_size() -> None:
         np.testing.assert_allclose(np.asarray(y), (2 * x).sum(1), rtol=1e-5, atol=1e-5)
 
 
+def test_an_output_size_must_come_from_a_dynamic_dim() -> None:
+    bad = ROWS.replace("tile.dims_from = array<i64: 0, 0>", "tile.dims_from = array<i64: 0, 1>")
+    with pytest.raises(fuseopt.CompileError, match="names dim 1 of parameter 0: not a dynamic"):
+        fuseopt.load_mlir(bad, backend="triton")
+
+
 def test_a_static_dim_still_checks_its_size() -> None:
     f = fuseopt.load_mlir(ROWS, backend="triton")
     with pytest.raises(

@@ -101,8 +101,46 @@ def test_what_depends_on_the_size_otherwise_is_refused_located() -> None:
     assert ":11:3: error: dynamic sizes: an index constant depends on the size" in str(e.value)
 
 
-def test_the_hints_divide_by_every_block() -> None:
-    assert all(h % 8192 == 0 for h in HINTS) and HINTS[0] != HINTS[1]
+def test_the_hints_are_odd_so_every_ragged_block_keeps_its_mask() -> None:
+    assert all(h % 2 == 1 for h in HINTS) and HINTS[0] != HINTS[1]
+
+
+def test_a_reduction_over_the_dynamic_dim_masks_its_ragged_chunk() -> None:
+    """At hints that a block divides, convert-nn-to-tile leaves out the mask of the
+    last chunk of a looped reduction; the generalized kernel then read the padding as
+    0 at other sizes (a max of negative numbers came out 0). Against PyTorch."""
+    text = (
+        "func.func @f(%x: tensor<4x?x2xf32>) -> (tensor<4xf32>, tensor<4xf32>) {\n"
+        "  %m = nn.reduce_max %x [1, 2] : tensor<4x?x2xf32> -> tensor<4xf32>\n"
+        "  %e = nn.exp %x : tensor<4x?x2xf32>\n"
+        "  %s = nn.sum %e [1, 2] : tensor<4x?x2xf32> -> tensor<4xf32>\n"
+        "  func.return %m, %s : tensor<4xf32>, tensor<4xf32>\n}\n"
+    )
+    compiled = fuseopt.load_mlir(text, backend="triton")
+    for n in (1, 3, 130):
+        x = -torch.rand(4, n, 2) - 1
+        m, s = compiled(x)
+        torch.testing.assert_close(m, x.amax((1, 2)))
+        torch.testing.assert_close(s, x.exp().sum((1, 2)), rtol=1e-5, atol=1e-5)
+
+
+def test_a_fused_matmul_of_dynamic_rows_prints_its_block_counts() -> None:
+    """A matmul kernel's grouped ordering divides the program id by the number of row
+    blocks, `ceil(M / BM)`: computed in the kernel (`arith.ceildivui`), which Triton
+    prints."""
+    text = (
+        "func.func @f(%x: tensor<?x40xbf16>, %w: tensor<300x40xbf16>) -> tensor<?x300xbf16> {\n"
+        "  %y = nn.matmul %x, %w transpose_b : tensor<?x40xbf16>, tensor<300x40xbf16> "
+        "-> tensor<?x300xbf16>\n"
+        "  %g = nn.silu %y : tensor<?x300xbf16>\n"
+        "  func.return %g : tensor<?x300xbf16>\n}\n"
+    )
+    compiled = fuseopt.load_mlir(text, backend="triton")
+    for n in (1, 5, 130):  # (a static compile at 1 row tiles K otherwise: compare to torch)
+        x, w = _inputs(text, n, seed=n)
+        (got,) = compiled(x, w)
+        want = torch.nn.functional.silu(x.float() @ w.float().T)
+        torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
 
 
 _OPS = (

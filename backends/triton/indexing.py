@@ -66,6 +66,11 @@ def combine(
         if a.non_negative and c is not None and c > 0:
             return IndexRange(a.lo // c, None if a.hi is None else a.hi // c)  # type: ignore[operator]
         return UNKNOWN
+    if isinstance(op, arith.CeilDivUIOp):
+        c = b.constant
+        if a.non_negative and c is not None and c > 0:
+            return IndexRange(-(-a.lo // c), None if a.hi is None else -(-a.hi // c))  # type: ignore[operator]
+        return UNKNOWN
     if isinstance(op, arith.RemSIOp | arith.RemUIOp):
         if a.non_negative and b.lo is not None and b.lo > 0:
             top = None if b.hi is None else b.hi - 1
@@ -99,6 +104,7 @@ INDEX_BINARY: dict[type, str] = {
     arith.DivSIOp: "{0} // {1}",
     arith.DivUIOp: "{0} // {1}",
     arith.FloorDivSIOp: "{0} // {1}",
+    arith.CeilDivUIOp: "({0} + {1} - 1) // {1}",  # sizes and block counts: non-negative
     arith.RemSIOp: "{0} % {1}",
     arith.RemUIOp: "{0} % {1}",
     arith.MinSIOp: "tl.minimum({0}, {1})",
@@ -121,6 +127,8 @@ def fold(op: object, a: int, b: int) -> int | None:
         return _truncating_div(a, b)
     if isinstance(op, arith.FloorDivSIOp):
         return a // b
+    if isinstance(op, arith.CeilDivUIOp):
+        return -(-a // b)
     if isinstance(op, arith.RemSIOp | arith.RemUIOp):
         return a - b * _truncating_div(a, b)
     if isinstance(op, arith.MinSIOp):
