@@ -145,7 +145,8 @@ def test_reduce_overhead_replays_cuda_graphs_in_place(
             torch.testing.assert_close(got, want, rtol=3e-2, atol=3e-2)
         fn = _graph_function(compiled)
         assert bool(getattr(fn, "graphs", None)) == graphs
-        assert (getattr(fn, "static", None) is not None) == graphs
+        statics = getattr(fn, "statics", {})  # graphs on static copies, per input shapes
+        assert any(g is not None for g in statics.values()) == graphs
         del held, got, want  # results still referenced would block the graphs' replays
         plain = fuseopt.compile(model, (x,), backend="triton", strict=True)
         graphed_us, plain_us = _bench(compiled, x), _bench(plain, x)
