@@ -9,7 +9,6 @@ the function compiled at that size (compiled at its first use, then kept).
 
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,11 +16,10 @@ from typing import Any
 import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.printer import Printer
 
 from fuseopt.backends.contract import CompiledFunction, KernelRecord
 from fuseopt.diagnostics import CompileError, parse_module
-from fuseopt.passes.generalize_sizes import specialize
+from fuseopt.passes.generalize_sizes import located_text, specialize
 from fuseopt.registry import make_context
 
 log = logging.getLogger("fuseopt")
@@ -38,9 +36,7 @@ class PerSizeFunction:
         compile: Callable[[ModuleOp], CompiledFunction],
         backend: str,
     ):
-        text = io.StringIO()  # with locations: errors point at the user's text
-        Printer(stream=text, print_debuginfo=True).print_op(module)
-        self.text, self.compile, self.backend = text.getvalue(), compile, backend
+        self.text, self.compile, self.backend = located_text(module), compile, backend
         f = next(
             op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == func_name
         )

@@ -257,17 +257,20 @@ an nn function, where every `?` is one size): `array<i64: p0, d0, p1, d1, ...>`,
 of input parameter `p` for each. A call whose sizes differ there is an error."""
 
 
-def same_size_dims(f: func.FuncOp) -> tuple[tuple[int, int], ...]:
-    """`f`'s `tile.same_size` as (parameter, dim) pairs (empty without one)."""
-    attr = f.attributes.get(SAME_SIZE_ATTR)
+def _dim_pairs(attr: Attribute | None, name: str) -> tuple[tuple[int, int], ...]:
+    """Attribute `name` (`array<i64: p0, d0, p1, d1, ...>`) as (parameter, dim) pairs;
+    empty when absent, VerifyException when not such an array."""
     if attr is None:
         return ()
     if not isinstance(attr, DenseArrayBase) or len(array_values(attr)) % 2:
-        raise VerifyException(
-            f"{SAME_SIZE_ATTR} must be an array<i64: parameter, dim, ...>, got {attr}"
-        )
+        raise VerifyException(f"{name} must be an array<i64: parameter, dim, ...>, got {attr}")
     v = array_values(attr)
     return tuple((v[i], v[i + 1]) for i in range(0, len(v), 2))
+
+
+def same_size_dims(f: func.FuncOp) -> tuple[tuple[int, int], ...]:
+    """`f`'s `tile.same_size` as (parameter, dim) pairs (empty without one)."""
+    return _dim_pairs(f.attributes.get(SAME_SIZE_ATTR), SAME_SIZE_ATTR)
 
 
 def output_params(f: func.FuncOp) -> list[bool]:
@@ -281,22 +284,9 @@ def output_params(f: func.FuncOp) -> list[bool]:
 def output_dims_from(f: func.FuncOp) -> list[tuple[tuple[int, int], ...]]:
     """For each argument of host function `f`: its `tile.dims_from` as (parameter, dim)
     pairs (empty without one). VerifyException for an odd-length array."""
-    n = len(f.function_type.inputs.data)
     if f.arg_attrs is None:
-        return [()] * n
-    out = []
-    for d in f.arg_attrs.data:
-        attr = d.data.get(DIMS_FROM_ATTR)
-        if attr is None:
-            out.append(())
-            continue
-        if not isinstance(attr, DenseArrayBase) or len(array_values(attr)) % 2:
-            raise VerifyException(
-                f"{DIMS_FROM_ATTR} must be an array<i64: parameter, dim, ...>, got {attr}"
-            )
-        v = array_values(attr)
-        out.append(tuple((v[i], v[i + 1]) for i in range(0, len(v), 2)))
-    return out
+        return [()] * len(f.function_type.inputs.data)
+    return [_dim_pairs(d.data.get(DIMS_FROM_ATTR), DIMS_FROM_ATTR) for d in f.arg_attrs.data]
 
 
 def strided_layout(t: MemRefType) -> tuple[tuple[int, ...], int] | None:

@@ -209,12 +209,7 @@ def read_host(f: func.FuncOp, backend: str, verb: str) -> HostFunction:
     for p in params:
         _check_param_sizes(f, p, params)
     for source, dim in same_size:
-        if not (0 <= source < len(params)) or params[source].output:
-            raise error_at(f, f"{tile.SAME_SIZE_ATTR} names parameter {source}, not an input")
-        if not 0 <= dim < len(params[source].shape) or params[source].shape[dim] >= 0:
-            raise error_at(
-                f, f"{tile.SAME_SIZE_ATTR} names dim {dim} of parameter {source}: not a dynamic dim"
-            )
+        _check_input_dim(f, tile.SAME_SIZE_ATTR, source, dim, params)
     steps: list[Step] = []
     for op in block.ops:
         if isinstance(op, tile.DimOp):
@@ -268,9 +263,14 @@ def _check_param_sizes(f: func.FuncOp, p: Param, params: tuple[Param, ...]) -> N
             f"(input, dim) pair per dynamic dim, got {list(p.dims_from)}",
         )
     for source, dim in p.dims_from:
-        if not (0 <= source < len(params)) or params[source].output:
-            raise error_at(f, f"{tile.DIMS_FROM_ATTR} names parameter {source}, not an input")
-        if not 0 <= dim < len(params[source].shape) or params[source].shape[dim] >= 0:
-            raise error_at(
-                f, f"{tile.DIMS_FROM_ATTR} names dim {dim} of parameter {source}: not a dynamic dim"
-            )
+        _check_input_dim(f, tile.DIMS_FROM_ATTR, source, dim, params)
+
+
+def _check_input_dim(
+    f: func.FuncOp, attr: str, source: int, dim: int, params: tuple[Param, ...]
+) -> None:
+    """(source, dim) of attribute `attr` must name a dynamic dim of an input parameter."""
+    if not (0 <= source < len(params)) or params[source].output:
+        raise error_at(f, f"{attr} names parameter {source}, not an input")
+    if not 0 <= dim < len(params[source].shape) or params[source].shape[dim] >= 0:
+        raise error_at(f, f"{attr} names dim {dim} of parameter {source}: not a dynamic dim")

@@ -96,6 +96,14 @@ def replace_body(module: ModuleOp, source: ModuleOp) -> None:
         module.body.block.add_op(op)
 
 
+def located_text(module: ModuleOp) -> str:
+    """`module` printed with each op's location (`loc(...)`), so that what is parsed
+    again from it (specialized) reports errors at the user's text."""
+    text = io.StringIO()
+    Printer(stream=text, print_debuginfo=True).print_op(module)
+    return text.getvalue()
+
+
 def specialize(text: str, hint: int) -> str:
     """`text` (nn IR) with every `?` of a tensor type replaced by `hint`."""
     return _TENSOR.sub(lambda m: "tensor<" + m.group(1).replace("?", str(hint)) + ">", text)
@@ -109,12 +117,11 @@ def lower_dynamic(
     `HINTS`; returns (tile IR of dynamic size, the first hint's fused-stage module).
     A CompileError when the function breaks the one-size rule or the lowering depends
     on the size in a way tile IR cannot compute."""
-    text = io.StringIO()  # with each op's location, so errors point at the user's text
-    Printer(stream=text, print_debuginfo=True).print_op(module)
+    text = located_text(module)
     lowered, fused = [], None
     for hint in HINTS:
         try:
-            specialized = parse(specialize(text.getvalue(), hint))
+            specialized = parse(specialize(text, hint))
         except CompileError as e:
             raise CompileError(
                 "every `?` of a function stands for one size (a reshape keeps it whole); "
@@ -442,6 +449,7 @@ __all__ = [
     "generalize",
     "has_dynamic_functions",
     "is_dynamic_function",
+    "located_text",
     "lower_dynamic",
     "replace_body",
     "specialize",
