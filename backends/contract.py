@@ -53,12 +53,15 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.diagnostics import BackendUnavailableError, ConfigurationError
+
+if TYPE_CHECKING:
+    from fuseopt.passes.generalize_sizes import SizedFunction
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 """The values `mode` may take (besides None), as in `torch.compile`."""
@@ -144,9 +147,10 @@ class Backend(Protocol):
     """A fuseopt backend (see the module docstring)."""
 
     def compile(
-        self, module: ModuleOp, func_name: str, options: Mapping[str, Any]
+        self, module: ModuleOp | SizedFunction, func_name: str, options: Mapping[str, Any]
     ) -> CompiledFunction:
-        """Compile `func_name` of `module`."""
+        """Compile `func_name` of `module` (nn IR; a SizedFunction for a function of one
+        dynamic size given at any size: passes/generalize_sizes.py)."""
         ...
 
 

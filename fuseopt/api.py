@@ -584,8 +584,9 @@ def compile(
     and, when a size changes, once more with that size symbolic; True traces symbolic
     sizes from the start; False recompiles for every new shape (up to Dynamo's
     recompile limit, then the model runs eagerly). A symbolic graph is one Dynamo entry
-    (no further recompiles); fuseopt's kernels are still generated per concrete shape,
-    on first use of each (docs/api.md, "Shapes").
+    (no further recompiles); when its symbolic sizes are one symbol (a batch, or a
+    sequence length), its kernels take the size at run time: compiled once for every
+    size (docs/api.md, "Shapes").
     """
     if not callable(model):
         raise CompileError(f"fuseopt.compile needs an nn.Module or a function, got {model!r}")

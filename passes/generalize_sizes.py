@@ -38,7 +38,8 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 from xdsl.dialects import arith, func
@@ -109,30 +110,110 @@ def specialize(text: str, hint: int) -> str:
     return _TENSOR.sub(lambda m: "tensor<" + m.group(1).replace("?", str(hint)) + ">", text)
 
 
-def lower_dynamic(
-    module: ModuleOp, lower: Callable[[ModuleOp], ModuleOp], parse: Callable[[str], ModuleOp]
-) -> tuple[ModuleOp, ModuleOp]:
-    """Lower nn `module` of dynamic size: `lower` (the whole pipeline, in place, returning
-    what a caller keeps of the fused stage) runs on the module specialized at each of
-    `HINTS`; returns (tile IR of dynamic size, the first hint's fused-stage module).
-    A CompileError when the function breaks the one-size rule or the lowering depends
-    on the size in a way tile IR cannot compute."""
+@dataclass(frozen=True)
+class SizedFunction:
+    """An nn function of one dynamic size, given as the module it is at any size.
+
+    `at(n)` builds the module holding `func_name` with the size fixed at `n` (static nn
+    IR, a fresh module per call). `dims` are the (input, dim) pairs of the function's
+    tensor inputs that are the size itself (so a call's size is read from any of them).
+    A module of `?` types is one (`from_module`: every `?` is the size); the FX frontend
+    makes one for a region traced with a symbolic size, whose intermediate values may be
+    multiples of it (a batch flattened with the tokens), which `?` types cannot say.
+    """
+
+    func_name: str
+    at: Callable[[int], ModuleOp]
+    dims: tuple[tuple[int, int], ...]
+
+    @staticmethod
+    def from_module(
+        module: ModuleOp, func_name: str, parse: Callable[[str], ModuleOp]
+    ) -> SizedFunction:
+        """The function `func_name` of nn `module` (with `?` types: `is_dynamic_function`),
+        specialized by replacing each `?` (`specialize`) and parsing with `parse`."""
+        f = next(
+            op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == func_name
+        )
+        dims = tuple(
+            (i, d)
+            for i, t in enumerate(f.function_type.inputs.data)
+            if isinstance(t, TensorType)
+            for d, n in enumerate(t.get_shape())
+            if n < 0
+        )
+        return SizedFunction(func_name, _specializer(module, parse), dims)
+
+    def key(self) -> str:
+        """The text that identifies the function (its modules at both `HINTS`), for caches."""
+        return "\n// size hint\n".join(str(self.at(h)) for h in HINTS)
+
+    def size_of(self, inputs: Sequence[object]) -> int:
+        """The size a call's inputs bring (their dims at `dims`); a CompileError when the
+        dims disagree or no input has one."""
+        sizes = {
+            inputs[i].shape[d]  # type: ignore[attr-defined]
+            for i, d in self.dims
+            if i < len(inputs) and hasattr(inputs[i], "shape")
+        }
+        if len(sizes) != 1:
+            raise CompileError(
+                f"the inputs' dynamic dims must be one size, got {sorted(sizes) or 'none'}"
+            )
+        return sizes.pop()
+
+
+def as_sized(
+    module: ModuleOp | SizedFunction, func_name: str, parse: Callable[[str], ModuleOp]
+) -> SizedFunction | None:
+    """`module` as a SizedFunction when it is one or holds `?` types, else None (static)."""
+    if isinstance(module, SizedFunction):
+        return module
+    if not has_dynamic_functions(module):
+        return None
+    return SizedFunction.from_module(module, func_name, parse)
+
+
+def _specializer(module: ModuleOp, parse: Callable[[str], ModuleOp]) -> Callable[[int], ModuleOp]:
+    """`n -> module` with every `?` replaced by n, parsed again (errors at the user's text)."""
     text = located_text(module)
-    lowered, fused = [], None
-    for hint in HINTS:
+
+    def at(n: int) -> ModuleOp:
         try:
-            specialized = parse(specialize(text, hint))
+            return parse(specialize(text, n))
         except CompileError as e:
             raise CompileError(
                 "every `?` of a function stands for one size (a reshape keeps it whole); "
-                f"at size {hint} this function does not verify: {e}"
+                f"at size {n} this function does not verify: {e}"
             ) from None
+
+    return at
+
+
+def lower_sized(
+    sized: SizedFunction, lower: Callable[[ModuleOp], ModuleOp]
+) -> tuple[ModuleOp, ModuleOp]:
+    """Lower `sized`: `lower` (the whole pipeline, in place, returning what a caller keeps
+    of the fused stage) runs on the function at each of `HINTS`; returns (tile IR of
+    dynamic size, the first hint's fused-stage module). A CompileError when the function
+    breaks the one-size rule or the lowering depends on the size in a way tile IR cannot
+    compute."""
+    lowered, fused = [], None
+    for hint in HINTS:
+        specialized = sized.at(hint)
         kept = lower(specialized)
         fused = fused or kept
         lowered.append(specialized)
     generalize(lowered[0], lowered[1], HINTS)
     assert fused is not None
     return lowered[0], fused
+
+
+def lower_dynamic(
+    module: ModuleOp, lower: Callable[[ModuleOp], ModuleOp], parse: Callable[[str], ModuleOp]
+) -> tuple[ModuleOp, ModuleOp]:
+    """Lower nn `module` of dynamic size (every function with `?` types; see `lower_sized`)."""
+    return lower_sized(SizedFunction("", _specializer(module, parse), ()), lower)
 
 
 def _ratio(a: int, b: int, hints: tuple[int, int]) -> Fraction | None:
@@ -156,6 +237,11 @@ def _block_count(a: int, b: int, hints: tuple[int, int]) -> Fraction | None:
     return None
 
 
+class SizeDependentLowering(CompileError):
+    """The lowering of a function of dynamic size depends on the size in a way tile IR
+    cannot compute at run time (`generalize`): a caller may compile it per size."""
+
+
 class _Generalizer:
     """The state of one `generalize`: per value, the ratio of each buffer dim that is
     proportional to the size (None for a static one)."""
@@ -168,12 +254,13 @@ class _Generalizer:
         self.grids: dict[tile.LaunchOp, tile.LaunchOp] = {}
         """Launches whose grid depends on the size, with their twin at the second hint."""
 
-    def _fail(self, op: Operation, what: str) -> CompileError:
-        return error_at(
+    def _fail(self, op: Operation, what: str) -> SizeDependentLowering:
+        e = error_at(
             op,
             f"dynamic sizes: {what} depends on the size in a way tile IR cannot compute "
             "at run time; compile this function with static sizes",
         )
+        return SizeDependentLowering(e.message, e.location, e.context)
 
     # ------------------------------------------------------------------ compare
 
@@ -446,11 +533,15 @@ def generalize(a: ModuleOp, b: ModuleOp, hints: tuple[int, int]) -> None:
 
 __all__ = [
     "HINTS",
+    "SizeDependentLowering",
+    "SizedFunction",
+    "as_sized",
     "generalize",
     "has_dynamic_functions",
     "is_dynamic_function",
     "located_text",
     "lower_dynamic",
+    "lower_sized",
     "replace_body",
     "specialize",
 ]

@@ -55,7 +55,7 @@ from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import tile_host, torch_call
 from fuseopt.dialects.dtypes import element_bytes, torch_dtype
 from fuseopt.dialects.tile_host import read_host
-from fuseopt.passes.generalize_sizes import has_dynamic_functions
+from fuseopt.passes.generalize_sizes import SizedFunction, as_sized
 
 if TYPE_CHECKING:
     from fuseopt.backends.cuda.autotune import CudaAutotunedFunction
@@ -472,7 +472,7 @@ class CudaBackend:
     """`backend="cuda"`: CUDA C++ kernels compiled with NVRTC or nvcc."""
 
     def compile(
-        self, module: ModuleOp, func_name: str, options: Mapping[str, Any]
+        self, module: ModuleOp | SizedFunction, func_name: str, options: Mapping[str, Any]
     ) -> CudaFunction | CudaGraphFunction | CudaAutotunedFunction:
         """Lower `func_name` of `module` to tile IR and print its kernels.
 
@@ -491,12 +491,14 @@ class CudaBackend:
         mode = options.get("mode")
         check_mode(mode)
         check_options("cuda", options, CUDA.option_names())
-        if has_dynamic_functions(module):  # its kernels are static: one compile per size
-            from fuseopt.backends.per_size import PerSizeFunction
+        from fuseopt.backends.per_size import PerSizeFunction, parse_specialized
 
+        sized = as_sized(module, func_name, parse_specialized)
+        if sized is not None:  # its kernels are static: one compile per size
             return PerSizeFunction(  # type: ignore[return-value]
-                module, func_name, lambda m: self.compile(m, func_name, options), "cuda"
+                sized, lambda m: self.compile(m, func_name, options), "cuda"
             )
+        assert isinstance(module, ModuleOp)
         lowering = CUDA.lowering(options)
         text = str(module)
         run_passes(module, pipeline_passes("standard", lowering))

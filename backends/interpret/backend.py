@@ -32,7 +32,7 @@ from fuseopt.backends.contract import KernelRecord, check_options, check_precisi
 from fuseopt.diagnostics import CompileError, ConfigurationError
 from fuseopt.dialects import nn
 from fuseopt.dialects.dtypes import torch_dtype
-from fuseopt.passes.generalize_sizes import has_dynamic_functions
+from fuseopt.passes.generalize_sizes import SizedFunction, as_sized
 from fuseopt.passes.nn_fuse.cost_model import is_eager_kernel
 from fuseopt.pipelines import PIPELINES, PRECISION, run_pipeline
 
@@ -162,17 +162,19 @@ class InterpretBackend:
     """The debugging backend (see the module docstring)."""
 
     def compile(
-        self, module: ModuleOp, func_name: str, options: Mapping[str, Any]
+        self, module: ModuleOp | SizedFunction, func_name: str, options: Mapping[str, Any]
     ) -> InterpretedFunction:
         """Run the pipeline (default `fuseopt.pipelines.FUSE`) on `module`, then wrap
         the interpreter."""
         check_options("interpret", options, OPTIONS)
-        if has_dynamic_functions(module):  # the interpreter runs one size at a time
-            from fuseopt.backends.per_size import PerSizeFunction
+        from fuseopt.backends.per_size import PerSizeFunction, parse_specialized
 
+        sized = as_sized(module, func_name, parse_specialized)
+        if sized is not None:  # the interpreter runs one size at a time
             return PerSizeFunction(  # type: ignore[return-value]
-                module, func_name, lambda m: self.compile(m, func_name, options), "interpret"
+                sized, lambda m: self.compile(m, func_name, options), "interpret"
             )
+        assert isinstance(module, ModuleOp)
         spec = pipeline_spec(options)
         passes = [p.strip().split("{")[0] for p in spec.split(",")]
         if check_precision(options.get("precision", "f32")) == "f32" and passes[-1] == "nn-fuse":

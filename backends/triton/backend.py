@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +38,18 @@ from fuseopt.backends.triton.runtime import (
 )
 from fuseopt.diagnostics import CompileError, parse_module
 from fuseopt.dialects import tile_host, torch_call
-from fuseopt.passes.generalize_sizes import has_dynamic_functions, lower_dynamic, replace_body
+from fuseopt.passes.generalize_sizes import (
+    SizeDependentLowering,
+    SizedFunction,
+    has_dynamic_functions,
+    lower_dynamic,
+    lower_sized,
+    replace_body,
+)
 from fuseopt.pipelines import LoweringOptions
 from fuseopt.registry import make_context
+
+logger = logging.getLogger("fuseopt")
 
 NAMESPACE = "triton"
 """The kernel cache namespace of this backend."""
@@ -57,16 +67,17 @@ def lower(module: ModuleOp, lowering: LoweringOptions | None = None) -> ModuleOp
         return module.clone()
     if has_dynamic_functions(module):
         # lowered at size hints, then made of dynamic size (passes/generalize_sizes.py)
-        def parse(text: str) -> ModuleOp:
-            return parse_module(make_context(), text, "<specialized>")
-
-        tiled, fused = lower_dynamic(module, lambda m: lower(m, lowering), parse)
+        tiled, fused = lower_dynamic(module, lambda m: lower(m, lowering), _parse_specialized)
         replace_body(module, tiled)
         return fused
     run_passes(module, pipeline_passes("fuse"))
     fused = module.clone()
     run_passes(module, (lowering or TRITON.defaults).passes())
     return fused
+
+
+def _parse_specialized(text: str) -> ModuleOp:
+    return parse_module(make_context(), text, "<specialized>")
 
 
 @dataclass
@@ -80,14 +91,18 @@ class Compiled:
 
 
 def print_and_store(
-    module: ModuleOp,
+    module: ModuleOp | SizedFunction,
     func_name: str,
     key: str,
     cache: KernelCache,
     lowering: LoweringOptions,
 ) -> Compiled:
-    """Lower, print and cache; the index describes kernels and the host function."""
-    fused = lower(module, lowering)
+    """Lower, print and cache; the index describes kernels and the host function. A
+    SizedFunction is lowered at its size hints into `module`, a new module."""
+    if isinstance(module, SizedFunction):
+        module, fused = lower_sized(module, lambda m: lower(m, lowering))
+    else:
+        fused = lower(module, lowering)
     printed = print_triton(module)
     host = printed.hosts.get(func_name)
     if host is None:
@@ -230,7 +245,7 @@ def kernel_records(compiled: Compiled) -> list[KernelRecord]:
 
 
 def compile_module(
-    module: ModuleOp,
+    module: ModuleOp | SizedFunction,
     func_name: str,
     options: Mapping[str, Any] | None = None,
     cache: KernelCache | None = None,
@@ -257,13 +272,20 @@ def compile_module(
         raise ConfigurationError(
             f"the kernel cache directory cannot be used (FUSEOPT_CACHE_DIR or cache_dir): {e}"
         ) from None
-    text = str(module)
+    sized = isinstance(module, SizedFunction)
+    text = module.key() if sized else str(module)
     key = variant_key(text, func_name, lowering)
     compiled = from_cache(key, cache)
     if compiled is None:
-        compiled = print_and_store(module, func_name, key, cache, lowering)
+        try:
+            compiled = print_and_store(module, func_name, key, cache, lowering)
+        except SizeDependentLowering as e:
+            if not isinstance(module, SizedFunction):
+                raise
+            return _per_size(module, func_name, options, cache, e)
     fn = wrap(compiled, cache, key)
-    if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
+    # a SizedFunction has no one text to re-lower per candidate: its heuristic tiling
+    if mode in ("max-autotune", "max-autotune-no-cudagraphs") and not sized:
         from fuseopt.backends.autotune import AutotunedFunction
 
         fn = AutotunedFunction(fn, text, func_name, lowering, cache, key)  # type: ignore[assignment]
@@ -271,6 +293,26 @@ def compile_module(
         # one launch: replaying a graph costs more host time than the direct launch
         return CudaGraphFunction(fn)
     return fn
+
+
+def _per_size(
+    sized: SizedFunction,
+    func_name: str,
+    options: Mapping[str, Any],
+    cache: KernelCache,
+    why: SizeDependentLowering,
+) -> Any:
+    """`sized` compiled once per size a call brings, its lowering depending on the size
+    (`why`; a region traced with a symbolic size: the frontend's, never a `?` module,
+    whose refusal the user asked to see)."""
+    from fuseopt.backends.per_size import PerSizeFunction
+
+    logger.info(
+        "fuseopt: %s is compiled per size (its lowering depends on the size: %s)",
+        func_name,
+        why.message,
+    )
+    return PerSizeFunction(sized, lambda m: compile_module(m, func_name, options, cache), "triton")
 
 
 def load_compiled(compiled: Compiled, interpret: bool, cache: KernelCache) -> Any:
@@ -385,7 +427,7 @@ class TritonBackend:
     docstring)."""
 
     def compile(
-        self, module: ModuleOp, func_name: str, options: Mapping[str, Any]
+        self, module: ModuleOp | SizedFunction, func_name: str, options: Mapping[str, Any]
     ) -> TritonFunction | CudaGraphFunction:
         """Compile `func_name` of `module` (see `compile_module`)."""
         return compile_module(module, func_name, options)

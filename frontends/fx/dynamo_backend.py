@@ -15,7 +15,7 @@ PyTorch; the default is the backend's, `default_attention`: "fused" except on th
 backend, whose attention kernel is still slow); every other key is passed to the
 backend, which rejects keys it does not know with a ConfigurationError;
 `symbolic` (how a graph Dynamo traced with symbolic sizes is compiled: "auto", the
-default, "partition" or "specialize"; see `compile_symbolic`).
+default, "dynamic", "partition" or "specialize"; see `compile_symbolic`).
 The registration is the `torch_dynamo_backends` entry point `fuseopt` in pyproject.toml.
 
 A graph traced on meta-device inputs runs eagerly in PyTorch (logged at INFO): meta
@@ -44,6 +44,8 @@ from fuseopt.frontends.fx import norm_decompositions
 from fuseopt.frontends.fx.errors import RegionFallback
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
+from fuseopt.frontends.fx.symbolic_sizes import graph_symbol, graph_symbols
+from fuseopt.passes.generalize_sizes import HINTS, SizedFunction
 from fuseopt.passes.nn_decompose import decompose_every_attention
 
 aten = torch.ops.aten
@@ -154,10 +156,17 @@ def fuseopt_backend(
         logger.info("fuseopt: a graph traced on meta tensors runs eagerly (no data to compute)")
         return gm.forward
 
-    def compile_region(module: ModuleOp, func_name: str) -> Callable[..., Sequence[torch.Tensor]]:
-        if attention == "nn":
-            decompose_every_attention(module)
-        imported = module.clone()
+    def compile_region(
+        module: ModuleOp | SizedFunction, func_name: str
+    ) -> Callable[..., Sequence[torch.Tensor]]:
+        if isinstance(module, SizedFunction):  # a region of a symbolic size
+            imported = module.at(HINTS[0])
+            if attention == "nn":
+                module = dataclasses.replace(module, at=decomposed_at(module.at))
+        else:
+            if attention == "nn":
+                decompose_every_attention(module)
+            imported = module.clone()
         try:
             compiled = backend.compile(module, func_name, settings)
         except ConfigurationError:
@@ -184,8 +193,9 @@ def fuseopt_backend(
         def compile_aten_graph(aten_gm: GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
             name = f"{kind}{len(log.graphs)}"
             guarded = kind != "backward" and frame_inputs(gm, aten_gm)
+            symbol = graph_symbol(aten_gm) if symbolic in ("auto", "dynamic") else None
             compiled = compile_graph_module(
-                aten_gm, name, compile_region, log, eager, guarded_inputs=guarded
+                aten_gm, name, compile_region, log, eager, guarded_inputs=guarded, symbol=symbol
             )
             return make_boxed_func(compiled.forward)
 
@@ -205,7 +215,18 @@ def fuseopt_backend(
     return compile_static(gm, example_inputs)
 
 
-SYMBOLIC_MODES = ("auto", "partition", "specialize")
+def decomposed_at(at: Callable[[int], ModuleOp]) -> Callable[[int], ModuleOp]:
+    """`at` (a SizedFunction's) with every attention op decomposed (attention="nn")."""
+
+    def decomposed(n: int) -> ModuleOp:
+        module = at(n)
+        decompose_every_attention(module)
+        return module
+
+    return decomposed
+
+
+SYMBOLIC_MODES = ("auto", "dynamic", "partition", "specialize")
 """Values of the `symbolic` option (see `compile_symbolic`)."""
 
 MAX_SYMBOLIC_SHARE = 0.5
@@ -231,20 +252,34 @@ def compile_symbolic(
     - "specialize": `ShapeSpecializedGraph`, every op compiled, once per concrete
       shape. Right when the symbolic size runs through the whole graph (a batch size)
       and a few shapes repeat.
-    "auto" partitions when less than MAX_SYMBOLIC_SHARE of the graph's tensor ops
-    (views aside) read or make a tensor of symbolic size, and specializes otherwise.
+    - "dynamic": when all the graph's symbolic sizes are one symbol (a batch, or a
+      sequence length), compile it once for every size: kernels take the size at run
+      time (`symbolic_sizes`); ops whose sizes are not whole multiples of the symbol (a
+      KV cache's `s + 1`) and attention over a symbolic sequence length run in PyTorch.
+      A graph of several symbols is partitioned.
+    "auto" is "dynamic" for a graph of one symbol; otherwise it partitions when less
+    than MAX_SYMBOLIC_SHARE of the graph's tensor ops (views aside) read or make a
+    tensor of symbolic size, and specializes otherwise.
     """
     share = symbolic_share(gm)
+    one_symbol = len(graph_symbols(gm)) == 1
     if symbolic == "auto":
-        symbolic = "partition" if share < MAX_SYMBOLIC_SHARE else "specialize"
+        if one_symbol:
+            symbolic = "dynamic"
+        else:
+            symbolic = "partition" if share < MAX_SYMBOLIC_SHARE else "specialize"
+    elif symbolic == "dynamic" and not one_symbol:
+        symbolic = "partition"
     logger.info(
         "fuseopt: a graph with symbolic sizes (%.0f%% of its tensor ops): %s",
         100 * share,
-        "compiled once, its symbolic-size ops run in PyTorch"
-        if symbolic == "partition"
-        else "compiled per concrete shape",
+        {
+            "dynamic": "compiled once for every size",
+            "partition": "compiled once, its symbolic-size ops run in PyTorch",
+            "specialize": "compiled per concrete shape",
+        }[symbolic],
     )
-    if symbolic == "partition":
+    if symbolic in ("dynamic", "partition"):
         return compile_static(gm, example_inputs)
     return ShapeSpecializedGraph(gm, compile_static)
 

@@ -186,7 +186,7 @@ def _strides_of(shape: tuple[int, ...], order: Order) -> tuple[int, ...]:
 
 
 def with_layouts(
-    fn: Callable[..., Sequence[torch.Tensor]], layouts: RegionLayouts
+    fn: Callable[..., Sequence[torch.Tensor]], layouts: RegionLayouts, dynamic: bool = False
 ) -> Callable[..., Sequence[torch.Tensor]]:
     """`fn` (the compiled, rewritten region) called with permuted inputs in their dense
     order and its outputs re-described in the logical dims (`layouts.restrides`). No
@@ -195,13 +195,19 @@ def with_layouts(
     An output is re-described over its own buffer (`reinterpret`, as Inductor's
     generated code does), not made with `Tensor.permute`: a permute result is a view, and
     autograd refuses in-place updates of a view returned from a custom Function or made
-    under no_grad (a residual `h += ...` after a graph break)."""
+    under no_grad (a residual `h += ...` after a graph break).
+
+    `dynamic`: the region is of a symbolic size, so an output's logical sizes and strides
+    are read from the result (its stored dims, permuted back), not the traced ones."""
     if layouts.trivial:
         return fn
     into, back = layouts.inputs, layouts.restrides
     unmoved = [None if o is None else inverse(o) for o in layouts.outputs]
 
     def restride(r: torch.Tensor, b: tuple, inv: Sequence[int]) -> torch.Tensor:
+        if dynamic:
+            shape = tuple(r.shape[k] for k in inv)
+            return reinterpret(r, shape, tuple(r.stride(k) for k in inv), 0)
         # dense unless a backend padded its rows (a padded GEMM's output): then the
         # logical dim d has the stride of stored dim inv[d]
         strides = b[1] if r.is_contiguous() else tuple(r.stride(k) for k in inv)

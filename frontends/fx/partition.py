@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import sympy
 import torch
 from torch.fx import GraphModule, Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
@@ -50,7 +51,15 @@ from fuseopt.frontends.fx.layouts import (
     with_layouts,
 )
 from fuseopt.frontends.fx.ops_shape import contiguous_strides
+from fuseopt.frontends.fx.symbolic_sizes import (
+    SymbolicRegion,
+    concretize,
+    dynamic_reasons,
+    has_symbolic_tensors,
+    sized_region,
+)
 from fuseopt.frontends.fx.types import tensor_type
+from fuseopt.passes.generalize_sizes import HINTS, SizedFunction
 
 logger = logging.getLogger("fuseopt")
 
@@ -235,6 +244,24 @@ def support_table(
     return reasons
 
 
+def symbolic_support(
+    gm: GraphModule, symbol: sympy.Symbol, eager: Mapping[object, str] | None = None
+) -> dict[Node, str | None]:
+    """`support_table` of a graph traced with symbolic size `symbol`: the table of its
+    copy at the first size hint, where `symbolic_sizes.dynamic_reasons` does not keep a
+    node in PyTorch. Nodes computing sizes are size arithmetic, never compiled."""
+    concrete, mapping = concretize(gm, symbol, HINTS[0])
+    at_hint = support_table(concrete, eager)
+    reasons: dict[Node, str | None] = {
+        n: at_hint.get(mapping[n], "unsupported") if n in mapping else "size arithmetic"
+        for n in gm.graph.nodes
+    }
+    for n, why in dynamic_reasons(gm, symbol).items():
+        if reasons.get(n) is None:
+            reasons[n] = why
+    return reasons
+
+
 def compile_graph_module(
     gm: GraphModule,
     graph_name: str,
@@ -242,6 +269,7 @@ def compile_graph_module(
     record: CompileRecord,
     eager: Mapping[object, str] | None = None,
     guarded_inputs: bool = False,
+    symbol: sympy.Symbol | None = None,
 ) -> GraphModule:
     """Replace the supported regions of `gm` by compiled callables (see module doc).
 
@@ -252,13 +280,15 @@ def compile_graph_module(
     in every call (they are the inputs of the frame Dynamo traced, which its guards
     pin: `dynamo_backend.frame_inputs`), so a region reading one contiguously need not
     check it per call (`_guarded`).
+    `symbol`: `gm` was traced with this one symbolic size; its regions are compiled once
+    for every size (`symbolic_sizes`).
     """
     if any(_reads_strides(n) for n in gm.graph.nodes):
         calls = [n for n in gm.graph.nodes if n.op == "call_function"]
         _log_fallbacks(graph_name, calls, dict.fromkeys(calls, STRIDES_REASON), record)
         record.graphs.append(graph_name)
         return gm
-    reasons = support_table(gm, eager)
+    reasons = support_table(gm, eager) if symbol is None else symbolic_support(gm, symbol, eager)
     failed = [n for n, r in reasons.items() if r is not None and n.op == "call_function"]
     partitioner = CapabilityBasedPartitioner(
         gm, _TableSupport(reasons), allows_single_node_partition=True
@@ -280,10 +310,15 @@ def compile_graph_module(
         sub = getattr(gm, node.target)
         func_name = f"{graph_name}_{str(node.target).removeprefix(PREFIX)}"
         layouts = region_layouts(sub)
+        symbolic: SymbolicRegion | None = None
         try:
-            module = import_graph(sub, func_name)
-            if not layouts.trivial:
-                apply_layouts(module, layouts)
+            if symbol is not None and has_symbolic_tensors(sub):
+                symbolic = sized_region(sub, func_name, symbol, import_graph)
+                module: ModuleOp | SizedFunction = symbolic.sized
+            else:
+                module = import_graph(sub, func_name)
+                if not layouts.trivial:
+                    apply_layouts(module, layouts)
         except Exception as e:  # keep the eager submodule: correct, just not compiled
             failed.extend(n for n in sub.graph.nodes if n.op == "call_function")
             reasons.update({n: f"region import failed: {e}" for n in sub.graph.nodes})
@@ -295,6 +330,10 @@ def compile_graph_module(
             reasons.update({n: e.reason for n in sub.graph.nodes})
             continue
         scalars = host_scalars(sub)
+        if symbolic is not None:
+            region = CompiledRegion(symbolic.wrap(compiled), func_name, scalars)
+            _call_directly(gm, node, region)
+            continue
         trusting = getattr(compiled, "trusting", None)
         if guarded_inputs and trusting is not None:
             compiled = trusting(_guarded(node, layouts, scalars))

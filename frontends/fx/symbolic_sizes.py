@@ -1,0 +1,371 @@
+"""ATen graphs traced with one symbolic size, compiled once for every size.
+
+Dynamo traces a graph with a symbolic size `s` when a size changes between calls (a
+batch, a sequence length; `dynamic=True`; `torch._dynamo.mark_dynamic`). When every
+symbolic size of a graph is one symbol, the graph is compiled once for every `s`:
+
+1. `concretize` copies the graph with `s` fixed at a number (every size computation and
+   example value evaluated there), so the op table and the importer see a static graph;
+   a node is supported when it is supported at the first size hint and every size it
+   reads or makes is a constant or a whole multiple `k * s` (`dynamic_reasons`: `s + 1`,
+   the length of a growing KV cache, runs in PyTorch, as does attention over a symbolic
+   sequence length, whose schedule depends on it);
+2. each region becomes a `SizedFunction` (`sized_region`): the region imported at any
+   `s`. Its inputs and outputs carry `s` itself in each dynamic dim: an edge of size
+   `k * s` (a batch flattened with its tokens) is passed split as `[s, k]` and reshaped
+   inside the region (`apply_splits`, `with_splits`; views, no copies);
+3. the backend lowers the function at two size hints and generalizes
+   (passes/generalize_sizes.py; the Triton backend), or compiles it per size (the others).
+   What it cannot generalize runs in PyTorch, logged, as every fallback.
+
+The region's symbolic-size inputs (`s`, `16 * s`: size arithmetic the eager part of the
+graph computes) are dropped at the call: the compiled function reads its sizes from its
+tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx import Graph, GraphModule, Node
+from torch.fx.node import map_aggregate, map_arg
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+
+from fuseopt.dialects import nn
+from fuseopt.frontends.fx.layouts import RegionLayouts, apply_layouts, region_layouts
+from fuseopt.passes.generalize_sizes import HINTS, SizedFunction
+
+SIZE_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+ATTENTION_REASON = "attention over a symbolic sequence length (its schedule depends on it)"
+"""Why attention whose dims past the batch are symbolic runs in PyTorch."""
+
+Split = tuple[int, int]
+"""(dim, k): a dim of size `k * s`, passed as the two dims `[s, k]`."""
+
+
+def _expr(v: object) -> sympy.Expr | None:
+    """The sympy expression of a symbolic size, None for a plain number."""
+    return v.node.expr if isinstance(v, SIZE_TYPES) else None
+
+
+def _symbols_of(val: object) -> set[sympy.Symbol]:
+    if isinstance(val, torch.Tensor):
+        parts: list[object] = [*val.shape, *val.stride()]
+    elif isinstance(val, list | tuple):
+        return set().union(*(_symbols_of(v) for v in val)) if val else set()
+    else:
+        parts = [val]
+    found: set[sympy.Symbol] = set()
+    for p in parts:
+        e = _expr(p)
+        if e is not None:
+            found |= e.free_symbols
+    return found
+
+
+def graph_symbols(gm: GraphModule) -> set[sympy.Symbol]:
+    """The symbols of `gm`'s symbolic sizes (its nodes' example values: `val` in ATen
+    graphs, `example_value` in Dynamo's)."""
+    found: set[sympy.Symbol] = set()
+    for node in gm.graph.nodes:
+        found |= _symbols_of(node.meta.get("val", node.meta.get("example_value")))
+    return found
+
+
+def has_symbolic_tensors(gm: GraphModule) -> bool:
+    """Whether a tensor of `gm` (an example value) has a symbolic size or stride."""
+    return any(_symbols_of(t) for node in gm.graph.nodes for t in _tensors(node.meta.get("val")))
+
+
+def graph_symbol(gm: GraphModule) -> sympy.Symbol | None:
+    """The one symbol of `gm`'s symbolic sizes; None when it has none or several."""
+    found = graph_symbols(gm)
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def size_at(v: object, symbol: sympy.Symbol, n: int) -> Any:
+    """`v` (a number, or a symbolic int, float or bool) with `symbol` = `n`."""
+    e = _expr(v)
+    if e is None:
+        return v
+    value = e.xreplace({symbol: sympy.Integer(n)})
+    if isinstance(v, torch.SymBool):
+        return bool(value)
+    return float(value) if isinstance(v, torch.SymFloat) else int(value)
+
+
+def ratio(v: object, symbol: sympy.Symbol) -> int | None:
+    """0 for a constant size, `k` for `k * symbol`, None for any other expression."""
+    e = _expr(v)
+    if e is None:
+        return 0
+    k = sympy.simplify(e / symbol)
+    return int(k) if k.is_Integer and k > 0 else None
+
+
+def _concrete(val: object, symbol: sympy.Symbol, n: int, mode: FakeTensorMode) -> object:
+    if isinstance(val, torch.Tensor):
+        shape = [size_at(d, symbol, n) for d in val.shape]
+        stride = [size_at(d, symbol, n) for d in val.stride()]
+        with mode:
+            return torch.empty_strided(shape, stride, dtype=val.dtype, device=val.device)
+    if isinstance(val, list | tuple):
+        return type(val)(_concrete(v, symbol, n, mode) for v in val)
+    return size_at(val, symbol, n)
+
+
+def concretize(gm: GraphModule, symbol: sympy.Symbol, n: int) -> tuple[GraphModule, dict]:
+    """A copy of `gm` with `symbol` = `n`: example values static, every node computing a
+    size (and every symbolic-size placeholder) replaced by its number in the nodes that
+    use it. Returns the copy and the map from `gm`'s nodes to the copy's (nodes that
+    computed sizes are not in the copy)."""
+    graph = Graph()
+    mapping: dict[Node, Node] = {}
+    graph.output(graph.graph_copy(gm.graph, mapping))
+    mode = FakeTensorMode()
+    for old, node in list(mapping.items()):
+        val = old.meta.get("val")
+        node.args = map_aggregate(node.args, lambda a: size_at(a, symbol, n))
+        node.kwargs = map_aggregate(node.kwargs, lambda a: size_at(a, symbol, n))
+        if isinstance(val, SIZE_TYPES):
+            value = size_at(val, symbol, n)
+            for user in list(node.users):
+                user.args = map_arg(user.args, lambda a, m=node, v=value: v if a is m else a)
+                user.kwargs = map_arg(user.kwargs, lambda a, m=node, v=value: v if a is m else a)
+            graph.erase_node(node)
+            del mapping[old]
+        elif val is not None:
+            node.meta["val"] = _concrete(val, symbol, n, mode)
+    return GraphModule(gm, graph), mapping
+
+
+def _tensors(val: object) -> list[torch.Tensor]:
+    if isinstance(val, torch.Tensor):
+        return [val]
+    if isinstance(val, list | tuple):
+        return [t for v in val for t in _tensors(v)]
+    return []
+
+
+def dynamic_reasons(gm: GraphModule, symbol: sympy.Symbol) -> dict[Node, str]:
+    """The calls of `gm` that run in PyTorch however the op table takes them, and why:
+    a symbolic size read as a value (`x * n`: the copy at a size hint would bake the
+    hint in), a size that is not a whole multiple of `symbol`, and attention over a
+    symbolic sequence length."""
+    from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
+
+    reasons: dict[Node, str] = {}
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        scalar = next((a for a in (*node.args, *node.kwargs.values()) if _is_size_node(a)), None)
+        if scalar is not None:  # a size used as a value (a shape list is fine: a view's)
+            reasons[node] = f"reads the symbolic size {scalar.name} as a value"
+            continue
+        tensors = _tensors(node.meta.get("val"))
+        for arg in node.all_input_nodes:
+            tensors += _tensors(arg.meta.get("val"))
+        odd = next((d for t in tensors for d in t.shape if ratio(d, symbol) is None), None)
+        if odd is not None:
+            reasons[node] = f"size {odd} is not a whole multiple of the symbolic size {symbol}"
+        elif node.target in FUSED_ATTENTION and any(
+            ratio(d, symbol) != 0 for t in tensors for d in t.shape[1:]
+        ):
+            reasons[node] = ATTENTION_REASON
+    return reasons
+
+
+def _is_size_node(a: object) -> bool:
+    return isinstance(a, Node) and isinstance(a.meta.get("val"), SIZE_TYPES)
+
+
+def _splits(val: object, symbol: sympy.Symbol, order: Sequence[int] | None) -> tuple[Split, ...]:
+    """The dims of size `k * symbol`, k > 1, of tensor `val` stored in `order`."""
+    if not isinstance(val, torch.Tensor):
+        return ()
+    dims = order if order is not None else range(val.dim())
+    found = []
+    for stored, d in enumerate(dims):
+        k = ratio(val.shape[d], symbol)
+        if k is not None and k > 1:
+            found.append((stored, k))
+    return tuple(found)
+
+
+def _split_shape(shape: Sequence[int], splits: Sequence[Split], n: int) -> list[int]:
+    out = list(shape)
+    for d, k in sorted(splits, reverse=True):
+        out[d : d + 1] = [n, k]
+    return out
+
+
+def apply_splits(
+    module: ModuleOp,
+    inputs: Sequence[tuple[Split, ...]],
+    outputs: Sequence[tuple[Split, ...]],
+    n: int,
+) -> None:
+    """Make the region function of `module` (at size `n`) take and return each edge of
+    size `k * n` as `[n, k]` dims (`nn.reshape`s at its edges)."""
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    block = fn.body.block
+    for arg, splits in zip(list(block.args), inputs, strict=True):
+        if not splits:
+            continue
+        t = arg.type
+        assert isinstance(t, TensorType)
+        split = block.insert_arg(
+            TensorType(t.element_type, _split_shape(t.get_shape(), splits, n)), arg.index
+        )
+        whole = nn.ReshapeOp(split, t)
+        block.insert_op_before(whole, block.first_op) if block.first_op else block.add_op(whole)
+        arg.replace_all_uses_with(whole.results[0])
+        block.erase_arg(arg)
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    values = list(ret.arguments)
+    for i, splits in enumerate(outputs):
+        if splits:
+            t = values[i].type
+            assert isinstance(t, TensorType)
+            shape = _split_shape(t.get_shape(), splits, n)
+            op = nn.ReshapeOp(values[i], TensorType(t.element_type, shape))
+            block.insert_op_before(op, ret)
+            values[i] = op.results[0]
+    block.insert_op_before(func.ReturnOp(*values), ret)
+    block.erase_op(ret)
+    fn.function_type = FunctionType.from_lists(
+        [a.type for a in block.args], [v.type for v in values]
+    )
+
+
+@dataclass(frozen=True)
+class SymbolicRegion:
+    """A region traced with a symbolic size: the function (`sized`) with the edges it
+    takes and returns split (`input_splits`, `output_splits`, in each edge's stored
+    order), its layouts (`layouts`, taken at the first size hint), and the positions of
+    the region's symbolic-size inputs (`size_inputs`, dropped at the call)."""
+
+    sized: SizedFunction
+    layouts: RegionLayouts
+    input_splits: tuple[tuple[Split, ...], ...]
+    output_splits: tuple[tuple[Split, ...], ...]
+    size_inputs: tuple[int, ...]
+
+    def wrap(
+        self, compiled: Callable[..., Sequence[torch.Tensor]]
+    ) -> Callable[..., Sequence[torch.Tensor]]:
+        """`compiled` (the backend's function of `sized`) called as the region is: size
+        inputs dropped, edges permuted (`layouts`) and split, outputs joined back."""
+        from fuseopt.frontends.fx.layouts import with_layouts
+
+        inner = with_layouts(
+            with_splits(compiled, self.input_splits, self.output_splits),
+            self.layouts,
+            dynamic=True,
+        )
+        if not self.size_inputs:
+            return inner
+        drop = set(self.size_inputs)
+
+        def call(*args: Any) -> Sequence[torch.Tensor]:
+            return inner(*[a for i, a in enumerate(args) if i not in drop])
+
+        return call
+
+
+def sized_region(
+    sub: GraphModule,
+    func_name: str,
+    symbol: sympy.Symbol,
+    import_graph: Callable[[GraphModule, str], ModuleOp],
+) -> SymbolicRegion:
+    """The region `sub` (traced with symbolic size `symbol`) as a SymbolicRegion; its
+    function imported at the first size hint once here, so that a region the importer
+    cannot take fails now (the caller keeps it eager), as does one whose inputs do not
+    carry the size (a call could not tell it)."""
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    size_inputs = tuple(
+        i for i, p in enumerate(placeholders) if isinstance(p.meta.get("val"), SIZE_TYPES)
+    )
+    tensors = [p.meta.get("val") for i, p in enumerate(placeholders) if i not in size_inputs]
+    output = next(n for n in sub.graph.nodes if n.op == "output")
+    items = output.args[0] if isinstance(output.args[0], list | tuple) else [output.args[0]]
+    results = [item.meta.get("val") if isinstance(item, Node) else None for item in items]
+    layouts = region_layouts(concretize(sub, symbol, HINTS[0])[0])
+    input_splits = tuple(
+        _splits(v, symbol, o) for v, o in zip(tensors, layouts.inputs, strict=True)
+    )
+    output_splits = tuple(
+        _splits(v, symbol, o) for v, o in zip(results, layouts.outputs, strict=True)
+    )
+    dims = []
+    for i, (v, splits) in enumerate(zip(tensors, input_splits, strict=True)):
+        if not isinstance(v, torch.Tensor):
+            continue
+        order = layouts.inputs[i] or range(v.dim())
+        stored = [v.shape[d] for d in order]
+        split_at = {d for d, _ in splits}
+        position = 0
+        for d, size in enumerate(stored):
+            if ratio(size, symbol) == 1 or d in split_at:
+                dims.append((i, position))
+            position += 2 if d in split_at else 1
+
+    if not dims:
+        raise ValueError(f"no input of the region has the symbolic size {symbol} itself")
+
+    def at(n: int) -> ModuleOp:
+        module = import_graph(concretize(sub, symbol, n)[0], func_name)
+        if not layouts.trivial:
+            apply_layouts(module, layouts)
+        apply_splits(module, input_splits, output_splits, n)
+        return module
+
+    at(HINTS[0])
+    return SymbolicRegion(
+        SizedFunction(func_name, at, tuple(dims)),
+        layouts,
+        input_splits,
+        output_splits,
+        size_inputs,
+    )
+
+
+def with_splits(
+    fn: Callable[..., Sequence[torch.Tensor]],
+    inputs: Sequence[tuple[Split, ...]],
+    outputs: Sequence[tuple[Split, ...]],
+) -> Callable[..., Sequence[torch.Tensor]]:
+    """`fn` (a function taking and returning edges split by `apply_splits`) called with
+    whole tensors: each split input viewed as `[s, k]` (a copy only when its strides
+    cannot be split), each split output joined back. `fn` itself when nothing is split."""
+    if not any(inputs) and not any(outputs):
+        return fn
+
+    def split(x: torch.Tensor, splits: tuple[Split, ...]) -> torch.Tensor:
+        if not splits:
+            return x
+        shape = list(x.shape)
+        for d, k in sorted(splits, reverse=True):
+            shape[d : d + 1] = [-1, k] if len(splits) == 1 else [shape[d] // k, k]
+        return x.reshape(shape)
+
+    def join(r: torch.Tensor, splits: tuple[Split, ...]) -> torch.Tensor:
+        for d, _ in sorted(splits, reverse=True):
+            position = d + sum(1 for e, _ in splits if e < d)
+            r = r.flatten(position, position + 1)
+        return r
+
+    def call(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        results = fn(*(split(a, s) for a, s in zip(args, inputs, strict=True)))
+        return tuple(join(r, s) for r, s in zip(results, outputs, strict=True))
+
+    return call
