@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "benchmark": "batch_sweep",
         "command": " ".join(["python -m benchmarks.batch_sweep", *sys.argv[1:]]),
-        "environment": describe_environment(device),
+        "environment": describe_environment(device).as_dict(),
         "model": {"hidden": args.hidden, "heads": args.heads, "seq": args.seq, "dtype": str(dtype)},
         "batches": batches,
         "rows": rows,
