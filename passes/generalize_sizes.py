@@ -22,7 +22,8 @@ uses size hints, and what depends on the size is then computed at run time:
      convert-nn-to-tile computes), and becomes `ceil(p * n / q)`;
    - a launch grid: the kernel's block count (the product over its iteration dims but
      the reduced one of `ceil(size / block)`), computed on the host, when that formula
-     gives the grid at both hints;
+     gives the grid at both hints; else, as an index constant, `r * H` or
+     `ceil(p * H / q)` at both hints (the attention schedule streams its last dim);
    - `iteration_sizes` and `candidates` record the hint's values (descriptions, not
      code).
    Anything else that depends on the size (a schedule that differs between the hints,
@@ -487,17 +488,30 @@ class _Generalizer:
             if r is None or r.denominator != 1:
                 raise self._fail(op, "an iteration size")
             dynamic.append((int(r), b))
+        at = InsertPoint.before(op)
         for hint, launch in ((self.hints[0], op), (self.hints[1], twin_launch)):
             grid = static * math.prod(-(-r * hint // b) for r, b in dynamic)
             if grid != launch.grid_sizes[0]:
-                raise self._fail(op, "the grid (not the kernel's block count)")
-        at = InsertPoint.before(op)
+                return self._grid_of_its_values(op, twin_launch, n, at)
         total: SSAValue | None = None
         for r, b in dynamic:
             count = _scaled(n, Fraction(r, b), at)
             total = count if total is None else _emit(arith.MuliOp(total, count), at)
         assert total is not None
         return total if static == 1 else _emit(arith.MuliOp(total, _index(static, at)), at)
+
+    def _grid_of_its_values(
+        self, op: tile.LaunchOp, twin: tile.LaunchOp, n: SSAValue, at: InsertPoint
+    ) -> SSAValue:
+        """A grid that is not the product of the iteration sizes' block counts (the
+        attention schedule streams its last dim in each program): `r * n` or
+        `ceil(p * n / q)` when it is that at both hints, as an index constant is."""
+        a, b = op.grid_sizes[0], twin.grid_sizes[0]
+        assert isinstance(a, int) and isinstance(b, int)
+        ratio = _ratio(a, b, self.hints) or _block_count(a, b, self.hints)
+        if ratio is None:
+            raise self._fail(op, "the grid (not the kernel's block count)")
+        return _scaled(n, ratio, at)
 
 
 def _emit(op: Operation, at: InsertPoint) -> SSAValue:

@@ -18,7 +18,7 @@ import fuseopt
 from fuseopt.passes.generalize_sizes import HINTS, specialize
 
 FILECHECK = Path(__file__).resolve().parents[1] / "filecheck/passes"
-RMSNORM, MLP = (FILECHECK / "generalize-sizes.mlir").read_text().split("// -----")
+RMSNORM, MLP, ATTENTION = (FILECHECK / "generalize-sizes.mlir").read_text().split("// -----")
 
 
 def _inputs(text: str, n: int, seed: int) -> list[torch.Tensor]:
@@ -50,6 +50,12 @@ def test_a_norm_compiled_once_is_the_static_compile_at_every_size() -> None:
 
 def test_a_batched_matmul_kernel_over_a_dynamic_batch() -> None:
     _same_as_static(MLP, (1, 3, 17))
+
+
+def test_attention_over_a_dynamic_batch() -> None:
+    """The attention kernel streams its keys in each program: its grid (heads x query
+    blocks per batch) is generalized from its values at the hints."""
+    _same_as_static(ATTENTION, (1, 3))
 
 
 def test_a_module_exported_with_a_dynamic_batch_matches_eager() -> None:

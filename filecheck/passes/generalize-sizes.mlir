@@ -43,3 +43,20 @@ func.func @mlp(%w1: tensor<96x64xf32>, %b1: tensor<96xf32>, %x: tensor<?x5x64xf3
   %2 = nn.exp %1 : tensor<?x5x96xf32>
   func.return %2 : tensor<?x5x96xf32>
 }
+
+// -----
+
+// Attention over a dynamic batch: the kernel streams the keys (its last iteration dim)
+// in each program, so the grid is not the block count of every iteration dim; it is 4
+// programs (heads x query blocks) per batch at both hints, so `4 * n`.
+// CHECK-LABEL: tile.kernel @attention grid 1
+// CHECK-SAME:  schedule = "attention"
+// CHECK-LABEL: func.func @attention_batch
+// CHECK-NEXT:  %[[N:.*]] = tile.dim %{{.*}}, 0 : memref<?x4x128x64xbf16>
+// CHECK-NEXT:  %[[H:.*]] = arith.constant 4 : index
+// CHECK-NEXT:  %[[G:.*]] = arith.muli %[[N]], %[[H]] : index
+// CHECK-NEXT:  tile.launch @attention grid [%[[G]]]
+func.func @attention_batch(%q: tensor<?x4x128x64xbf16>, %k: tensor<?x4x128x64xbf16>, %v: tensor<?x4x128x64xbf16>) -> tensor<?x4x128x64xbf16> {
+  %o = nn.attention %q, %k, %v causal {scale = 1.250000e-01 : f64} : tensor<?x4x128x64xbf16>, tensor<?x4x128x64xbf16>, tensor<?x4x128x64xbf16> -> tensor<?x4x128x64xbf16>
+  func.return %o : tensor<?x4x128x64xbf16>
+}
