@@ -252,3 +252,39 @@ def test_sign_and_stack(dtype: torch.dtype) -> None:
         x[0, 0], x[0, 1], x[1, 1] = float("nan"), -0.0, 0.0
     y = (randn(3, 4, seed=2) * 4).to(dtype)
     check(fn, [x, y])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "bf16"])
+@pytest.mark.parametrize("eps", [1e-5, None])
+@pytest.mark.parametrize("fused", [True, False], ids=["fused_rms_norm", "rms_norm"])
+def test_rms_norm_ops_as_imported(dtype: torch.dtype, eps: float | None, fused: bool) -> None:
+    """`aten._fused_rms_norm` (what nn.RMSNorm runs on a GPU, kept whole there) and
+    `aten.rms_norm` (kept whole by torch.export) import as `nn.rms_norm`, the former's
+    rstd an f32 statistic; eps None is the f32 epsilon for 16-bit inputs, as PyTorch's
+    (small inputs show it). Imported directly: on this CPU, torch.compile decomposes
+    both before the importer sees them."""
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    from fuseopt.backends.contract import resolve_backend
+    from fuseopt.frontends.fx.importer import import_graph
+
+    aten = torch.ops.aten
+
+    def fused_norm(x: torch.Tensor, w: torch.Tensor) -> tuple:
+        y, rstd = aten._fused_rms_norm.default(x, [8], w, eps)
+        return aten.mul.Tensor(y, x), rstd
+
+    def norm(x: torch.Tensor, w: torch.Tensor) -> tuple:
+        return (aten.rms_norm.default(x, [8], w, eps),)
+
+    fn = fused_norm if fused else norm
+    x, w = _x(dtype) * 0.02, _x(dtype, 1, (8,))
+    gm = torch.fx.symbolic_trace(fn)
+    FakeTensorProp(gm).propagate(x, w)
+    module = import_graph(gm, "norm")
+    assert "nn.rms_norm" in str(module)
+    got = resolve_backend("interpret").compile(module, "norm", {})(x, w)
+    for a, e in zip(got, fn(x, w), strict=True):
+        assert a.dtype == e.dtype and a.shape == e.shape
+        tol = 2e-2 if a.dtype == torch.bfloat16 else 1e-5
+        torch.testing.assert_close(a, e, rtol=tol, atol=tol)

@@ -10,6 +10,7 @@ in f32.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 
 import torch
@@ -267,14 +268,28 @@ def layer_norm(ctx: ImportContext, node: Node) -> Imported:
     return y, _keepdim(ctx, mean, axes, 1), _keepdim(ctx, rstd, axes, 2)
 
 
-@register(aten.rms_norm.default)
+@register(aten.rms_norm.default, aten._fused_rms_norm.default)
 def rms_norm(ctx: ImportContext, node: Node) -> Imported:
-    """rms_norm(x, normalized_shape, weight=None, eps=None) (eps None: finfo.eps)."""
+    """rms_norm(x, normalized_shape, weight=None, eps=None) (eps None: the machine
+    epsilon of the type PyTorch computes in, f32 for 16-bit inputs); _fused_rms_norm
+    (what nn.RMSNorm runs on a GPU) also returns the rstd (an f32 statistic, built only
+    when used)."""
     x, w, _, k = _norm_parts(ctx, node, 2, None)
     eps = ctx.arg(3, "eps", None)
+    fused = node.target is aten._fused_rms_norm.default
     if eps is None:
-        eps = torch.finfo(ctx.out_val().dtype).eps
-    return _emit_norm(ctx, nn.RmsNormOp(x, w, None, float(eps), k))
+        dtype = ctx.out_val(0 if fused else None).dtype
+        eps = torch.finfo(torch.float32 if dtype.itemsize < 4 else dtype).eps
+    y = _emit_norm(ctx, nn.RmsNormOp(x, w, None, float(eps), k))
+    if not fused:
+        return y
+    if not any(u.args[1] == 1 for u in node.users if u.target is operator.getitem):
+        return y, None
+    axes = list(range(len(_shape(x)) - k, len(_shape(x))))
+    x32 = _f32(ctx, x)
+    ms = ctx.emit(nn.MeanOp(ctx.emit(nn.MulOp(x32, x32)), axes, keepdim=True))
+    rstd = ctx.emit(nn.RsqrtOp(ctx.emit(nn.AddOp(ms, ctx.constant(float(eps), f32, _shape(ms))))))
+    return y, _keepdim(ctx, rstd, axes, 1)
 
 
 @register(aten.cumsum.default)
