@@ -53,7 +53,9 @@ that needs one that is missing raises a located error naming the stage that sets
 dim), `reduce_dim`, `block_k` and `group_m` (matmul), `candidates` (autotuning configs as pass options),
 `num_warps`, `num_stages`, `vector_width` (elements per 16-byte access), `shared_bytes`,
 `row_cache` (parameters staged in shared memory) and `operand_staging`
-("shared" | "registers", matmul). The verifier bounds the launch knobs
+("shared" | "registers", matmul); for a kernel over buffers of dynamic size,
+`size_multiples` (generalize-sizes: per dynamic dim of the parameters, a number it is
+a multiple of at run time, which a printer may tell the compiler). The verifier bounds the launch knobs
 (`tile_verification.LAUNCH_KNOB_RANGES`): `num_warps` is a power of two from 1 to 32,
 `num_stages` from 1 to 8, `vector_width` a power of two from 1 to 16, `shared_bytes`
 from 0 to 2**31 - 1. Every integer attribute of a tile op is i64
@@ -230,6 +232,7 @@ KERNEL_ATTRIBUTE_STAGES: dict[str, str] = {
         ),
         "tile-promote",
     ),
+    "size_multiples": "generalize-sizes (a function of dynamic size)",
 }
 """The attributes `tile.kernel` declares besides its name and grid, and the stage that
 sets each (named in the error when a later stage needs one that is missing)."""
@@ -441,6 +444,8 @@ class KernelOp(IRDLOperation):
     shared_bytes = opt_attr_def(IntegerAttr)
     row_cache = opt_attr_def(ArrayAttr)
     operand_staging = opt_attr_def(StringAttr)
+    # set by generalize-sizes
+    size_multiples = opt_attr_def(DenseArrayBase)
     body = region_def("single_block")
     traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
     RESERVED: ClassVar[tuple[str, ...]] = ("sym_name", "grid")
@@ -531,7 +536,30 @@ class KernelOp(IRDLOperation):
             raise VerifyException(f"schedule must be one of {known}, got {self.schedule}")
         check_launch_knobs(self)
         check_tiling_attributes(self, len(self.body.block.args))
+        self._check_size_multiples()
         check_kernel_nn_ops(self, self.schedule.data if self.schedule is not None else None)
+
+    def dynamic_dims(self) -> list[tuple[int, int]]:
+        """(parameter, dim) of every dynamic dim of the parameters, in order."""
+        return [
+            (i, d)
+            for i, t in enumerate(self.param_types)
+            for d, n in enumerate(t.get_shape())
+            if n < 0
+        ]
+
+    def _check_size_multiples(self) -> None:
+        """`size_multiples`: one positive i64 per dynamic dim of the parameters (each
+        such dim is a multiple of it at run time)."""
+        if self.size_multiples is None:
+            return
+        check_i64(self.size_multiples, "size_multiples")
+        values, dims = array_values(self.size_multiples), self.dynamic_dims()
+        if len(values) != len(dims) or any(v < 1 for v in values):
+            raise VerifyException(
+                f"size_multiples needs one positive number per dynamic dim of the "
+                f"parameters ({len(dims)}), got {list(values)}"
+            )
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:

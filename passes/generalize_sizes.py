@@ -223,8 +223,12 @@ def _ratio(a: int, b: int, hints: tuple[int, int]) -> Fraction | None:
     return r if r > 0 and r * hints[1] == b else None
 
 
-MAX_BLOCK_SHIFT = 20
-"""Block counts `ceil(p * H / q)` are recognized for q up to 2**MAX_BLOCK_SHIFT."""
+MAX_BLOCK_SHIFT = 15
+"""Block counts `ceil(p * H / q)` are recognized for q up to 2**MAX_BLOCK_SHIFT (32768,
+the largest block convert-nn-to-tile uses). Larger q would let other functions of the
+size pass as block counts at both hints (`H - 1` is `ceil(131069 H / 131072)` at both),
+wrong at small sizes; with q at most 32768, below the hints, no `H - c` or `H // d`
+matches a block count at both."""
 
 
 def _block_count(a: int, b: int, hints: tuple[int, int]) -> Fraction | None:
@@ -353,9 +357,19 @@ class _Generalizer:
         self.dims = dims
         for op in list(self.a.walk()):
             if isinstance(op, tile.KernelOp):
+                self._multiples(op)
                 self._kernel(op)
             elif isinstance(op, func.FuncOp):
                 self._host(op)
+
+    def _multiples(self, k: tile.KernelOp) -> None:
+        """`size_multiples` of kernel `k`: each dynamic dim of its parameters is `r` times
+        the size (r an integer: `_value`), so a multiple of r at run time."""
+        multiples = [
+            int(r) for a in k.body.block.args for r in self.dims.get(a, []) if r is not None
+        ]
+        if multiples:
+            k.attributes["size_multiples"] = int_array(multiples)
 
     def _kernel(self, k: tile.KernelOp) -> None:
         masks = [(m, r) for m, r in self.masks if tile.enclosing_kernel(m) is k]
@@ -542,7 +556,10 @@ def generalize(a: ModuleOp, b: ModuleOp, hints: tuple[int, int]) -> None:
     g = _Generalizer(a, b, hints)
     g.compare()
     g.rewrite()
-    verify_module(a)
+    try:
+        verify_module(a)
+    except CompileError as e:  # a `?` where an op needs a static size (a GEMM's K)
+        raise SizeDependentLowering(e.message, e.location, e.context) from None
 
 
 __all__ = [

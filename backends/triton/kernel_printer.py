@@ -6,7 +6,8 @@ convert-nn-to-tile guarantees it) and buffers are contiguous row-major.
 Steps:
 1. parameters: one pointer per buffer (`in<i>_ptr`, or `out<i>_ptr` when stored to),
    then one integer per dynamic dim (`?`) of a buffer (`in<i>_n<d>`, not specialized
-   by Triton: one compiled kernel serves every size); static shapes and strides are
+   by Triton: one compiled kernel serves every size; declared a multiple of what
+   `size_multiples` says, up to SIZE_ALIGNMENT); static shapes and strides are
    compile-time constants printed into the addressing, dynamic ones expressions of the
    size parameters (and such buffers address in int64);
 2. index arithmetic is folded where constant and printed otherwise, with a value
@@ -53,6 +54,12 @@ from fuseopt.dialects.syntax import array_values, is_float
 
 MIN_DOT = 16
 """Smallest M, N, K that `tl.dot` accepts on the GPU; smaller dots are spelled as sums."""
+
+
+SIZE_ALIGNMENT = 16
+"""A size parameter whose `size_multiples` entry is a multiple of this (or of a divisor
+of it) is declared so with `tl.multiple_of`: the divisibility Triton itself assumes of
+an integer argument it specializes (the size parameters are `do_not_specialize`)."""
 
 
 @dataclass
@@ -136,6 +143,13 @@ class KernelPrinter(MemoryPrinter):
             self.dims[arg] = tuple(dims)
         self.out.sizes = tuple(sizes)
         params += size_names
+        multiples = k.array_attr("size_multiples") or (1,) * len(size_names)
+        for name, m in zip(size_names, multiples, strict=True):
+            # what Triton would know of a size it specialized (divisible by 16): lets
+            # masked accesses of a flattened buffer stay vectorized
+            aligned = math.gcd(m, SIZE_ALIGNMENT)
+            if aligned > 1:
+                self.emit(f"{name} = tl.multiple_of({name}, {aligned})")
         self._body(k.body.block)
         about = k.require_schedule().value
         blocks = k.array_attr("block_sizes")

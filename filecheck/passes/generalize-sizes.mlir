@@ -60,3 +60,16 @@ func.func @attention_batch(%q: tensor<?x4x128x64xbf16>, %k: tensor<?x4x128x64xbf
   %o = nn.attention %q, %k, %v causal {scale = 1.250000e-01 : f64} : tensor<?x4x128x64xbf16>, tensor<?x4x128x64xbf16>, tensor<?x4x128x64xbf16> -> tensor<?x4x128x64xbf16>
   func.return %o : tensor<?x4x128x64xbf16>
 }
+
+// -----
+
+// A pointwise kernel over the flattened rows: its buffers have `320 * n` elements, which
+// the kernel records (`size_multiples`), so a printer can tell its compiler.
+// CHECK-LABEL: tile.kernel @fused_0_silu_mul grid 1
+// CHECK-SAME:  (%{{.*}}: memref<?xbf16>, %{{.*}}: memref<?xbf16>, %{{.*}}: memref<?xbf16>)
+// CHECK-SAME:  size_multiples = array<i64: 320, 320, 320>
+func.func @pointwise(%x: tensor<?x320xbf16>, %y: tensor<?x320xbf16>) -> tensor<?x320xbf16> {
+  %s = nn.silu %x : tensor<?x320xbf16>
+  %m = nn.mul %s, %y : tensor<?x320xbf16>
+  func.return %m : tensor<?x320xbf16>
+}

@@ -427,7 +427,9 @@ class CompiledRegion:
     def __call__(self, *args: torch.Tensor) -> Sequence[torch.Tensor]:
         """Run the compiled region."""
         if self.host_scalars:
-            device = next(a.device for a in args if a.device.type != "cpu")
+            device = next(
+                a.device for a in args if isinstance(a, torch.Tensor) and a.device.type != "cpu"
+            )
             moved = list(args)
             for i in self.host_scalars:
                 moved[i] = moved[i].to(device, non_blocking=True)

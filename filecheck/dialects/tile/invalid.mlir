@@ -943,3 +943,10 @@ func.func @main(%x2: memref<4x?xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) 
   tile.gemm %x2, %w into %y : memref<4x?xf32>, memref<8x4xf32>, memref<4x4xf32>
   func.return
 }
+
+// -----
+
+// expected-error@+1 {{'tile.kernel' op size_multiples needs one positive number per dynamic dim of the parameters (1), got [4, 4]}}
+tile.kernel @k grid 1 (%x: memref<?xf32>) attributes {size_multiples = array<i64: 4, 4>} {
+  tile.return
+}
