@@ -6,7 +6,7 @@ convert-nn-to-tile guarantees it) and buffers are contiguous row-major.
 Steps:
 1. parameters: one pointer per buffer (`in<i>_ptr`, or `out<i>_ptr` when stored to),
    then one integer per dynamic dim (`?`) of a buffer (`in<i>_n<d>`, not specialized
-   by Triton: one compiled kernel serves every size; declared a multiple of what
+   by Triton: one compiled kernel serves every size; passed in units of what
    `size_multiples` says, up to SIZE_ALIGNMENT); static shapes and strides are
    compile-time constants printed into the addressing, dynamic ones expressions of the
    size parameters (and such buffers address in int64);
@@ -57,9 +57,11 @@ MIN_DOT = 16
 
 
 SIZE_ALIGNMENT = 16
-"""A size parameter whose `size_multiples` entry is a multiple of this (or of a divisor
-of it) is declared so with `tl.multiple_of`: the divisibility Triton itself assumes of
-an integer argument it specializes (the size parameters are `do_not_specialize`)."""
+"""A size whose `size_multiples` entry has a common divisor `g` > 1 with this is passed
+as `size // g` and multiplied back by `g` in the kernel, so Triton knows it divisible
+by `g` (16 at most: the divisibility Triton assumes of an integer argument it
+specializes; the size parameters are `do_not_specialize`, and `tl.multiple_of` on a
+kernel argument is a no-op in Triton)."""
 
 
 @dataclass
@@ -72,6 +74,9 @@ class PrintedKernel:
     max_tile_elements: int = 1
     sizes: tuple[tuple[int, int], ...] = ()
     """(parameter position, dim) of each size parameter, in order after the buffers."""
+    size_units: tuple[int, ...] = ()
+    """Per size parameter, the unit it is passed in (the size divided by it: see
+    SIZE_ALIGNMENT)."""
 
 
 def _shape(v: SSAValue) -> tuple[int, ...]:
@@ -129,27 +134,30 @@ class KernelPrinter(MemoryPrinter):
             counts[kind] += 1
             self.expr[arg] = self.names.fresh(f"{hint}_ptr")
             params.append(self.expr[arg])
-        sizes, size_names = [], []
+        sizes, size_names, units = [], [], []
+        multiples = iter(k.array_attr("size_multiples") or ())
         for i, arg in enumerate(k.body.block.args):
             dims: list[int | str] = []
             for d, n in enumerate(_shape(arg)):
-                if n < 0:
-                    name = self.names.fresh(f"{self.expr[arg].removesuffix('_ptr')}_n{d}")
-                    sizes.append((i, d))
-                    size_names.append(name)
-                    dims.append(name)
-                else:
+                if n >= 0:
                     dims.append(n)
+                    continue
+                name = self.names.fresh(f"{self.expr[arg].removesuffix('_ptr')}_n{d}")
+                unit = math.gcd(next(multiples, 1), SIZE_ALIGNMENT)
+                sizes.append((i, d))
+                units.append(unit)
+                dims.append(name)
+                if unit == 1:
+                    size_names.append(name)
+                    continue
+                # passed in units: Triton then knows the size divisible by `unit`, so
+                # masked accesses of a flattened buffer stay vectorized
+                passed = self.names.fresh(f"{name}_div{unit}")
+                size_names.append(passed)
+                self.emit(f"{name} = {passed}.to(tl.int64) * {unit}")
             self.dims[arg] = tuple(dims)
-        self.out.sizes = tuple(sizes)
+        self.out.sizes, self.out.size_units = tuple(sizes), tuple(units)
         params += size_names
-        multiples = k.array_attr("size_multiples") or (1,) * len(size_names)
-        for name, m in zip(size_names, multiples, strict=True):
-            # what Triton would know of a size it specialized (divisible by 16): lets
-            # masked accesses of a flattened buffer stay vectorized
-            aligned = math.gcd(m, SIZE_ALIGNMENT)
-            if aligned > 1:
-                self.emit(f"{name} = tl.multiple_of({name}, {aligned})")
         self._body(k.body.block)
         about = k.require_schedule().value
         blocks = k.array_attr("block_sizes")

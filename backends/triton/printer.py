@@ -100,6 +100,8 @@ class KernelInfo:
     """The launcher's parameter names (buffers, then sizes)."""
     sizes: tuple[tuple[int, int], ...] = ()
     """(parameter position, dim) of each size the launcher takes after the buffers."""
+    size_units: tuple[int, ...] = ()
+    """Per size, the unit the launcher takes it in (`kernel_printer.SIZE_ALIGNMENT`)."""
 
 
 def launcher_source(
@@ -235,6 +237,7 @@ def _print_kernel(
         kernel_source=printed.source,
         params=tuple(params),
         sizes=printed.sizes,
+        size_units=printed.size_units,
     )
 
 
@@ -323,7 +326,10 @@ def _print_host(
                 k.args = [buffer_spec(a.type) for a in step.args]
             args = ", ".join(
                 [expr[a] for a in step.args]
-                + [f"{expr[step.args[i]]}.shape[{d}]" for i, d in k.sizes]
+                + [
+                    f"{expr[step.args[i]]}.shape[{d}]" + (f" // {u}" if u > 1 else "")
+                    for (i, d), u in zip(k.sizes, k.size_units or [1] * len(k.sizes), strict=True)
+                ]
             )
             if step.static_grid is not None:
                 grid = "" if step.grid == k.grid else f", grid={step.grid!r}"
