@@ -22,13 +22,16 @@ uses size hints, and what depends on the size is then computed at run time:
      convert-nn-to-tile computes), and becomes `ceil(p * n / q)`;
    - a launch grid: the kernel's block count (the product over its iteration dims but
      the reduced one of `ceil(size / block)`), computed on the host, when that formula
-     gives the grid at both hints; else, as an index constant, `r * H` or
-     `ceil(p * H / q)` at both hints (the attention schedule streams its last dim);
+     gives the grid at both hints; else `r * H` at both hints (the attention schedule
+     streams its last dim; a block count is not accepted here: `3 * ceil(H / 16)`
+     equals `ceil(6145 H / 32768)` at both hints and not at small sizes);
    - `iteration_sizes` and `candidates` record the hint's values (descriptions, not
      code).
    Anything else that depends on the size (a schedule that differs between the hints,
-   a grid that is not the block count, a float constant) is refused with a CompileError
-   that says where: such a function needs static sizes.
+   a grid of another form, a float constant, an op that needs a static size where the
+   size is: a GEMM's contraction dim) is refused with a `SizeDependentLowering` that
+   says where: such a function needs static sizes (the Triton backend compiles a
+   frontend region per size instead).
 
 The host function checks that the inputs' dynamic dims are one size (`tile.same_size`),
 so a call that breaks the rule is an error, never a wrong result.
@@ -368,7 +371,7 @@ class _Generalizer:
         multiples = [
             int(r) for a in k.body.block.args for r in self.dims.get(a, []) if r is not None
         ]
-        if multiples:
+        if any(m > 1 for m in multiples):
             k.attributes["size_multiples"] = int_array(multiples)
 
     def _kernel(self, k: tile.KernelOp) -> None:
@@ -518,12 +521,12 @@ class _Generalizer:
         self, op: tile.LaunchOp, twin: tile.LaunchOp, n: SSAValue, at: InsertPoint
     ) -> SSAValue:
         """A grid that is not the product of the iteration sizes' block counts (the
-        attention schedule streams its last dim in each program): `r * n` or
-        `ceil(p * n / q)` when it is that at both hints, as an index constant is."""
+        attention schedule streams its last dim in each program): `r * n` when it is
+        that at both hints (r an integer; not a block count: see the module doc)."""
         a, b = op.grid_sizes[0], twin.grid_sizes[0]
         assert isinstance(a, int) and isinstance(b, int)
-        ratio = _ratio(a, b, self.hints) or _block_count(a, b, self.hints)
-        if ratio is None:
+        ratio = _ratio(a, b, self.hints)
+        if ratio is None or ratio.denominator != 1:
             raise self._fail(op, "the grid (not the kernel's block count)")
         return _scaled(n, ratio, at)
 
@@ -559,7 +562,12 @@ def generalize(a: ModuleOp, b: ModuleOp, hints: tuple[int, int]) -> None:
     try:
         verify_module(a)
     except CompileError as e:  # a `?` where an op needs a static size (a GEMM's K)
-        raise SizeDependentLowering(e.message, e.location, e.context) from None
+        message = (
+            "dynamic sizes: made of dynamic size, the lowering does not verify (an op "
+            f"needs a static size where the size is); compile this function with static "
+            f"sizes: {e.message}"
+        )
+        raise SizeDependentLowering(message, e.location, e.context) from None
 
 
 __all__ = [
