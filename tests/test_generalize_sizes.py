@@ -103,10 +103,15 @@ def test_inputs_whose_dynamic_dims_differ_are_an_error() -> None:
 
 
 def test_what_depends_on_the_size_otherwise_is_refused_located() -> None:
-    text = (FILECHECK / "generalize-sizes-refused.mlir").read_text()
+    attention, weight_grad = (FILECHECK / "generalize-sizes-refused.mlir").read_text().split(
+        "// -----"
+    )
     with pytest.raises(fuseopt.CompileError) as e:
-        fuseopt.load_mlir(text, backend="triton")
+        fuseopt.load_mlir(attention, backend="triton")
     assert ":11:3: error: dynamic sizes: an index constant depends on the size" in str(e.value)
+    with pytest.raises(fuseopt.CompileError) as e:
+        fuseopt.load_mlir(weight_grad, backend="triton")
+    assert "the lowering does not verify (an op needs a static size" in str(e.value)
 
 
 def test_the_hints_are_odd_so_every_ragged_block_keeps_its_mask() -> None:
