@@ -103,8 +103,8 @@ def test_inputs_whose_dynamic_dims_differ_are_an_error() -> None:
 
 
 def test_what_depends_on_the_size_otherwise_is_refused_located() -> None:
-    attention, weight_grad = (FILECHECK / "generalize-sizes-refused.mlir").read_text().split(
-        "// -----"
+    attention, weight_grad = (
+        (FILECHECK / "generalize-sizes-refused.mlir").read_text().split("// -----")
     )
     with pytest.raises(fuseopt.CompileError) as e:
         fuseopt.load_mlir(attention, backend="triton")
