@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 from fuseopt.backends.contract import KernelRecord
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
 from fuseopt.backends.kernel_cache import KernelCache, cache_key
+from fuseopt.backends.per_size import PerSizeFunction, parse_specialized
 from fuseopt.backends.targets import TRITON
 from fuseopt.backends.triton.printer import KernelInfo, assemble, print_triton, standalone
 from fuseopt.backends.triton.runtime import (
@@ -36,7 +37,7 @@ from fuseopt.backends.triton.runtime import (
     install_fast_launchers,
     load_module,
 )
-from fuseopt.diagnostics import CompileError, parse_module
+from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile_host, torch_call
 from fuseopt.passes.generalize_sizes import (
     SizeDependentLowering,
@@ -47,7 +48,6 @@ from fuseopt.passes.generalize_sizes import (
     replace_body,
 )
 from fuseopt.pipelines import LoweringOptions
-from fuseopt.registry import make_context
 
 logger = logging.getLogger("fuseopt")
 
@@ -67,17 +67,13 @@ def lower(module: ModuleOp, lowering: LoweringOptions | None = None) -> ModuleOp
         return module.clone()
     if has_dynamic_functions(module):
         # lowered at size hints, then made of dynamic size (passes/generalize_sizes.py)
-        tiled, fused = lower_dynamic(module, lambda m: lower(m, lowering), _parse_specialized)
+        tiled, fused = lower_dynamic(module, lambda m: lower(m, lowering), parse_specialized)
         replace_body(module, tiled)
         return fused
     run_passes(module, pipeline_passes("fuse"))
     fused = module.clone()
     run_passes(module, (lowering or TRITON.defaults).passes())
     return fused
-
-
-def _parse_specialized(text: str) -> ModuleOp:
-    return parse_module(make_context(), text, "<specialized>")
 
 
 @dataclass
@@ -305,8 +301,6 @@ def _per_size(
     """`sized` compiled once per size a call brings, its lowering depending on the size
     (`why`; a region traced with a symbolic size: the frontend's, never a `?` module,
     whose refusal the user asked to see)."""
-    from fuseopt.backends.per_size import PerSizeFunction
-
     logger.info(
         "fuseopt: %s is compiled per size (its lowering depends on the size: %s)",
         func_name,

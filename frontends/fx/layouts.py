@@ -31,7 +31,7 @@ import torch
 from torch.fx import GraphModule, Node
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from fuseopt.backends.host_memory import reinterpret
 from fuseopt.dialects import nn
@@ -145,38 +145,64 @@ def _transpose(value: SSAValue, perm: Order) -> nn.TransposeOp:
     )
 
 
-def apply_layouts(module: ModuleOp, layouts: RegionLayouts) -> None:
-    """Rewrite the imported region function of `module` to take each permuted input in
-    its dense order and return each permuted output in its traced order (see the module
-    doc); the types of the function change accordingly."""
+InputEdge = tuple[TensorType, Callable[[SSAValue], Operation]]
+"""A rewritten input: the argument's new type, and the op making the old value from it."""
+
+
+def rewrite_edges(
+    module: ModuleOp,
+    inputs: Callable[[int, TensorType], InputEdge | None],
+    outputs: Callable[[int, SSAValue], Operation | None],
+) -> None:
+    """Rewrite the edges of the function of `module`: input `i` of type `t` becomes an
+    argument of the type `inputs(i, t)` gives, followed by its op (None: unchanged);
+    output `i` is returned through the op `outputs(i, value)` gives (None: as it is).
+    The function's type follows."""
     fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
     block: Block = fn.body.block
-    for arg, order in zip(list(block.args), layouts.inputs, strict=True):
-        if order is None:
-            continue
+    for i, arg in enumerate(list(block.args)):
         t = arg.type
         assert isinstance(t, TensorType)
-        stored = block.insert_arg(
-            TensorType(t.element_type, [t.get_shape()[d] for d in order]), arg.index
-        )
-        logical = _transpose(stored, inverse(order))
+        edge = inputs(i, t)
+        if edge is None:
+            continue
+        stored = block.insert_arg(edge[0], arg.index)
+        logical = edge[1](stored)
         block.insert_op_before(logical, block.first_op) if block.first_op else block.add_op(logical)
         arg.replace_all_uses_with(logical.results[0])
         block.erase_arg(arg)
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
     values = list(ret.arguments)
-    for i, order in enumerate(layouts.outputs):
-        if order is not None:
-            op = _transpose(values[i], order)
+    for i, value in enumerate(list(values)):
+        op = outputs(i, value)
+        if op is not None:
             block.insert_op_before(op, ret)
             values[i] = op.results[0]
-    new_ret = func.ReturnOp(*values)
-    block.insert_op_before(new_ret, ret)
+    block.insert_op_before(func.ReturnOp(*values), ret)
     block.erase_op(ret)
     fn.function_type = FunctionType.from_lists(
         [a.type for a in block.args], [v.type for v in values]
     )
+
+
+def apply_layouts(module: ModuleOp, layouts: RegionLayouts) -> None:
+    """Rewrite the imported region function of `module` to take each permuted input in
+    its dense order and return each permuted output in its traced order (see the module
+    doc); the types of the function change accordingly."""
+
+    def stored(i: int, t: TensorType) -> InputEdge | None:
+        order = layouts.inputs[i]
+        if order is None:
+            return None
+        shape = [t.get_shape()[d] for d in order]
+        return TensorType(t.element_type, shape), lambda v: _transpose(v, inverse(order))
+
+    def traced(i: int, value: SSAValue) -> Operation | None:
+        order = layouts.outputs[i]
+        return None if order is None else _transpose(value, order)
+
+    rewrite_edges(module, stored, traced)
 
 
 def _strides_of(shape: tuple[int, ...], order: Order) -> tuple[int, ...]:

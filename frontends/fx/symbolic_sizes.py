@@ -34,11 +34,17 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx import Graph, GraphModule, Node
 from torch.fx.node import map_aggregate, map_arg
-from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import SSAValue
 
 from fuseopt.dialects import nn
-from fuseopt.frontends.fx.layouts import RegionLayouts, apply_layouts, region_layouts
+from fuseopt.frontends.fx.layouts import (
+    InputEdge,
+    RegionLayouts,
+    apply_layouts,
+    region_layouts,
+    rewrite_edges,
+)
 from fuseopt.passes.generalize_sizes import HINTS, SizedFunction
 
 SIZE_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -214,36 +220,21 @@ def apply_splits(
 ) -> None:
     """Make the region function of `module` (at size `n`) take and return each edge of
     size `k * n` as `[n, k]` dims (`nn.reshape`s at its edges)."""
-    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
-    block = fn.body.block
-    for arg, splits in zip(list(block.args), inputs, strict=True):
-        if not splits:
-            continue
-        t = arg.type
-        assert isinstance(t, TensorType)
-        split = block.insert_arg(
-            TensorType(t.element_type, _split_shape(t.get_shape(), splits, n)), arg.index
-        )
-        whole = nn.ReshapeOp(split, t)
-        block.insert_op_before(whole, block.first_op) if block.first_op else block.add_op(whole)
-        arg.replace_all_uses_with(whole.results[0])
-        block.erase_arg(arg)
-    ret = block.last_op
-    assert isinstance(ret, func.ReturnOp)
-    values = list(ret.arguments)
-    for i, splits in enumerate(outputs):
-        if splits:
-            t = values[i].type
-            assert isinstance(t, TensorType)
-            shape = _split_shape(t.get_shape(), splits, n)
-            op = nn.ReshapeOp(values[i], TensorType(t.element_type, shape))
-            block.insert_op_before(op, ret)
-            values[i] = op.results[0]
-    block.insert_op_before(func.ReturnOp(*values), ret)
-    block.erase_op(ret)
-    fn.function_type = FunctionType.from_lists(
-        [a.type for a in block.args], [v.type for v in values]
-    )
+
+    def split(i: int, t: TensorType) -> InputEdge | None:
+        if not inputs[i]:
+            return None
+        shape = _split_shape(t.get_shape(), inputs[i], n)
+        return TensorType(t.element_type, shape), lambda v: nn.ReshapeOp(v, t)
+
+    def joined(i: int, value: SSAValue) -> nn.ReshapeOp | None:
+        t = value.type
+        if not outputs[i] or not isinstance(t, TensorType):
+            return None
+        shape = _split_shape(t.get_shape(), outputs[i], n)
+        return nn.ReshapeOp(value, TensorType(t.element_type, shape))
+
+    rewrite_edges(module, split, joined)
 
 
 @dataclass(frozen=True)
