@@ -45,6 +45,7 @@ from fuseopt.diagnostics import (  # noqa: F401 - the errors the API raises, re-
 )
 from fuseopt.frontends.fx.dynamo_backend import DEFAULT_BACKEND, fuseopt_backend
 from fuseopt.frontends.fx.partition import CompileRecord, FallbackRecord, RegionRecord
+from fuseopt.growing_caches import mark_growing_sizes
 
 if TYPE_CHECKING:
     from fuseopt.passes.nn_fuse.cost_model import GPUSpec
@@ -139,17 +140,27 @@ class CompiledModule:
             record=self.record,
         )
         self._compiled = torch.compile(_entry_point(model), backend=compiler, dynamic=dynamic)
+        self._mark_caches = dynamic is not False
+        """Whether calls still mark growing KV caches dynamic (until a decode step ran)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the compiled model (compiling on first use and for new shapes).
+
+        A growing KV cache among the arguments (a decode step of `generate`) has its
+        length marked dynamic until one decode step ran, so a generation compiles two
+        graphs, not three (`growing_caches`; not with `dynamic=False`).
 
         A fuseopt error raised while compiling (a bad option, say) comes out as itself,
         not wrapped in Dynamo's BackendCompilerFailed.
         """
         if self.device is None:
             self.device = _call_device(self.model, args, kwargs)
+        decode_step = self._mark_caches and mark_growing_sizes(args, kwargs)
         try:
-            return self._compiled(*args, **kwargs)
+            result = self._compiled(*args, **kwargs)
+            if decode_step:
+                self._mark_caches = False
+            return result
         except torch._dynamo.exc.BackendCompilerFailed as e:
             if isinstance(e.inner_exception, CompileError):
                 raise e.inner_exception from None

@@ -218,12 +218,14 @@ def test_llama_gradients() -> None:
     assert any(k.region.startswith("backward") for k in compiled.kernels)
 
 
-def test_generate_runs_the_compiled_forward() -> None:
-    """`compiled.generate(...)` of a Llama for causal LM decodes with the compiled
-    forward (greedy: the same tokens as eager), through prefill and the decode steps;
-    the growing KV cache compiles no graph per token (prefill, the first decode step,
-    then one graph with the cache length symbolic, as torch.compile's own count)."""
-    torch._dynamo.reset()
+def _tiny_causal_lm(family: str) -> torch.nn.Module:
+    """A one-layer causal LM of `family` ("llama" or "gpt2") with seeded weights, f32."""
+    if family == "gpt2":
+        config = transformers.GPT2Config(
+            n_embd=HIDDEN, n_head=HEADS, n_layer=1, n_positions=64, vocab_size=64
+        )
+        config._attn_implementation = "eager"
+        return _init(transformers.GPT2LMHeadModel(config), torch.float32)
     config = transformers.LlamaConfig(
         hidden_size=HIDDEN,
         intermediate_size=2 * HIDDEN,
@@ -234,19 +236,50 @@ def test_generate_runs_the_compiled_forward() -> None:
         max_position_embeddings=64,
     )
     config._attn_implementation = "eager"
-    model = _init(transformers.LlamaForCausalLM(config), torch.float32)
-    ids = torch.randint(0, 64, (1, 5), generator=torch.Generator().manual_seed(2))
+    return _init(transformers.LlamaForCausalLM(config), torch.float32)
+
+
+@pytest.mark.parametrize(
+    ("family", "padded"), [("llama", False), ("gpt2", True)], ids=["llama", "gpt2-padded"]
+)
+def test_generate_runs_the_compiled_forward(family: str, padded: bool) -> None:
+    """`compiled.generate(...)` of a causal LM decodes with the compiled forward
+    (greedy: the same tokens as eager), through prefill and the decode steps; the growing
+    KV cache (and the attention mask that grows with it) compiles two graphs whatever the
+    number of tokens: the prefill and one decode graph with the cache length symbolic."""
+    torch._dynamo.reset()
+    model = _tiny_causal_lm(family)
+    ids = torch.randint(0, 64, (2, 5), generator=torch.Generator().manual_seed(2))
+    options: dict[str, Any] = {"max_new_tokens": 10, "do_sample": False, "pad_token_id": 0}
+    if padded:
+        mask = torch.ones(ids.shape, dtype=torch.long)
+        mask[1, :2] = 0
+        options["attention_mask"] = mask
     compiled = fuseopt.compile(model, backend="interpret")
     with torch.no_grad():
-        expected = model.generate(ids, max_new_tokens=10, do_sample=False)
-        actual = compiled.generate(ids, max_new_tokens=10, do_sample=False)
+        expected = model.generate(ids, **options)
+        actual = compiled.generate(ids, **options)
     assert torch.equal(actual, expected), (actual, expected)
-    graphs = {k.region.rsplit("_", 1)[0] for k in compiled.kernels}
-    assert 2 <= len(graphs) <= 3, graphs
+    assert len(compiled.graphs) == 2, [g.name for g in compiled.graphs]
     assert compiled.fallbacks, "the symbolic-size ops run in PyTorch, logged"
     assert all("symbolic" in f.reason for f in compiled.fallbacks), [
         (f.target, f.reason) for f in compiled.fallbacks
     ]
+
+
+def test_generate_static_keeps_torch_compile_counts() -> None:
+    """With dynamic=False nothing is marked: every cache length is a graph of its own,
+    as under torch.compile(dynamic=False)."""
+    torch._dynamo.reset()
+    model = _tiny_causal_lm("llama")
+    ids = torch.randint(0, 64, (1, 5), generator=torch.Generator().manual_seed(3))
+    compiled = fuseopt.compile(model, backend="interpret", dynamic=False)
+    with torch.no_grad():
+        expected = model.generate(ids, max_new_tokens=3, do_sample=False)
+        actual = compiled.generate(ids, max_new_tokens=3, do_sample=False)
+    assert torch.equal(actual, expected)
+    assert len(compiled.graphs) == 3, [g.name for g in compiled.graphs]
+    assert not compiled.fallbacks
 
 
 def test_bert_padding_mask_is_read_not_gathered() -> None:
