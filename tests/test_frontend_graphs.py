@@ -195,9 +195,9 @@ def test_specializations_are_bounded(
 ) -> None:
     """Past the specialization limit, new shapes of a graph specialized per shape
     (symbolic="specialize") run eagerly (one warning) and stay correct."""
-    from fuseopt.frontends.fx import dynamo_backend
+    from fuseopt.frontends.fx import shape_versions
 
-    monkeypatch.setattr(dynamo_backend, "MAX_SPECIALIZATIONS", 1)
+    monkeypatch.setattr(shape_versions, "MAX_SPECIALIZATIONS", 1)
     model = randomize(MLP())
     compiled = torch.compile(
         model,

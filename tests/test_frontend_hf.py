@@ -267,6 +267,24 @@ def test_generate_runs_the_compiled_forward(family: str, padded: bool) -> None:
     ]
 
 
+def test_generate_with_every_size_symbolic() -> None:
+    """dynamic=True: a GPT-2's decode graph reads the batch and the cache length
+    together; it is compiled for its first shapes, then once more as a version for
+    every cache length (its mask's length that plus one), not once per token."""
+    torch._dynamo.reset()
+    model = _tiny_causal_lm("gpt2")
+    ids = torch.randint(0, 64, (2, 5), generator=torch.Generator().manual_seed(4))
+    mask = torch.ones(ids.shape, dtype=torch.long)
+    mask[0, :1] = 0
+    options = {"max_new_tokens": 12, "do_sample": False, "pad_token_id": 0, "attention_mask": mask}
+    compiled = fuseopt.compile(model, backend="interpret", dynamic=True)
+    with torch.no_grad():
+        expected = model.generate(ids, **options)
+        actual = compiled.generate(ids, **options)
+    assert torch.equal(actual, expected), (actual, expected)
+    assert len(compiled.graphs) == 3, [g.name for g in compiled.graphs]
+
+
 def test_generate_static_keeps_torch_compile_counts() -> None:
     """With dynamic=False nothing is marked: every cache length is a graph of its own,
     as under torch.compile(dynamic=False)."""

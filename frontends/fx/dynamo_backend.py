@@ -25,7 +25,6 @@ shapes, dtypes and strides exactly as eager does.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +35,6 @@ from functorch.compile import make_boxed_func
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch.fx import GraphModule, Node
-from torch.fx.node import map_arg
 from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.diagnostics import ConfigurationError
@@ -44,6 +42,13 @@ from fuseopt.frontends.fx import norm_decompositions
 from fuseopt.frontends.fx.errors import RegionFallback
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
+from fuseopt.frontends.fx.shape_versions import (
+    GeneralizingGraph,
+    ShapeSpecializedGraph,
+    has_symbolic_shapes,
+    symbol_positions,
+    traced_inputs,
+)
 from fuseopt.frontends.fx.symbolic_sizes import graph_symbol, graph_symbols
 from fuseopt.passes.generalize_sizes import HINTS, SizedFunction
 from fuseopt.passes.nn_decompose import decompose_every_attention
@@ -256,29 +261,43 @@ def compile_symbolic(
       sequence length), compile it once for every size: kernels take the size at run
       time (`symbolic_sizes`); ops whose sizes are not whole multiples of the symbol (a
       KV cache's `s + 1`) and attention over a symbolic sequence length run in PyTorch.
-      A graph of several symbols is partitioned.
-    "auto" is "dynamic" for a graph of one symbol; otherwise it partitions when less
+      A graph of several symbols is compiled in versions of one symbolic size each,
+      the other sizes fixed (`shape_versions.GeneralizingGraph`); when a symbol cannot
+      be read from the call's arguments, it is partitioned.
+    "auto" is "dynamic" for a graph of one symbol. For several, it partitions when less
     than MAX_SYMBOLIC_SHARE of the graph's tensor ops (views aside) read or make a
-    tensor of symbolic size, and specializes otherwise.
-    """
+    tensor of symbolic size (a decode step: only the cache's ops), and is "dynamic"
+    otherwise (versions), "specialize" when a symbol cannot be read from the call."""
     share = symbolic_share(gm)
-    one_symbol = len(graph_symbols(gm)) == 1
+    symbols = graph_symbols(gm)
+    traced = traced_inputs(gm, example_inputs)
+    positions = symbol_positions(traced, symbols) if len(symbols) > 1 else None
     if symbolic == "auto":
-        if one_symbol:
+        if len(symbols) == 1:
             symbolic = "dynamic"
+        elif share < MAX_SYMBOLIC_SHARE:
+            symbolic = "partition"
         else:
-            symbolic = "partition" if share < MAX_SYMBOLIC_SHARE else "specialize"
-    elif symbolic == "dynamic" and not one_symbol:
+            symbolic = "specialize" if positions is None else "dynamic"
+    elif symbolic == "dynamic" and len(symbols) > 1 and positions is None:
         symbolic = "partition"
+    versions = symbolic == "dynamic" and len(symbols) > 1
     logger.info(
         "fuseopt: a graph with symbolic sizes (%.0f%% of its tensor ops): %s",
         100 * share,
-        {
+        "compiled in versions, each for every value of one size"
+        if versions
+        else {
             "dynamic": "compiled once for every size",
             "partition": "compiled once, its symbolic-size ops run in PyTorch",
             "specialize": "compiled per concrete shape",
         }[symbolic],
     )
+    if versions:
+        # sizes Dynamo made symbolic itself, or was told to, are those that change;
+        # under dynamic=True (every size symbolic) the calls tell which
+        all_varying = torch._dynamo.config.assume_static_by_default
+        return GeneralizingGraph(gm, compile_static, traced, positions, all_varying)
     if symbolic in ("dynamic", "partition"):
         return compile_static(gm, example_inputs)
     return ShapeSpecializedGraph(gm, compile_static)
@@ -324,119 +343,3 @@ def on_meta_device(example_inputs: Sequence[Any]) -> bool:
     """Whether any example input is a tensor on the meta device (Dynamo passes fake
     tensors that report the device of the real inputs)."""
     return any(isinstance(x, torch.Tensor) and x.device.type == "meta" for x in example_inputs)
-
-
-MAX_SPECIALIZATIONS = 64
-"""How many concrete input signatures one symbolic-shape graph is compiled for."""
-
-
-def has_symbolic_shapes(example_inputs: Sequence[Any]) -> bool:
-    """Whether Dynamo traced the graph with symbolic sizes (dynamic=True, or its
-    automatic dynamic shapes after a recompilation)."""
-    for x in example_inputs:
-        if isinstance(x, torch.SymInt | torch.SymFloat):
-            return True
-        if isinstance(x, torch.Tensor) and any(
-            isinstance(d, torch.SymInt) for d in (*x.shape, *x.stride())
-        ):
-            return True
-    return False
-
-
-def inline_constant(node: Node, value: object) -> None:
-    """Replace every use of `node` by the Python constant `value`, then erase it."""
-
-    def swap(arg: Node) -> object:
-        return value if arg is node else arg
-
-    for consumer in list(node.users):
-        consumer.args = map_arg(consumer.args, swap)
-        consumer.kwargs = map_arg(consumer.kwargs, swap)
-    node.graph.erase_node(node)
-
-
-class ShapeSpecializedGraph:
-    """A Dynamo graph with symbolic sizes, compiled once per concrete input signature.
-
-    nn types are static, so each new signature (tensor shapes, strides, dtypes, devices,
-    requires_grad; integer inputs by value) is traced again by AOTAutograd with the
-    real inputs as examples and compiled like a static graph. Scalars Dynamo passes as
-    0-d tensors read with `.item()` (a module's float `eps`) are part of the signature
-    by value and baked into the traced graph as constants. Dynamo's guards stay
-    general; the specialization happens here, so `dynamic=True` compiles instead of
-    running eagerly, and is never wrong. Past MAX_SPECIALIZATIONS signatures, new ones
-    run the graph eagerly (logged once), so memory stays bounded.
-    """
-
-    def __init__(
-        self,
-        gm: GraphModule,
-        compile_static: Callable[[GraphModule, Sequence[Any]], Callable[..., Any]],
-    ):
-        self.gm = gm
-        self.compile_static = compile_static
-        self.compiled: dict[tuple[Any, ...], Callable[..., Any]] = {}
-        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        self.scalars = {
-            i: [u for u in p.users]
-            for i, p in enumerate(placeholders)
-            if p.users and all(u.op == "call_method" and u.target == "item" for u in p.users)
-        }
-
-    def signature(self, args: Sequence[Any]) -> tuple[Any, ...]:
-        """The cache key of a call's arguments."""
-        return tuple(
-            ("scalar", a.item())
-            if i in self.scalars and isinstance(a, torch.Tensor) and a.dim() == 0
-            else (tuple(a.shape), a.stride(), a.dtype, a.device, a.requires_grad)
-            if isinstance(a, torch.Tensor)
-            else (type(a), a)
-            for i, a in enumerate(args)
-        )
-
-    def baked(self, args: Sequence[Any]) -> GraphModule:
-        """A copy of the graph with each `.item()` of a scalar input replaced by its
-        value in `args`."""
-        if not self.scalars:
-            return self.gm
-        graph = copy.deepcopy(self.gm.graph)
-        items = {n.name: n for n in graph.nodes if n.op == "call_method" and n.target == "item"}
-        for i, users in self.scalars.items():
-            value = args[i].item()
-            for user in users:
-                inline_constant(items[user.name], value)
-        return GraphModule(self.gm, graph)
-
-    def __call__(self, *args: Any) -> Any:
-        """Run the specialization for these arguments (compiling it on first use)."""
-        key = self.signature(args)
-        fn = self.compiled.get(key)
-        if fn is None:
-            if len(self.compiled) >= MAX_SPECIALIZATIONS:
-                if len(self.compiled) == MAX_SPECIALIZATIONS:
-                    self.compiled[("eager",)] = self.gm  # marks the warning as given
-                    logger.warning(
-                        "fuseopt: more than %d input shapes for one graph; new shapes "
-                        "run eagerly in PyTorch",
-                        MAX_SPECIALIZATIONS,
-                    )
-                return self.gm(*args)
-            fn = self.compiled[key] = self._specialize(args)
-        return fn(*args)
-
-    def _specialize(self, args: Sequence[Any]) -> Callable[..., Any]:
-        """The graph compiled for these arguments, or the graph itself (run eagerly,
-        logged) when it cannot be re-traced: a wrapped float read with `.item()`, say."""
-        try:
-            return self.compile_static(self.baked(args), list(args))
-        except ConfigurationError:
-            raise
-        except Exception as e:  # PyTorch's tracing errors are many types
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            logger.warning(
-                "fuseopt: a dynamic-shape graph could not be specialized (%s: %s); "
-                "it runs eagerly in PyTorch for these input shapes",
-                type(e).__name__,
-                first,
-            )
-            return self.gm
