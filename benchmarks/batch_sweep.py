@@ -1,14 +1,17 @@
 """A batch-size sweep through a compiled transformer block: compiles and time per size.
 
     python -m benchmarks.batch_sweep [--batches 1-64] [--hidden 1024] [--seq 128]
-        [--time-at 1,7,32,64] [--out FILE]
+        [--seqs 128,256] [--time-at 1,7,32,64] [--systems ...] [--out FILE]
 
 A pre-norm transformer block (LayerNorm, fused QKV, causal SDPA, output projection,
 RMSNorm, SiLU MLP; bf16 on the GPU) is called at every batch size of `--batches` in
 order, as a serving loop meets them, by each system: eager; `torch.compile` (default:
 dynamic=None); fuseopt-triton (default: a graph of one symbolic size is compiled once for
 every size); fuseopt-triton with symbolic="specialize" (compiled per size, what fuseopt
-did before). Reported per system: the sweep's wall time (compiles included), how many
+did before); `torch.compile dynamic` and `fuseopt-triton dynamic` pass dynamic=True
+(every size symbolic from the first call). `--seqs` sweeps the batches at each of
+several sequence lengths in turn (batch and sequence length both change). Reported per
+system: the sweep's wall time (compiles included), how many
 graphs Dynamo compiled, how many regions fuseopt compiled, the ops run in PyTorch, the
 largest error against eager over the sweep (a difference past the bf16 tolerance fails
 the run), then at each `--time-at` batch the warm wall time per call (back-to-back calls,
@@ -55,7 +58,14 @@ class Block(nn.Module):
         return x + self.down(F.silu(self.up(self.n2(x))))
 
 
-SYSTEMS = ("eager", "torch.compile", "fuseopt-triton", "fuseopt-triton-specialize")
+SYSTEMS = (
+    "eager",
+    "torch.compile",
+    "fuseopt-triton",
+    "fuseopt-triton-specialize",
+    "torch.compile dynamic",
+    "fuseopt-triton dynamic",
+)
 
 
 def _system(name: str, model: nn.Module) -> tuple[Any, Any]:
@@ -65,10 +75,11 @@ def _system(name: str, model: nn.Module) -> tuple[Any, Any]:
     torch._dynamo.reset()
     if name == "eager":
         return model, None
-    if name == "torch.compile":
-        return torch.compile(model), None
+    dynamic = True if name.endswith(" dynamic") else None
+    if name.startswith("torch.compile"):
+        return torch.compile(model, dynamic=dynamic), None
     options = {"symbolic": "specialize"} if name.endswith("specialize") else {}
-    compiled = fuseopt.compile(model, backend="triton", **options)
+    compiled = fuseopt.compile(model, backend="triton", dynamic=dynamic, **options)
     return compiled, compiled
 
 
@@ -86,9 +97,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.manual_seed(0)
     model = Block(args.hidden, args.heads).to(device, dtype).eval()
     batches, time_at = _batches(args.batches), _batches(args.time_at)
+    seqs = _batches(args.seqs) if args.seqs else [args.seq]
+    shapes = [(b, s) for s in seqs for b in batches]
     inputs = {
-        b: torch.randn(b, args.seq, args.hidden, device=device, dtype=dtype)
-        for b in sorted({*batches, *time_at})
+        shape: torch.randn(*shape, args.hidden, device=device, dtype=dtype)
+        for shape in {*shapes, *((b, seqs[0]) for b in time_at)}
     }
     with torch.no_grad():
         expected = {b: model(x) for b, x in inputs.items()}
@@ -101,9 +114,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         error = 0.0
         start = time.perf_counter()
         with torch.no_grad():
-            for b in batches:
-                y = fn(inputs[b])
-                error = max(error, (y.float() - expected[b].float()).abs().max().item())
+            for shape in shapes:
+                y = fn(inputs[shape])
+                error = max(error, (y.float() - expected[shape].float()).abs().max().item())
             synchronize(device)
         sweep_s = time.perf_counter() - start
         if error > tolerance * max(1.0, max(e.abs().max().item() for e in expected.values())):
@@ -120,7 +133,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             row["eager_ops"] = sorted({f"{f.target}: {f.reason}" for f in record.fallbacks})
         with torch.no_grad():
             for b in time_at:
-                call = functools.partial(fn, inputs[b])
+                call = functools.partial(fn, inputs[b, seqs[0]])
                 row[f"wall_us@{b}"] = round(launch_inclusive_us(call, device), 1)
                 row[f"kernel_us@{b}"] = round(median_us(call, device), 1)
         rows.append(row)
@@ -129,8 +142,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "batch_sweep",
         "command": " ".join(["python -m benchmarks.batch_sweep", *sys.argv[1:]]),
         "environment": describe_environment(device).as_dict(),
-        "model": {"hidden": args.hidden, "heads": args.heads, "seq": args.seq, "dtype": str(dtype)},
+        "model": {"hidden": args.hidden, "heads": args.heads, "seq": seqs[0], "dtype": str(dtype)},
         "batches": batches,
+        "seqs": seqs,
         "rows": rows,
     }
 
@@ -154,6 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--seqs", default="", help="sequence lengths to sweep (default: --seq)")
     p.add_argument("--systems", default=",".join(SYSTEMS))
     p.add_argument("--device", default="cuda")
     p.add_argument("--out", type=Path)
