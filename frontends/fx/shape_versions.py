@@ -210,7 +210,7 @@ def generalized_inputs(
     mode = FakeTensorMode(shape_env=env)
     hint = values[next(iter(group))]
     symbol = env.create_symbol(hint, ConstantSource("fuseopt_size"), DimDynamic.DYNAMIC)
-    subs = {s: symbol + group[s] if s in group else sympy.Integer(v) for s, v in values.items()}
+    subs = {s: symbol + group[s] if s in group else sympy.sympify(v) for s, v in values.items()}
 
     def size(n: object) -> object:
         if not isinstance(n, torch.SymInt):
