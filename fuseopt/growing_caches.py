@@ -33,15 +33,14 @@ def mark_growing_sizes(args: Iterable[Any], kwargs: Mapping[str, Any]) -> bool:
     """Mark the token dims of the growing KV caches among `args` and `kwargs` dynamic,
     and the last dim of a 2-D `attention_mask` next to such a cache.
 
-    Returns whether a cache holding tokens was found (a decode step): the caller marks
-    the calls until one such call has been traced, after which Dynamo's symbolic entry
-    serves every later length without marks.
+    Returns whether a cache dim was marked (a decode step past a one-token cache): the
+    caller marks the calls until one such call has been traced, after which Dynamo's
+    symbolic entry serves every later length without marks.
     """
     tensors = [t for value in (*args, *kwargs.values()) for t in _growing_tensors(value)]
-    if not tensors:
+    marked = [_mark(tensor, tensor.dim() + SEQUENCE_DIM) for tensor in tensors]
+    if not any(marked):
         return False
-    for tensor in tensors:
-        _mark(tensor, tensor.dim() + SEQUENCE_DIM)
     for name in MASK_ARGUMENTS:
         mask = kwargs.get(name)
         if isinstance(mask, torch.Tensor) and mask.dim() == 2:
@@ -66,7 +65,11 @@ def _growing_tensors(value: Any) -> list[torch.Tensor]:
     return found
 
 
-def _mark(tensor: torch.Tensor, dim: int) -> None:
-    """Mark `dim` of `tensor` dynamic when Dynamo would not specialize it (size >= 2)."""
-    if tensor.shape[dim] >= 2:
-        torch._dynamo.mark_dynamic(tensor, dim)
+def _mark(tensor: torch.Tensor, dim: int) -> bool:
+    """Mark `dim` of `tensor` dynamic when Dynamo would not specialize it (size >= 2);
+    returns whether it did. A hint (`maybe_mark_dynamic`): where tracing ties the size
+    to a constant, Dynamo specializes it instead of raising a constraint violation."""
+    if tensor.shape[dim] < 2:
+        return False
+    torch._dynamo.maybe_mark_dynamic(tensor, dim)
+    return True

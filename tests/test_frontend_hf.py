@@ -267,7 +267,7 @@ def test_generate_runs_the_compiled_forward(family: str, padded: bool) -> None:
     ]
 
 
-def test_generate_with_every_size_symbolic() -> None:
+def test_generate_with_every_size_symbolic(caplog: pytest.LogCaptureFixture) -> None:
     """dynamic=True: a GPT-2's decode graph reads the batch and the cache length
     together; it is compiled for its first shapes, then once more as a version for
     every cache length (its mask's length that plus one), not once per token."""
@@ -278,11 +278,13 @@ def test_generate_with_every_size_symbolic() -> None:
     mask[0, :1] = 0
     options = {"max_new_tokens": 12, "do_sample": False, "pad_token_id": 0, "attention_mask": mask}
     compiled = fuseopt.compile(model, backend="interpret", dynamic=True)
-    with torch.no_grad():
+    with torch.no_grad(), caplog.at_level(logging.INFO, logger="fuseopt"):
         expected = model.generate(ids, **options)
         actual = compiled.generate(ids, **options)
     assert torch.equal(actual, expected), (actual, expected)
     assert len(compiled.graphs) == 3, [g.name for g in compiled.graphs]
+    versions = [m for m in caplog.messages if m.startswith("fuseopt: compiled a version")]
+    assert len(versions) == 1 and "+ 1" in versions[0], versions  # the mask: length + 1
 
 
 def test_generate_static_keeps_torch_compile_counts() -> None:

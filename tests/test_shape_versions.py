@@ -6,7 +6,6 @@ eager, what it fixes, what it reads as one size, and the traces it refuses."""
 from __future__ import annotations
 
 import logging
-import operator
 
 import pytest
 import sympy
@@ -138,31 +137,37 @@ def _masked_sum(x: torch.Tensor, mask: torch.Tensor, y: torch.Tensor) -> torch.T
     return x.sum(1)[:, None] + mask[:, : x.shape[1] + 1].sum(1)[:, None] * y.shape[0]
 
 
-def test_sizes_are_inlined_or_read_once() -> None:
-    """Fixed sizes become numbers and a group's second size the first plus its offset:
-    their placeholders go, and the graph computes what the original did."""
+@pytest.mark.parametrize("offsets", [(0, 1), (5, 6)], ids=["base-0", "base-5"])
+def test_sizes_are_inlined_or_read_once(offsets: tuple[int, int]) -> None:
+    """Fixed sizes become numbers and a group's second size the first plus the offsets'
+    difference (whatever the first's own offset): their placeholders go, and the graph
+    computes what the original does at other sizes of the group."""
     args = (randn(2, 5, seed=1), randn(2, 6, seed=2), randn(3, seed=3))
     gm = _dynamo_graph(_masked_sum, *args)
     by_hint = _by_hint(gm)
     tokens, mask = by_hint[5], by_hint[6]
     values = {expr: hint for hint, expr in by_hint.items()}
-    inlined, dropped = sizes_inlined(gm, {tokens: 0, mask: 1}, values)
+    inlined, dropped = sizes_inlined(gm, {tokens: offsets[0], mask: offsets[1]}, values)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    kept = [p for i, p in enumerate(placeholders) if i not in dropped]
-    assert len(kept) == len(placeholders) - len(dropped) == len(placeholders) - 3
-    assert any(n.target is operator.add for n in inlined.graph.nodes), inlined.code
-    call = []
-    tensors = iter(args)
-    for i, v in enumerate(_traced(gm)):
-        if i in dropped:
-            continue
-        call.append(values[v.node.expr] if isinstance(v, torch.SymInt) else next(tensors))
-    torch.testing.assert_close(inlined(*call)[0], _masked_sum(*args))
+    assert len(dropped) == 3, "batch and y's length fixed, the mask's length read"
+    assert all(i < len(placeholders) for i in dropped)
+    for length in (5, 9, 2):  # tokens at other lengths, the mask one longer
+        other = (randn(2, length, seed=length), randn(2, length + 1, seed=7), args[2])
+        sizes = {tokens: length, mask: length + 1, by_hint[2]: 2, by_hint[3]: 3}
+        tensors = iter(other)
+        call = [
+            sizes[v.node.expr] if isinstance(v, torch.SymInt) else next(tensors)
+            for i, v in enumerate(_traced(gm))
+            if i not in dropped
+        ]
+        torch.testing.assert_close(inlined(*call)[0], _masked_sum(*other))
 
 
-def test_a_trace_that_pins_the_size_is_refused() -> None:
-    """A guard that some size at least 2 breaks (a branch on `n > 10`) makes a version
-    hold for the call's shapes only; a trace without one holds for every size."""
+@pytest.mark.parametrize("branch", ["greater", "not_equal"], ids=["n>10", "n!=8"])
+def test_a_trace_that_pins_the_size_is_refused(branch: str) -> None:
+    """A guard that some size at least 2 breaks (a branch on `n > 10`, or on `n != 8`,
+    which most sizes satisfy) makes a version hold for the call's shapes only; a trace
+    without one holds for every size."""
     args = (randn(2, 5, seed=1), randn(2, 6, seed=2), randn(3, seed=3))
     gm = _dynamo_graph(_masked_sum, *args)
     by_hint = _by_hint(gm)
@@ -172,5 +177,8 @@ def test_a_trace_that_pins_the_size_is_refused() -> None:
     assert not _specialized(env, n)
     assert bool(x.shape[1] >= 2)  # always so: no pin
     assert not _specialized(env, n)
-    assert not bool(x.shape[1] > 10)  # a branch on the size
+    if branch == "greater":
+        assert not bool(x.shape[1] > 10)
+    else:
+        assert bool(x.shape[1] != 8)
     assert _specialized(env, n)

@@ -80,6 +80,8 @@ class ShapeSpecializedGraph:
         self.gm = gm
         self.compile_static = compile_static
         self.compiled: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        self.warned = False
+        """Whether the warning that new shapes run eagerly was given."""
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self.scalars = {
             i: [u for u in p.users]
@@ -116,9 +118,9 @@ class ShapeSpecializedGraph:
         key = self.signature(args)
         fn = self.compiled.get(key)
         if fn is None:
-            if len(self.compiled) >= MAX_SPECIALIZATIONS:
-                if len(self.compiled) == MAX_SPECIALIZATIONS:
-                    self.compiled[("eager",)] = self.gm  # marks the warning as given
+            if self.compiled_count() >= MAX_SPECIALIZATIONS:
+                if not self.warned:
+                    self.warned = True
                     logger.warning(
                         "fuseopt: more than %d input shapes for one graph; new shapes "
                         "run eagerly in PyTorch",
@@ -127,6 +129,10 @@ class ShapeSpecializedGraph:
                 return self.gm(*args)
             fn = self.compiled[key] = self._specialize(args)
         return fn(*args)
+
+    def compiled_count(self) -> int:
+        """How many compiles this graph holds (bounded by MAX_SPECIALIZATIONS)."""
+        return len(self.compiled)
 
     def _specialize(self, args: Sequence[Any]) -> Callable[..., Any]:
         """The graph compiled for these arguments, or the graph itself (run eagerly,
@@ -152,10 +158,6 @@ SizeAt = tuple[int, int | None]
 Group = dict[sympy.Symbol, int]
 """Symbols that a version reads as one size `n`, each as `n` plus its offset (the
 first symbol's offset is 0)."""
-
-TEST_VALUES = (2, 3, 5, 17, 1000, 65537)
-"""Values a re-traced symbol must satisfy every guard at for its version to hold for
-every size (`_specialized`)."""
 
 
 def traced_inputs(gm: GraphModule, example_inputs: Sequence[Any]) -> list[Any]:
@@ -285,20 +287,24 @@ def without_arguments(fn: Callable[..., Any], dropped: set[int]) -> Callable[...
 
 def _specialized(env: Any, symbol: sympy.Symbol) -> bool:
     """Whether tracing pinned `symbol` down: replaced it by a number, narrowed its range
-    or left a guard that some size at least 2 breaks."""
+    or left a guard on it that is not true for every size from 2 up (`n != 8`, say)."""
+    from torch.utils._sympy.numbers import int_oo
+    from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
+
     replaced = env.replacements.get(symbol)
     if replaced is not None and replaced.is_number:
         return True
     bounds = env.var_to_range.get(symbol)
     if bounds is not None and (bounds.lower > 2 or bounds.upper < 2**31):
         return True
+    every_size = {symbol: ValueRanges(2, int_oo)}
     for guard in env.guards:
         if symbol not in guard.expr.free_symbols:
             continue
         try:
-            if not all(bool(guard.expr.xreplace({symbol: sympy.Integer(v)})) for v in TEST_VALUES):
+            if bound_sympy(guard.expr, every_size).lower != sympy.true:
                 return True
-        except TypeError:  # a guard over another symbol too: not one of a size alone
+        except Exception:  # noqa: BLE001 - a guard sympy cannot bound: not provably true
             return True
     return False
 
@@ -358,7 +364,7 @@ class GeneralizingGraph(ShapeSpecializedGraph):
         self.symbols = sorted(positions, key=str)
         self.varying: set[sympy.Symbol] = set(self.symbols) if all_varying else set()
         self.versions: list[SizeVersion] = []
-        self.refused: set[tuple[Any, ...]] = set()
+        self.tried: set[tuple[Any, ...]] = set()
         self.last: dict[sympy.Symbol, int] | None = None
 
     def __call__(self, *args: Any) -> Any:
@@ -366,12 +372,20 @@ class GeneralizingGraph(ShapeSpecializedGraph):
         for version in self.versions:
             if version.matches(args):
                 return version.fn(*args)
+        if self.compiled:  # shapes compiled as they are (their signature is the key)
+            fn = self.compiled.get(self.signature(args))
+            if fn is not None:
+                return fn(*args)
         values = {s: _read(args, self.positions[s]) for s in self.symbols}
         last, self.last = self.last or values, values
         changes = {s: values[s] - last[s] for s in self.symbols if values[s] != last[s]}
         self.varying |= set(changes)
         fn = self._generalize(args, values, changes)
         return fn(*args) if fn is not None else super().__call__(*args)
+
+    def compiled_count(self) -> int:
+        """Shapes and versions together."""
+        return len(self.compiled) + len(self.versions)
 
     def _group(
         self,
@@ -380,12 +394,15 @@ class GeneralizingGraph(ShapeSpecializedGraph):
         changes: dict[sympy.Symbol, int],
     ) -> Group:
         """The symbols to read as one size: those of a version whose group the call fits
-        (a batch that varies under another fixed sequence length); else the largest set
+        (a batch that varies under another fixed sequence length), unless more symbols
+        changed together than it reads as one; else the largest set
         of those that changed since the last call compiled by one amount (they grow
         together: a cache's length and its mask's), each at its offset from the
         smallest; without changes, the largest set of varying symbols of one value.
         Every value at least 2 (Dynamo specializes 0 and 1)."""
         for version in self.versions:
+            if set(changes) > set(version.symbols):
+                continue  # more sizes moved together than this version reads as one
             if all(values[s] >= 2 for s in version.symbols) and version.group_holds(args):
                 return dict(version.symbols)
         classes: dict[int, list[sympy.Symbol]] = {}
@@ -408,14 +425,14 @@ class GeneralizingGraph(ShapeSpecializedGraph):
         scalars = tuple((i, args[i].item()) for i in self.scalars)
         fixed = tuple((self.positions[s], values[s]) for s in self.symbols if s not in group)
         key = (tuple(group.items()), fixed, scalars)
-        if not group or key in self.refused:
+        if not group or key in self.tried:
             return None
-        if len(self.versions) + len(self.compiled) >= MAX_SPECIALIZATIONS:
+        if self.compiled_count() >= MAX_SPECIALIZATIONS:
             return None
-        self.refused.add(key)  # tried once, whatever comes of it
-        inputs, symbol, env = generalized_inputs(self.example_inputs, group, values)
-        graph, dropped = sizes_inlined(self.baked(args), group, values)
+        self.tried.add(key)  # tried once, whatever comes of it
         try:
+            inputs, symbol, env = generalized_inputs(self.example_inputs, group, values)
+            graph, dropped = sizes_inlined(self.baked(args), group, values)
             fn = without_arguments(
                 self.compile_static(graph, [x for i, x in enumerate(inputs) if i not in dropped]),
                 dropped,
