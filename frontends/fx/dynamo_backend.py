@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.diagnostics import ConfigurationError
 from fuseopt.frontends.fx import norm_decompositions
-from fuseopt.frontends.fx.errors import RegionFallback
+from fuseopt.frontends.fx.errors import RegionFallback, first_line
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
 from fuseopt.frontends.fx.shape_versions import (
@@ -179,9 +179,8 @@ def fuseopt_backend(
         except Exception as e:  # a backend bug or limit: run the region eagerly
             if strict:
                 raise
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise RegionFallback(
-                f"backend '{backend_name}' failed ({type(e).__name__}: {first})"
+                f"backend '{backend_name}' failed ({type(e).__name__}: {first_line(e)})"
             ) from None
         kernels = [
             k if getattr(k, "region", func_name) else dataclasses.replace(k, region=func_name)

@@ -84,3 +84,9 @@ class RegionFallback(Exception):  # noqa: N818 - a signal, not an error to the u
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of `error`'s message (its type's name when it has none): what a
+    fallback log line quotes."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]

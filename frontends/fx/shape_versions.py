@@ -27,6 +27,7 @@ from torch.fx import GraphModule, Node
 from torch.fx.node import map_arg
 
 from fuseopt.diagnostics import ConfigurationError
+from fuseopt.frontends.fx.errors import first_line
 
 logger = logging.getLogger("fuseopt")
 
@@ -48,7 +49,8 @@ def has_symbolic_shapes(example_inputs: Sequence[Any]) -> bool:
 
 
 def inline_constant(node: Node, value: object) -> None:
-    """Replace every use of `node` by the Python constant `value`, then erase it."""
+    """Replace every use of `node` by `value` (a Python constant, or another node of
+    the graph), then erase it."""
 
     def swap(arg: Node) -> object:
         return value if arg is node else arg
@@ -142,12 +144,11 @@ class ShapeSpecializedGraph:
         except ConfigurationError:
             raise
         except Exception as e:  # PyTorch's tracing errors are many types
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             logger.warning(
                 "fuseopt: a dynamic-shape graph could not be specialized (%s: %s); "
                 "it runs eagerly in PyTorch for these input shapes",
                 type(e).__name__,
-                first,
+                first_line(e),
             )
             return self.gm
 
@@ -266,11 +267,7 @@ def sizes_inlined(
             with graph.inserting_after(placeholders[-1]):
                 replaced[i] = graph.call_function(operator.add, (first, group[symbol] - base))
     for i, value in replaced.items():
-        p = placeholders[i]
-        for user in list(p.users):
-            user.args = map_arg(user.args, lambda a, m=p, v=value: v if a is m else a)
-            user.kwargs = map_arg(user.kwargs, lambda a, m=p, v=value: v if a is m else a)
-        graph.erase_node(p)
+        inline_constant(placeholders[i], value)
     return GraphModule(gm, graph), set(replaced)
 
 
@@ -440,13 +437,12 @@ class GeneralizingGraph(ShapeSpecializedGraph):
         except ConfigurationError:
             raise
         except Exception as e:  # PyTorch's tracing errors are many types
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             logger.info(
                 "fuseopt: a version for every value of %s could not be traced (%s: %s); "
                 "compiled for these shapes",
                 ", ".join(map(str, group)),
                 type(e).__name__,
-                first,
+                first_line(e),
             )
             return None
         if _specialized(env, symbol):
