@@ -144,7 +144,9 @@ def partly_checked(
 
 
 class Backend(Protocol):
-    """A fuseopt backend (see the module docstring)."""
+    """A fuseopt backend (see the module docstring). It may set `sizes_at_run_time =
+    True` when it compiles a SizedFunction once for every size (`sizes_at_run_time`);
+    the others compile one per size."""
 
     def compile(
         self, module: ModuleOp | SizedFunction, func_name: str, options: Mapping[str, Any]
@@ -152,6 +154,12 @@ class Backend(Protocol):
         """Compile `func_name` of `module` (nn IR; a SizedFunction for a function of one
         dynamic size given at any size: passes/generalize_sizes.py)."""
         ...
+
+
+def sizes_at_run_time(backend: object) -> bool:
+    """Whether `backend` compiles a function of dynamic size once for every size (its
+    kernels take the size at run time), not once per size."""
+    return bool(getattr(backend, "sizes_at_run_time", False))
 
 
 def default_attention(backend: str) -> str:

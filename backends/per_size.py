@@ -30,9 +30,18 @@ def parse_specialized(text: str) -> ModuleOp:
     return parse_module(make_context(), text, "<per-size>")
 
 
+class SizeLimitReached(Exception):
+    """A call brings a new size to a PerSizeFunction that has compiled its `limit`."""
+
+
 class PerSizeFunction:
     """`compile(module at size n)` for each size n a call brings (see the module
-    docstring). `kernels` are those of the last size compiled."""
+    docstring). `kernels` are those of the last size compiled. With `limit` set, a call
+    of a new size past `limit` compiled ones raises SizeLimitReached (the FX frontend
+    runs the region in PyTorch then: a decode step's growing size would compile per
+    token)."""
+
+    limit: int | None = None
 
     def __init__(
         self,
@@ -49,6 +58,8 @@ class PerSizeFunction:
         n = self.sized.size_of(inputs)
         fn = self.compiled.get(n)
         if fn is None:
+            if self.limit is not None and len(self.compiled) >= self.limit:
+                raise SizeLimitReached(n)
             log.info("fuseopt: the %s backend compiles dynamic sizes per size: %d", self.backend, n)
             fn = self.compile(self.sized.at(n))
             self.compiled[n] = fn

@@ -1,14 +1,15 @@
 """Greedy `generate` with a growing KV cache: compile counts, cold and warm time, tokens.
 
     python -m benchmarks.generate [--models llama,qwen2] [--tokens 64] [--batch 1]
-        [--prompt 128] [--systems eager,torch.compile,fuseopt-triton] [--out FILE]
+        [--prompt 128] [--systems eager,torch.compile,fuseopt-triton] [--repeats 1]
+        [--out FILE]
     python -m benchmarks.generate --quick    # tiny sizes, on this machine (CPU)
 
 For each decoder of the model suite (`benchmarks.models`, random weights from configs)
 and each system, runs Hugging Face `generate` of `--tokens` new tokens (greedy, no early
-stop) on one prompt twice: the first call compiles (its time is the compile cost a user
-waits for), the second is warm (its time over the tokens is the per-token latency; the
-prefill is inside it). The KV cache grows by one position per token, so a compiler
+stop) on one prompt: the first call compiles (its time is the compile cost a user waits
+for), then `--repeats` warm calls (the median's time over the tokens is the per-token
+latency; the prefill is inside it). The KV cache grows by one position per token, so a compiler
 without symbolic sizes would compile once per token. Reported per system: how many
 graphs Dynamo compiled, how many regions and kernels fuseopt compiled, the ops it ran
 in PyTorch (and why), and whether the tokens equal eager's. A compiled system compiles
@@ -46,9 +47,13 @@ SYSTEMS = (
     "torch.compile dynamic",
     "fuseopt-triton",
     "fuseopt-triton dynamic",
+    "fuseopt-triton partition",
     "fuseopt-cuda",
 )
-"""What can be compared: `dynamic` passes dynamic=True (sizes symbolic from the start)."""
+"""What can be compared: `dynamic` passes dynamic=True (sizes symbolic from the start);
+`partition` passes symbolic="partition" (a decode step's symbolic-size ops run in
+PyTorch, the rest compiled once: the Triton backend's default before decode steps
+compiled in versions)."""
 
 
 def dims_of(family: str, quick: bool) -> dict[str, int]:
@@ -95,8 +100,9 @@ def make_generate(name: str, model: torch.nn.Module) -> tuple[Callable[..., Any]
                 model.forward = original
 
         return generate, None
-    backend = base.removeprefix("fuseopt-")
-    compiled = fuseopt.compile(model, backend=backend, dynamic=dynamic)
+    options = {"symbolic": "partition"} if base.endswith(" partition") else {}
+    backend = base.removesuffix(" partition").removeprefix("fuseopt-")
+    compiled = fuseopt.compile(model, backend=backend, dynamic=dynamic, **options)
     return compiled.generate, compiled
 
 
@@ -110,9 +116,15 @@ def timed(fn: Callable[[], Any], device: torch.device) -> tuple[Any, float]:
 
 
 def run_system(
-    name: str, model: torch.nn.Module, ids: torch.Tensor, tokens: int, expected: torch.Tensor
+    name: str,
+    model: torch.nn.Module,
+    ids: torch.Tensor,
+    tokens: int,
+    expected: torch.Tensor,
+    repeats: int = 1,
 ) -> dict[str, Any]:
-    """One system's row: compile counts, cold and warm wall time, token agreement."""
+    """One system's row: compile counts, cold and warm wall time (the median of
+    `repeats` warm calls), token agreement."""
     import torch._dynamo
 
     torch._dynamo.reset()
@@ -126,7 +138,10 @@ def run_system(
 
         with GraphCounter() as graphs:
             first, cold_s = timed(call, ids.device)
-            second, warm_s = timed(call, ids.device)
+            warm = [timed(call, ids.device) for _ in range(max(1, repeats))]
+            second = warm[-1][0]
+            warm_times = sorted(t for _, t in warm)
+            warm_s = warm_times[len(warm_times) // 2]
     except Exception as exc:  # a failing system is a row, not the end of the run
         row["error"] = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
         return row
@@ -134,6 +149,7 @@ def run_system(
         cold_s=round(cold_s, 3),
         warm_s=round(warm_s, 4),
         warm_ms_per_token=round(1e3 * warm_s / tokens, 3),
+        warm_ms_per_token_all=[round(1e3 * t / tokens, 3) for t in warm_times],
         dynamo_graphs=graphs.count,
         tokens_equal_eager=bool(torch.equal(first, expected) and torch.equal(second, expected)),
     )
@@ -162,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=int, default=1, help="prompts per generate")
     parser.add_argument("--prompt", type=int, default=128, help="prompt length")
     parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
+    parser.add_argument("--repeats", type=int, default=1, help="warm calls (the median)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (runs on a CPU)")
     parser.add_argument("--out", type=Path, help="JSON file for the record")
     return parser
@@ -202,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
                 ids, max_new_tokens=args.tokens, min_new_tokens=args.tokens, do_sample=False
             )
         for name in systems:
-            row = {"model": family, **run_system(name, model, ids, args.tokens, expected)}
+            result = run_system(name, model, ids, args.tokens, expected, args.repeats)
+            row = {"model": family, **result}
             rows.append(row)
             print(json.dumps(row), flush=True)
     doc = {
@@ -214,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             "batch": args.batch,
             "prompt": args.prompt,
             "dtype": args.dtype,
+            "repeats": args.repeats,
             "quick": args.quick,
         },
         "rows": rows,

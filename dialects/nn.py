@@ -84,6 +84,12 @@ from fuseopt.dialects.syntax import (
 
 ELEMENT_TYPES = "f32, f16, bf16, i1, i64"
 
+SIZE_HINT_ATTR = "nn.size_hint"
+"""The module attribute (an integer) of nn IR that is a function of dynamic size fixed
+at a size hint to be lowered (passes/generalize_sizes.py): a size that is a multiple of
+the hint stands for the dynamic size, and a schedule that can computes what depends on
+it at run time (the attention schedule's key length) instead of from the hint."""
+
 
 def check_element_type(t: TensorType, what: str) -> None:
     """Reject tensors whose element type nn does not support."""

@@ -63,7 +63,7 @@ from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from fuseopt.diagnostics import CompileError, error_at, verify_module
-from fuseopt.dialects import tile
+from fuseopt.dialects import nn, tile
 from fuseopt.dialects.syntax import array_values, int_array
 
 HINTS = (49157, 65537)
@@ -205,7 +205,9 @@ def lower_sized(
     lowered, fused = [], None
     for hint in HINTS:
         specialized = sized.at(hint)
+        specialized.attributes[nn.SIZE_HINT_ATTR] = IntegerAttr(hint, 64)
         kept = lower(specialized)
+        specialized.attributes.pop(nn.SIZE_HINT_ATTR, None)
         fused = fused or kept
         lowered.append(specialized)
     generalize(lowered[0], lowered[1], HINTS)

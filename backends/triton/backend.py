@@ -420,6 +420,9 @@ class TritonBackend:
     """The "triton" entry of `fuseopt.backends.contract.BACKENDS` (see that module's
     docstring)."""
 
+    sizes_at_run_time = True
+    """A SizedFunction compiles once for every size (passes/generalize_sizes.py)."""
+
     def compile(
         self, module: ModuleOp | SizedFunction, func_name: str, options: Mapping[str, Any]
     ) -> TritonFunction | CudaGraphFunction:

@@ -73,3 +73,32 @@ func.func @pointwise(%x: tensor<?x320xbf16>, %y: tensor<?x320xbf16>) -> tensor<?
   %m = nn.mul %s, %y : tensor<?x320xbf16>
   func.return %m : tensor<?x320xbf16>
 }
+
+// -----
+
+// A decode step's attention over a dynamic key length (a growing KV cache): the grid
+// (8 sequences x 8 key/value heads of 4 packed query heads x 4 key chunks) does not
+// depend on the keys; each program computes its chunk from the key length at run time:
+// ceil(S / 256) blocks of 64 keys (a power-of-two chunk count), the last whole block
+// (S - S mod 64), and masks the ragged end by the length.
+// CHECK-LABEL: tile.kernel @attention grid 1
+// CHECK-SAME:  (%{{.*}}: memref<8x8x4x128xbf16>, %[[K:.*]]: memref<8x8x?x128xbf16>, %{{.*}}: memref<8x8x?x128xbf16>, %{{.*}}: memref<8x1x1x?xi1>, %{{.*}}: memref<8x8x4x4x128xf32>, %{{.*}}: memref<8x8x4x4xf32>)
+// CHECK-NEXT:  %[[S:.*]] = tile.dim %[[K]], 2 : memref<8x8x?x128xbf16>
+// CHECK:       %[[BN:.*]] = arith.constant 64 : index
+// CHECK:       %[[R:.*]] = arith.remsi %[[S]], %[[BN]] : index
+// CHECK:       %[[WHOLE:.*]] = arith.subi %[[S]], %[[R]] : index
+// CHECK:       %[[Q:.*]] = arith.constant 256 : index
+// CHECK:       %[[BLOCKS:.*]] = arith.ceildivui %[[S]], %[[Q]] : index
+// CHECK:       %[[CHUNK:.*]] = arith.muli %[[BLOCKS]], %[[BN]] : index
+// CHECK:       %[[HI:.*]] = arith.minsi %{{.*}}, %[[S]] : index
+// CHECK:       scf.for
+// CHECK-NOT:     tile.iota
+// CHECK:       scf.for
+// CHECK:         tile.mask [%{{.*}}] bounds [%[[S]]] : tensor<64xi1>
+// CHECK-LABEL: func.func @decode
+// CHECK:       tile.launch @attention grid [256]
+// CHECK:       tile.launch @attention_combine grid [64]
+func.func @decode(%q: tensor<8x32x1x128xbf16>, %k: tensor<8x8x?x128xbf16>, %v: tensor<8x8x?x128xbf16>, %m: tensor<8x1x1x?xi1>) -> tensor<8x32x1x128xbf16> {
+  %o = nn.attention %q, %k, %v mask %m {scale = 0.08838834764831845 : f64} : tensor<8x32x1x128xbf16>, tensor<8x8x?x128xbf16>, tensor<8x8x?x128xbf16>, tensor<8x1x1x?xi1> -> tensor<8x32x1x128xbf16>
+  func.return %o : tensor<8x32x1x128xbf16>
+}

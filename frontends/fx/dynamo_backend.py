@@ -134,7 +134,12 @@ def fuseopt_backend(
     not available (before any compilation work), and a ConfigurationError for a bad
     option or mode.
     """
-    from fuseopt.backends.contract import check_mode, default_attention, resolve_backend
+    from fuseopt.backends.contract import (
+        check_mode,
+        default_attention,
+        resolve_backend,
+        sizes_at_run_time,
+    )
 
     settings = dict(options or {})
     backend_name = settings.pop("backend", DEFAULT_BACKEND)
@@ -215,7 +220,9 @@ def fuseopt_backend(
 
     gm = norm_decompositions.substitute_composites(gm)
     if has_symbolic_shapes(example_inputs):
-        return compile_symbolic(gm, example_inputs, compile_static, symbolic)
+        return compile_symbolic(
+            gm, example_inputs, compile_static, symbolic, sizes_at_run_time(backend)
+        )
     return compile_static(gm, example_inputs)
 
 
@@ -244,6 +251,7 @@ def compile_symbolic(
     example_inputs: Sequence[Any],
     compile_static: Callable[[GraphModule, Sequence[Any]], Callable[..., Any]],
     symbolic: str,
+    run_time_sizes: bool = False,
 ) -> Callable[..., Any]:
     """Compile a graph Dynamo traced with symbolic sizes.
 
@@ -263,16 +271,26 @@ def compile_symbolic(
       A graph of several symbols is compiled in versions of one symbolic size each,
       the other sizes fixed (`shape_versions.GeneralizingGraph`); when a symbol cannot
       be read from the call's arguments, it is partitioned.
-    "auto" is "dynamic" for a graph of one symbol. For several, it partitions when less
-    than MAX_SYMBOLIC_SHARE of the graph's tensor ops (views aside) read or make a
-    tensor of symbolic size (a decode step: only the cache's ops), and is "dynamic"
-    otherwise (versions), "specialize" when a symbol cannot be read from the call."""
+    "auto" is "dynamic" for a graph of one symbol. For several, it is "dynamic"
+    (versions) when the backend takes sizes at run time (`run_time_sizes`: a decode
+    step's attention and the ops past its cache's `cat` then compile once); else it
+    partitions when less than MAX_SYMBOLIC_SHARE of the graph's tensor ops (views
+    aside) read or make a tensor of symbolic size (a decode step: only the cache's ops),
+    and is "dynamic" otherwise. When a symbol cannot be read from the call, "auto"
+    specializes a graph of that share or more, and partitions one of less."""
     share = symbolic_share(gm)
     symbols = graph_symbols(gm)
     traced = traced_inputs(gm, example_inputs)
     positions = symbol_positions(traced, symbols) if len(symbols) > 1 else None
+    partitioned = None
     if symbolic == "auto":
-        if len(symbols) == 1:
+        if len(symbols) > 1 and share < MAX_SYMBOLIC_SHARE:
+            # a version may pin its size (a sliding-window cache): partition instead
+
+            def partitioned() -> Callable[..., Any]:  # later: Dynamo's fakes, not the inputs
+                return compile_static(gm, traced)
+
+        if len(symbols) == 1 or (positions is not None and run_time_sizes):
             symbolic = "dynamic"
         elif share < MAX_SYMBOLIC_SHARE:
             symbolic = "partition"
@@ -296,7 +314,7 @@ def compile_symbolic(
         # sizes Dynamo made symbolic itself, or was told to, are those that change;
         # under dynamic=True (every size symbolic) the calls tell which
         all_varying = torch._dynamo.config.assume_static_by_default
-        return GeneralizingGraph(gm, compile_static, traced, positions, all_varying)
+        return GeneralizingGraph(gm, compile_static, traced, positions, all_varying, partitioned)
     if symbolic in ("dynamic", "partition"):
         return compile_static(gm, example_inputs)
     return ShapeSpecializedGraph(gm, compile_static)

@@ -28,12 +28,13 @@ from typing import Any
 import sympy
 import torch
 from torch.fx import GraphModule, Node
-from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
 from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 
+from fuseopt.backends.per_size import PerSizeFunction, SizeLimitReached
 from fuseopt.diagnostics import SourceLocation
 from fuseopt.dialects.dtypes import UnsupportedTypeError
 from fuseopt.frontends.fx.context import OP_TABLE
@@ -53,8 +54,8 @@ from fuseopt.frontends.fx.layouts import (
 from fuseopt.frontends.fx.ops_shape import contiguous_strides
 from fuseopt.frontends.fx.symbolic_sizes import (
     SymbolicRegion,
+    classify_sizes,
     concretize,
-    dynamic_reasons,
     has_symbolic_tensors,
     sized_region,
 )
@@ -246,20 +247,50 @@ def support_table(
 
 def symbolic_support(
     gm: GraphModule, symbol: sympy.Symbol, eager: Mapping[object, str] | None = None
-) -> dict[Node, str | None]:
+) -> tuple[dict[Node, str | None], dict[Node, int]]:
     """`support_table` of a graph traced with symbolic size `symbol`: the table of its
-    copy at the first size hint, where `symbolic_sizes.dynamic_reasons` does not keep a
-    node in PyTorch. Nodes computing sizes are size arithmetic, never compiled."""
+    copy at the first size hint, where `symbolic_sizes.classify_sizes` does not keep a
+    node in PyTorch, and the offset `c` of each call whose sizes are `k * (symbol + c)`.
+    Nodes computing sizes are size arithmetic, never compiled."""
     concrete, mapping = concretize(gm, symbol, HINTS[0])
     at_hint = support_table(concrete, eager)
     reasons: dict[Node, str | None] = {
         n: at_hint.get(mapping[n], "unsupported") if n in mapping else "size arithmetic"
         for n in gm.graph.nodes
     }
-    for n, why in dynamic_reasons(gm, symbol).items():
+    dynamic, offsets = classify_sizes(gm, symbol)
+    for n, why in dynamic.items():
         if reasons.get(n) is None:
             reasons[n] = why
-    return reasons
+    return reasons, offsets
+
+
+def one_offset_partitions(
+    propose: Callable[[], list[Partition]],
+    reasons: dict[Node, str | None],
+    offsets: Mapping[Node, int],
+    symbol: sympy.Symbol,
+) -> list[Partition]:
+    """`propose()`'s partitions, each of whose nodes have one offset of the symbolic
+    size (`symbol + c`: a region is compiled for one size): a partition joining nodes of
+    several (through static ones) keeps its most common offset, the other nodes run in
+    PyTorch (`reasons` updated), and the partitioner runs again."""
+    while True:
+        partitions = propose()
+        split = False
+        for p in partitions:
+            found = Counter(offsets[n] for n in p.nodes if n in offsets)
+            if len(found) < 2:
+                continue
+            kept = found.most_common(1)[0][0]
+            for n in p.nodes:
+                if n in offsets and offsets[n] != kept:
+                    reasons[n] = (
+                        f"its size is {symbol} + {offsets[n]}, its region's {symbol} + {kept}"
+                    )
+                    split = True
+        if not split:
+            return partitions
 
 
 def compile_graph_module(
@@ -288,16 +319,23 @@ def compile_graph_module(
         _log_fallbacks(graph_name, calls, dict.fromkeys(calls, STRIDES_REASON), record)
         record.graphs.append(graph_name)
         return gm
-    reasons = support_table(gm, eager) if symbol is None else symbolic_support(gm, symbol, eager)
-    failed = [n for n, r in reasons.items() if r is not None and n.op == "call_function"]
-    partitioner = CapabilityBasedPartitioner(
-        gm, _TableSupport(reasons), allows_single_node_partition=True
+    offsets: dict[Node, int] = {}
+    if symbol is None:
+        reasons = support_table(gm, eager)
+    else:
+        reasons, offsets = symbolic_support(gm, symbol, eager)
+
+    def propose() -> list[Partition]:
+        partitioner = CapabilityBasedPartitioner(
+            gm, _TableSupport(reasons), allows_single_node_partition=True
+        )
+        return partitioner.propose_partitions()
+
+    proposed = (
+        propose() if symbol is None else one_offset_partitions(propose, reasons, offsets, symbol)
     )
-    regions = [
-        p
-        for p in partitioner.propose_partitions()
-        if any(n.target not in DATA_MOVEMENT for n in p.nodes)
-    ]
+    failed = [n for n, r in reasons.items() if r is not None and n.op == "call_function"]
+    regions = [p for p in proposed if any(n.target not in DATA_MOVEMENT for n in p.nodes)]
     if regions:
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
         regions.sort(key=lambda p: min(order[n] for n in p.nodes))
@@ -313,7 +351,9 @@ def compile_graph_module(
         symbolic: SymbolicRegion | None = None
         try:
             if symbol is not None and has_symbolic_tensors(sub):
-                symbolic = sized_region(sub, func_name, symbol, import_graph)
+                # the region's one offset (`one_offset_partitions`)
+                offset = next(iter(classify_sizes(sub, symbol)[1].values()), 0)
+                symbolic = sized_region(sub, func_name, symbol, import_graph, offset)
                 module: ModuleOp | SizedFunction = symbolic.sized
             else:
                 module = import_graph(sub, func_name)
@@ -331,7 +371,10 @@ def compile_graph_module(
             continue
         scalars = host_scalars(sub)
         if symbolic is not None:
-            region = CompiledRegion(symbolic.wrap(compiled), func_name, scalars)
+            wrapped = symbolic.wrap(compiled)
+            if isinstance(compiled, PerSizeFunction):
+                wrapped = eager_past_limit(wrapped, compiled, sub, func_name)
+            region = CompiledRegion(wrapped, func_name, scalars)
             _call_directly(gm, node, region)
             continue
         trusting = getattr(compiled, "trusting", None)
@@ -343,6 +386,41 @@ def compile_graph_module(
     _log_fallbacks(graph_name, failed, reasons, record)
     record.graphs.append(graph_name)
     return gm
+
+
+PER_SIZE_LIMIT = 8
+"""Sizes a symbolic region compiled per size (its backend compiles one per size, or its
+lowering depends on the size) compiles before it runs new sizes in PyTorch: Dynamo's
+own recompile limit. A decode step's growing KV length would otherwise compile per
+token."""
+
+
+def eager_past_limit(
+    fn: Callable[..., Sequence[torch.Tensor]],
+    per_size: PerSizeFunction,
+    eager: GraphModule,
+    func_name: str,
+) -> Callable[..., Sequence[torch.Tensor]]:
+    """`fn` (calling `per_size`), running `eager` (the region's submodule) for a call of a
+    new size once PER_SIZE_LIMIT sizes are compiled (logged once)."""
+    per_size.limit = PER_SIZE_LIMIT
+    logged = False
+
+    def call(*args: Any) -> Sequence[torch.Tensor]:
+        nonlocal logged
+        try:
+            return fn(*args)
+        except SizeLimitReached:
+            if not logged:
+                logger.info(
+                    "fuseopt: %s compiled %d sizes; new sizes run in PyTorch",
+                    func_name,
+                    PER_SIZE_LIMIT,
+                )
+                logged = True
+            return eager(*args)
+
+    return call
 
 
 def _guarded(node: Node, layouts: RegionLayouts, scalars: tuple[int, ...]) -> list[bool]:

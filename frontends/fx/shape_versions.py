@@ -343,8 +343,9 @@ class GeneralizingGraph(ShapeSpecializedGraph):
     (`generalized_inputs`), and the graph is re-traced and compiled as a graph of one
     symbol (its kernels take that size at run time). A trace that pins the size down
     (`_specialized`), or a call with nothing varying, compiles for the call's shapes
-    only (`ShapeSpecializedGraph`). Versions and shapes together are bounded by
-    MAX_SPECIALIZATIONS.
+    only (`ShapeSpecializedGraph`); or, given `partitioned` (a function compiling the
+    graph once with its symbolic-size ops in PyTorch), runs that instead, compiled at
+    its first use. Versions and shapes together are bounded by MAX_SPECIALIZATIONS.
     """
 
     def __init__(
@@ -354,8 +355,11 @@ class GeneralizingGraph(ShapeSpecializedGraph):
         example_inputs: Sequence[Any],
         positions: dict[sympy.Symbol, SizeAt],
         all_varying: bool,
+        partitioned: Callable[[], Callable[..., Any]] | None = None,
     ):
         super().__init__(gm, compile_static)
+        self.partitioned = partitioned
+        self.partition: Callable[..., Any] | None = None
         self.example_inputs = list(example_inputs)
         self.positions = positions
         self.symbols = sorted(positions, key=str)
@@ -378,7 +382,14 @@ class GeneralizingGraph(ShapeSpecializedGraph):
         changes = {s: values[s] - last[s] for s in self.symbols if values[s] != last[s]}
         self.varying |= set(changes)
         fn = self._generalize(args, values, changes)
-        return fn(*args) if fn is not None else super().__call__(*args)
+        if fn is not None:
+            return fn(*args)
+        if self.partitioned is None:
+            return super().__call__(*args)
+        if self.partition is None:
+            logger.info("fuseopt: compiled once, its symbolic-size ops run in PyTorch")
+            self.partition = self.partitioned()
+        return self.partition(*args)
 
     def compiled_count(self) -> int:
         """Shapes and versions together."""
@@ -438,18 +449,21 @@ class GeneralizingGraph(ShapeSpecializedGraph):
             raise
         except Exception as e:  # PyTorch's tracing errors are many types
             logger.info(
-                "fuseopt: a version for every value of %s could not be traced (%s: %s); "
-                "compiled for these shapes",
+                "fuseopt: a version for every value of %s could not be traced (%s: %s); %s",
                 ", ".join(map(str, group)),
                 type(e).__name__,
                 first_line(e),
+                "not a version" if self.partitioned else "compiled for these shapes",
             )
             return None
         if _specialized(env, symbol):
             logger.info(
-                "fuseopt: tracing pinned the size of %s down; compiled for these shapes",
+                "fuseopt: tracing pinned the size of %s down; %s",
                 ", ".join(map(str, group)),
+                "not a version" if self.partitioned else "compiled for these shapes",
             )
+            if self.partitioned is not None:
+                return None
             self.compiled[self.signature(args)] = fn
             return fn
         sizes = [f"{s} = n" + (f" + {o}" if o else "") for s, o in group.items()]

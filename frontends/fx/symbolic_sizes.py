@@ -7,13 +7,16 @@ symbolic size of a graph is one symbol, the graph is compiled once for every `s`
 1. `concretize` copies the graph with `s` fixed at a number (every size computation and
    example value evaluated there), so the op table and the importer see a static graph;
    a node is supported when it is supported at the first size hint and every size it
-   reads or makes is a constant or a whole multiple `k * s` (`dynamic_reasons`: `s + 1`,
-   the length of a growing KV cache, runs in PyTorch, as does attention over a symbolic
-   sequence length, whose schedule depends on it);
-2. each region becomes a `SizedFunction` (`sized_region`): the region imported at any
-   `s`. Its inputs and outputs carry `s` itself in each dynamic dim: an edge of size
-   `k * s` (a batch flattened with its tokens) is passed split as `[s, k]` and reshaped
-   inside the region (`apply_splits`, `with_splits`; views, no copies);
+   reads or makes is a constant or `k * (s + c)`, one offset `c` for all
+   (`classify_sizes`). A decode step's tensors past its cache's `cat` are `s + 1` long,
+   the cache `s`: the `cat` itself, which reads both, runs in PyTorch, as does
+   attention over a symbolic query length, whose schedule depends on it (attention over
+   a symbolic key length compiles);
+2. each region becomes a `SizedFunction` (`sized_region`) of the size `n = s + c` of its
+   nodes (a region's nodes share one offset: the partitioner splits them): the region
+   imported at any `n`. Its inputs and outputs carry `n` itself in each dynamic dim: an
+   edge of size `k * n` (a batch flattened with its tokens) is passed split as `[n, k]`
+   and reshaped inside the region (`apply_splits`, `with_splits`; views, no copies);
 3. the backend lowers the function at two size hints and generalizes
    (passes/generalize_sizes.py; the Triton backend), or compiles it per size (the others).
    What it cannot generalize runs in PyTorch, logged, as every fallback.
@@ -49,8 +52,8 @@ from fuseopt.passes.generalize_sizes import HINTS, SizedFunction
 
 SIZE_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
-ATTENTION_REASON = "attention over a symbolic sequence length (its schedule depends on it)"
-"""Why attention whose dims past the batch are symbolic runs in PyTorch."""
+ATTENTION_REASON = "attention over a symbolic query length (its schedule depends on it)"
+"""Why attention whose queries have a symbolic size past the batch runs in PyTorch."""
 
 Split = tuple[int, int]
 """(dim, k): a dim of size `k * s`, passed as the two dims `[s, k]`."""
@@ -107,13 +110,39 @@ def size_at(v: object, symbol: sympy.Symbol, n: int) -> Any:
     return float(value) if isinstance(v, torch.SymFloat) else int(value)
 
 
-def ratio(v: object, symbol: sympy.Symbol) -> int | None:
-    """0 for a constant size, `k` for `k * symbol`, None for any other expression."""
+def affine(v: object, symbol: sympy.Symbol) -> tuple[int, int] | None:
+    """(k, b) when size `v` is `k * symbol + b` with integers k, b ((0, v) for a plain
+    number); None for any other expression (another symbol, a product, a quotient)."""
     e = _expr(v)
     if e is None:
+        return 0, int(v)  # type: ignore[call-overload]
+    e = sympy.expand(e)
+    k, b = e.coeff(symbol, 1), e.coeff(symbol, 0)
+    if not (k.is_Integer and b.is_Integer) or sympy.expand(e - k * symbol - b) != 0:
+        return None
+    return int(k), int(b)
+
+
+def ratio(v: object, symbol: sympy.Symbol, offset: int = 0) -> int | None:
+    """0 for a constant size, `k` for `k * (symbol + offset)` (k > 0), None for any other
+    expression."""
+    form = affine(v, symbol)
+    if form is None:
+        return None
+    k, b = form
+    if k == 0:
         return 0
-    k = sympy.simplify(e / symbol)
-    return int(k) if k.is_Integer and k > 0 else None
+    return k if k > 0 and b == k * offset else None
+
+
+def size_offset(v: object, symbol: sympy.Symbol) -> int | None:
+    """`c` when size `v` is `k * (symbol + c)` with integers k > 0 and c (a cache of
+    `s` tokens grown by one is `s + 1`: offset 1); None for a constant or another
+    expression."""
+    form = affine(v, symbol)
+    if form is None or form[0] <= 0 or form[1] % form[0]:
+        return None
+    return form[1] // form[0]
 
 
 def _concrete(val: object, symbol: sympy.Symbol, n: int, mode: FakeTensorMode) -> object:
@@ -161,13 +190,27 @@ def _tensors(val: object) -> list[torch.Tensor]:
 
 
 def dynamic_reasons(gm: GraphModule, symbol: sympy.Symbol) -> dict[Node, str]:
-    """The calls of `gm` that run in PyTorch however the op table takes them, and why:
-    a symbolic size read as a value (`x * n`: the copy at a size hint would bake the
-    hint in), a size that is not a whole multiple of `symbol`, and attention over a
-    symbolic sequence length."""
+    """The calls of `gm` that run in PyTorch however the op table takes them, and why
+    (`classify_sizes`)."""
+    return classify_sizes(gm, symbol)[0]
+
+
+def classify_sizes(
+    gm: GraphModule, symbol: sympy.Symbol
+) -> tuple[dict[Node, str], dict[Node, int]]:
+    """The calls of `gm` that run in PyTorch however the op table takes them, and why,
+    and the offset `c` of every other call whose tensors have sizes `k * (symbol + c)`.
+
+    A call runs in PyTorch when it reads a symbolic size as a value (`x * n`: the copy
+    at a size hint would bake the hint in), has a size that is not `k * (symbol + c)`,
+    has sizes of two offsets (a growing KV cache's `cat` of `s` and 1 tokens into
+    `s + 1`: a region is compiled for one size, `symbol + c`), or is attention whose
+    queries have a symbolic size past the batch (its schedule depends on it; attention
+    over a symbolic key length, a decode step's, compiles)."""
     from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 
     reasons: dict[Node, str] = {}
+    offsets: dict[Node, int] = {}
     for node in gm.graph.nodes:
         if node.op != "call_function":
             continue
@@ -178,28 +221,49 @@ def dynamic_reasons(gm: GraphModule, symbol: sympy.Symbol) -> dict[Node, str]:
         tensors = _tensors(node.meta.get("val"))
         for arg in node.all_input_nodes:
             tensors += _tensors(arg.meta.get("val"))
-        odd = next((d for t in tensors for d in t.shape if ratio(d, symbol) is None), None)
+        sizes = [d for t in tensors for d in t.shape if ratio(d, symbol) != 0]
+        found = [(d, size_offset(d, symbol)) for d in sizes]  # SymInts: no dict keys
+        odd = next((d for d, c in found if c is None), None)
+        classes = {c: d for d, c in found if c is not None}
         if odd is not None:
-            reasons[node] = f"size {odd} is not a whole multiple of the symbolic size {symbol}"
-        elif node.target in FUSED_ATTENTION and any(
-            ratio(d, symbol) != 0 for t in tensors for d in t.shape[1:]
-        ):
+            reasons[node] = (
+                f"size {odd} is not a whole multiple of the symbolic size {symbol} "
+                f"or of {symbol} plus a constant"
+            )
+        elif len(classes) > 1:
+            a, b = sorted(classes.values(), key=str)[:2]
+            reasons[node] = (
+                f"reads and makes the symbolic sizes {a} and {b} (a compiled region "
+                f"takes one size, {symbol} + c)"
+            )
+        elif node.target in FUSED_ATTENTION and _symbolic_queries(node, symbol):
             reasons[node] = ATTENTION_REASON
-    return reasons
+        elif classes:
+            offsets[node] = next(iter(classes))
+    return reasons, offsets
+
+
+def _symbolic_queries(node: Node, symbol: sympy.Symbol) -> bool:
+    """Whether attention `node`'s query has a symbolic size past its batch dim."""
+    query = node.args[0] if node.args else None
+    val = query.meta.get("val") if isinstance(query, Node) else None
+    return not isinstance(val, torch.Tensor) or any(ratio(d, symbol) != 0 for d in val.shape[1:])
 
 
 def _is_size_node(a: object) -> bool:
     return isinstance(a, Node) and isinstance(a.meta.get("val"), SIZE_TYPES)
 
 
-def _splits(val: object, symbol: sympy.Symbol, order: Sequence[int] | None) -> tuple[Split, ...]:
-    """The dims of size `k * symbol`, k > 1, of tensor `val` stored in `order`."""
+def _splits(
+    val: object, symbol: sympy.Symbol, order: Sequence[int] | None, offset: int
+) -> tuple[Split, ...]:
+    """The dims of size `k * (symbol + offset)`, k > 1, of tensor `val` stored in `order`."""
     if not isinstance(val, torch.Tensor):
         return ()
     dims = order if order is not None else range(val.dim())
     found = []
     for stored, d in enumerate(dims):
-        k = ratio(val.shape[d], symbol)
+        k = ratio(val.shape[d], symbol, offset)
         if k is not None and k > 1:
             found.append((stored, k))
     return tuple(found)
@@ -277,11 +341,13 @@ def sized_region(
     func_name: str,
     symbol: sympy.Symbol,
     import_graph: Callable[[GraphModule, str], ModuleOp],
+    offset: int = 0,
 ) -> SymbolicRegion:
-    """The region `sub` (traced with symbolic size `symbol`) as a SymbolicRegion; its
-    function imported at the first size hint once here, so that a region the importer
-    cannot take fails now (the caller keeps it eager), as does one whose inputs do not
-    carry the size (a call could not tell it)."""
+    """The region `sub` (traced with symbolic size `symbol`, its sizes multiples of
+    `symbol + offset`: `classify_sizes`) as a SymbolicRegion of the size
+    `n = symbol + offset`; its function imported at the first size hint once here, so
+    that a region the importer cannot take fails now (the caller keeps it eager), as
+    does one whose inputs do not carry the size (a call could not tell it)."""
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     size_inputs = tuple(
         i for i, p in enumerate(placeholders) if isinstance(p.meta.get("val"), SIZE_TYPES)
@@ -290,12 +356,12 @@ def sized_region(
     output = next(n for n in sub.graph.nodes if n.op == "output")
     items = output.args[0] if isinstance(output.args[0], list | tuple) else [output.args[0]]
     results = [item.meta.get("val") if isinstance(item, Node) else None for item in items]
-    layouts = region_layouts(concretize(sub, symbol, HINTS[0])[0])
+    layouts = region_layouts(concretize(sub, symbol, HINTS[0] - offset)[0])
     input_splits = tuple(
-        _splits(v, symbol, o) for v, o in zip(tensors, layouts.inputs, strict=True)
+        _splits(v, symbol, o, offset) for v, o in zip(tensors, layouts.inputs, strict=True)
     )
     output_splits = tuple(
-        _splits(v, symbol, o) for v, o in zip(results, layouts.outputs, strict=True)
+        _splits(v, symbol, o, offset) for v, o in zip(results, layouts.outputs, strict=True)
     )
     dims = []
     for i, (v, splits) in enumerate(zip(tensors, input_splits, strict=True)):
@@ -306,15 +372,16 @@ def sized_region(
         split_at = {d for d, _ in splits}
         position = 0
         for d, size in enumerate(stored):
-            if ratio(size, symbol) == 1 or d in split_at:
+            if ratio(size, symbol, offset) == 1 or d in split_at:
                 dims.append((i, position))
             position += 2 if d in split_at else 1
 
     if not dims:
-        raise ValueError(f"no input of the region has the symbolic size {symbol} itself")
+        size = f"{symbol} + {offset}" if offset else str(symbol)
+        raise ValueError(f"no input of the region has the symbolic size {size} itself")
 
     def at(n: int) -> ModuleOp:
-        module = import_graph(concretize(sub, symbol, n)[0], func_name)
+        module = import_graph(concretize(sub, symbol, n - offset)[0], func_name)
         if not layouts.trivial:
             apply_layouts(module, layouts)
         apply_splits(module, input_splits, output_splits, n)

@@ -54,10 +54,12 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     Float32Type,
     IndexType,
+    IntegerAttr,
     MemRefType,
     StringAttr,
     TensorType,
     f32,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -134,6 +136,13 @@ class AttentionPlan:
     row blocks alone would leave the GPU idle (a decode step) and not causal."""
     chunk: int
     """Keys per chunk (a multiple of BN); the key length when not split."""
+    dynamic_keys: bool = False
+    """The key length is the dynamic size of a function lowered at a size hint
+    (`nn.SIZE_HINT_ATTR`): the kernel computes what depends on it (the last whole key
+    block, a split plan's chunk) from it at run time, keeps the masked ragged-end loop,
+    and a split plan has a power-of-two number of chunks of
+    `ceil(S / (splits * BN)) * BN` keys (a block count that tile IR computes from the
+    size), however many of them hold keys."""
 
 
 SPLIT_PROGRAMS = 256
@@ -167,10 +176,15 @@ slower with two tiles (`takes_query_tiles`)."""
 
 
 def plan_attention(
-    op: nn.AttentionOp, block_m: int = 0, block_n: int = 0, query_tiles: int = 0
+    op: nn.AttentionOp,
+    block_m: int = 0,
+    block_n: int = 0,
+    query_tiles: int = 0,
+    dynamic_keys: bool = False,
 ) -> AttentionPlan:
     """The layout of `op` (forced `block_m` / `block_n` caps and `query_tiles` when
-    non-zero; query tiles are QUERY_TILES where `takes_query_tiles` says so)."""
+    non-zero; query tiles are QUERY_TILES where `takes_query_tiles` says so;
+    `dynamic_keys`: see `AttentionPlan`)."""
     batch, heads, lq, _ = _shape(op.query)
     kv_heads, s = _shape(op.key)[1], _shape(op.key)[2]
     group = heads // kv_heads
@@ -187,11 +201,14 @@ def plan_attention(
     if not op.is_causal and programs < SPLIT_PROGRAMS:
         most = min(MAX_SPLITS, s // (MIN_CHUNK_BLOCKS * blocks.block_n))
         splits = max(1, min(most, -(-SPLIT_PROGRAMS // programs)))
-        if splits > 1:
+        if dynamic_keys:  # the hint's key length: a power of two, chunks from the size
+            splits = 1 << (min(MAX_SPLITS, -(-SPLIT_PROGRAMS // programs)).bit_length() - 1)
+            chunk = -(-s // (splits * blocks.block_n)) * blocks.block_n
+        elif splits > 1:
             chunk = -(-s // splits)
             chunk = -(-chunk // blocks.block_n) * blocks.block_n
             splits = -(-s // chunk)
-    return AttentionPlan(blocks, packed, splits, chunk if splits > 1 else s)
+    return AttentionPlan(blocks, packed, splits, chunk if splits > 1 else s, dynamic_keys)
 
 
 def takes_query_tiles(
@@ -534,8 +551,14 @@ def attention_kernel(
         -inf where dropped."""
         ninf = b.splat(neg_inf, score_t)
         if masked:
-            cols = _index_tile(b, n0, bn, 1, [bm, bn])
-            if s % bn:  # a block may reach past the last key
+            ragged_static = s % bn and not plan.dynamic_keys
+            cols = _index_tile(b, n0, bn, 1, [bm, bn]) if causal or ragged_static else None
+            if plan.dynamic_keys:  # the key length from the size at run time
+                keys = b.add(tile.MaskOp([n0], [s], [bn]))
+                in_range = b.add(tile.BroadcastOp(keys, [1], TensorType(i1, [bm, bn])))
+                scores = b.add(nn.SelectOp(in_range, scores, ninf))
+            elif s % bn:  # a block may reach past the last key
+                assert cols is not None
                 in_range = b.add(nn.CompareOp("lt", cols, _index_splat(b, s, [bm, bn])))
                 scores = b.add(nn.SelectOp(in_range, scores, ninf))
             if causal:
@@ -629,32 +652,43 @@ def attention_kernel(
         [b.splat(neg_inf, row_t), b.splat(0.0, row_t), b.splat(0.0, acc_t)] for _ in range(n_tiles)
     ]
     whole = s - s % bn  # keys in whole blocks
+    ragged = plan.dynamic_keys or whole < s  # a masked loop over the last, ragged block
+    if plan.dynamic_keys:  # from the key length, which the size gives at run time
+        s_end = _fresh_index(b, s)
+        whole_end = b.add(arith.SubiOp(s_end, b.add(arith.RemSIOp(s_end, b.index(bn)))))
+    else:
+        s_end, whole_end = b.index(s), b.index(whole)
     if op.is_causal:
         # blocks left of the program's diagonal are kept whole by every row; then
         # tile t's diagonal band, [m0 + t * BM, m0 + (t + 1) * BM), for tiles t and
         # after (the later ones keep it whole: no causal mask), so no tile steps
         # through keys right of its own diagonal
-        lo = b.add(arith.MinSIOp(m0, b.index(whole)))
+        lo = b.add(arith.MinSIOp(m0, whole_end))
         loop(zero, lo, states, masked=False)
         for t in range(n_tiles):
             band_end = b.add(arith.AddiOp(m0, b.index((t + 1) * bm)))
-            hi = b.add(arith.MinSIOp(band_end, b.index(s)))
+            hi = b.add(arith.MinSIOp(band_end, s_end))
             loop(lo, hi, states, masked=True, tiles=range(t, n_tiles), causal=(t,))
             lo = hi
     elif split:
         assert chunk_id is not None
         # this chunk's keys [lo, hi): whole blocks first, then the ragged end if it is here
-        lo = b.add(arith.MuliOp(chunk_id, b.index(plan.chunk)))
-        hi = b.add(arith.MinSIOp(b.add(arith.AddiOp(lo, b.index(plan.chunk))), b.index(s)))
-        full_end = b.add(arith.MaxSIOp(lo, b.add(arith.MinSIOp(hi, b.index(whole)))))
+        if plan.dynamic_keys:  # ceil(S / (splits * BN)) blocks: a count of the size's
+            blocks_per_chunk = _fresh_index(b, plan.chunk // bn)
+            chunk = b.add(arith.MuliOp(blocks_per_chunk, b.index(bn)))
+        else:
+            chunk = b.index(plan.chunk)
+        lo = b.add(arith.MuliOp(chunk_id, chunk))
+        hi = b.add(arith.MinSIOp(b.add(arith.AddiOp(lo, chunk)), s_end))
+        full_end = b.add(arith.MaxSIOp(lo, b.add(arith.MinSIOp(hi, whole_end))))
         loop(lo, full_end, states, masked=False)
-        if whole < s:
+        if ragged:
             loop(full_end, hi, states, masked=True)
     else:
-        if whole:
-            loop(zero, b.index(whole), states, masked=False)
-        if whole < s:
-            loop(b.index(whole), b.index(s), states, masked=True)
+        if whole or plan.dynamic_keys:
+            loop(zero, whole_end, states, masked=False)
+        if ragged:
+            loop(whole_end, s_end, states, masked=True)
     for state, row0 in zip(states, row0s, strict=True):
         store(state, row0)
     entry.add_op(tile.ReturnOp())
@@ -753,6 +787,13 @@ def _index_tile(b: _Builder, offset: SSAValue, n: int, dim: int, shape: list[int
     """offset + i along `dim` of `shape` (i64), broadcast over the other dim."""
     iota = b.add(tile.IotaOp(offset, 0, 1, TensorType(i64, [n])))
     return b.add(tile.BroadcastOp(iota, [dim], TensorType(i64, shape)))
+
+
+def _fresh_index(b: _Builder, value: int) -> SSAValue:
+    """An index constant of its own (not shared with an equal one, as `b.index`'s are):
+    a value that depends on the dynamic size, which generalize-sizes replaces by what it
+    computes from the size; an equal constant that does not must keep its value."""
+    return b.add(arith.ConstantOp(IntegerAttr(value, IndexType())))
 
 
 def _index_splat(b: _Builder, value: int, shape: list[int]) -> SSAValue:

@@ -51,6 +51,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
+    IntegerAttr,
     MemRefType,
     ModuleOp,
     TensorType,
@@ -657,11 +658,14 @@ class HostLowering:
 
     def _attention_plan(self, op: nn.AttentionOp) -> AttentionPlan:
         """How `op`'s kernels are laid out under this pass's block options."""
+        hint = self.module.attributes.get(nn.SIZE_HINT_ATTR)
+        keys = shape(op.key)[2]
         return plan_attention(
             op,
             self.opts.attention_block_m or 0,
             self.opts.attention_block_n or 0,
             self.opts.attention_query_tiles or 0,
+            dynamic_keys=isinstance(hint, IntegerAttr) and keys % hint.value.data == 0,
         )
 
     def _view(self, buffer: SSAValue, shape: Sequence[int]) -> SSAValue:
