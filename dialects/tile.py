@@ -917,14 +917,15 @@ class GatherOp(IRDLOperation):
     result = result_def(TensorType)
 
     def __init__(self, buffer: SSAValue, index: SSAValue):
-        b, i = memref_type(buffer, "buffer"), tensor_type(index, "index")
+        b, i = memref_type(buffer, "buffer", dynamic=True), tensor_type(index, "index")
         super().__init__(
             operands=[buffer, index], result_types=[TensorType(b.element_type, i.get_shape())]
         )
 
     def verify_(self) -> None:
         require_kernel(self)
-        b, i = memref_type(self.buffer, "buffer"), tensor_type(self.index, "index")
+        b = memref_type(self.buffer, "buffer", dynamic=True)
+        i = tensor_type(self.index, "index")
         if not (isinstance(i.element_type, IntegerType) and i.element_type.width.data == 64):
             raise VerifyException(f"the index must be a tile of i64, got {i}")
         r = tensor_type(self.result, "result")

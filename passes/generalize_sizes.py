@@ -54,6 +54,7 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     TensorType,
@@ -261,6 +262,10 @@ class _Generalizer:
         self.dims: dict[SSAValue, list[Fraction | None]] = {}
         self.masks: list[tuple[tile.MaskOp, list[Fraction | None]]] = []
         self.constants: list[tuple[arith.ConstantOp, Fraction]] = []
+        self.splats: list[tuple[nn.ConstantOp, Fraction]] = []
+        """Integer tiles every element of which is a multiple of the size (index
+        arithmetic on the size a frontend wrote out: a negative index wrapped by it, a
+        flattened row's offset)."""
         self.grids: dict[tile.LaunchOp, tile.LaunchOp] = {}
         """Launches whose grid depends on the size, with their twin at the second hint."""
 
@@ -322,6 +327,9 @@ class _Generalizer:
                 self.grids[x] = y
             elif isinstance(x, arith.ConstantOp) and tile.enclosing_kernel(x) is not None:
                 self.constants.append((x, self._constant_ratio(x, u, v)))
+            elif isinstance(x, nn.ConstantOp) and tile.enclosing_kernel(x) is not None:
+                assert isinstance(y, nn.ConstantOp)
+                self.splats.append((x, self._splat_ratio(x, y)))
             elif key in ("function_type", "arg_attrs"):
                 continue  # follows the arguments' types
             else:
@@ -334,6 +342,17 @@ class _Generalizer:
         ratio = _ratio(a, b, self.hints) or _block_count(a, b, self.hints)
         if ratio is None:
             raise self._fail(op, "an index constant")
+        return ratio
+
+    def _splat_ratio(self, x: nn.ConstantOp, y: nn.ConstantOp) -> Fraction:
+        a, b = x.splat_value, y.splat_value
+        t = x.result.type
+        integer = isinstance(t, TensorType) and isinstance(t.element_type, IntegerType)
+        ratio = _ratio(a, b, self.hints) if isinstance(a, int) and isinstance(b, int) else None
+        if not integer or t.element_type.width.data != 64 or ratio is None:  # type: ignore[union-attr]
+            raise self._fail(x, "a constant tile")
+        if ratio.denominator != 1:
+            raise self._fail(x, "a constant tile (not a whole multiple of the size)")
         return ratio
 
     def _ratios(self, op: Operation, u: Attribute | None, v: Attribute | None) -> list:
@@ -379,7 +398,8 @@ class _Generalizer:
     def _kernel(self, k: tile.KernelOp) -> None:
         masks = [(m, r) for m, r in self.masks if tile.enclosing_kernel(m) is k]
         constants = [(c, r) for c, r in self.constants if tile.enclosing_kernel(c) is k]
-        if not masks and not constants:
+        splats = [(c, r) for c, r in self.splats if tile.enclosing_kernel(c) is k]
+        if not masks and not constants and not splats:
             return
         sources = [
             (a, d, ratio)
@@ -398,6 +418,17 @@ class _Generalizer:
             constant.result.replace_all_uses_with(value)
             constant.detach()
             constant.erase()
+        for splat, r in splats:  # the size as a 0-d index tile, broadcast
+            at = InsertPoint.before(splat)
+            value = _scaled(size.result, r / per, at)
+            t = splat.result.type
+            assert isinstance(t, TensorType)
+            scalar = _emit(tile.IotaOp(value, 0, 1, TensorType(t.element_type, [])), at)
+            shape = t.get_shape()
+            tiled = _emit(tile.BroadcastOp(scalar, [], t), at) if shape else scalar
+            splat.result.replace_all_uses_with(tiled)
+            splat.detach()
+            splat.erase()
         for mask, ratios in masks:
             bounds: list[int | SSAValue] = []
             for b, r in zip(mask.bound_sizes, ratios, strict=True):

@@ -175,3 +175,28 @@ def _decoder(family: str) -> tuple[torch.nn.Module, torch.Tensor]:
     model = hf.build_model(family, dims, True, torch.float32, torch.device("cpu"), seed=0)
     model.generation_config.pad_token_id = 0
     return model, hf.tokens(dims["vocab"], (1, 8), torch.device("cpu"), 1)
+
+
+def test_a_mask_indexed_by_positions_compiles_once(caplog: pytest.LogCaptureFixture) -> None:
+    """Hugging Face's mask building indexes the padding mask by key positions: the index
+    arithmetic holds the length itself (a negative position wrapped by it, a row's flat
+    offset), as constant tiles at the size hints, and the gather reads a buffer of the
+    dynamic length. Compiled once for every length, against eager."""
+    caplog.set_level(logging.INFO, logger="fuseopt")
+
+    class Masked(torch.nn.Module):
+        def forward(self, k: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            positions = torch.arange(mask.shape[1], device=mask.device)
+            rows = torch.zeros(1, dtype=torch.long, device=mask.device)
+            keep = mask[rows[:, None], positions[None, :]]
+            return torch.where(keep[:, None, :, None], k, 0.0) * 2
+
+    model = Masked()
+    compiled = fuseopt.compile(model, backend="triton")
+    for length in (5, 9, 17, 100):
+        k = torch.randn(1, 2, length, 4, device=DEVICE)
+        mask = torch.rand(1, length, device=DEVICE) > 0.5
+        torch.testing.assert_close(compiled(k, mask), model(k, mask))
+    assert "compiled per size" not in caplog.text
+    assert "compiles dynamic sizes per size" not in caplog.text
+    assert len(compiled.record.regions) == 2  # the first length, then every length

@@ -240,7 +240,10 @@ class MemoryPrinter:
         if op.buffer in self.shared:
             raise error_at(op, "the triton target gathers only from global memory")
         index = self.materialized(op.index)
-        numel = math.prod(_shape(op.buffer))
+        dims = self.buffer_dims(op.buffer)  # a dynamic dim is the kernel's size parameter
+        names = [str(n) for n in dims if isinstance(n, str)]
+        number = math.prod(n for n in dims if isinstance(n, int))
+        numel = " * ".join(names + ([str(number)] if number != 1 or not names else []))
         zero = op_table.literal(0, op_table.element_type(op.result))
         self.bind(
             op.result,

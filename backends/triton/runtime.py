@@ -432,9 +432,15 @@ class TritonFunction:
     ):
         self.host_name, self.inputs, self._load = host, list(inputs), load
         # per input: (shape, dtype, the dims after the first when only the first is
-        # dynamic: a batch or token count, checked by one comparison, else None)
+        # dynamic: a batch or token count, checked by one comparison, else None, and
+        # whether another dim is dynamic: a cache's length, checked dim by dim)
         self._specs = [
-            (shape, dtype, tuple(shape[1:]) if _leading_dynamic(shape) else None)
+            (
+                shape,
+                dtype,
+                tuple(shape[1:]) if _leading_dynamic(shape) else None,
+                not _leading_dynamic(shape) and any(n < 0 for n in shape),
+            )
             for shape, dtype in self.inputs
         ]
         self.kernels, self.source, self.path, self.index = list(kernels), source, path, index
@@ -468,11 +474,15 @@ class TritonFunction:
     def check(self, inputs: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
         """The inputs, contiguous; a CompileError when their count, shape or dtype differ."""
         if len(inputs) == len(self.inputs):
-            for x, (shape, dtype, tail) in zip(inputs, self._specs, strict=True):
+            for x, (shape, dtype, tail, inner) in zip(inputs, self._specs, strict=True):
                 if (
                     not isinstance(x, torch.Tensor)
                     or x.dtype != dtype
-                    or (x.shape != shape and (tail is None or x.shape[1:] != tail or not x.shape))
+                    or (
+                        x.shape != shape
+                        and (tail is None or x.shape[1:] != tail or not x.shape)
+                        and not (inner and shape_matches(x.shape, shape))
+                    )
                     or not x.is_contiguous()
                 ):
                     break

@@ -338,8 +338,9 @@ class GeneralizingGraph(ShapeSpecializedGraph):
     The symbols that change between calls are the varying ones (all of them when Dynamo
     made them symbolic after seeing them change, or `mark_dynamic`; under
     `dynamic=True`, where Dynamo assumes every size dynamic, those seen to change). A
-    call that no version matches compiles one: the largest set of varying symbols equal
-    in the call becomes one symbol, the others are fixed at their values
+    call that no version matches compiles one: a set of varying symbols becomes one
+    symbol at offsets (`_group`: those that changed together, or are equal or one
+    apart in the call), the others are fixed at their values
     (`generalized_inputs`), and the graph is re-traced and compiled as a graph of one
     symbol (its kernels take that size at run time). A trace that pins the size down
     (`_specialized`), or a call with nothing varying, compiles for the call's shapes
@@ -406,7 +407,9 @@ class GeneralizingGraph(ShapeSpecializedGraph):
         changed together than it reads as one; else the largest set
         of those that changed since the last call compiled by one amount (they grow
         together: a cache's length and its mask's), each at its offset from the
-        smallest; without changes, the largest set of varying symbols of one value.
+        smallest; without changes, the largest set of varying symbols of one value and
+        the value after it (a KV cache's length and its mask's, which grow together: a
+        guess that the next call corrects if it is wrong).
         Every value at least 2 (Dynamo specializes 0 and 1)."""
         for version in self.versions:
             if set(changes) > set(version.symbols):
@@ -419,6 +422,8 @@ class GeneralizingGraph(ShapeSpecializedGraph):
                 continue
             if not changes or s in changes:
                 classes.setdefault(changes[s] if changes else values[s], []).append(s)
+        if not changes:  # a value and the one after it: a cache's length, its mask's
+            classes = {v: members + classes.get(v + 1, []) for v, members in classes.items()}
         members = max(classes.values(), key=len, default=[])
         if not members:
             return {}
