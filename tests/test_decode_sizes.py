@@ -114,8 +114,8 @@ def test_a_decode_step_runs_only_its_cache_cat_in_pytorch(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A Llama `generate` on the Triton backend: two Dynamo graphs; the decode step's
-    attention and everything after the cache's `cat` compile once; only the `cat`s run
-    in PyTorch; the tokens are eager's."""
+    attention and everything after the cache's `cat` compile once; only the `cat`s (and
+    the position arithmetic on the length) run in PyTorch; the tokens are eager's."""
     from benchmarks.models import hf
 
     caplog.set_level(logging.INFO, logger="fuseopt")
@@ -126,7 +126,10 @@ def test_a_decode_step_runs_only_its_cache_cat_in_pytorch(
         assert torch.equal(compiled.generate(ids, **kwargs), model.generate(ids, **kwargs))
     assert compiled.record.graphs == ["inference0", "inference1"]
     decode = {str(f.target) for f in compiled.fallbacks if f.graph == "inference1"}
-    assert decode == {"aten.cat.default"}, decode
+    # the cats; older Hugging Face versions (5.17) also compute the mask's positions
+    # from the cache length as a number (`arange(past, past + 1)`)
+    assert "aten.cat.default" in decode, decode
+    assert decode <= {"aten.cat.default", "aten.arange.default", "aten.add.Tensor"}, decode
     assert "compiled a version for every n" in caplog.text
     assert hf is not None
 
