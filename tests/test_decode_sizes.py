@@ -156,7 +156,7 @@ def test_a_region_compiled_per_size_runs_new_sizes_in_pytorch(
     from fuseopt.frontends.fx.partition import PER_SIZE_LIMIT
 
     caplog.set_level(logging.INFO, logger="fuseopt")
-    model, ids = _decoder("llama")
+    model, ids = _decoder("llama", "cpu")
     compiled = fuseopt.compile(model, backend="interpret", symbolic="dynamic")
     tokens = PER_SIZE_LIMIT + 3
     kwargs = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False)
@@ -167,16 +167,17 @@ def test_a_region_compiled_per_size_runs_new_sizes_in_pytorch(
     assert 0 < per_size <= 4 * PER_SIZE_LIMIT, per_size
 
 
-def _decoder(family: str) -> tuple[torch.nn.Module, torch.Tensor]:
-    """A tiny model-suite decoder (f32, random weights) and an 8-token prompt."""
+def _decoder(family: str, device: str = DEVICE) -> tuple[torch.nn.Module, torch.Tensor]:
+    """A tiny model-suite decoder (f32, random weights) and an 8-token prompt, on the GPU
+    where there is one (Triton 3.6's CPU interpreter fails on these kernels)."""
     from benchmarks.generate import dims_of
     from benchmarks.models import hf
 
     torch._dynamo.reset()
     dims = dims_of(family, True)
-    model = hf.build_model(family, dims, True, torch.float32, torch.device("cpu"), seed=0)
+    model = hf.build_model(family, dims, True, torch.float32, torch.device(device), seed=0)
     model.generation_config.pad_token_id = 0
-    return model, hf.tokens(dims["vocab"], (1, 8), torch.device("cpu"), 1)
+    return model, hf.tokens(dims["vocab"], (1, 8), torch.device(device), 1)
 
 
 def test_a_mask_indexed_by_positions_compiles_once(caplog: pytest.LogCaptureFixture) -> None:
