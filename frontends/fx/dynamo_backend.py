@@ -46,6 +46,7 @@ from fuseopt.frontends.fx.shape_versions import (
     GeneralizingGraph,
     ShapeSpecializedGraph,
     has_symbolic_shapes,
+    stop_if_pinned,
     symbol_positions,
     traced_inputs,
 )
@@ -200,6 +201,7 @@ def fuseopt_backend(
 
     def graph_compiler(kind: str) -> Callable[[GraphModule, Sequence[Any]], Callable[..., Any]]:
         def compile_aten_graph(aten_gm: GraphModule, inputs: Sequence[Any]) -> Callable[..., Any]:
+            stop_if_pinned()  # a version traced to be dropped: compile nothing for it
             name = f"{kind}{len(log.graphs)}"
             guarded = kind != "backward" and frame_inputs(gm, aten_gm)
             symbol = graph_symbol(aten_gm) if symbolic in ("auto", "dynamic") else None

@@ -18,6 +18,7 @@ import copy
 import logging
 import operator
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,6 +283,25 @@ def without_arguments(fn: Callable[..., Any], dropped: set[int]) -> Callable[...
     return call
 
 
+class PinnedSize(Exception):
+    """A version's trace pinned its size down (`_specialized`), found before anything
+    was compiled for it (`stop_if_pinned`)."""
+
+
+_PIN_CHECK: ContextVar[Callable[[], bool] | None] = ContextVar("fuseopt_pin_check", default=None)
+"""While a version that would be dropped if pinned is traced: whether it is pinned."""
+
+
+def stop_if_pinned() -> None:
+    """Raise PinnedSize when the version being traced has pinned its size and would be
+    dropped (a GeneralizingGraph with a partitioned fallback): the frontend's graph
+    compiler calls this before it compiles a traced graph, so no kernel is compiled for
+    a version that is not kept."""
+    check = _PIN_CHECK.get()
+    if check is not None and check():
+        raise PinnedSize
+
+
 def _specialized(env: Any, symbol: sympy.Symbol) -> bool:
     """Whether tracing pinned `symbol` down: replaced it by a number, narrowed its range
     or left a guard on it that is not true for every size from 2 up (`n != 8`, say)."""
@@ -443,15 +463,24 @@ class GeneralizingGraph(ShapeSpecializedGraph):
         if self.compiled_count() >= MAX_SPECIALIZATIONS:
             return None
         self.tried.add(key)  # tried once, whatever comes of it
+        token = None
         try:
             inputs, symbol, env = generalized_inputs(self.example_inputs, group, values)
             graph, dropped = sizes_inlined(self.baked(args), group, values)
+            if self.partitioned is not None:  # a pinned version is dropped: compile none
+                token = _PIN_CHECK.set(lambda: _specialized(env, symbol))
             fn = without_arguments(
                 self.compile_static(graph, [x for i, x in enumerate(inputs) if i not in dropped]),
                 dropped,
             )
         except ConfigurationError:
             raise
+        except PinnedSize:
+            logger.info(
+                "fuseopt: tracing pinned the size of %s down; not a version",
+                ", ".join(map(str, group)),
+            )
+            return None
         except Exception as e:  # PyTorch's tracing errors are many types
             logger.info(
                 "fuseopt: a version for every value of %s could not be traced (%s: %s); %s",
@@ -461,6 +490,9 @@ class GeneralizingGraph(ShapeSpecializedGraph):
                 "not a version" if self.partitioned else "compiled for these shapes",
             )
             return None
+        finally:
+            if token is not None:
+                _PIN_CHECK.reset(token)
         if _specialized(env, symbol):
             logger.info(
                 "fuseopt: tracing pinned the size of %s down; %s",
