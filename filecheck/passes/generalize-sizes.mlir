@@ -82,7 +82,7 @@ func.func @pointwise(%x: tensor<?x320xbf16>, %y: tensor<?x320xbf16>) -> tensor<?
 // ceil(S / 256) blocks of 64 keys (a power-of-two chunk count), the last whole block
 // (S - S mod 64), and masks the ragged end by the length.
 // CHECK-LABEL: tile.kernel @attention grid 1
-// CHECK-SAME:  (%{{.*}}: memref<8x8x4x128xbf16>, %[[K:.*]]: memref<8x8x?x128xbf16>, %{{.*}}: memref<8x8x?x128xbf16>, %{{.*}}: memref<8x1x1x?xi1>, %{{.*}}: memref<8x8x4x4x128xf32>, %{{.*}}: memref<8x8x4x4xf32>)
+// CHECK-SAME:  (%{{.*}}: memref<8x8x4x128xbf16>, %[[K:.*]]: memref<8x8x?x128xbf16>, %{{.*}}: memref<8x8x?x128xbf16>, %{{.*}}: memref<8x1x1x?xi1>, %{{.*}}: memref<8x8x4x4x128xf32>, %{{.*}}: memref<8x8x4x4xf32>, %{{.*}}: memref<8x8x4x4xf32>)
 // CHECK-NEXT:  %[[S:.*]] = tile.dim %[[K]], 2 : memref<8x8x?x128xbf16>
 // CHECK:       %[[BN:.*]] = arith.constant 64 : index
 // CHECK:       %[[R:.*]] = arith.remsi %[[S]], %[[BN]] : index

@@ -222,9 +222,10 @@ def fuseopt_backend(
 
     gm = norm_decompositions.substitute_composites(gm)
     if has_symbolic_shapes(example_inputs):
-        return compile_symbolic(
-            gm, example_inputs, compile_static, symbolic, sizes_at_run_time(backend)
-        )
+        # decomposed attention over a symbolic key length sums over it in a GEMM, which
+        # needs a static size: compiled per size, so versions would not pay
+        run_time = sizes_at_run_time(backend) and attention != "nn"
+        return compile_symbolic(gm, example_inputs, compile_static, symbolic, run_time)
     return compile_static(gm, example_inputs)
 
 

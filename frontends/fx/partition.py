@@ -336,9 +336,12 @@ def compile_graph_module(
     )
     failed = [n for n, r in reasons.items() if r is not None and n.op == "call_function"]
     regions = [p for p in proposed if any(n.target not in DATA_MOVEMENT for n in p.nodes)]
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    regions.sort(key=lambda p: min(order[n] for n in p.nodes))
+    # each region's one offset of the symbolic size (`one_offset_partitions`), by the
+    # index fuse_by_partitions names its submodule with
+    region_offsets = [next((offsets[n] for n in p.nodes if n in offsets), 0) for p in regions]
     if regions:
-        order = {n: i for i, n in enumerate(gm.graph.nodes)}
-        regions.sort(key=lambda p: min(order[n] for n in p.nodes))
         fuse_by_partitions(
             gm, [{n: None for n in p.nodes} for p in regions], PREFIX, always_return_tuple=True
         )
@@ -351,8 +354,7 @@ def compile_graph_module(
         symbolic: SymbolicRegion | None = None
         try:
             if symbol is not None and has_symbolic_tensors(sub):
-                # the region's one offset (`one_offset_partitions`)
-                offset = next(iter(classify_sizes(sub, symbol)[1].values()), 0)
+                offset = region_offsets[int(str(node.target).removeprefix(PREFIX))]
                 symbolic = sized_region(sub, func_name, symbol, import_graph, offset)
                 module: ModuleOp | SizedFunction = symbolic.sized
             else:

@@ -132,7 +132,8 @@ class AttentionPlan:
     a mask, if any, is the same for every head and query)."""
     splits: int
     """Key chunks per row block (1: none). Each chunk's program writes its normalized
-    partial output and base-2 log-sum-exp; a combine kernel merges them. Taken when the
+    partial output, its score max and its sum of exponentials; a combine kernel merges
+    them. Taken when the
     row blocks alone would leave the GPU idle (a decode step) and not causal."""
     chunk: int
     """Keys per chunk (a multiple of BN); the key length when not split."""
@@ -301,8 +302,12 @@ class AttentionShapes:
     """[B, H, R, Ev]: the output the same way."""
     partial_out: tuple[int, ...] | None
     """[B, H, splits, R, Ev] f32: each chunk's normalized output (split plans)."""
-    partial_lse: tuple[int, ...] | None
-    """[B, H, splits, R] f32: each chunk's base-2 log-sum-exp (split plans)."""
+    partial_stats: tuple[int, ...] | None
+    """[B, H, splits, R] f32: the shape of each chunk's two row statistics (split
+    plans): its running max of the scores in base-2 units and its sum of their
+    exponentials (kept apart, not as one log-sum-exp: with rows whose scores are all
+    about -F32_MAX, a fully masked row, `max + log2(sum)` rounds to the max and loses
+    the sum, which weighs the chunks)."""
 
 
 def attention_shapes(op: nn.AttentionOp, plan: AttentionPlan) -> AttentionShapes:
@@ -467,8 +472,9 @@ def attention_kernel(
     ]
     split = plan.splits > 1
     if split:
-        assert shapes.partial_out is not None and shapes.partial_lse is not None
-        types += [MemRefType(f32, shapes.partial_out), MemRefType(f32, shapes.partial_lse)]
+        assert shapes.partial_out is not None and shapes.partial_stats is not None
+        stats = MemRefType(f32, shapes.partial_stats)
+        types += [MemRefType(f32, shapes.partial_out), stats, stats]
     else:
         types.append(param("out", MemRefType(element, shapes.out)))
     kernel = tile.KernelOp(name, 1, types)
@@ -632,7 +638,7 @@ def attention_kernel(
 
     def store(state: Sequence[SSAValue], row0: SSAValue) -> None:
         """One query tile's normalized output from its final (m, l, acc), at `row0` (a
-        split plan's chunk also stores its base-2 log-sum-exp)."""
+        split plan's chunk also stores m and l)."""
         m_fin, l_fin, acc_fin = state
         empty = b.add(nn.CompareOp("eq", l_fin, b.splat(0.0, row_t)))
         divisor = b.add(nn.SelectOp(empty, b.splat(1.0, row_t), l_fin))
@@ -641,12 +647,10 @@ def attention_kernel(
             entry.add_op(tile.StoreOp(b.cast(out, element), entry.args[-1], box("out", head, row0)))
             return
         assert chunk_id is not None
-        o_param, lse_param = entry.args[-2:]
+        o_param, max_param, sum_param = entry.args[-3:]
         entry.add_op(tile.StoreOp(out, o_param, [bat, head, chunk_id, row0, zero]))
-        log2_l = b.add(nn.MulOp(b.add(nn.LogOp(divisor)), b.splat(LOG2E, row_t)))
-        lse = b.add(nn.AddOp(m_fin, log2_l))
-        lse = b.add(nn.SelectOp(empty, b.splat(neg_inf, row_t), lse))
-        entry.add_op(tile.StoreOp(lse, lse_param, [bat, head, chunk_id, row0]))
+        entry.add_op(tile.StoreOp(m_fin, max_param, [bat, head, chunk_id, row0]))
+        entry.add_op(tile.StoreOp(l_fin, sum_param, [bat, head, chunk_id, row0]))
 
     states = [
         [b.splat(neg_inf, row_t), b.splat(0.0, row_t), b.splat(0.0, acc_t)] for _ in range(n_tiles)
@@ -704,13 +708,14 @@ def combine_kernel(
     name: str, op: nn.AttentionOp, plan: AttentionPlan, out_layout: tuple[int, int] | None = None
 ) -> tuple[tile.KernelOp, int]:
     """The kernel merging a split plan's chunks and its number of programs: per row,
-    weights 2^(lse_c - max lse), the output sum_c w_c o_c / sum_c w_c (0 for a row no
-    chunk kept a key of). Parameters: partial outputs, log-sum-exps, output. With
+    weights l_c 2^(m_c - max_c m_c) (chunk c's sum of exponentials and score max), the
+    output sum_c w_c o_c / sum_c w_c (0 for a row no chunk kept a key of). Parameters:
+    partial outputs, score maxima, sums of exponentials, output. With
     `out_layout` (columns, offset; see `SeqMajor`) the output is written sequence-major,
     [B, L, columns] with head h at column `offset + h * Ev`, as `attention_kernel` writes
     an unsplit one."""
     shapes = attention_shapes(op, plan)
-    assert shapes.partial_out is not None and shapes.partial_lse is not None
+    assert shapes.partial_out is not None and shapes.partial_stats is not None
     assert out_layout is None or seq_major_allowed(op, plan, "out")
     element = _element(op.query)
     out_shape = (
@@ -718,7 +723,8 @@ def combine_kernel(
     )
     types = [
         MemRefType(f32, shapes.partial_out),
-        MemRefType(f32, shapes.partial_lse),
+        MemRefType(f32, shapes.partial_stats),
+        MemRefType(f32, shapes.partial_stats),
         MemRefType(element, out_shape),
     ]
     kernel = tile.KernelOp(name, 1, types)
@@ -729,7 +735,7 @@ def combine_kernel(
     kernel.iteration_sizes = int_array([batch, heads, rows, plan.splits])
     kernel.block_sizes = int_array([1, 1, block, chunks])
     entry = kernel.body.block
-    o_param, lse_param, out_param = entry.args
+    o_param, max_param, sum_param, out_param = entry.args
     b = _Builder(entry)
     r_blocks = -(-rows // block)
     pid = b.add(tile.ProgramIdOp(0))
@@ -739,14 +745,16 @@ def combine_kernel(
     bat = b.add(arith.DivSIOp(bh, b.index(heads)))
     zero = b.index(0)
     neg_inf = float("-inf")
-    lse_t, row_t = TensorType(f32, [chunks, block]), TensorType(f32, [block])
-    lse = b.add(tile.LoadOp(lse_param, [bat, head, zero, r0], [chunks, block], fill=neg_inf))
+    stats_t, row_t = TensorType(f32, [chunks, block]), TensorType(f32, [block])
+    at = [bat, head, zero, r0]
+    maxima = b.add(tile.LoadOp(max_param, at, [chunks, block], fill=neg_inf))
+    sums = b.add(tile.LoadOp(sum_param, at, [chunks, block], fill=0.0))
     o = b.add(tile.LoadOp(o_param, [bat, head, zero, r0, zero], [chunks, block, dv]))
-    peak = b.add(tile.ReduceOp("max", lse, 0))
+    peak = b.add(tile.ReduceOp("max", maxima, 0))
     dead = b.add(nn.CompareOp("eq", peak, b.splat(neg_inf, row_t)))
     peak = b.add(nn.SelectOp(dead, b.splat(0.0, row_t), peak))
-    spread = b.add(tile.BroadcastOp(peak, [1], lse_t))
-    w = b.add(nn.Exp2Op(b.add(nn.SubOp(lse, spread))))
+    spread = b.add(tile.BroadcastOp(peak, [1], stats_t))
+    w = b.add(nn.MulOp(sums, b.add(nn.Exp2Op(b.add(nn.SubOp(maxima, spread))))))
     total = b.add(tile.ReduceOp("sum", w, 0))
     wide_t = TensorType(f32, [chunks, block, dv])
     weighted = b.add(nn.MulOp(o, b.add(tile.BroadcastOp(w, [0, 1], wide_t))))

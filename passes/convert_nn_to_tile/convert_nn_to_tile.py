@@ -647,14 +647,16 @@ class HostLowering:
         if plan.splits == 1:
             self._launch_at(op, kernel, programs, [*inputs, rows_out])
             return
-        assert shapes.partial_out is not None and shapes.partial_lse is not None
+        assert shapes.partial_out is not None and shapes.partial_stats is not None
         partial_out = self._alloc(MemRefType(f32, shapes.partial_out))
-        partial_lse = self._alloc(MemRefType(f32, shapes.partial_lse))
-        self._launch_at(op, kernel, programs, [*inputs, partial_out, partial_lse])
+        partial_max = self._alloc(MemRefType(f32, shapes.partial_stats))
+        partial_sum = self._alloc(MemRefType(f32, shapes.partial_stats))
+        partials = [partial_out, partial_max, partial_sum]
+        self._launch_at(op, kernel, programs, [*inputs, *partials])
         combine, programs = combine_kernel(
             self._kernel_name("attention_combine"), op, plan, layouts.get("out")
         )
-        self._launch_at(op, combine, programs, [partial_out, partial_lse, rows_out])
+        self._launch_at(op, combine, programs, [*partials, rows_out])
 
     def _attention_plan(self, op: nn.AttentionOp) -> AttentionPlan:
         """How `op`'s kernels are laid out under this pass's block options."""
