@@ -185,7 +185,7 @@ def test_a_region_compiled_per_size_runs_new_sizes_in_pytorch(
 ) -> None:
     """On a backend that compiles per size (the interpreter), a decode region compiles
     PER_SIZE_LIMIT lengths, then runs new ones in PyTorch, logged once; tokens equal."""
-    from fuseopt.frontends.fx.partition import PER_SIZE_LIMIT
+    from fuseopt.frontends.fx.symbolic_sizes import PER_SIZE_LIMIT
 
     caplog.set_level(logging.INFO, logger="fuseopt")
     model, ids = _decoder("llama", "cpu")

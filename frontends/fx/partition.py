@@ -34,7 +34,7 @@ from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 
-from fuseopt.backends.per_size import PerSizeFunction, SizeLimitReached
+from fuseopt.backends.per_size import PerSizeFunction
 from fuseopt.diagnostics import SourceLocation
 from fuseopt.dialects.dtypes import UnsupportedTypeError
 from fuseopt.frontends.fx.context import OP_TABLE
@@ -56,7 +56,9 @@ from fuseopt.frontends.fx.symbolic_sizes import (
     SymbolicRegion,
     classify_sizes,
     concretize,
+    eager_past_limit,
     has_symbolic_tensors,
+    one_offset_partitions,
     sized_region,
 )
 from fuseopt.frontends.fx.types import tensor_type
@@ -265,34 +267,6 @@ def symbolic_support(
     return reasons, offsets
 
 
-def one_offset_partitions(
-    propose: Callable[[], list[Partition]],
-    reasons: dict[Node, str | None],
-    offsets: Mapping[Node, int],
-    symbol: sympy.Symbol,
-) -> list[Partition]:
-    """`propose()`'s partitions, each of whose nodes have one offset of the symbolic
-    size (`symbol + c`: a region is compiled for one size): a partition joining nodes of
-    several (through static ones) keeps its most common offset, the other nodes run in
-    PyTorch (`reasons` updated), and the partitioner runs again."""
-    while True:
-        partitions = propose()
-        split = False
-        for p in partitions:
-            found = Counter(offsets[n] for n in p.nodes if n in offsets)
-            if len(found) < 2:
-                continue
-            kept = found.most_common(1)[0][0]
-            for n in p.nodes:
-                if n in offsets and offsets[n] != kept:
-                    reasons[n] = (
-                        f"its size is {symbol} + {offsets[n]}, its region's {symbol} + {kept}"
-                    )
-                    split = True
-        if not split:
-            return partitions
-
-
 def compile_graph_module(
     gm: GraphModule,
     graph_name: str,
@@ -388,41 +362,6 @@ def compile_graph_module(
     _log_fallbacks(graph_name, failed, reasons, record)
     record.graphs.append(graph_name)
     return gm
-
-
-PER_SIZE_LIMIT = 8
-"""Sizes a symbolic region compiled per size (its backend compiles one per size, or its
-lowering depends on the size) compiles before it runs new sizes in PyTorch: Dynamo's
-own recompile limit. A decode step's growing KV length would otherwise compile per
-token."""
-
-
-def eager_past_limit(
-    fn: Callable[..., Sequence[torch.Tensor]],
-    per_size: PerSizeFunction,
-    eager: GraphModule,
-    func_name: str,
-) -> Callable[..., Sequence[torch.Tensor]]:
-    """`fn` (calling `per_size`), running `eager` (the region's submodule) for a call of a
-    new size once PER_SIZE_LIMIT sizes are compiled (logged once)."""
-    per_size.limit = PER_SIZE_LIMIT
-    logged = False
-
-    def call(*args: Any) -> Sequence[torch.Tensor]:
-        nonlocal logged
-        try:
-            return fn(*args)
-        except SizeLimitReached:
-            if not logged:
-                logger.info(
-                    "fuseopt: %s compiled %d sizes; new sizes run in PyTorch",
-                    func_name,
-                    PER_SIZE_LIMIT,
-                )
-                logged = True
-            return eager(*args)
-
-    return call
 
 
 def _guarded(node: Node, layouts: RegionLayouts, scalars: tuple[int, ...]) -> list[bool]:

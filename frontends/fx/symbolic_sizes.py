@@ -18,8 +18,9 @@ symbolic size of a graph is one symbol, the graph is compiled once for every `s`
    edge of size `k * n` (a batch flattened with its tokens) is passed split as `[n, k]`
    and reshaped inside the region (`apply_splits`, `with_splits`; views, no copies);
 3. the backend lowers the function at two size hints and generalizes
-   (passes/generalize_sizes.py; the Triton backend), or compiles it per size (the others).
-   What it cannot generalize runs in PyTorch, logged, as every fallback.
+   (passes/generalize_sizes.py; the Triton backend), or compiles it per size (the others;
+   the Triton backend too for what it cannot generalize): at most PER_SIZE_LIMIT sizes,
+   then new sizes run in PyTorch, logged, as every fallback (`eager_past_limit`).
 
 The region's symbolic-size inputs (`s`, `16 * s`: size arithmetic the eager part of the
 graph computes) are dropped at the call: the compiled function reads its sizes from its
@@ -28,7 +29,9 @@ tensors.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,9 +40,11 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx import Graph, GraphModule, Node
 from torch.fx.node import map_aggregate, map_arg
+from torch.fx.passes.infra.partitioner import Partition
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import SSAValue
 
+from fuseopt.backends.per_size import PerSizeFunction, SizeLimitReached
 from fuseopt.dialects import nn
 from fuseopt.frontends.fx.layouts import (
     InputEdge,
@@ -49,6 +54,8 @@ from fuseopt.frontends.fx.layouts import (
     rewrite_edges,
 )
 from fuseopt.passes.generalize_sizes import HINTS, SizedFunction
+
+logger = logging.getLogger("fuseopt")
 
 SIZE_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
@@ -425,5 +432,68 @@ def with_splits(
     def call(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
         results = fn(*(split(a, s) for a, s in zip(args, inputs, strict=True)))
         return tuple(join(r, s) for r, s in zip(results, outputs, strict=True))
+
+    return call
+
+
+def one_offset_partitions(
+    propose: Callable[[], list[Partition]],
+    reasons: dict[Node, str | None],
+    offsets: Mapping[Node, int],
+    symbol: sympy.Symbol,
+) -> list[Partition]:
+    """`propose()`'s partitions, each of whose nodes have one offset of the symbolic
+    size (`symbol + c`: a region is compiled for one size): a partition joining nodes of
+    several (through static ones) keeps its most common offset, the other nodes run in
+    PyTorch (`reasons` updated), and the partitioner runs again."""
+    while True:
+        partitions = propose()
+        split = False
+        for p in partitions:
+            found = Counter(offsets[n] for n in p.nodes if n in offsets)
+            if len(found) < 2:
+                continue
+            kept = found.most_common(1)[0][0]
+            for n in p.nodes:
+                if n in offsets and offsets[n] != kept:
+                    reasons[n] = (
+                        f"its size is {symbol} + {offsets[n]}, its region's {symbol} + {kept}"
+                    )
+                    split = True
+        if not split:
+            return partitions
+
+
+PER_SIZE_LIMIT = 8
+"""Sizes a symbolic region compiled per size (its backend compiles one per size, or its
+lowering depends on the size) compiles before it runs new sizes in PyTorch: Dynamo's
+own recompile limit. A decode step's growing KV length would otherwise compile per
+token."""
+
+
+def eager_past_limit(
+    fn: Callable[..., Sequence[torch.Tensor]],
+    per_size: PerSizeFunction,
+    eager: GraphModule,
+    func_name: str,
+) -> Callable[..., Sequence[torch.Tensor]]:
+    """`fn` (calling `per_size`), running `eager` (the region's submodule) for a call of a
+    new size once PER_SIZE_LIMIT sizes are compiled (logged once)."""
+    per_size.limit = PER_SIZE_LIMIT
+    logged = False
+
+    def call(*args: Any) -> Sequence[torch.Tensor]:
+        nonlocal logged
+        try:
+            return fn(*args)
+        except SizeLimitReached:
+            if not logged:
+                logger.info(
+                    "fuseopt: %s compiled %d sizes; new sizes run in PyTorch",
+                    func_name,
+                    PER_SIZE_LIMIT,
+                )
+                logged = True
+            return eager(*args)
 
     return call
