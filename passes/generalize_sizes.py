@@ -54,10 +54,10 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     ModuleOp,
     TensorType,
+    i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.printer import Printer
@@ -347,9 +347,8 @@ class _Generalizer:
     def _splat_ratio(self, x: nn.ConstantOp, y: nn.ConstantOp) -> Fraction:
         a, b = x.splat_value, y.splat_value
         t = x.result.type
-        integer = isinstance(t, TensorType) and isinstance(t.element_type, IntegerType)
         ratio = _ratio(a, b, self.hints) if isinstance(a, int) and isinstance(b, int) else None
-        if not integer or t.element_type.width.data != 64 or ratio is None:  # type: ignore[union-attr]
+        if not (isinstance(t, TensorType) and t.element_type == i64) or ratio is None:
             raise self._fail(x, "a constant tile")
         if ratio.denominator != 1:
             raise self._fail(x, "a constant tile (not a whole multiple of the size)")

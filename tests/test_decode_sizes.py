@@ -11,6 +11,7 @@ in PyTorch; every region past it is compiled for the size `n = s + 1`
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 import torch
@@ -147,14 +148,8 @@ def test_a_decode_step_runs_only_its_cache_cat_in_pytorch(
     """A Llama `generate` on the Triton backend: two Dynamo graphs; the decode step's
     attention and everything after the cache's `cat` compile once; only the `cat`s (and
     the position arithmetic on the length) run in PyTorch; the tokens are eager's."""
-    from benchmarks.models import hf
-
     caplog.set_level(logging.INFO, logger="fuseopt")
-    model, ids = _decoder("llama")
-    compiled = fuseopt.compile(model, backend="triton")
-    kwargs = dict(max_new_tokens=6, min_new_tokens=6, do_sample=False)
-    with torch.no_grad():
-        assert torch.equal(compiled.generate(ids, **kwargs), model.generate(ids, **kwargs))
+    compiled = _generated_as_eager("llama", 6, backend="triton")
     assert compiled.record.graphs == ["inference0", "inference1"]
     decode = {str(f.target) for f in compiled.fallbacks if f.graph == "inference1"}
     # the cats; older Hugging Face versions (5.17) also compute the mask's positions
@@ -162,18 +157,13 @@ def test_a_decode_step_runs_only_its_cache_cat_in_pytorch(
     assert "aten.cat.default" in decode, decode
     assert decode <= {"aten.cat.default", "aten.arange.default", "aten.add.Tensor"}, decode
     assert "compiled a version for every n" in caplog.text
-    assert hf is not None
 
 
 def test_a_sliding_window_cache_is_partitioned(caplog: pytest.LogCaptureFixture) -> None:
     """Mistral's sliding-window cache pins the length (`min(s + 1, window)`): no version;
     the graph is compiled once with its symbolic-size ops in PyTorch, not per token."""
     caplog.set_level(logging.INFO, logger="fuseopt")
-    model, ids = _decoder("mistral")
-    compiled = fuseopt.compile(model, backend="triton")
-    kwargs = dict(max_new_tokens=6, min_new_tokens=6, do_sample=False)
-    with torch.no_grad():
-        assert torch.equal(compiled.generate(ids, **kwargs), model.generate(ids, **kwargs))
+    compiled = _generated_as_eager("mistral", 6, backend="triton")
     assert "not a version" in caplog.text
     assert "compiled once, its symbolic-size ops run in PyTorch" in caplog.text
     # prefill and the partition: nothing compiled for the version traced and dropped
@@ -188,15 +178,21 @@ def test_a_region_compiled_per_size_runs_new_sizes_in_pytorch(
     from fuseopt.frontends.fx.symbolic_sizes import PER_SIZE_LIMIT
 
     caplog.set_level(logging.INFO, logger="fuseopt")
-    model, ids = _decoder("llama", "cpu")
-    compiled = fuseopt.compile(model, backend="interpret", symbolic="dynamic")
-    tokens = PER_SIZE_LIMIT + 3
-    kwargs = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False)
-    with torch.no_grad():
-        assert torch.equal(compiled.generate(ids, **kwargs), model.generate(ids, **kwargs))
+    _generated_as_eager("llama", PER_SIZE_LIMIT + 3, "cpu", backend="interpret", symbolic="dynamic")
     assert f"compiled {PER_SIZE_LIMIT} sizes; new sizes run in PyTorch" in caplog.text
     per_size = caplog.text.count("compiles dynamic sizes per size")
     assert 0 < per_size <= 4 * PER_SIZE_LIMIT, per_size
+
+
+def _generated_as_eager(family: str, tokens: int, device: str = DEVICE, **options: Any) -> Any:
+    """A tiny `family` decoder compiled with `options`, after a greedy `generate` of
+    `tokens` tokens that gave eager's tokens."""
+    model, ids = _decoder(family, device)
+    compiled = fuseopt.compile(model, **options)
+    kwargs = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False)
+    with torch.no_grad():
+        assert torch.equal(compiled.generate(ids, **kwargs), model.generate(ids, **kwargs))
+    return compiled
 
 
 def _decoder(family: str, device: str = DEVICE) -> tuple[torch.nn.Module, torch.Tensor]:

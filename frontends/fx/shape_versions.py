@@ -412,6 +412,10 @@ class GeneralizingGraph(ShapeSpecializedGraph):
             self.partition = self.partitioned()
         return self.partition(*args)
 
+    def _otherwise(self) -> str:
+        """What runs where a version is not made (for the log)."""
+        return "not a version" if self.partitioned else "compiled for these shapes"
+
     def compiled_count(self) -> int:
         """Shapes and versions together."""
         return len(self.compiled) + len(self.versions)
@@ -487,7 +491,7 @@ class GeneralizingGraph(ShapeSpecializedGraph):
                 ", ".join(map(str, group)),
                 type(e).__name__,
                 first_line(e),
-                "not a version" if self.partitioned else "compiled for these shapes",
+                self._otherwise(),
             )
             return None
         finally:
@@ -497,7 +501,7 @@ class GeneralizingGraph(ShapeSpecializedGraph):
             logger.info(
                 "fuseopt: tracing pinned the size of %s down; %s",
                 ", ".join(map(str, group)),
-                "not a version" if self.partitioned else "compiled for these shapes",
+                self._otherwise(),
             )
             if self.partitioned is not None:
                 return None

@@ -563,7 +563,7 @@ def attention_kernel(
                 keys = b.add(tile.MaskOp([n0], [s], [bn]))
                 in_range = b.add(tile.BroadcastOp(keys, [1], TensorType(i1, [bm, bn])))
                 scores = b.add(nn.SelectOp(in_range, scores, ninf))
-            elif s % bn:  # a block may reach past the last key
+            elif ragged_static:  # a block may reach past the last key
                 assert cols is not None
                 in_range = b.add(nn.CompareOp("lt", cols, _index_splat(b, s, [bm, bn])))
                 scores = b.add(nn.SelectOp(in_range, scores, ninf))
