@@ -50,11 +50,12 @@ SYSTEMS = (
     "fuseopt-triton dynamic",
     "fuseopt-triton partition",
     "fuseopt-cuda",
+    "fuseopt-cuda partition",
 )
 """What can be compared: `dynamic` passes dynamic=True (sizes symbolic from the start);
 `partition` passes symbolic="partition" (a decode step's symbolic-size ops run in
-PyTorch, the rest compiled once: the Triton backend's default before decode steps
-compiled in versions)."""
+PyTorch, the rest compiled once: the default before decode steps compiled in versions,
+on the CUDA backend until its kernels took sizes at run time)."""
 
 
 def dims_of(family: str, quick: bool) -> dict[str, int]:

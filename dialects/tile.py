@@ -324,6 +324,21 @@ def row_major_strides(dims: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def row_major_exprs(dims: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """Row-major strides of dims that may be names of sizes (Python or C expressions): each
+    the product of the later dims, a number when they all are."""
+    out: list[int | str] = []
+    for d in range(len(dims)):
+        later = dims[d + 1 :]
+        number = math.prod(n for n in later if isinstance(n, int))
+        names = [n for n in later if isinstance(n, str)]
+        if not names:
+            out.append(number)
+        else:
+            out.append(" * ".join(names + ([str(number)] if number != 1 else [])))
+    return tuple(out)
+
+
 def buffer_strides(t: MemRefType) -> tuple[int, ...]:
     """The strides in elements of a buffer or strided view (row-major for a buffer)."""
     layout = strided_layout(t)

@@ -95,15 +95,25 @@ class Decode(torch.nn.Module):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=True) * 2
 
 
+BACKENDS = [
+    "triton",
+    pytest.param(
+        "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+    ),
+]
+"""The backends that take sizes at run time (the CUDA backend runs on a GPU only)."""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_attention_over_a_dynamic_key_length_compiles_once(
-    caplog: pytest.LogCaptureFixture,
+    backend: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Decode attention at many key lengths (ragged, one block, split into chunks or
-    not) through the Triton backend: one version, one kernel set, eager's result."""
+    not): one version, one kernel set, eager's result."""
     caplog.set_level(logging.INFO, logger="fuseopt")
     torch.manual_seed(0)
     model = Decode()
-    compiled = fuseopt.compile(model, backend="triton")
+    compiled = fuseopt.compile(model, backend=backend, attention="fused")
     for length in (5, 9, 64, 65, 130, 1100):
         q = torch.randn(2, 8, 1, 32, device=DEVICE)
         k, v = (torch.randn(2, 2, length, 32, device=DEVICE) for _ in range(2))
@@ -142,14 +152,15 @@ def test_a_row_masked_everywhere_by_the_float_minimum_averages_every_key(length:
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_decode_step_runs_only_its_cache_cat_in_pytorch(
-    caplog: pytest.LogCaptureFixture,
+    backend: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A Llama `generate` on the Triton backend: two Dynamo graphs; the decode step's
-    attention and everything after the cache's `cat` compile once; only the `cat`s (and
-    the position arithmetic on the length) run in PyTorch; the tokens are eager's."""
+    """A Llama `generate`: two Dynamo graphs; the decode step's attention and everything
+    after the cache's `cat` compile once; only the `cat`s (and the position arithmetic
+    on the length) run in PyTorch; the tokens are eager's."""
     caplog.set_level(logging.INFO, logger="fuseopt")
-    compiled = _generated_as_eager("llama", 6, backend="triton")
+    compiled = _generated_as_eager("llama", 6, backend=backend, attention="fused")
     assert compiled.record.graphs == ["inference0", "inference1"]
     decode = {str(f.target) for f in compiled.fallbacks if f.graph == "inference1"}
     # the cats; older Hugging Face versions (5.17) also compute the mask's positions

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 
 import pytest
 import sympy
@@ -39,27 +40,41 @@ def _compiled_messages(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("backend", ["triton", "interpret"])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "triton",
+        "interpret",
+        pytest.param(
+            "cuda",
+            marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+        ),
+    ],
+)
 def test_batch_sweep_compiles_twice(backend: str, caplog: pytest.LogCaptureFixture) -> None:
     """A transformer block over batch sizes 1..6 (then 3 again): Dynamo traces batch 1
     statically and batch 2 with a symbolic batch; fuseopt compiles that graph once for
     every batch (the attention included: only its batch dim is symbolic); nothing runs
     eagerly; every batch matches eager."""
     torch._dynamo.reset()
-    model = randomize(Block(64, 4)).eval()
-    compiled = fuseopt.compile(model, backend=backend)
+    device = "cuda" if backend == "cuda" else "cpu"
+    model = randomize(Block(64, 4)).eval().to(device)
+    options = {"attention": "fused"} if backend == "cuda" else {}
+    compiled = fuseopt.compile(model, backend=backend, **options)
     with torch.no_grad(), caplog.at_level(logging.DEBUG, logger="fuseopt"):
         for batch in (1, 2, 3, 4, 5, 6, 3):
-            x = randn(batch, 8, 64, seed=batch)
+            x = randn(batch, 8, 64, seed=batch).to(device)
             assert_close(compiled(x), model(x))
             if batch == 2:
                 regions = len(_compiled_messages(caplog))
         assert len(_compiled_messages(caplog)) == regions  # nothing compiled past batch 2
     assert len(compiled.record.graphs) == 2, compiled.record.graphs
     assert not compiled.fallbacks, [(f.target, f.reason) for f in compiled.fallbacks]
+    sources = [k.source for k in compiled.kernels if k.region.startswith("inference1")]
     if backend == "triton":
-        sources = [k.source for k in compiled.kernels if k.region.startswith("inference1")]
         assert sources and any("do_not_specialize" in s for s in sources)
+    if backend == "cuda":  # the kernels take the batch as an argument
+        assert sources and any(re.search(r"const long long p\d+_n\d+[,)]", s) for s in sources)
 
 
 def test_a_size_dependent_schedule_compiles_per_size(caplog: pytest.LogCaptureFixture) -> None:

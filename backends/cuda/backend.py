@@ -11,12 +11,12 @@ known only then) and cached on disk; without a GPU, calling the result raises
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,8 @@ import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from fuseopt.backends.contract import KernelRecord, partly_checked
+from fuseopt.backends.contract import KernelRecord, partly_checked, shape_matches
+from fuseopt.backends.cuda.host_plan import HostPlan, Launch
 from fuseopt.backends.cuda.printer import CudaKernel, print_cuda
 from fuseopt.backends.cuda.runtime import (
     LoadedKernel,
@@ -37,28 +38,20 @@ from fuseopt.backends.cuda.runtime import (
     device_arch,
 )
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
-from fuseopt.backends.host_memory import (
-    contiguous_strides,
-    plan_workspace,
-    pointer_aliases,
-    reinterpret,
-)
-from fuseopt.backends.library_gemm import (
-    gemm_columns,
-    gemm_depth,
-    mm_padded,
-    padded_output,
-    padded_outputs,
-)
 from fuseopt.backends.targets import CUDA
-from fuseopt.diagnostics import CompileError, error_at
-from fuseopt.dialects import tile_host, torch_call
-from fuseopt.dialects.dtypes import element_bytes, torch_dtype
-from fuseopt.dialects.tile_host import read_host
-from fuseopt.passes.generalize_sizes import SizedFunction, as_sized
+from fuseopt.diagnostics import CompileError
+from fuseopt.passes.generalize_sizes import (
+    SizeDependentLowering,
+    SizedFunction,
+    as_sized,
+    lower_sized,
+)
 
 if TYPE_CHECKING:
     from fuseopt.backends.cuda.autotune import CudaAutotunedFunction
+    from fuseopt.pipelines import LoweringOptions
+
+logger = logging.getLogger(__name__)
 
 
 def tile_pipeline(precision: str = "f32") -> str:
@@ -70,187 +63,32 @@ def tile_pipeline(precision: str = "f32") -> str:
     return pipeline_spec(pipeline_passes("standard", CUDA.lowering({"precision": precision})))
 
 
-@dataclass(frozen=True)
-class Launch:
-    """A host step: launch kernel `kernel` over `grid` with the buffers in slots `args`."""
+def _lower(module: ModuleOp, lowering: LoweringOptions) -> ModuleOp:
+    """The standard pipeline with the CUDA target's `lowering`, in place (`lower_sized`'s
+    callback: it returns the module, of which the CUDA backend keeps no fused stage)."""
+    from fuseopt.pipelines import pipeline_passes, run_passes
 
-    kernel: CudaKernel
-    grid: tuple[int, ...]
-    args: list[int]
-
-
-Step = Callable[[list[torch.Tensor | None], torch.device], None] | Launch
+    run_passes(module, pipeline_passes("standard", lowering))
+    return module
 
 
-class HostPlan:
-    """The host function (`dialects/tile_host.py`'s reading of it) as a list of steps
-    over a slot per SSA value."""
-
-    def __init__(self, f: func.FuncOp, kernels: dict[str, CudaKernel]):
-        host = read_host(f, "the cuda backend", "run")
-        if host.dynamic:
-            raise error_at(
-                f,
-                "the cuda backend runs buffers of static size only; this function has "
-                "dynamic sizes (?): use the triton backend",
-            )
-        self.slots: dict[object, int] = {}
-        self.inputs: list[tuple[int, tuple[int, ...], torch.dtype]] = []
-        self.outputs: list[tuple[int, tuple[int, ...], torch.dtype]] = []
-        for p in host.params:
-            spec = (self._slot(p.value), p.shape, torch_dtype(p.element))
-            (self.outputs if p.output else self.inputs).append(spec)
-        self.pitches = {self._slot(v): n for v, n in padded_outputs(host).items()}
-        """Output slots a padded GEMM writes whole: their row pitch (`padded_output`)."""
-        self.steps: list[Step] = []
-        self.launches: list[str] = []
-        self.workspace = plan_workspace(host)
-        self.aliases = pointer_aliases(host)
-        self._typed: dict[torch.dtype, int] = {}  # the workspace viewed per dtype: slots
-        if self.workspace.offsets:
-            s, nbytes = self._slot("workspace"), self.workspace.nbytes
-
-            def workspace(b: list, dev: torch.device, s=s, nbytes=nbytes) -> None:
-                b[s] = torch.empty(nbytes, dtype=torch.uint8, device=dev)
-
-            self.steps.append(workspace)
-        for step in host.steps:
-            self._plan(step, kernels)
-
-    def _slot(self, v: object) -> int:
-        return self.slots.setdefault(v, len(self.slots))
-
-    def _plan(self, step: tile_host.Step, kernels: dict[str, CudaKernel]) -> None:
-        if isinstance(step, tile_host.Alloc):
-            s, shape, dt = self._slot(step.value), step.shape, torch_dtype(step.element)
-            if dt not in self._typed:
-                typed, whole = self._slot(("workspace", dt)), self.slots["workspace"]
-
-                def view_as(b: list, dev: torch.device, t=typed, w=whole, dt=dt) -> None:
-                    b[t] = b[w].view(dt)
-
-                self._typed[dt] = typed
-                self.steps.append(view_as)
-            typed, strides = self._typed[dt], contiguous_strides(shape)
-            offset = self.workspace.offsets[step.value] // element_bytes(step.element)
-
-            def alloc(
-                b: list, dev: torch.device, s=s, t=typed, shape=shape, st=strides, o=offset
-            ) -> None:
-                b[s] = reinterpret(b[t], shape, st, o)
-
-            self.steps.append(alloc)
-        elif isinstance(step, tile_host.View) and step.value in self.aliases:
-            self.slots[step.value] = self._slot(step.source)  # kernels read the pointer
-        elif isinstance(step, tile_host.View):
-            s, src, shape = self._slot(step.value), self._slot(step.source), step.shape
-            if step.offset is not None:  # a run of the source's elements
-                strides, offset = contiguous_strides(shape), step.offset
-
-                def view(
-                    b: list, dev: torch.device, s=s, src=src, shape=shape, st=strides, o=offset
-                ) -> None:
-                    b[s] = reinterpret(b[src], shape, st, o)
-
-            else:
-
-                def view(b: list, dev: torch.device, s=s, src=src, shape=shape) -> None:
-                    b[s] = b[src].view(shape)
-
-            self.steps.append(view)
-        elif isinstance(step, tile_host.Launch):
-            k = kernels[step.kernel]
-            grid = k.grid or step.grid
-            args = [self._slot(a) for a in step.args]
-            self.launches.append(k.c_name)
-
-            self.steps.append(Launch(k, tuple(grid), args))
-        elif isinstance(step, tile_host.TorchCall):
-            self.launches.append(step.target)
-            self.steps.append(self._torch_call(step))
-        else:
-            a, bb, c = self._slot(step.lhs), self._slot(step.rhs), self._slot(step.out)
-            ta, tb = step.transpose_a, step.transpose_b
-            self.launches.append("library_gemm")
-            if step.bias is not None:
-                self.steps.append(self._bias_gemm(step, a, bb, c))
-                return
-            # torch.mm / torch.bmm when the ranks allow: torch.matmul's broadcasting
-            # dispatch costs several microseconds of host time per call
-            shapes = [tuple(v.type.get_shape()) for v in (step.lhs, step.rhs, step.out)]  # type: ignore[attr-defined]
-            product = torch.matmul
-            if all(len(sh) == 2 for sh in shapes) and not ta:
-                columns, depth = gemm_columns(step.op), gemm_depth(step.op)
-                if (columns, depth) != (shapes[2][1], shapes[0][1]):  # N, K padded
-                    self.steps.append(self._padded_gemm(a, bb, c, tb, columns, depth))
-                    return
-            if all(len(sh) == 2 for sh in shapes):
-                product = torch.mm
-            elif all(len(sh) == 3 for sh in shapes) and len({sh[0] for sh in shapes}) == 1:
-                product = torch.bmm
-
-            def gemm(
-                b: list, dev: torch.device, a=a, bb=bb, c=c, ta=ta, tb=tb, product=product
-            ) -> None:
-                x, y = b[a], b[bb]
-                product(x.mT if ta else x, y.mT if tb else y, out=b[c])
-
-            self.steps.append(gemm)
-
-    def _bias_gemm(self, step: tile_host.Gemm, a: int, b: int, c: int) -> Step:
-        """`out = lhs @ rhs + bias` (rhs rank 2, no transpose_a: the verifier's rule) as
-        `torch.addmm` over the rows of lhs (cuBLAS's bias epilogue), padded when N is
-        not whole 16-byte vectors."""
-        assert step.bias is not None
-        bias, tb = self._slot(step.bias), step.transpose_b
-        sa, sc = (tuple(v.type.get_shape()) for v in (step.lhs, step.out))  # type: ignore[attr-defined]
-        rows = math.prod(sa[:-1])
-        columns, depth = gemm_columns(step.op), gemm_depth(step.op)
-
-        def gemm(buffers: list, dev: torch.device) -> None:
-            y = buffers[b].mT if tb else buffers[b]
-            x, out = buffers[a].view(rows, sa[-1]), buffers[c].view(rows, sc[-1])
-            if (columns, depth) != (sc[-1], sa[-1]):
-                mm_padded(x, y, out, columns, buffers[bias], depth)
-            else:
-                torch.addmm(buffers[bias], x, y, out=out)
-
-        return gemm
-
-    @staticmethod
-    def _padded_gemm(a: int, b: int, c: int, tb: bool, columns: int, depth: int) -> Step:
-        """The 2-d library GEMM of slots a, b into c, run at N = `columns`, K = `depth`."""
-
-        def gemm(buffers: list, dev: torch.device) -> None:
-            y = buffers[b]
-            mm_padded(buffers[a], y.mT if tb else y, buffers[c], columns, None, depth)
-
-        return gemm
-
-    def _torch_call(self, step: tile_host.TorchCall) -> Step:
-        """The PyTorch op on its input slots, each result copied into its output slot."""
-        ins = [self._slot(v) for v in step.ins]
-        outs = [(self._slot(v), tuple(v.type.get_shape())) for v in step.outs]  # type: ignore[attr-defined]
-
-        def call(b: list, dev: torch.device) -> None:
-            results = torch_call.invoke(step.target, step.call, [b[i] for i in ins], dev)
-            for (slot, shape), r in zip(outs, results, strict=True):
-                b[slot].copy_(r.reshape(shape))
-
-        return call
+def as_compiled(i: int, x: torch.Tensor, shape: tuple[int, ...], dt: torch.dtype) -> torch.Tensor:
+    """Input `i` as the compiled function takes it: contiguous, of dtype `dt` and of
+    `shape` (a dim of -1 is of dynamic size: any size fits; a static shape takes any
+    tensor of as many elements)."""
+    if x.dtype == dt and shape_matches(x.shape, shape):
+        return x.contiguous()
+    if x.dtype != dt or min(shape, default=0) < 0 or x.numel() != math.prod(shape):
+        raise CompileError(
+            f"input {i} must be {dt} of shape {_shown(shape)}, "
+            f"got {x.dtype} of shape {tuple(x.shape)}"
+        )
+    return x.reshape(shape).contiguous()
 
 
-def _output(
-    shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, pitch: int | None
-) -> torch.Tensor:
-    """An output buffer: contiguous, or with rows `pitch` apart (`padded_output`)."""
-    if pitch is None:
-        return torch.empty(shape, dtype=dtype, device=device)
-
-    def empty(size: tuple[int, ...], stride: tuple[int, ...], dt: torch.dtype) -> torch.Tensor:
-        return torch.empty_strided(size, stride, dtype=dt, device=device)
-
-    return padded_output(empty, shape, pitch, dtype)
+def _shown(shape: tuple[int, ...]) -> str:
+    """A shape as the IR writes it (`?` for a dynamic dim)."""
+    return "(" + ", ".join("?" if n < 0 else str(n) for n in shape) + ")"
 
 
 def _record(cls: type, k: CudaKernel, grid: tuple[int, ...] | None) -> Any:
@@ -297,8 +135,10 @@ class CudaFunction:
                 self.kernels.append(
                     KernelRecord(name, ("nn.torch_call",), "torch_call", None, ".cu", "PyTorch")
                 )
-        self._signature = [(shape, dt) for _, shape, dt in self.plan.inputs]
-        self._checked = self._partly_checked([False] * len(self._signature))
+        self.inputs = [(shape, dt) for _, shape, dt in self.plan.inputs]
+        """(shape, dtype) per input, -1 for a dim of dynamic size (as a TritonFunction's:
+        `cuda_graphs` records graphs per input shapes when one is dynamic)."""
+        self._checked = self._partly_checked([False] * len(self.inputs))
         self._loaded: dict[tuple[int, str], LoadedKernel] = {}
         # per (device index, host thread): `_bind`
         self._bound: dict[tuple[int, int], list[tuple | None]] = {}
@@ -351,12 +191,7 @@ class CudaFunction:
         for i, (x, (_, shape, dt)) in enumerate(zip(inputs, self.plan.inputs, strict=True)):
             if not isinstance(x, torch.Tensor) or x.device.type != "cuda":
                 raise CompileError(f"input {i} must be a CUDA tensor for the cuda backend")
-            if x.numel() != math.prod(shape) or x.dtype != dt:
-                raise CompileError(
-                    f"input {i} must be {dt} of shape {shape}, "
-                    f"got {x.dtype} of shape {tuple(x.shape)}"
-                )
-            out.append(x.reshape(shape).contiguous())
+            out.append(as_compiled(i, x, shape, dt))
         return out
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -375,7 +210,7 @@ class CudaFunction:
     def _partly_checked(self, trusted: Sequence[bool]) -> Callable[..., tuple[torch.Tensor, ...]]:
         # not `trusting`, which a subclass may override (the emulation returns itself)
         return partly_checked(
-            self._signature, trusted, self.check, self._run_inputs, cuda_only=True
+            self.inputs, trusted, self.check, self._run_inputs, cuda_only=True
         )
 
     def _run_inputs(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
@@ -390,8 +225,7 @@ class CudaFunction:
             dev = torch.device("cuda", torch.cuda.current_device())
         elif dev.type != "cuda":  # a trusted input on another device: `check` says why
             return self._run_inputs(self.check(inputs))
-        for s, shape, dt in plan.outputs:
-            bufs[s] = _output(shape, dt, dev, plan.pitches.get(s))
+        plan.allocate_outputs(bufs, dev)
         index = dev.index or 0
         if index != torch.cuda.current_device():
             with torch.cuda.device(dev):
@@ -413,8 +247,7 @@ class CudaFunction:
             bufs: list[torch.Tensor | None] = [None] * len(plan.slots)
             for (s, _, _), x in zip(plan.inputs, inputs, strict=True):
                 bufs[s] = x
-            for s, shape, dt in plan.outputs:
-                bufs[s] = _output(shape, dt, device, plan.pitches.get(s))
+            plan.allocate_outputs(bufs, device)
             self._run(bufs, device, device.index or 0)
             return tuple(bufs[s] for s, _, _ in plan.outputs)  # type: ignore[misc]
 
@@ -434,7 +267,14 @@ class CudaFunction:
                 step(bufs, dev)  # type: ignore[operator]
                 continue
             function, g0, g1, g2, threads, smem, slot, args = launch
-            slot.values[: len(args)] = [bufs[a].data_ptr() for a in args]  # type: ignore[union-attr]
+            if args is None:  # sizes read per call (`Launch.resolve`)
+                grid, values = step.resolve(bufs)  # type: ignore[union-attr]
+                g0, g1, g2 = (*grid, 1, 1)[:3]
+                if not (g0 and g1 and g2):
+                    continue  # no program (a size of 0): CUDA refuses an empty grid
+                slot.values[: len(values)] = values
+            else:
+                slot.values[: len(args)] = [bufs[a].data_ptr() for a in args]  # type: ignore[union-attr]
             result = launch_kernel(
                 function, g0, g1, g2, threads, 1, 1, smem, stream, slot.kernel_params, None
             )
@@ -452,7 +292,7 @@ class CudaFunction:
                 continue
             loaded = self._kernel(step.kernel, dev)
             g0, g1, g2 = (*step.grid, 1, 1)[:3]
-            slot = ParamSlot(len(step.args))
+            slot = ParamSlot(len(step.args) + len(step.sizes))
             bound.append(
                 (
                     loaded.function,
@@ -462,7 +302,7 @@ class CudaFunction:
                     step.kernel.threads,
                     loaded.smem_bytes,
                     slot,
-                    tuple(step.args),
+                    None if step.dynamic else tuple(step.args),
                 )
             )
         return bound
@@ -470,6 +310,10 @@ class CudaFunction:
 
 class CudaBackend:
     """`backend="cuda"`: CUDA C++ kernels compiled with NVRTC or nvcc."""
+
+    sizes_at_run_time = True
+    """A SizedFunction compiles once for every size (passes/generalize_sizes.py); one
+    whose lowering depends on the size, per size."""
 
     def compile(
         self, module: ModuleOp | SizedFunction, func_name: str, options: Mapping[str, Any]
@@ -493,21 +337,35 @@ class CudaBackend:
         check_options("cuda", options, CUDA.option_names())
         from fuseopt.backends.per_size import PerSizeFunction, parse_specialized
 
-        sized = as_sized(module, func_name, parse_specialized)
-        if sized is not None:  # its kernels are static: one compile per size
-            return PerSizeFunction(  # type: ignore[return-value]
-                sized, lambda m: self.compile(m, func_name, options), "cuda"
-            )
-        assert isinstance(module, ModuleOp)
         lowering = CUDA.lowering(options)
-        text = str(module)
-        run_passes(module, pipeline_passes("standard", lowering))
+        sized = as_sized(module, func_name, parse_specialized)
+        if sized is not None:
+            try:  # lowered at size hints, then of dynamic size (passes/generalize_sizes.py)
+                tiled, _ = lower_sized(sized, lambda m: _lower(m, lowering))
+                kernels = print_cuda(tiled)
+            except SizeDependentLowering as e:
+                if not isinstance(module, SizedFunction):
+                    raise  # a `?` module: its refusal is what the user asked to see
+                logger.info(
+                    "fuseopt: %s is compiled per size (its lowering depends on the size: %s)",
+                    func_name,
+                    e.message,
+                )
+                return PerSizeFunction(  # type: ignore[return-value]
+                    sized, lambda m: self.compile(m, func_name, options), "cuda"
+                )
+        else:
+            assert isinstance(module, ModuleOp)
+            text = str(module)
+            run_passes(module, pipeline_passes("standard", lowering))
+            kernels, tiled = print_cuda(module), module
         fn: CudaFunction | CudaAutotunedFunction
-        fn = CudaFunction(module, func_name, print_cuda(module))
+        fn = CudaFunction(tiled, func_name, kernels)
         if torch.cuda.is_available():
             fn.compile_all()
         launches = sum(isinstance(s, Launch) for s in fn.plan.steps)
-        if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
+        # a SizedFunction has no one text to re-lower per candidate: its heuristic tiling
+        if sized is None and mode in ("max-autotune", "max-autotune-no-cudagraphs"):
             fn = CudaAutotunedFunction(fn, text, func_name, lowering)
         if mode in ("reduce-overhead", "max-autotune") and launches > 1:
             # one launch: replaying a graph costs more host time than the direct launch

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import torch
 
-from fuseopt.backends.cuda.backend import CudaFunction
+from fuseopt.backends.cuda.backend import CudaFunction, as_compiled
+from fuseopt.backends.cuda.host_plan import Launch
 from fuseopt.backends.cuda.printer import CudaKernel
 from fuseopt.diagnostics import CompileError
 
@@ -214,10 +215,11 @@ class EmulatedKernel:
         self.lib = ctypes.CDLL(str(lib))
         self.lib.fo_emu_run.restype = ctypes.c_int
 
-    def launch(self, grid: tuple[int, ...], threads: int, args: list[torch.Tensor]) -> None:
-        """Run the kernel over `grid` blocks of `threads` CPU threads."""
+    def launch(self, grid: tuple[int, ...], threads: int, args: list[int]) -> None:
+        """Run the kernel over `grid` blocks of `threads` CPU threads; `args`: the
+        pointer values, then the sizes (`Launch.resolve`)."""
         g = (list(grid) + [1, 1])[:3]
-        ptrs = (ctypes.c_void_p * max(1, len(args)))(*[a.data_ptr() for a in args])
+        ptrs = (ctypes.c_void_p * max(1, len(args)))(*args)
         self.lib.fo_emu_run(ptrs, g[0], g[1], g[2], threads)
 
 
@@ -243,8 +245,8 @@ class EmulatedFunction(CudaFunction):
     def check(self, inputs):  # noqa: ANN001, ANN201 - CPU tensors instead of CUDA ones
         """The inputs as contiguous CPU tensors of the compiled shapes."""
         return [
-            x.reshape(shape).contiguous()
-            for x, (_, shape, _) in zip(inputs, self.plan.inputs, strict=True)
+            as_compiled(i, x, shape, dt)
+            for i, (x, (_, shape, dt)) in enumerate(zip(inputs, self.plan.inputs, strict=True))
         ]
 
     def trusting(self, trusted: Sequence[bool]) -> EmulatedFunction:  # noqa: ARG002
@@ -258,14 +260,12 @@ class EmulatedFunction(CudaFunction):
         bufs: list[torch.Tensor | None] = [None] * len(self.plan.slots)
         for (s, _, _), x in zip(self.plan.inputs, xs, strict=True):
             bufs[s] = x
-        for s, shape, dt in self.plan.outputs:
-            bufs[s] = torch.empty(shape, dtype=dt, device=dev)
-        from fuseopt.backends.cuda.backend import Launch
-
+        self.plan.allocate_outputs(bufs, dev)
         for step in self.plan.steps:
             if isinstance(step, Launch):
                 k = self._kernel(step.kernel, dev)
-                k.launch(step.grid, step.kernel.threads, [bufs[a] for a in step.args])  # type: ignore[misc]
+                grid, args = step.resolve(bufs)
+                k.launch(grid, step.kernel.threads, args)
             else:
                 step(bufs, dev)
         return tuple(bufs[s] for s, _, _ in self.plan.outputs)  # type: ignore[misc]

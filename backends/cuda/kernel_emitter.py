@@ -2,7 +2,9 @@
 
 Steps of `KernelEmitter.emit()`:
 1. parameters become `T* __restrict__` pointers (`const` when the kernel never writes
-   them); the block has `num_warps * 32` threads; program ids are `blockIdx.x/y/z`;
+   them), then one `long long` per dynamic dim (`?`) of a parameter, in order (index
+   arithmetic, masks and `tile.dim` read them); the block has `num_warps * 32`
+   threads; program ids are `blockIdx.x/y/z`;
 2. the body is printed op by op in order (`scf.for` as a C `for` loop with its
    iter_args as variables); each tile value is held in the form of `values.Val`,
    chosen by its producer and converted on demand (`as_dist`, `as_array`), so
@@ -91,6 +93,9 @@ class KernelEmitter:
         self.deferred: dict[Operation, str] = {}
         self.skipped: set[Operation] = set()
         self.constants: list[str] = []
+        self.sizes: list[tuple[int, int]] = []
+        """(parameter, dim) of each dynamic dim (`?`) of the parameters, in order: the
+        kernel takes each as a `long long` after the pointers."""
 
     # ----------------------------------------------------------------- output
 
@@ -182,7 +187,7 @@ class KernelEmitter:
         }
         block = self.kernel.body.block
         self.written = written_params(self.kernel)
-        params = []
+        params, size_params = [], []
         for i, arg in enumerate(block.args):
             t = arg.type
             assert isinstance(t, MemRefType)
@@ -191,7 +196,18 @@ class KernelEmitter:
             ctype = op_table.c_type(t.element_type)
             params.append(f"{'const ' if ro else ''}{ctype}* __restrict__ {name}")
             view = tile.strided_layout(t)
-            self.values[arg] = Buffer(name, tuple(t.get_shape()), t.element_type, False, ro, view)
+            dims: list[int | str] = []
+            for d, n in enumerate(t.get_shape()):
+                if n >= 0:
+                    dims.append(n)
+                    continue
+                if view is not None:
+                    raise error_at(self.kernel, "a strided view of dynamic size (?)")
+                dims.append(self.fresh(f"{name}_n{d}"))
+                self.sizes.append((i, d))
+                size_params.append(f"const long long {dims[-1]}")
+            self.values[arg] = Buffer(name, tuple(dims), t.element_type, False, ro, view)
+        params += size_params
         self.emit_block(block)
         head = [
             f'extern "C" __global__ void __launch_bounds__({self.launch_bounds()})',

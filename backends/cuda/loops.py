@@ -35,6 +35,12 @@ _ARITH_BINARY = {
     arith.MaxSIOp: "max({0}, {1})",
     arith.FloorDivSIOp: "fo_floordiv({0}, {1})",
     arith.CeilDivSIOp: "fo_ceildiv({0}, {1})",
+    # the unsigned forms compute on sizes (non-negative), where they agree with these
+    arith.DivUIOp: "({0} / {1})",
+    arith.RemUIOp: "({0} % {1})",
+    arith.MinUIOp: "min({0}, {1})",
+    arith.MaxUIOp: "max({0}, {1})",
+    arith.CeilDivUIOp: "fo_ceildiv({0}, {1})",
     arith.AndIOp: "({0} & {1})",
     arith.OrIOp: "({0} | {1})",
 }

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import MemRefType, TensorType, i64
 from xdsl.ir import BlockArgument, Operation
 
 from fuseopt.backends.cuda import op_table
-from fuseopt.backends.cuda.values import Buffer, Layout, Val
+from fuseopt.backends.cuda.values import Buffer, Layout, Val, c_size
 from fuseopt.dialects import tile
 from fuseopt.dialects.syntax import array_values
 
@@ -54,7 +54,7 @@ class ChunkAccess:
             conds.append(f"{p}_f < {lay.n}")
         for i in range(self.lead):
             off = self.offsets[i]
-            terms.append(f"{off} * {strides[i]}LL")
+            terms.append(f"{off} * {c_size(strides[i])}")
             conds.append(f"{off} < {buf.shape[i]}")
         inner = 1
         coords: list[str] = [""] * len(box)
@@ -65,7 +65,7 @@ class ChunkAccess:
         for d, c in enumerate(coords):
             i = self.lead + d
             pos = f"({self.offsets[i]} + {c})"
-            terms.append(f"{pos} * {strides[i]}LL" if strides[i] != 1 else pos)
+            terms.append(f"{pos} * {c_size(strides[i])}" if strides[i] != 1 else pos)
             if i != last:
                 conds.append(f"{pos} < {buf.shape[i]}")
         out.append(f"const long long {p}_g = {' + '.join(terms) or '0LL'};")
@@ -79,7 +79,7 @@ class ChunkAccess:
     def at(self, j: int) -> str:
         """The index of element j of the chunk (its last-dim stride apart)."""
         step = self.buf.strides()[-1] if self.buf.shape else 1
-        return f"{self.p}_g + {j * step}"
+        return f"{self.p}_g + {j * step if isinstance(step, int) else f'{j} * ({step})'}"
 
     def elem_ok(self, j: int) -> str:
         """Element j of the chunk is in bounds."""
@@ -198,12 +198,12 @@ def _emit_gather(em, op: tile.GatherOp) -> None:  # noqa: ANN001
     out = em.new_dist(tuple(t.get_shape()), t.element_type, "gather")
     index = em.as_dist(em.val(op.index), out.layout)
     fill = op_table.literal(0, t.element_type)
-    numel = math.prod(buf.shape)
+    numel = buf.numel
 
     def read(k: int, j: int) -> str:
         at = f"(long long)({em.slot(index, k, j)})"
         slot = em.slot(out, k, j)
-        return f"{slot} = ({at} >= 0 && {at} < {numel}LL) ? {buf.name}[{at}] : {fill};"
+        return f"{slot} = ({at} >= 0 && {at} < {numel}) ? {buf.name}[{at}] : {fill};"
 
     em.for_slots(out.layout, read)
     em.values[op.result] = out
@@ -279,7 +279,7 @@ def _emit_mask(em, op: tile.MaskOp) -> None:  # noqa: ANN001
     t = op.result.type
     assert isinstance(t, TensorType)
     shape = tuple(t.get_shape())
-    bounds = array_values(op.bounds)
+    bounds = [b if isinstance(b, int) else em.scalar(b) for b in op.bound_sizes]
     offs = _offsets(em, op.offsets)
     out = em.new_dist(shape, t.element_type, "mask")
     lay = out.layout
@@ -337,6 +337,12 @@ def _emit_view(em, op: tile.ViewOp) -> None:  # noqa: ANN001
     )
 
 
+def _emit_dim(em, op: tile.DimOp) -> None:  # noqa: ANN001
+    """A static dim is its number; a dynamic one the kernel's size parameter."""
+    n = em.buffer(op.buffer).shape[op.index]
+    em.values[op.result] = op_table.int_literal(n) if isinstance(n, int) else n
+
+
 def _emit_barrier(em, op: tile.BarrierOp) -> None:  # noqa: ANN001
     em.barrier()
 
@@ -353,4 +359,5 @@ def memory_handlers() -> dict[type[Operation], Callable]:
         tile.AllocOp: _emit_alloc,
         tile.ViewOp: _emit_view,
         tile.BarrierOp: _emit_barrier,
+        tile.DimOp: _emit_dim,
     }

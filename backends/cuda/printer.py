@@ -26,8 +26,9 @@ from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
 from fuseopt.backends.cuda.names import NameTable
 from fuseopt.backends.cuda.prelude import CP_ASYNC, PRELUDE, WMMA_INCLUDE
 from fuseopt.backends.cuda.whole_tensor import print_scan_kernel, print_whole_tensor
-from fuseopt.diagnostics import error_at
+from fuseopt.diagnostics import error_at, op_location
 from fuseopt.dialects import nn, tile
+from fuseopt.passes.generalize_sizes import SizeDependentLowering
 
 STATIC_SMEM = 48 * 1024
 """Dynamic shared memory a kernel gets without opting in (cudaFuncSetAttribute)."""
@@ -50,6 +51,9 @@ class CudaKernel:
     schedule: str
     ops: tuple[str, ...]
     params: tuple[str, ...] = ()
+    sizes: tuple[tuple[int, int], ...] = ()
+    """(buffer argument, dim) of each dynamic dim (`?`) the kernel takes after its
+    pointers, in order (`params` ends with their `long long` types)."""
 
     @property
     def file_name(self) -> str:
@@ -68,15 +72,30 @@ def _launch_grids(module: ModuleOp) -> dict[str, tuple[int, ...]]:
 
 
 def _host_launcher(
-    k: tile.KernelOp, c_name: str, grid: tuple[int, ...], threads: int, smem: int, written: set[int]
+    k: tile.KernelOp,
+    c_name: str,
+    grid: tuple[int, ...],
+    threads: int,
+    smem: int,
+    written: set[int],
+    sizes: tuple[tuple[int, int], ...],
 ) -> str:
+    """`launch_<kernel>(pointers..., sizes..., stream)`, for builds with plain nvcc; a
+    kernel of dynamic size takes its `grid` too (the host computes it per call)."""
     params, args = [], []
     for i, t in enumerate(k.param_types):
         assert isinstance(t, MemRefType)
         const = "" if i in written else "const "
         params.append(f"{const}{op_table.c_type(t.element_type)}* p{i}")
         args.append(f"p{i}")
-    dims = ", ".join(str(g) for g in (list(grid) + [1, 1])[:3])
+    for i, d in sizes:
+        params.append(f"long long p{i}_n{d}")
+        args.append(f"p{i}_n{d}")
+    if sizes:
+        params.append("dim3 grid")
+        dims = "grid"
+    else:
+        dims = f"dim3({', '.join(str(g) for g in (list(grid) + [1, 1])[:3])})"
     lines = [
         "#ifndef __CUDACC_RTC__",
         f'extern "C" cudaError_t launch_{c_name}({", ".join([*params, "cudaStream_t stream"])}) {{',
@@ -87,7 +106,7 @@ def _host_launcher(
             f"cudaFuncAttributeMaxDynamicSharedMemorySize, {smem});"
         )
     lines += [
-        f"  {c_name}<<<dim3({dims}), dim3({threads}), {smem}, stream>>>({', '.join(args)});",
+        f"  {c_name}<<<{dims}, dim3({threads}), {smem}, stream>>>({', '.join(args)});",
         "  return cudaGetLastError();",
         "}",
         "#endif",
@@ -96,15 +115,18 @@ def _host_launcher(
 
 
 def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) -> CudaKernel:
-    """Print one kernel as a self-contained translation unit (static sizes only: a
-    located CompileError for a buffer of dynamic size)."""
-    if any(tile.is_dynamic(t) for t in k.param_types):
-        raise error_at(
-            k,
-            "the cuda target prints kernels over buffers of static size only; this one "
-            "has dynamic sizes (?): use the triton target",
-        )
+    """Print one kernel as a self-contained translation unit. Buffers of dynamic size
+    (`?`) are printed by the tile schedules; the whole-tensor and scan kernels, which
+    pick their own grid from the sizes, refuse them (`SizeDependentLowering`, located:
+    a caller compiles such a function per size)."""
     schedule = k.require_schedule()
+    dynamic = any(tile.is_dynamic(t) for t in k.param_types)
+    if dynamic and schedule in (tile.Schedule.WHOLE_TENSOR, tile.Schedule.SCAN):
+        raise SizeDependentLowering(
+            f"the cuda target prints {schedule.value} kernels over buffers of static "
+            "size only; this one has dynamic sizes (?)",
+            op_location(k),
+        )
     ops = tuple(o.name for o in k.walk() if o.dialect_name() == "nn")
     own_grid: tuple[int, ...] | None = None
     wmma = cp_async = False
@@ -112,6 +134,7 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
     whole = print_whole_tensor(k, c_name) if schedule == tile.Schedule.WHOLE_TENSOR else None
     if schedule == tile.Schedule.SCAN and any(isinstance(o, nn.CumsumOp) for o in k.walk()):
         whole = print_scan_kernel(k, c_name)  # (a split scan's chunk sums print as tiles)
+    sizes: tuple[tuple[int, int], ...] = ()
     if whole is not None:
         body, threads, blocks = whole
         smem, own_grid = 0, (blocks,)
@@ -119,11 +142,12 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
         em = KernelEmitter(k, c_name)
         body = em.emit()
         threads, smem, wmma, tables = em.nt, em.smem_bytes, em.uses_wmma, em.constants
-        cp_async = em.uses_cp_async
+        cp_async, sizes = em.uses_cp_async, tuple(em.sizes)
     launch_grid = own_grid or grid or (1,) * k.grid_rank
+    shown = "computed per call" if sizes else ", ".join(map(str, launch_grid))
     head = [
         f"// fuseopt CUDA kernel `{c_name}` (schedule: {schedule.value})",
-        f"// launch: grid ({', '.join(map(str, launch_grid))}), block ({threads}), "
+        f"// launch: grid ({shown}), block ({threads}), "
         f"dynamic shared memory {smem} bytes, num_warps {k.require_int('num_warps')}",
         f"// build: nvcc -arch=sm_90 -c {c_name}.cu",
     ]
@@ -136,11 +160,11 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
         parts.append("\n".join(tables) + "\n")
     parts.append(body)
     written = written_params(k)
-    parts.append(_host_launcher(k, c_name, launch_grid, threads, smem, written))
+    parts.append(_host_launcher(k, c_name, launch_grid, threads, smem, written, sizes))
     params = tuple(
         f"{'' if i in written else 'const '}{op_table.c_type(t.element_type)}*"
         for i, t in enumerate(k.param_types)
-    )
+    ) + ("long long",) * len(sizes)
     return CudaKernel(
         k.sym_name.data,
         c_name,
@@ -151,6 +175,7 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
         schedule.value,
         ops,
         params,
+        sizes,
     )
 
 

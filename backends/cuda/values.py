@@ -118,12 +118,19 @@ class FragInfo:
         return f"((fo_warp % {self.wn}) * {self.fn} + {j}) * 16"
 
 
+def c_size(n: int | str) -> str:
+    """A buffer dim or stride as a C `long long` expression: a number with its `LL`
+    suffix, or a dynamic size's expression in parentheses."""
+    return f"{n}LL" if isinstance(n, int) else f"({n})"
+
+
 @dataclass
 class Buffer:
-    """A memref in a kernel: a global parameter or a shared-memory buffer."""
+    """A memref in a kernel: a global parameter or a shared-memory buffer. A dim of
+    dynamic size (`?`) is the C name of the kernel's `long long` parameter holding it."""
 
     name: str
-    shape: tuple[int, ...]
+    shape: tuple[int | str, ...]
     elem: Attribute
     shared: bool
     readonly: bool = False
@@ -131,9 +138,17 @@ class Buffer:
     """(strides, offset) of a strided view parameter (`tile.strided_layout`); None for a
     contiguous row-major buffer."""
 
-    def strides(self) -> tuple[int, ...]:
-        """Strides in elements (row-major unless a strided view)."""
-        return tile.row_major_strides(self.shape) if self.view is None else self.view[0]
+    def strides(self) -> tuple[int | str, ...]:
+        """Strides in elements (row-major unless a strided view): numbers, or C
+        expressions of the dynamic dims after them."""
+        return tile.row_major_exprs(self.shape) if self.view is None else self.view[0]
+
+    @property
+    def numel(self) -> str:
+        """The number of elements as a C `long long` expression."""
+        static = math.prod(n for n in self.shape if isinstance(n, int))
+        names = [n for n in self.shape if isinstance(n, str)]
+        return " * ".join([*names, f"{static}LL"]) if names else f"{static}LL"
 
     @property
     def offset(self) -> int:

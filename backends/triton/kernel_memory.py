@@ -38,21 +38,6 @@ def _shape(v: SSAValue) -> tuple[int, ...]:
     return tuple(t.get_shape())  # type: ignore[attr-defined]
 
 
-def row_major_exprs(dims: tuple[int | str, ...]) -> tuple[int | str, ...]:
-    """Row-major strides of dims that may be names of sizes (Python expressions): each
-    the product of the later dims, a number when they all are."""
-    out: list[int | str] = []
-    for d in range(len(dims)):
-        later = dims[d + 1 :]
-        number = math.prod(n for n in later if isinstance(n, int))
-        names = [n for n in later if isinstance(n, str)]
-        if not names:
-            out.append(number)
-        else:
-            out.append(" * ".join(names + ([str(number)] if number != 1 else [])))
-    return tuple(out)
-
-
 class MemoryPrinter:
     """The memory-access part of KernelPrinter (a mixin; state lives in KernelPrinter)."""
 
@@ -118,7 +103,7 @@ class MemoryPrinter:
         assert isinstance(buf_type, MemRefType)
         steps: tuple[int | str, ...]
         if tile.is_dynamic(buf_type):  # contiguous; any size: int64 addressing
-            steps, start, wide = row_major_exprs(shape), 0, True
+            steps, start, wide = tile.row_major_exprs(shape), 0, True
         else:
             steps, start = tile.buffer_strides(buf_type), tile.buffer_offset(buf_type)
             static = _shape(buf)

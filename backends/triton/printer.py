@@ -32,7 +32,6 @@ from fuseopt.backends.library_gemm import (
     padded_outputs,
 )
 from fuseopt.backends.triton import op_table
-from fuseopt.backends.triton.kernel_memory import row_major_exprs
 from fuseopt.backends.triton.kernel_printer import KernelPrinter
 from fuseopt.backends.triton.names import NameTable
 from fuseopt.backends.triton.torch_fallback import is_whole_tensor, print_torch_kernel
@@ -400,7 +399,7 @@ def _output_allocation(
     where a padded GEMM writes it whole (`library_gemm.padded_output`)."""
     if any(isinstance(n, str) for n in shape):
         sizes = [str(n) for n in shape]
-        strides = [str(s) for s in row_major_exprs(shape)]
+        strides = [str(s) for s in tile.row_major_exprs(shape)]
         if pitch is not None:
             rows = " * ".join(sizes[:-1]) or "1"
             return (

@@ -3,7 +3,6 @@
 // and addresses with it (in int64); the host reads sizes from its inputs, computes the
 // grid, allocates the output and a temporary per call.
 // RUN: fuse-opt %s -t triton | filecheck %s
-// RUN: not fuse-opt %s -t cuda 2>&1 | filecheck %s --check-prefix=CUDA
 // RUN: sed -e 's/, tile.dims_from = array<i64: 0, 0>//' %s | not fuse-opt -t triton 2>&1 | filecheck %s --check-prefix=SIZES
 
 // CHECK:      @triton.jit(do_not_specialize=['x_n0', 'y_n0'])
@@ -28,7 +27,6 @@
 // CHECK-NEXT:     launch_rows(t, y, t.shape[0], y.shape[0], grid=(g, ))
 // CHECK-NEXT:     return (y, )
 
-// CUDA: dynamic-sizes.mlir:[[# @LINE + 2]]:1: error: the cuda target prints kernels over buffers of static size only; this one has dynamic sizes (?): use the triton target
 // SIZES: error: an output of type memref<?xf32> needs tile.dims_from with one (input, dim) pair per dynamic dim, got []
 tile.kernel @double grid 1 (%x: memref<?x100xf32>, %y: memref<?x100xf32>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64} {
   %p = tile.program_id 0
