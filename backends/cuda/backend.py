@@ -209,9 +209,7 @@ class CudaFunction:
 
     def _partly_checked(self, trusted: Sequence[bool]) -> Callable[..., tuple[torch.Tensor, ...]]:
         # not `trusting`, which a subclass may override (the emulation returns itself)
-        return partly_checked(
-            self.inputs, trusted, self.check, self._run_inputs, cuda_only=True
-        )
+        return partly_checked(self.inputs, trusted, self.check, self._run_inputs, cuda_only=True)
 
     def _run_inputs(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         """Run on inputs `check` accepted: allocate the outputs, launch every step."""
