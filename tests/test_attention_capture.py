@@ -70,9 +70,8 @@ def _capture_inputs(form: str, dtype: torch.dtype) -> tuple[torch.nn.Module, tup
 
 
 FORMS = ["causal", "gqa_scale", "expanded_bool_mask", "min_fill_mask", "additive_mask"]
-"""SDPA forms Dynamo hands over as PyTorch's fused kernels (3-d operands reach the
-graph already decomposed by PyTorch's math path: `test_export_keeps_one_attention_op`
-covers them through torch.export, which keeps the composite)."""
+"""SDPA forms PyTorch's dispatch traces as its fused kernels (3-d operands trace as its
+math fallback: `test_sdpa_is_one_op_whatever_kernel_the_device_picks`)."""
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -95,6 +94,21 @@ def test_sdpa_compiles_to_one_attention_kernel(form: str, element: str) -> None:
         want = model(*(x.double() if x.is_floating_point() else x for x in inputs))
     tol = 1e-5 if dtype == torch.float32 else 3e-2
     torch.testing.assert_close(got.double(), want, rtol=tol, atol=tol)
+
+
+def test_sdpa_is_one_op_whatever_kernel_the_device_picks() -> None:
+    """In a graph that needs no gradient, each SDPA call is fuseopt's own op before
+    AOTAutograd traces it (`frontends/fx/attention_call.py`): the 3-d form, which
+    PyTorch's dispatch traces as its math fallback (two GEMMs and a softmax; on a GPU
+    also f32 grouped-query heads), is one attention kernel too."""
+    model, inputs = _capture_inputs("three_d", torch.float32)
+    compiled = fuseopt.compile(model, backend="triton")
+    with torch.no_grad():
+        got = compiled(*inputs)
+        want = model(*(x.double() for x in inputs))
+    assert not compiled.fallbacks, compiled.fallbacks
+    assert [k.schedule for k in compiled.kernels].count("attention") == 1
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
 
 
 def test_attention_option_nn_decomposes_and_eager_keeps_it() -> None:

@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.diagnostics import ConfigurationError
 from fuseopt.frontends.fx import norm_decompositions
+from fuseopt.frontends.fx.attention_call import needs_no_gradient, substitute_attention
 from fuseopt.frontends.fx.errors import RegionFallback, first_line
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
@@ -221,6 +222,8 @@ def fuseopt_backend(
         )(graph, inputs)
 
     gm = norm_decompositions.substitute_composites(gm)
+    if attention != "eager" and needs_no_gradient(example_inputs):
+        gm = substitute_attention(gm)  # one node whatever kernel the device would pick
     if has_symbolic_shapes(example_inputs):
         # decomposed attention over a symbolic key length sums over it in a GEMM, which
         # needs a static size: compiled per size, so versions would not pay

@@ -28,6 +28,7 @@ from xdsl.ir import SSAValue
 
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_bool
+from fuseopt.frontends.fx.attention_call import ATTENTION_OP
 from fuseopt.frontends.fx.context import ImportContext, Imported, register
 from fuseopt.passes.nn_canonicalization_patterns import splat_of
 from fuseopt.passes.nn_match_attention import unbroadcast
@@ -39,11 +40,12 @@ FUSED_ATTENTION = (
     aten._scaled_dot_product_flash_attention.default,
     aten._scaled_dot_product_efficient_attention.default,
     aten._scaled_dot_product_cudnn_attention.default,
+    ATTENTION_OP,
 )
-"""PyTorch's fused attention kernels, which the converters below (and the one of the
-`scaled_dot_product_attention` composite, which torch.export keeps) turn into
-`nn.attention` (frontend option `attention`: "fused", the default; "nn" decomposed;
-"eager" left to PyTorch)."""
+"""PyTorch's fused attention kernels and fuseopt's whole call (`attention_call`), which
+the converters below (and the one of the `scaled_dot_product_attention` composite, which
+torch.export keeps) turn into `nn.attention` (frontend option `attention`: "fused", the
+default; "nn" decomposed; "eager" left to PyTorch)."""
 
 
 def _type(v: SSAValue) -> TensorType:
@@ -211,15 +213,17 @@ def biased_attention(ctx: ImportContext, node: Node) -> Imported:
     return (out, *([None] * (count - 1)))
 
 
-@register(aten.scaled_dot_product_attention.default)
+@register(aten.scaled_dot_product_attention.default, ATTENTION_OP)
 def scaled_dot_product_attention(ctx: ImportContext, node: Node) -> Imported:
     """scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0,
     is_causal=False, *, scale=None, enable_gqa=False): the composite itself, as
-    torch.export keeps it (Dynamo's graphs reach the fused kernels above instead)."""
+    torch.export keeps it, or fuseopt's whole call in graphs that need no gradient
+    (`attention_call`; training graphs reach the fused kernels above)."""
     _no_dropout(ctx, ctx.arg(4, "dropout_p", 0.0))
     q, k, v = (ctx.value(a) for a in node.args[:3])
     heads = {_shape(x)[-3] for x in (q, k, v) if len(_shape(x)) >= 3}
-    if len(heads) > 1 and not node.kwargs.get("enable_gqa", False):
+    # scale and enable_gqa: keyword-only in ATen's schema, positional in fuseopt's op
+    if len(heads) > 1 and not ctx.arg(7, "enable_gqa", False):
         raise ctx.fail("key/value heads differ from the query's without enable_gqa")
     return attention(
         ctx,
@@ -228,7 +232,7 @@ def scaled_dot_product_attention(ctx: ImportContext, node: Node) -> Imported:
         v,
         ctx.arg(3, "attn_mask"),
         bool(ctx.arg(5, "is_causal", False)),
-        node.kwargs.get("scale"),
+        ctx.arg(6, "scale"),
     )
 
 
