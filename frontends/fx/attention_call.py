@@ -15,6 +15,13 @@ signature that AOTAutograd keeps as one node and the frontend converts to
 `nn.attention`. Where it stays in PyTorch (a form `nn.attention` does not take), it runs
 `F.scaled_dot_product_attention` itself. It has no backward, so the substitution is for
 graphs that need no gradient (`needs_no_gradient`); training graphs keep PyTorch's call.
+
+PyTorch's memory-efficient and cuDNN kernels, where they run in PyTorch
+(`attention="eager"`, training graphs), need a bias whose strides are multiples of 16
+bytes: the traced graph pads the mask and slices it back, and a compiled region that
+computes the slice returns it contiguous (a decode step's mask of 129 keys: "attn_bias
+is not correctly aligned"). `align_attention_biases` gives each such call an aligned
+copy of its bias where the bias is not aligned already (`aligned_bias`).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
 
 @torch.library.custom_op("fuseopt::scaled_dot_product_attention", mutates_args=())
@@ -95,3 +102,52 @@ def substitute_attention(gm: GraphModule) -> GraphModule:
         if node.op == "call_function" and node.target is target:
             node.target = ATTENTION_OP
     return GraphModule(gm, graph)
+
+
+BIASED_ATTENTION = (
+    torch.ops.aten._scaled_dot_product_efficient_attention.default,
+    torch.ops.aten._scaled_dot_product_cudnn_attention.default,
+)
+"""PyTorch's attention kernels that take a bias (argument 3) with aligned strides."""
+
+
+def aligned_bias(bias: torch.Tensor | None) -> torch.Tensor | None:
+    """`bias` as the memory-efficient and cuDNN attention kernels take it: itself when
+    every stride but the last is a multiple of 16 bytes and the last is 1, else a copy
+    in rows padded to 16 bytes (sliced back to its length), its broadcast dims (stride
+    0) kept broadcast."""
+    if bias is None:
+        return None
+    align = max(1, 16 // bias.element_size())
+    strides = bias.stride()
+    if not bias.dim() or (strides[-1] == 1 and all(s % align == 0 for s in strides[:-1])):
+        return bias
+    keep = tuple(
+        slice(0, 1) if stride == 0 and size > 1 and d < bias.dim() - 1 else slice(None)
+        for d, (size, stride) in enumerate(zip(bias.shape, strides, strict=True))
+    )
+    small = bias[keep]
+    length = small.shape[-1]
+    padded = small.new_empty((*small.shape[:-1], -(-length // align) * align))
+    padded = padded.narrow(-1, 0, length)
+    padded.copy_(small)
+    return padded.expand(bias.shape)
+
+
+def align_attention_biases(gm: GraphModule) -> GraphModule:
+    """`gm` with `aligned_bias` applied to the bias of every call of BIASED_ATTENTION
+    left in it (in place; see the module docstring)."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in BIASED_ATTENTION:
+            continue
+        bias = node.args[3] if len(node.args) > 3 else node.kwargs.get("attn_bias")
+        if not isinstance(bias, Node):
+            continue
+        with gm.graph.inserting_before(node):
+            aligned = gm.graph.call_function(aligned_bias, (bias,))
+        node.replace_input_with(bias, aligned)
+        changed = True
+    if changed:
+        gm.recompile()
+    return gm

@@ -39,7 +39,11 @@ from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.diagnostics import ConfigurationError
 from fuseopt.frontends.fx import norm_decompositions
-from fuseopt.frontends.fx.attention_call import needs_no_gradient, substitute_attention
+from fuseopt.frontends.fx.attention_call import (
+    align_attention_biases,
+    needs_no_gradient,
+    substitute_attention,
+)
 from fuseopt.frontends.fx.errors import RegionFallback, first_line
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
@@ -209,7 +213,7 @@ def fuseopt_backend(
             compiled = compile_graph_module(
                 aten_gm, name, compile_region, log, eager, guarded_inputs=guarded, symbol=symbol
             )
-            return make_boxed_func(compiled.forward)
+            return make_boxed_func(align_attention_biases(compiled).forward)
 
         return compile_aten_graph
 
