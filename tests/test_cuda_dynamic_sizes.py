@@ -21,6 +21,7 @@ from xdsl.dialects import func
 import fuseopt
 from fuseopt.backends.cuda.backend import CudaBackend, CudaFunction
 from fuseopt.backends.cuda.emulation import EmulatedFunction, emulator_available
+from fuseopt.backends.cuda.printer import print_cuda
 from fuseopt.backends.per_size import PerSizeFunction, parse_specialized
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects.dtypes import torch_dtype
@@ -191,6 +192,17 @@ def test_a_size_dependent_lowering_compiles_per_size(caplog: pytest.LogCaptureFi
 
 NVCC = shutil.which("nvcc")
 
+REGISTER_DOT = "\n".join(
+    line
+    for line in (
+        Path(__file__).resolve().parents[1] / "filecheck/backends/cuda/dynamic-register-dot.mlir"
+    )
+    .read_text()
+    .splitlines()
+    if not line.startswith("//")
+)
+"""A matmul over operands of a dynamic number of columns (see that FileCheck file)."""
+
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 def test_kernels_of_dynamic_size_compile_with_nvcc(tmp_path: Path) -> None:
@@ -203,6 +215,9 @@ def test_kernels_of_dynamic_size_compile_with_nvcc(tmp_path: Path) -> None:
         sources += [
             k.source for k in CudaBackend().compile(fuseopt.parse(text), "main", {}).cuda_kernels
         ]
+    # operands in registers (no shared memory for staging), addressed at a dynamic pitch
+    staged = fuseopt.run_pipeline(fuseopt.parse(REGISTER_DOT), "tile-promote{shared-bytes=64}")
+    sources += [k.source for k in print_cuda(staged)]
     assert nvcc_failures(sources, tmp_path) == []
 
 

@@ -74,7 +74,7 @@ def _lower(module: ModuleOp, lowering: LoweringOptions) -> ModuleOp:
 
 def as_compiled(i: int, x: torch.Tensor, shape: tuple[int, ...], dt: torch.dtype) -> torch.Tensor:
     """Input `i` as the compiled function takes it: contiguous, of dtype `dt` and of
-    `shape` (a dim of -1 is of dynamic size: any size fits; a static shape takes any
+    `shape` (a negative dim is of dynamic size: any size fits; a static shape takes any
     tensor of as many elements)."""
     if x.dtype == dt and shape_matches(x.shape, shape):
         return x.contiguous()
@@ -136,7 +136,7 @@ class CudaFunction:
                     KernelRecord(name, ("nn.torch_call",), "torch_call", None, ".cu", "PyTorch")
                 )
         self.inputs = [(shape, dt) for _, shape, dt in self.plan.inputs]
-        """(shape, dtype) per input, -1 for a dim of dynamic size (as a TritonFunction's:
+        """(shape, dtype) per input, negative for a dim of dynamic size (as a TritonFunction's:
         `cuda_graphs` records graphs per input shapes when one is dynamic)."""
         self._checked = self._partly_checked([False] * len(self.inputs))
         self._loaded: dict[tuple[int, str], LoadedKernel] = {}
@@ -337,30 +337,39 @@ class CudaBackend:
 
         lowering = CUDA.lowering(options)
         sized = as_sized(module, func_name, parse_specialized)
+        fn: CudaFunction | CudaAutotunedFunction
         if sized is not None:
             try:  # lowered at size hints, then of dynamic size (passes/generalize_sizes.py)
                 tiled, _ = lower_sized(sized, lambda m: _lower(m, lowering))
-                kernels = print_cuda(tiled)
-            except SizeDependentLowering as e:
+                fn = CudaFunction(tiled, func_name, print_cuda(tiled))
+                if torch.cuda.is_available():
+                    fn.compile_all()
+            except CompileError as e:
                 if not isinstance(module, SizedFunction):
                     raise  # a `?` module: its refusal is what the user asked to see
-                logger.info(
-                    "fuseopt: %s is compiled per size (its lowering depends on the size: %s)",
-                    func_name,
-                    e.message,
+                # a frontend region: static kernels are always there to fall back on
+                why = (
+                    f"its lowering depends on the size: {e.message}"
+                    if isinstance(e, SizeDependentLowering)
+                    else f"at a size hint: {e.message}"
                 )
+                logger.info("fuseopt: %s is compiled per size (%s)", func_name, why)
                 return PerSizeFunction(  # type: ignore[return-value]
                     sized, lambda m: self.compile(m, func_name, options), "cuda"
+                )
+            if mode in ("max-autotune", "max-autotune-no-cudagraphs"):
+                logger.info(
+                    "fuseopt: %s takes sizes at run time: its tile sizes are the heuristic's "
+                    "(no autotuning)",
+                    func_name,
                 )
         else:
             assert isinstance(module, ModuleOp)
             text = str(module)
             run_passes(module, pipeline_passes("standard", lowering))
-            kernels, tiled = print_cuda(module), module
-        fn: CudaFunction | CudaAutotunedFunction
-        fn = CudaFunction(tiled, func_name, kernels)
-        if torch.cuda.is_available():
-            fn.compile_all()
+            fn = CudaFunction(module, func_name, print_cuda(module))
+            if torch.cuda.is_available():
+                fn.compile_all()
         launches = sum(isinstance(s, Launch) for s in fn.plan.steps)
         # a SizedFunction has no one text to re-lower per candidate: its heuristic tiling
         if sized is None and mode in ("max-autotune", "max-autotune-no-cudagraphs"):

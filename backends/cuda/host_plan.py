@@ -102,7 +102,7 @@ class HostPlan:
         self.slots: dict[object, int] = {}
         self.inputs: list[tuple[int, tuple[int, ...], torch.dtype]] = []
         self.outputs: list[tuple[int, tuple[int, ...], torch.dtype]] = []
-        """(slot, shape, dtype) per input and output; -1 in a shape: a dynamic dim."""
+        """(slot, shape, dtype) per input and output; a negative dim is of dynamic size."""
         for p in host.params:
             spec = (self._slot(p.value), p.shape, torch_dtype(p.element))
             (self.outputs if p.output else self.inputs).append(spec)
@@ -116,6 +116,7 @@ class HostPlan:
         """Per output of dynamic size: (input slot, dim) of each of its dynamic dims."""
         self.same_size = tuple((self._slot(host.params[i].value), d) for i, d in host.same_size)
         """(input slot, dim) of the input dims that must be one size."""
+        self._same_size_shown = ", ".join(f"input {i} dim {d}" for i, d in host.same_size)
         self.dynamic = host.dynamic
         self.pitches = {self._slot(v): n for v, n in padded_outputs(host).items()}
         """Output slots a padded GEMM writes whole: their row pitch (`padded_output`)."""
@@ -145,7 +146,7 @@ class HostPlan:
             if any(n != sizes[0] for n in sizes):
                 raise CompileError(
                     f"the inputs' dynamic dims must be one size, got {sizes} "
-                    f"(input slot, dim: {list(self.same_size)})"
+                    f"({self._same_size_shown})"
                 )
         for s, shape, dt in self.outputs:
             if s in self.output_dims:

@@ -23,7 +23,7 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import TensorType, f32
 
 from fuseopt.backends.cuda import op_table
-from fuseopt.backends.cuda.values import Buffer, Val
+from fuseopt.backends.cuda.values import Buffer, Val, c_size
 from fuseopt.dialects import tile
 
 
@@ -41,10 +41,10 @@ def _element(em, load: tile.LoadOp, row: str, col: str) -> str:  # noqa: ANN001
     offsets = [em.scalar(o) for o in load.offsets]
     strides = buf.strides()
     lead = len(buf.shape) - 2
-    terms = [f"{offsets[i]} * {strides[i]}LL" for i in range(lead)]
+    terms = [f"{offsets[i]} * {c_size(strides[i])}" for i in range(lead)]
     conds = [f"{offsets[i]} < {buf.shape[i]}" for i in range(lead)]
     r, c = f"({offsets[lead]} + {row})", f"({offsets[lead + 1]} + {col})"
-    terms += [f"{r} * {strides[lead]}LL", c]
+    terms += [f"{r} * {c_size(strides[lead])}", c]
     conds += [f"{r} < {buf.shape[lead]}", f"{c} < {buf.shape[lead + 1]}"]
     elem = load.result.type.element_type  # type: ignore[union-attr]
     value = op_table.to_compute(f"{buf.name}[{' + '.join(terms)}]", elem, "float")

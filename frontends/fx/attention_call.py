@@ -35,8 +35,7 @@ import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
 
-@torch.library.custom_op("fuseopt::scaled_dot_product_attention", mutates_args=())
-def scaled_dot_product_attention(
+def _contiguous_sdpa(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
@@ -46,9 +45,9 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     enable_gqa: bool = False,
 ) -> torch.Tensor:
-    """`F.scaled_dot_product_attention`, as one op (see the module docstring). The
-    result is contiguous, as the op's fake result says (a fused kernel may return
-    another layout)."""
+    """`F.scaled_dot_product_attention`, contiguous (a fused kernel may return another
+    layout): the op's result, and on fake tensors its fake result (PyTorch's own fake
+    SDPA: batch dims broadcast, grouped heads)."""
     out = F.scaled_dot_product_attention(
         query,
         key,
@@ -62,28 +61,25 @@ def scaled_dot_product_attention(
     return out.contiguous()
 
 
-@scaled_dot_product_attention.register_fake
-def _fake(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: float | None = None,
-    enable_gqa: bool = False,
-) -> torch.Tensor:
-    """The result's shape: the query's but its last dim, the value's."""
-    return query.new_empty((*query.shape[:-1], value.shape[-1]))
+scaled_dot_product_attention = torch.library.custom_op(
+    "fuseopt::scaled_dot_product_attention", mutates_args=()
+)(_contiguous_sdpa)
+"""`F.scaled_dot_product_attention` as one op (see the module docstring)."""
+scaled_dot_product_attention.register_fake(_contiguous_sdpa)
 
 
 ATTENTION_OP = torch.ops.fuseopt.scaled_dot_product_attention.default
 """The op the frontend converts (`ops_attention`)."""
 
 
-def needs_no_gradient(example_inputs: Sequence[Any]) -> bool:
-    """Whether a graph of these inputs runs without autograd: grad mode is off, or no
-    input requires a gradient (Dynamo guards on both)."""
+def needs_no_gradient(gm: GraphModule, example_inputs: Sequence[Any]) -> bool:
+    """Whether Dynamo's graph `gm` of these inputs runs without autograd: it never
+    turns grad mode on itself (`torch.enable_grad()` inside the compiled code), and
+    grad mode is off or no input requires a gradient (Dynamo guards on both)."""
+    if any(
+        n.op == "call_function" and n.target is torch._C._set_grad_enabled for n in gm.graph.nodes
+    ):
+        return False
     if not torch.is_grad_enabled():
         return True
     return not any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)

@@ -226,7 +226,7 @@ def fuseopt_backend(
         )(graph, inputs)
 
     gm = norm_decompositions.substitute_composites(gm)
-    if attention != "eager" and needs_no_gradient(example_inputs):
+    if attention != "eager" and needs_no_gradient(gm, example_inputs):
         gm = substitute_attention(gm)  # one node whatever kernel the device would pick
     if has_symbolic_shapes(example_inputs):
         # decomposed attention over a symbolic key length sums over it in a GEMM, which
