@@ -15,7 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from test_dynamic_sizes import HOST_STEPS, ROWS, SIZES, _host_steps_reference, _row_kernel
+from test_dynamic_sizes import (
+    HOST_STEPS,
+    ROWS,
+    SIZES,
+    _host_steps_reference,
+    _row_kernel,
+    check_host_steps_on_the_gpu,
+)
 from xdsl.dialects import func
 
 import fuseopt
@@ -249,11 +256,4 @@ def test_on_the_gpu_nn_functions_of_dynamic_size(name: str) -> None:
 @on_gpu
 def test_on_the_gpu_reduce_overhead_replays_each_size_as_recorded() -> None:
     f = fuseopt.load_mlir(with_vector_width(HOST_STEPS), backend="cuda", mode="reduce-overhead")
-    g = torch.Generator().manual_seed(0)
-    w = torch.randn(16, 32, generator=g).cuda()
-    head = (torch.randn(1025, 1024, generator=g) / 32).cuda()
-    for n in (5, 3, 5, 3, 7, 0, 5):
-        x = torch.randn(n, 4, 8, generator=g).cuda()
-        want = _host_steps_reference(x.double(), w.double(), head.double())
-        for a, b in zip(f(x, w, head), want, strict=True):
-            torch.testing.assert_close(a.double(), b, rtol=2e-2, atol=2e-2)
+    check_host_steps_on_the_gpu(f, (5, 3, 5, 3, 7, 0, 5))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -186,10 +187,16 @@ def test_reduce_overhead_replays_each_size_as_recorded() -> None:
     that alternate on reused addresses (the caching allocator hands the same blocks
     back) each get their own graph, never another size's."""
     f = fuseopt.load_mlir(HOST_STEPS, backend="triton", mode="reduce-overhead")
+    check_host_steps_on_the_gpu(f, (5, 3, 5, 3, 7, 5, 3))
+
+
+def check_host_steps_on_the_gpu(f: Any, sizes: tuple[int, ...]) -> None:
+    """Call HOST_STEPS compiled as `f` on GPU inputs of each of `sizes` rows in turn,
+    against PyTorch in float64 (tolerances for cuBLAS's TF32)."""
     g = torch.Generator().manual_seed(0)
     w = torch.randn(16, 32, generator=g).cuda()
     head = (torch.randn(1025, 1024, generator=g) / 32).cuda()
-    for n in (5, 3, 5, 3, 7, 5, 3):
+    for n in sizes:
         x = torch.randn(n, 4, 8, generator=g).cuda()
         want = _host_steps_reference(x.double(), w.double(), head.double())
         got = f(x, w, head)

@@ -117,7 +117,6 @@ class HostPlan:
         self.same_size = tuple((self._slot(host.params[i].value), d) for i, d in host.same_size)
         """(input slot, dim) of the input dims that must be one size."""
         self._same_size_shown = ", ".join(f"input {i} dim {d}" for i, d in host.same_size)
-        self.dynamic = host.dynamic
         self.pitches = {self._slot(v): n for v, n in padded_outputs(host).items()}
         """Output slots a padded GEMM writes whole: their row pitch (`padded_output`)."""
         self.steps: list[Step] = []

@@ -191,22 +191,17 @@ class KernelEmitter:
         for i, arg in enumerate(block.args):
             t = arg.type
             assert isinstance(t, MemRefType)
-            name = self.fresh(f"p{i}")
-            ro = i not in self.written
-            ctype = op_table.c_type(t.element_type)
-            params.append(f"{'const ' if ro else ''}{ctype}* __restrict__ {name}")
-            view = tile.strided_layout(t)
-            dims: list[int | str] = []
-            for d, n in enumerate(t.get_shape()):
-                if n >= 0:
-                    dims.append(n)
-                    continue
-                if view is not None:
-                    raise error_at(self.kernel, "a strided view of dynamic size (?)")
-                dims.append(self.fresh(f"{name}_n{d}"))
-                self.sizes.append((i, d))
-                size_params.append(f"const long long {dims[-1]}")
-            self.values[arg] = Buffer(name, tuple(dims), t.element_type, False, ro, view)
+            name, ro = self.fresh(f"p{i}"), i not in self.written
+            params.append(
+                f"{'const ' if ro else ''}{op_table.c_type(t.element_type)}* __restrict__ {name}"
+            )
+            try:
+                buf = self.values[arg] = Buffer.parameter(name, t, ro, self.fresh)
+            except ValueError as e:
+                raise error_at(self.kernel, str(e)) from None
+            dynamic = [(d, n) for d, n in enumerate(buf.shape) if isinstance(n, str)]
+            self.sizes += [(i, d) for d, _ in dynamic]
+            size_params += [f"const long long {n}" for _, n in dynamic]
         params += size_params
         self.emit_block(block)
         head = [

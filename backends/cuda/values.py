@@ -22,8 +22,10 @@ shape S (n elements) is held in one of these forms (`Val.kind`):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Attribute
 
 from fuseopt.dialects import tile
@@ -137,6 +139,19 @@ class Buffer:
     view: tuple[tuple[int, ...], int] | None = None
     """(strides, offset) of a strided view parameter (`tile.strided_layout`); None for a
     contiguous row-major buffer."""
+
+    @classmethod
+    def parameter(
+        cls, name: str, t: MemRefType, readonly: bool, fresh: Callable[[str], str]
+    ) -> Buffer:
+        """The kernel parameter `name` of type `t`: each dynamic dim (`?`) is named by
+        `fresh("<name>_n<dim>")` (the kernel's `long long` parameter holding it). A
+        ValueError for a strided view of dynamic size."""
+        view = tile.strided_layout(t)
+        if view is not None and tile.is_dynamic(t):
+            raise ValueError("a strided view of dynamic size (?)")
+        dims = tuple(n if n >= 0 else fresh(f"{name}_n{d}") for d, n in enumerate(t.get_shape()))
+        return cls(name, dims, t.element_type, False, readonly, view)
 
     def strides(self) -> tuple[int | str, ...]:
         """Strides in elements (row-major unless a strided view): numbers, or C

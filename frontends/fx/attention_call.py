@@ -26,13 +26,14 @@ copy of its bias where the bias is not aligned already (`aligned_bias`).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
+
+from fuseopt.frontends.fx.substitutes import substitute_calls
 
 
 def _contiguous_sdpa(
@@ -87,17 +88,8 @@ def needs_no_gradient(gm: GraphModule, example_inputs: Sequence[Any]) -> bool:
 
 def substitute_attention(gm: GraphModule) -> GraphModule:
     """Dynamo's graph `gm` with each `F.scaled_dot_product_attention` call replaced by
-    `fuseopt::scaled_dot_product_attention`: a new GraphModule over a copy of its graph
-    (`gm` itself, which Dynamo may still hold, keeps PyTorch's calls); `gm` itself when
-    it has none."""
-    target = F.scaled_dot_product_attention
-    if not any(n.op == "call_function" and n.target is target for n in gm.graph.nodes):
-        return gm
-    graph = copy.deepcopy(gm.graph)
-    for node in graph.nodes:
-        if node.op == "call_function" and node.target is target:
-            node.target = ATTENTION_OP
-    return GraphModule(gm, graph)
+    `fuseopt::scaled_dot_product_attention` (`substitute_calls`)."""
+    return substitute_calls(gm, {F.scaled_dot_product_attention: ATTENTION_OP})
 
 
 BIASED_ATTENTION = (

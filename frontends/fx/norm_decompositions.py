@@ -32,7 +32,6 @@ the weight and bias broadcast per channel, one kernel.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Callable
 
@@ -40,6 +39,8 @@ import torch
 import torch.nn.functional as F
 from torch._prims_common import get_computation_dtype
 from torch.fx import GraphModule
+
+from fuseopt.frontends.fx.substitutes import substitute_calls
 
 
 def native_group_norm(
@@ -146,15 +147,7 @@ SUBSTITUTES: dict[Callable[..., torch.Tensor], Callable[..., torch.Tensor]] = {
 
 
 def substitute_composites(gm: GraphModule) -> GraphModule:
-    """Dynamo's graph `gm` with the calls in SUBSTITUTES replaced: a new GraphModule
-    (sharing `gm`'s parameters and submodules) over a copy of its graph, so that `gm`
-    itself, which Dynamo and other backends may still hold, keeps PyTorch's calls; `gm`
-    itself when it has none. Only `F.instance_norm` is a target: a direct
-    `torch.instance_norm` call is left as it is."""
-    if not any(n.op == "call_function" and n.target in SUBSTITUTES for n in gm.graph.nodes):
-        return gm
-    graph = copy.deepcopy(gm.graph)
-    for node in graph.nodes:
-        if node.op == "call_function" and node.target in SUBSTITUTES:
-            node.target = SUBSTITUTES[node.target]
-    return GraphModule(gm, graph)
+    """Dynamo's graph `gm` with the calls in SUBSTITUTES replaced (`substitute_calls`).
+    Only `F.instance_norm` is a target: a direct `torch.instance_norm` call is left as
+    it is."""
+    return substitute_calls(gm, SUBSTITUTES)
