@@ -65,7 +65,10 @@ class CudaGraphFunction:
     the plain launches run, so results are never overwritten under the caller. A capture
     that fails falls back to plain launches; CPU inputs run the plain function.
     A function of dynamic size (an input spec with a dim of -1) records its graphs per
-    input shapes too: a graph runs the sizes it was recorded with.
+    input shapes too: a graph runs the sizes it was recorded with. Shapes met for the
+    first time run plainly: a graph is recorded only for shapes seen before, so a decode
+    step over a growing cache (new shapes every token) never pays for a recording it
+    would not replay.
     """
 
     MAX_SEEN = 1024
@@ -76,6 +79,7 @@ class CudaGraphFunction:
         self.graphs: OrderedDict[tuple[Any, ...], list[GraphInstance]] = OrderedDict()
         self.seen: set[tuple[Any, ...]] = set()
         self.statics: OrderedDict[tuple[Any, ...], GraphInstance | None] = OrderedDict()
+        self.shapes_seen: set[tuple[Any, ...]] = set()
         self.sized = any(d < 0 for shape, _ in getattr(fn, "inputs", ()) for d in shape)
         self.said_cpu = False
         self.broken = False
@@ -137,6 +141,11 @@ class CudaGraphFunction:
     def _static(self, xs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         shapes = tuple(tuple(x.shape) for x in xs) if self.sized else ()
         if shapes not in self.statics:
+            if self.sized and shapes not in self.shapes_seen:  # recorded at a second sight
+                if len(self.shapes_seen) >= self.MAX_SEEN:
+                    self.shapes_seen.clear()
+                self.shapes_seen.add(shapes)
+                return self.fn(*xs)
             self.statics[shapes] = self._record(xs, static=True)
             if len(self.statics) > self.max_graphs:
                 self.statics.popitem(last=False)

@@ -58,9 +58,9 @@ def test_cuda_applies_forced_tile_sizes() -> None:
     default = CudaBackend().compile(fuseopt.parse(ROWS), "rows", {})
     forced = CudaBackend().compile(fuseopt.parse(ROWS), "rows", {"block_rows": 4})
     assert isinstance(default, CudaFunction) and isinstance(forced, CudaFunction)
-    grids = [s.grid for s in forced.plan.steps if hasattr(s, "grid")]
+    grids = [x.grid for x in forced.host_code.launches]
     assert grids == [(16,)], grids  # 64 rows, 4 per program
-    assert [s.grid for s in default.plan.steps if hasattr(s, "grid")] != grids
+    assert [x.grid for x in default.host_code.launches] != grids
 
 
 def test_cuda_reduce_overhead_replays_graphs_of_multi_kernel_functions() -> None:

@@ -21,12 +21,12 @@ import pytest
 import torch
 
 import fuseopt
+from fuseopt.backends import python_names as triton_names
 from fuseopt.backends.cuda import names as cuda_names
 from fuseopt.backends.cuda import op_table as cuda_op_table
 from fuseopt.backends.cuda.prelude import CP_ASYNC, PRELUDE
 from fuseopt.backends.cuda.printer import print_cuda
 from fuseopt.backends.kernel_cache import KernelCache
-from fuseopt.backends.triton import names as triton_names
 from fuseopt.backends.triton import op_table as triton_op_table
 from fuseopt.backends.triton.backend import compile_module
 from fuseopt.backends.triton.printer import print_triton

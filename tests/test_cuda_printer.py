@@ -160,7 +160,7 @@ def test_shared_memory_past_the_device_limit_is_a_located_error() -> None:
 
 def test_library_gemm_route_calls_cublas_and_generates_the_epilogue() -> None:
     fn = compile_text(mlp(16384, 4096, 16384))
-    assert fn.plan.launches.count("library_gemm") == 2
+    assert fn.host_code.info.launches.count("library_gemm") == 2
     assert [k.schedule for k in fn.cuda_kernels] == ["pointwise", "pointwise"]
     assert "fo_gelu(" in fn.cuda_kernels[0].source
 

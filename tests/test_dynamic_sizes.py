@@ -190,6 +190,22 @@ def test_reduce_overhead_replays_each_size_as_recorded() -> None:
     check_host_steps_on_the_gpu(f, (5, 3, 5, 3, 7, 5, 3))
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_reduce_overhead_records_only_sizes_seen_before(backend: str) -> None:
+    """A size met once runs plainly (a decode step over a growing cache meets each
+    length once: recording it would cost a capture never replayed); a size met again
+    is recorded and replayed."""
+    from fuseopt.backends.cuda_graphs import CudaGraphFunction
+
+    f = fuseopt.load_mlir(HOST_STEPS, backend=backend, mode="reduce-overhead")
+    assert isinstance(f, CudaGraphFunction)
+    check_host_steps_on_the_gpu(f, (1, 2, 3, 4, 5, 6, 7))
+    assert not any(f.statics.values()) and not any(f.graphs.values())
+    check_host_steps_on_the_gpu(f, (7, 7, 7))
+    assert any(f.statics.values()) or any(f.graphs.values())
+
+
 def check_host_steps_on_the_gpu(f: Any, sizes: tuple[int, ...]) -> None:
     """Call HOST_STEPS compiled as `f` on GPU inputs of each of `sizes` rows in turn,
     against PyTorch in float64 (tolerances for cuBLAS's TF32)."""

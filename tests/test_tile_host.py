@@ -37,13 +37,13 @@ def test_read_host_gives_params_and_steps_in_order() -> None:
 def test_the_cuda_backend_reads_host_functions_through_it() -> None:
     module, _ = _main(CLEAN)
     fn = CudaFunction(module, "main", print_cuda(module))
-    assert fn.plan.launches == ["k", "k"]
+    assert fn.host_code.info.launches == ["k", "k"]
     module, _ = _main(HOST)
     with pytest.raises(fuseopt.CompileError) as e:
         CudaFunction(module, "main", print_cuda(module))
     message = str(e.value)
     assert "host.mlir:" in message
-    assert "the cuda backend cannot run arith.constant in a host function" in message
+    assert "the cuda backend cannot print arith.constant in a host function" in message
 
 
 def test_the_tile_interpreter_reads_host_functions_through_it() -> None:

@@ -20,8 +20,8 @@ import torch
 
 import fuseopt
 from fuseopt.backends.kernel_cache import KernelCache
+from fuseopt.backends.python_names import sanitize
 from fuseopt.backends.triton.backend import compile_module
-from fuseopt.backends.triton.names import sanitize
 from fuseopt.backends.triton.printer import print_triton
 from fuseopt.pipelines import STANDARD, run_pipeline
 

@@ -172,7 +172,7 @@ class CudaAutotunedFunction:
         return self.current.kernels
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("module", "plan", "cuda_kernels", "save", "check", "host", "compile_all"):
+        if name in ("module", "host_code", "cuda_kernels", "save", "check", "host", "compile_all"):
             return getattr(self.current, name)
         raise AttributeError(name)
 

@@ -11,6 +11,7 @@ known only then) and cached on disk; without a GPU, calling the result raises
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
 import os
@@ -25,17 +26,17 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.backends.contract import KernelRecord, partly_checked, shape_matches
-from fuseopt.backends.cuda.host_plan import HostPlan, Launch
+from fuseopt.backends.cuda.host_function import print_cuda_host
+from fuseopt.backends.cuda.launch_loop import LaunchRun, c_launch_loop, launch_run_in_python
 from fuseopt.backends.cuda.printer import CudaKernel, print_cuda
 from fuseopt.backends.cuda.runtime import (
     LoadedKernel,
-    ParamSlot,
     check_gpu,
-    check_result,
     compile_cubin,
     cu_launch_kernel,
-    current_stream,
     device_arch,
+    driver_message,
+    raw_stream,
 )
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
 from fuseopt.backends.targets import CUDA
@@ -120,28 +121,29 @@ class CudaFunction:
         )
         if f is None:
             raise CompileError(f"no function @{func_name} in the compiled module")
-        self.plan = HostPlan(f, by_ir)
-        by_launch = {s.kernel.c_name: s.grid for s in self.plan.steps if isinstance(s, Launch)}
+        self.host_code = print_cuda_host(f, by_ir)
+        """The printed host function (`host_function.py`): `.source` shows it."""
         by_name = {k.c_name: k for k in kernels}
+        grids = iter(self.host_code.launches)
         self.kernels = []
         """One record per launch of the host function, library GEMMs and calls of
         PyTorch ops included (as the Triton backend's)."""
-        for name in self.plan.launches:
+        for name in self.host_code.info.launches:
             if name in by_name:
-                self.kernels.append(_record(KernelRecord, by_name[name], by_launch.get(name)))
+                self.kernels.append(_record(KernelRecord, by_name[name], next(grids).grid))
             elif name == "library_gemm":
                 self.kernels.append(KernelRecord(name, ("nn.matmul",), name, None, ".cu", "cuBLAS"))
             else:
                 self.kernels.append(
                     KernelRecord(name, ("nn.torch_call",), "torch_call", None, ".cu", "PyTorch")
                 )
-        self.inputs = [(shape, dt) for _, shape, dt in self.plan.inputs]
+        self.inputs = self.host_code.inputs
         """(shape, dtype) per input, negative for a dim of dynamic size (as a TritonFunction's:
         `cuda_graphs` records graphs per input shapes when one is dynamic)."""
         self._checked = self._partly_checked([False] * len(self.inputs))
         self._loaded: dict[tuple[int, str], LoadedKernel] = {}
-        # per (device index, host thread): `_bind`
-        self._bound: dict[tuple[int, int], list[tuple | None]] = {}
+        # per (device index, host thread): the bound host function (`_bound_host`)
+        self._bound: dict[tuple[int, int], Callable[..., tuple[torch.Tensor, ...]]] = {}
 
     def save(self, directory: str | Path) -> list[Path]:
         """Write every kernel's `.cu` file into `directory`; return the paths."""
@@ -183,12 +185,12 @@ class CudaFunction:
     def check(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """The inputs as contiguous CUDA tensors of the compiled shapes and dtypes."""
         check_gpu()
-        if len(inputs) != len(self.plan.inputs):
+        if len(inputs) != len(self.inputs):
             raise CompileError(
-                f"@{self.func_name} takes {len(self.plan.inputs)} inputs, got {len(inputs)}"
+                f"@{self.func_name} takes {len(self.inputs)} inputs, got {len(inputs)}"
             )
         out = []
-        for i, (x, (_, shape, dt)) in enumerate(zip(inputs, self.plan.inputs, strict=True)):
+        for i, (x, (shape, dt)) in enumerate(zip(inputs, self.inputs, strict=True)):
             if not isinstance(x, torch.Tensor) or x.device.type != "cuda":
                 raise CompileError(f"input {i} must be a CUDA tensor for the cuda backend")
             out.append(as_compiled(i, x, shape, dt))
@@ -212,25 +214,18 @@ class CudaFunction:
         return partly_checked(self.inputs, trusted, self.check, self._run_inputs, cuda_only=True)
 
     def _run_inputs(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        """Run on inputs `check` accepted: allocate the outputs, launch every step."""
-        plan = self.plan
-        bufs: list[torch.Tensor | None] = [None] * len(plan.slots)
-        for (s, _, _), x in zip(plan.inputs, inputs, strict=True):
-            bufs[s] = x
-        dev = bufs[plan.inputs[0][0]].device if plan.inputs else None  # type: ignore[union-attr]
+        """Run on inputs `check` accepted: the host function bound to their device."""
+        dev = inputs[0].device if inputs else None
         if dev is None:
             check_gpu()
             dev = torch.device("cuda", torch.cuda.current_device())
         elif dev.type != "cuda":  # a trusted input on another device: `check` says why
             return self._run_inputs(self.check(inputs))
-        plan.allocate_outputs(bufs, dev)
         index = dev.index or 0
         if index != torch.cuda.current_device():
             with torch.cuda.device(dev):
-                self._run(bufs, dev, index)
-        else:
-            self._run(bufs, dev, index)
-        return tuple(bufs[s] for s, _, _ in plan.outputs)  # type: ignore[misc]
+                return self._bound_host(index)(*inputs, device=dev)
+        return self._bound_host(index)(*inputs, device=dev)
 
     def host(self, interpret: bool = False) -> Callable[..., tuple[torch.Tensor, ...]]:
         """The host function without input checks (what `cuda_graphs.CudaGraphFunction`
@@ -239,71 +234,49 @@ class CudaFunction:
         `interpret` must be False (CUDA kernels run on a GPU only)."""
         if interpret:
             raise CompileError("the cuda backend has no interpreter; run on a CUDA device")
-        plan = self.plan
 
         def run(*inputs: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, ...]:
-            bufs: list[torch.Tensor | None] = [None] * len(plan.slots)
-            for (s, _, _), x in zip(plan.inputs, inputs, strict=True):
-                bufs[s] = x
-            plan.allocate_outputs(bufs, device)
-            self._run(bufs, device, device.index or 0)
-            return tuple(bufs[s] for s, _, _ in plan.outputs)  # type: ignore[misc]
+            return self._bound_host(device.index or 0)(*inputs, device=device)
 
         return run
 
-    def _run(self, bufs: list[torch.Tensor | None], dev: torch.device, index: int) -> None:
-        stream = current_stream(dev)
-        # per device and host thread: ctypes releases the GIL during cuLaunchKernel, so
-        # two threads must not fill one parameter slot
+    def _bound_host(self, index: int) -> Callable[..., tuple[torch.Tensor, ...]]:
+        """The printed host function bound to device `index` for this host thread
+        (ctypes releases the GIL during a launch: two threads never share run arrays)."""
         key = (index, threading.get_ident())
         bound = self._bound.get(key)
         if bound is None:
-            bound = self._bound[key] = self._bind(dev)
-        launch_kernel = cu_launch_kernel()
-        for step, launch in zip(self.plan.steps, bound, strict=True):
-            if launch is None:
-                step(bufs, dev)  # type: ignore[operator]
-                continue
-            function, g0, g1, g2, threads, smem, slot, args = launch
-            if args is None:  # sizes read per call (`Launch.resolve`)
-                grid, values = step.resolve(bufs)  # type: ignore[union-attr]
-                g0, g1, g2 = (*grid, 1, 1)[:3]
-                if not (g0 and g1 and g2):
-                    continue  # no program (a size of 0): CUDA refuses an empty grid
-                slot.values[: len(values)] = values
-            else:
-                slot.values[: len(args)] = [bufs[a].data_ptr() for a in args]  # type: ignore[union-attr]
-            result = launch_kernel(
-                function, g0, g1, g2, threads, 1, 1, smem, stream, slot.kernel_params, None
-            )
-            if result:
-                check_result(result, "cuLaunchKernel")
-
-    def _bind(self, dev: torch.device) -> list[tuple | None]:
-        """Per step of the plan, what its launch on `dev` needs (None for a host step):
-        the loaded function, grid, threads, shared bytes, a reusable parameter slot and
-        the argument slots, resolved once so that a launch does no lookups."""
-        bound: list[tuple | None] = []
-        for step in self.plan.steps:
-            if not isinstance(step, Launch):
-                bound.append(None)
-                continue
-            loaded = self._kernel(step.kernel, dev)
-            g0, g1, g2 = (*step.grid, 1, 1)[:3]
-            slot = ParamSlot(len(step.args) + len(step.sizes))
-            bound.append(
-                (
-                    loaded.function,
-                    g0,
-                    g1,
-                    g2,
-                    step.kernel.threads,
-                    loaded.smem_bytes,
-                    slot,
-                    None if step.dynamic else tuple(step.args),
-                )
-            )
+            bound = self._bound[key] = self._bind(torch.device("cuda", index))
         return bound
+
+    def _bind(self, dev: torch.device) -> Callable[..., tuple[torch.Tensor, ...]]:
+        """The host function with `dev`'s kernel handles, launching runs through the C
+        loop (through Python where it cannot be built: `launch_loop.py`)."""
+
+        def handle(k: CudaKernel) -> tuple[int, int]:
+            loaded = self._kernel(k, dev)
+            return loaded.function.value or 0, loaded.smem_bytes
+
+        launch = cu_launch_kernel()
+        loop = c_launch_loop()
+        address = ctypes.cast(launch, ctypes.c_void_p).value or 0
+        if loop is not None:
+            launch_run, run_object = loop, _run_address
+        else:
+            launch_run, run_object = launch_run_in_python(launch), _same_run
+        return self.host_code.bind(
+            handle, launch_run, run_object, address, raw_stream, dev.index or 0, driver_message
+        )
+
+
+def _run_address(run: LaunchRun) -> int:
+    """What the C loop takes for a run: the address of its `fo_run` struct."""
+    return run.address
+
+
+def _same_run(run: LaunchRun) -> LaunchRun:
+    """What the Python loops take for a run: the run."""
+    return run
 
 
 class CudaBackend:
@@ -370,7 +343,7 @@ class CudaBackend:
             fn = CudaFunction(module, func_name, print_cuda(module))
             if torch.cuda.is_available():
                 fn.compile_all()
-        launches = sum(isinstance(s, Launch) for s in fn.plan.steps)
+        launches = len(fn.host_code.launches)
         # a SizedFunction has no one text to re-lower per candidate: its heuristic tiling
         if sized is None and mode in ("max-autotune", "max-autotune-no-cudagraphs"):
             fn = CudaAutotunedFunction(fn, text, func_name, lowering)

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from fuseopt.backends.cuda.backend import CudaFunction, as_compiled
-from fuseopt.backends.cuda.host_plan import Launch
+from fuseopt.backends.cuda.launch_loop import LaunchRun
 from fuseopt.backends.cuda.printer import CudaKernel
 from fuseopt.diagnostics import CompileError
 
@@ -230,6 +230,7 @@ class EmulatedFunction(CudaFunction):
         self.__dict__.update(fn.__dict__)
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="fuseopt-cuda-emu-"))
         self._emulated: dict[str, EmulatedKernel] = {}
+        self._emulated_host = None
 
     def compile_all(self, device: torch.device | None = None) -> None:
         """Build every kernel's emulation library."""
@@ -246,7 +247,7 @@ class EmulatedFunction(CudaFunction):
         """The inputs as contiguous CPU tensors of the compiled shapes."""
         return [
             as_compiled(i, x, shape, dt)
-            for i, (x, (_, shape, dt)) in enumerate(zip(inputs, self.plan.inputs, strict=True))
+            for i, (x, (shape, dt)) in enumerate(zip(inputs, self.inputs, strict=True))
         ]
 
     def trusting(self, trusted: Sequence[bool]) -> EmulatedFunction:  # noqa: ARG002
@@ -254,18 +255,32 @@ class EmulatedFunction(CudaFunction):
         return self
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Run the host plan on the CPU with emulated kernels."""
+        """Run the printed host function on the CPU with emulated kernels."""
         xs = self.check(inputs)
-        dev = torch.device("cpu")
-        bufs: list[torch.Tensor | None] = [None] * len(self.plan.slots)
-        for (s, _, _), x in zip(self.plan.inputs, xs, strict=True):
-            bufs[s] = x
-        self.plan.allocate_outputs(bufs, dev)
-        for step in self.plan.steps:
-            if isinstance(step, Launch):
-                k = self._kernel(step.kernel, dev)
-                grid, args = step.resolve(bufs)
-                k.launch(grid, step.kernel.threads, args)
-            else:
-                step(bufs, dev)
-        return tuple(bufs[s] for s, _, _ in self.plan.outputs)  # type: ignore[misc]
+        if self._emulated_host is None:
+            self._emulated_host = self._bind_emulated()
+        return self._emulated_host(*xs, device=torch.device("cpu"))
+
+    def _bind_emulated(self):  # noqa: ANN202 - the bound host function
+        """The host function bound with emulated kernels: a kernel's handle is its
+        position in `cuda_kernels` (plus one), a run goes through `_launch_run`."""
+        handles = {k.c_name: i + 1 for i, k in enumerate(self.cuda_kernels)}
+        by_handle = {i + 1: k for i, k in enumerate(self.cuda_kernels)}
+
+        def launch_run(run: LaunchRun, stream: int) -> int:  # noqa: ARG001
+            for i, x in enumerate(run.launches):
+                grid = run.grid(i)
+                if all(grid):
+                    k = by_handle[x.function]
+                    self._kernel(k, torch.device("cpu")).launch(grid, x.threads, run.arguments(i))
+            return 0
+
+        return self.host_code.bind(
+            lambda k: (handles[k.c_name], k.smem_bytes),
+            launch_run,
+            lambda run: run,
+            0,
+            lambda index: 0,
+            0,
+            str,
+        )

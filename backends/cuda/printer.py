@@ -217,11 +217,22 @@ class CudaTarget(Target):
     name = "cuda"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        """Write every kernel's `.cu` source, each under a `// ===== file:` banner."""
-        for k in print_cuda(module):
+        """Write every kernel's `.cu` source, then every host function as the backend
+        runs it (Python: `host_function.py`), each under a `// ===== file:` banner."""
+        from fuseopt.backends.cuda.host_function import print_cuda_host
+        from fuseopt.dialects.tile_host import is_host_function
+
+        kernels = print_cuda(module)
+        for k in kernels:
             output.write(f"// ===== file: {k.file_name} =====\n")
             output.write(k.source)
             output.write("\n")
+        by_ir = {k.ir_name: k for k in kernels}
+        for op in module.ops:
+            if isinstance(op, func.FuncOp) and is_host_function(op) and op.body.blocks:
+                host = print_cuda_host(op, by_ir)
+                output.write(f"// ===== file: {host.info.py_name}.py =====\n")
+                output.write(host.source)
 
 
 __all__ = ["CudaKernel", "CudaTarget", "print_cuda", "print_kernel"]

@@ -208,13 +208,17 @@ def _libcuda() -> ctypes.CDLL:
     raise CudaUnavailableError("the CUDA driver library (libcuda) cannot be loaded")
 
 
+def driver_message(result: int) -> str:
+    """The driver's name for CUresult `result`."""
+    name = ctypes.c_char_p()
+    _libcuda().cuGetErrorString(result, ctypes.byref(name))
+    return name.value.decode() if name.value else f"error {result}"
+
+
 def check_result(result: int, what: str) -> None:
     """Raise CompileError naming `what` and the driver's message for a nonzero CUresult."""
     if result != 0:
-        name = ctypes.c_char_p()
-        _libcuda().cuGetErrorString(result, ctypes.byref(name))
-        text = name.value.decode() if name.value else f"error {result}"
-        raise CompileError(f"CUDA driver: {what} failed: {text}")
+        raise CompileError(f"CUDA driver: {what} failed: {driver_message(result)}")
 
 
 class LoadedKernel:
@@ -312,10 +316,16 @@ def cu_launch_kernel():  # noqa: ANN202 - a ctypes function
     return fn
 
 
-def current_stream(device: torch.device | None) -> int:
-    """The raw handle of PyTorch's current stream on `device` (fast path when available)."""
-    index = device.index if device is not None and device.index is not None else None
+def raw_stream(index: int) -> int:
+    """The raw handle of PyTorch's current stream on CUDA device `index`."""
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is not None:
-        return raw(torch.cuda.current_device() if index is None else index)
-    return torch.cuda.current_stream(device).cuda_stream
+        return raw(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+def current_stream(device: torch.device | None) -> int:
+    """The raw handle of PyTorch's current stream on `device` (the current device when
+    it names none)."""
+    index = device.index if device is not None and device.index is not None else None
+    return raw_stream(torch.cuda.current_device() if index is None else index)

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
 
+from fuseopt.backends.python_names import NameTable
 from fuseopt.backends.triton import op_table
 from fuseopt.backends.triton.indexing import UNKNOWN, IndexRange, expand
-from fuseopt.backends.triton.names import NameTable
 from fuseopt.diagnostics import error_at
 from fuseopt.dialects import tile
 from fuseopt.dialects.syntax import array_values, is_float

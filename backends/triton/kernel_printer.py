@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from fuseopt.backends.python_names import NameTable
 from fuseopt.backends.triton import op_table
 from fuseopt.backends.triton.indexing import (
     INDEX_BINARY,
@@ -47,7 +48,6 @@ from fuseopt.backends.triton.indexing import (
     loop_range,
 )
 from fuseopt.backends.triton.kernel_memory import MemoryPrinter
-from fuseopt.backends.triton.names import NameTable
 from fuseopt.diagnostics import CompileError, error_at
 from fuseopt.dialects import nn, tile
 from fuseopt.dialects.syntax import array_values, is_float

@@ -17,8 +17,8 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, TensorType
 from xdsl.ir import Operation, SSAValue
 
+from fuseopt.backends.python_names import NameTable
 from fuseopt.backends.triton import op_table
-from fuseopt.backends.triton.names import NameTable
 from fuseopt.diagnostics import error_at
 from fuseopt.dialects import nn, tile
 

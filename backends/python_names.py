@@ -1,4 +1,5 @@
-"""Identifiers in generated Python source: generated or sanitized, never copied.
+"""Identifiers in generated Python source (Triton modules, host functions): generated
+or sanitized, never copied.
 
 No text from the input reaches the emitted source except through `sanitize`, which
 keeps only `[A-Za-z0-9_]`, never starts with a digit, and never yields a keyword or a

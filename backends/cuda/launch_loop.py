@@ -1,0 +1,224 @@
+"""Runs of kernel launches issued by one call: the CUDA backend's launch loop in C.
+
+A printed host function (`host_function.py`) launches the kernels between two library
+or PyTorch calls as one *run*: it stores each launch's pointer and size arguments in
+the run's `values` (and, for a grid of dynamic size, the grid in its `geometry`), then
+makes one call, `launch_run(run, stream)`. That call is a ten-line C loop over
+`cuLaunchKernel` (`SOURCE`), built once per machine with the host's C compiler and
+cached in the kernel cache, so a launch costs the driver's own time plus two stores
+from Python, not a Python call through ctypes each. Without a C compiler (or when the
+build fails, logged once) the same runs go through `launch_run_in_python`, one ctypes
+call per launch, as before.
+
+A grid with a dimension of 0 launches nothing (CUDA refuses an empty grid; a dynamic
+size of 0 gives one). A failed launch returns `1000 * index + CUresult`, which
+`launch_failed` turns into an error naming the kernel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from fuseopt.diagnostics import CompileError
+
+log = logging.getLogger("fuseopt")
+
+SOURCE = r"""/* fuseopt's launch loop: a run of kernel launches in one call (launch_loop.py). */
+typedef int (*fo_launch_fn)(void*, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, unsigned, void*, void**, void**);
+typedef struct {
+  void* launch;             /* cuLaunchKernel */
+  long long count;
+  void* const* functions;   /* CUfunction per launch */
+  const unsigned* geometry; /* per launch: grid x, y, z, threads, shared bytes */
+  void** const* params;     /* per launch: its kernelParams */
+} fo_run;
+
+int fo_launch_run(const fo_run* run, void* stream) {
+  fo_launch_fn launch = (fo_launch_fn)run->launch;
+  for (long long i = 0; i < run->count; ++i) {
+    const unsigned* g = run->geometry + 5 * i;
+    if (g[0] == 0 || g[1] == 0 || g[2] == 0) continue; /* an empty grid: nothing to run */
+    int r = launch(run->functions[i], g[0], g[1], g[2], g[3], 1, 1, g[4], stream,
+                   run->params[i], 0);
+    if (r != 0) return (int)(1000 * i) + r;
+  }
+  return 0;
+}
+"""
+
+GEOMETRY = 5
+"""Numbers per launch in a run's `geometry`: grid x, y, z, threads, shared bytes."""
+
+
+class _Run(ctypes.Structure):
+    _fields_ = [
+        ("launch", ctypes.c_void_p),
+        ("count", ctypes.c_longlong),
+        ("functions", ctypes.c_void_p),
+        ("geometry", ctypes.c_void_p),
+        ("params", ctypes.c_void_p),
+    ]
+
+
+@dataclass(frozen=True)
+class RunLaunch:
+    """One launch of a run, as bound to a device: its function handle (an int), grid
+    (zeros where the printed host function sets it per call), threads, shared bytes and
+    how many argument values it takes."""
+
+    function: int
+    grid: tuple[int, int, int]
+    threads: int
+    smem_bytes: int
+    values: int
+
+
+class LaunchRun:
+    """The ctypes arrays of one run (module doc): `values` and `geometry`, which the
+    printed host function fills, and the `fo_run` struct the C loop reads (`address`).
+    One per run, device and host thread: ctypes releases the GIL during a launch."""
+
+    def __init__(self, launches: Sequence[RunLaunch], launch_function: int):
+        self.launches = list(launches)
+        total = sum(x.values for x in launches)
+        self.offsets: list[int] = []
+        at = 0
+        for x in launches:
+            self.offsets.append(at)
+            at += x.values
+        size = ctypes.sizeof(ctypes.c_void_p)
+        self.values = (ctypes.c_void_p * max(1, total))()
+        base = ctypes.addressof(self.values)
+        # cuLaunchKernel reads each argument through a pointer: one per value
+        self.pointers = (ctypes.c_void_p * max(1, total))(*[base + i * size for i in range(total)])
+        pointers = ctypes.addressof(self.pointers)
+        n = len(launches)
+        self.params = (ctypes.c_void_p * max(1, n))(*[pointers + o * size for o in self.offsets])
+        self.functions = (ctypes.c_void_p * max(1, n))(*[x.function for x in launches])
+        self.geometry = (ctypes.c_uint * max(1, GEOMETRY * n))(
+            *[v for x in launches for v in (*x.grid, x.threads, x.smem_bytes)]
+        )
+        self.struct = _Run(
+            launch_function,
+            n,
+            ctypes.addressof(self.functions),
+            ctypes.addressof(self.geometry),
+            ctypes.addressof(self.params),
+        )
+        self.address = ctypes.addressof(self.struct)
+
+    def arguments(self, i: int) -> list[int]:
+        """The values launch `i` takes, as stored now (a null pointer reads as 0)."""
+        o = self.offsets[i]
+        return [v or 0 for v in self.values[o : o + self.launches[i].values]]
+
+    def grid(self, i: int) -> tuple[int, int, int]:
+        """The grid of launch `i`, as stored now."""
+        g = self.geometry[GEOMETRY * i : GEOMETRY * i + 3]
+        return g[0], g[1], g[2]
+
+
+def launch_run_in_python(
+    launch: Callable[..., int],
+) -> Callable[[LaunchRun, int], int]:
+    """The C loop's twin in Python (no C compiler here): `launch` is cuLaunchKernel
+    through ctypes; same skipping of empty grids, same return value."""
+
+    def run_launches(run: LaunchRun, stream: int) -> int:
+        for i, x in enumerate(run.launches):
+            g0, g1, g2 = run.grid(i)
+            if not (g0 and g1 and g2):
+                continue
+            r = launch(
+                x.function, g0, g1, g2, x.threads, 1, 1, x.smem_bytes, stream, run.params[i], None
+            )
+            if r:
+                return 1000 * i + r
+        return 0
+
+    return run_launches
+
+
+def _compiler() -> str | None:
+    """The host C compiler: `$CC`, else cc, gcc or clang on PATH."""
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@cache
+def c_launch_loop() -> Callable[[int, int], int] | None:
+    """`fo_launch_run(run address, stream)` from the built loop (module doc), or None
+    where it cannot be built (logged once: launches then go through Python)."""
+    from fuseopt.backends.kernel_cache import KernelCache, cache_key
+
+    cc = _compiler()
+    if cc is None:
+        log.info("fuseopt: no C compiler: CUDA kernels launch one ctypes call each")
+        return None
+    store = KernelCache()
+    key = cache_key(source=SOURCE, compiler=cc)
+    try:
+        binary = store.get("cuda", key, "launch_loop.so")
+    except OSError:
+        binary = None
+    with tempfile.TemporaryDirectory(prefix="fuseopt-launch-") as tmp:
+        lib = Path(tmp) / "launch_loop.so"
+        if binary is None:
+            src = Path(tmp) / "launch_loop.c"
+            src.write_text(SOURCE)
+            cmd = [cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(src)]
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            except (OSError, subprocess.SubprocessError) as e:
+                log.info("fuseopt: the C launch loop did not build (%s): launching from Python", e)
+                return None
+            if r.returncode != 0:
+                log.info(
+                    "fuseopt: the C launch loop did not build: launching from Python:\n%s",
+                    r.stderr.strip()[:2000],
+                )
+                return None
+            binary = lib.read_bytes()
+            try:
+                store.put("cuda", key, "launch_loop.so", binary)
+            except OSError:
+                pass  # an unwritable cache costs a rebuild, never a failure
+        else:
+            lib.write_bytes(binary)
+        loaded = ctypes.CDLL(str(lib))  # mapped: the file may go with the directory
+    fn = loaded.fo_launch_run
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    fn.library = loaded  # type: ignore[attr-defined] - keeps the library loaded
+    return fn
+
+
+def launch_failed(code: int, names: Sequence[str], why: Callable[[int], str]) -> CompileError:
+    """The error for a run's failed launch: `code` is `1000 * index + CUresult`, `names`
+    the run's kernels, `why` the driver's message for a CUresult."""
+    index, result = divmod(code, 1000)
+    name = names[index] if index < len(names) else "?"
+    return CompileError(f"CUDA driver: cuLaunchKernel of {name} failed: {why(result)}")
+
+
+__all__ = [
+    "GEOMETRY",
+    "SOURCE",
+    "LaunchRun",
+    "RunLaunch",
+    "c_launch_loop",
+    "launch_failed",
+    "launch_run_in_python",
+]
