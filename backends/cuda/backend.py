@@ -343,7 +343,7 @@ class CudaBackend:
             fn = CudaFunction(module, func_name, print_cuda(module))
             if torch.cuda.is_available():
                 fn.compile_all()
-        launches = len(fn.host_code.launches)
+        launches = len(fn.host_code.info.launches)  # kernels, library GEMMs, PyTorch calls
         # a SizedFunction has no one text to re-lower per candidate: its heuristic tiling
         if sized is None and mode in ("max-autotune", "max-autotune-no-cudagraphs"):
             fn = CudaAutotunedFunction(fn, text, func_name, lowering)
