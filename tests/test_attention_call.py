@@ -132,3 +132,20 @@ def test_every_biased_attention_call_gets_the_aligned_bias() -> None:
             assert node.args[3].target is aligned_bias, node.args
         if node.target is torch.ops.aten.add.Tensor:
             assert node.args == (bias, bias)
+
+
+def test_a_shared_bias_is_aligned_once() -> None:
+    """One mask read by every layer's attention is aligned by one call, before the
+    first attention, and every call reads that aligned bias; another bias gets its own."""
+    graph = Graph()
+    q, k, v, bias, other = (graph.placeholder(n) for n in ("q", "k", "v", "bias", "other"))
+    target = BIASED_ATTENTION[0]
+    outs = [graph.call_function(target, (q, k, v, bias, False)) for _ in range(3)]
+    outs.append(graph.call_function(target, (q, k, v, other, False)))
+    graph.output(tuple(outs))
+    gm = align_attention_biases(GraphModule(torch.nn.Module(), graph))
+    aligned = [n for n in gm.graph.nodes if n.target is aligned_bias]
+    assert [a.args for a in aligned] == [(bias,), (other,)]
+    calls = [n for n in gm.graph.nodes if n.target is target]
+    assert [c.args[3] for c in calls] == [aligned[0]] * 3 + [aligned[1]]
+    gm.graph.lint()

@@ -124,18 +124,20 @@ def aligned_bias(bias: torch.Tensor | None) -> torch.Tensor | None:
 
 def align_attention_biases(gm: GraphModule) -> GraphModule:
     """`gm` with `aligned_bias` applied to the bias of every call of BIASED_ATTENTION
-    left in it (in place; see the module docstring)."""
-    changed = False
+    left in it (in place; see the module docstring). A bias the layers of a model share
+    (one mask for every layer) is aligned once, before its first such call."""
+    aligned_of: dict[Node, Node] = {}
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target not in BIASED_ATTENTION:
             continue
         bias = node.args[3] if len(node.args) > 3 else node.kwargs.get("attn_bias")
         if not isinstance(bias, Node):
             continue
-        with gm.graph.inserting_before(node):
-            aligned = gm.graph.call_function(aligned_bias, (bias,))
-        node.replace_input_with(bias, aligned)
-        changed = True
+        if bias not in aligned_of:
+            with gm.graph.inserting_before(node):
+                aligned_of[bias] = gm.graph.call_function(aligned_bias, (bias,))
+        node.replace_input_with(bias, aligned_of[bias])
+    changed = bool(aligned_of)
     if changed:
         gm.recompile()
     return gm
