@@ -51,11 +51,15 @@ SYSTEMS = (
     "fuseopt-triton partition",
     "fuseopt-cuda",
     "fuseopt-cuda partition",
+    "torch.compile reduce-overhead",
+    "fuseopt-triton reduce-overhead",
+    "fuseopt-cuda reduce-overhead",
 )
 """What can be compared: `dynamic` passes dynamic=True (sizes symbolic from the start);
 `partition` passes symbolic="partition" (a decode step's symbolic-size ops run in
 PyTorch, the rest compiled once: the default before decode steps compiled in versions,
-on the CUDA backend until its kernels took sizes at run time)."""
+on the CUDA backend until its kernels took sizes at run time); `reduce-overhead` passes
+that mode (CUDA graphs; a decode step meets each cache length once)."""
 
 
 def dims_of(family: str, quick: bool) -> dict[str, int]:
@@ -87,11 +91,12 @@ def make_generate(name: str, model: torch.nn.Module) -> tuple[Callable[..., Any]
     import fuseopt
 
     dynamic = True if name.endswith(" dynamic") else None
-    base = name.removesuffix(" dynamic")
+    mode = "reduce-overhead" if name.endswith(" reduce-overhead") else None
+    base = name.removesuffix(" dynamic").removesuffix(" reduce-overhead")
     if base == "eager":
         return model.generate, None
     if base == "torch.compile":
-        compiled_forward = torch.compile(model.forward, dynamic=dynamic)
+        compiled_forward = torch.compile(model.forward, dynamic=dynamic, mode=mode)
 
         def generate(*args: Any, **kwargs: Any) -> Any:
             original = model.forward
@@ -104,7 +109,7 @@ def make_generate(name: str, model: torch.nn.Module) -> tuple[Callable[..., Any]
         return generate, None
     options = {"symbolic": "partition"} if base.endswith(" partition") else {}
     backend = base.removesuffix(" partition").removeprefix("fuseopt-")
-    compiled = fuseopt.compile(model, backend=backend, dynamic=dynamic, **options)
+    compiled = fuseopt.compile(model, backend=backend, dynamic=dynamic, mode=mode, **options)
     return compiled.generate, compiled
 
 
