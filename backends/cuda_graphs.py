@@ -4,10 +4,10 @@
 inputs as the compiled shapes and dtypes, on their device) and `host(interpret)` (a
 callable `host(*inputs, device=...)` that allocates the outputs, launches every kernel
 on the current stream and returns the outputs, with no per-call checks): the Triton
-backend's TritonFunction and the CUDA backend's CudaFunction. Graphs are recorded on
-the caller's buffers for input addresses seen before (nothing copied), or on static
-buffers the inputs are copied into when addresses change every call; outputs are
-returned as aliases of the graph's buffers (see the class for how results are never
+backend's TritonFunction and the CUDA backend's CudaFunction. A graph reads the inputs
+whose address held from one call to the next (weights, a static cache) in place and
+copies the others (activations, made fresh every call) into buffers of its own; outputs
+are returned as aliases of the graph's buffers (see the class for how results are never
 overwritten under the caller).
 """
 
@@ -29,24 +29,35 @@ def _storage_uses(t: torch.Tensor) -> int:
 
 
 class GraphInstance:
-    """One recorded CUDA graph, the output tensors its replays write and, for a graph
-    recorded on static input buffers, those buffers."""
+    """One recorded CUDA graph: the output tensors its replays write, the inputs it
+    reads in place (`pinned`: their positions and addresses) and the buffers it reads
+    the others from (`copied`: their positions; `buffers`: one per position)."""
 
     def __init__(
         self,
         graph: Any,
         outputs: tuple[torch.Tensor, ...],
-        inputs: Sequence[torch.Tensor] | None = None,
+        pinned: tuple[tuple[int, int], ...],
+        copied: tuple[int, ...],
+        buffers: list[torch.Tensor],
     ):
-        self.graph, self.outputs, self.inputs = graph, outputs, inputs
+        self.graph, self.outputs = graph, outputs
+        self.pinned, self.copied, self.buffers = pinned, copied, buffers
         self.idle = tuple(_storage_uses(o) for o in outputs)
+
+    def matches(self, pointers: tuple[int, ...]) -> bool:
+        """Are the inputs it reads in place at the addresses it was recorded on?"""
+        return all(pointers[i] == p for i, p in self.pinned)
 
     def free(self) -> bool:
         """Are the outputs of the last replay no longer referenced outside this object?"""
         return all(_storage_uses(o) <= n for o, n in zip(self.outputs, self.idle, strict=True))
 
-    def replay(self) -> tuple[torch.Tensor, ...]:
-        """Replay; the caller gets fresh aliases of the outputs (tracked by use count)."""
+    def replay(self, xs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        """Copy the inputs it does not pin, replay; the caller gets fresh aliases of
+        the outputs (tracked by use count)."""
+        if self.copied:
+            torch._foreach_copy_(self.buffers, [xs[i] for i in self.copied])
         self.graph.replay()
         return tuple(o.view(o.shape) for o in self.outputs)
 
@@ -54,34 +65,41 @@ class GraphInstance:
 class CudaGraphFunction:
     """mode="reduce-overhead": replay CUDA graphs of a compiled function `fn`.
 
-    - Input addresses seen before: a graph recorded on those very buffers replays
-      (inputs read in place, nothing copied).
-    - New input addresses (fresh tensors every call): the inputs are copied into the
-      static buffers of one graph recorded on them, which replays.
-    - The very first call runs plainly (it compiles the kernels, and autotunes).
-    Outputs are returned without a copy, as aliases of the graph's buffers; a graph
-    replays only when no alias of its previous outputs is still alive (storage use
-    counts), else another instance is recorded (up to `instances` per address set) or
-    the plain launches run, so results are never overwritten under the caller. A capture
-    that fails falls back to plain launches; CPU inputs run the plain function.
-    A function of dynamic size (an input spec with a dim of -1) records its graphs per
-    input shapes too: a graph runs the sizes it was recorded with. Shapes met for the
-    first time run plainly: a graph is recorded only for shapes seen before, so a decode
-    step over a growing cache (new shapes every token) never pays for a recording it
-    would not replay.
+    - Graphs are kept per input shapes (one set for a function of static size; per
+      shapes for one of dynamic size: a graph runs the sizes it was recorded with).
+    - Shapes met for the first time run plainly: that call compiles the kernels (and
+      autotunes) outside any capture, and a decode step over a growing cache, which
+      meets each length once, never pays for a recording it would not replay.
+    - At the second call with those shapes a graph is recorded: an input at the
+      address it had in the call before is read in place (weights, a static KV
+      cache: nothing copied, no second copy in memory); the others are copied into
+      the graph's own buffers at every replay. A graph replays while its in-place
+      inputs stay where they were; when one moves, a new graph is recorded.
+    - Outputs are returned without a copy, as aliases of the graph's buffers; a graph
+      replays only when no alias of its previous outputs is still alive (storage use
+      counts), else another instance is recorded (up to `instances` per shapes) or
+      the plain launches run, so results are never overwritten under the caller.
+    - Recording stops for shapes re-recorded `MAX_RECORDS` times (inputs that keep
+      moving): they run plainly from then on, logged once.
+    A capture that fails falls back to plain launches; CPU inputs run the plain
+    function.
     """
 
     MAX_SEEN = 1024
-    """Address sets remembered before the memory is cleared."""
+    """Input shapes remembered before the memory is cleared."""
+    MAX_RECORDS = 8
+    """Recordings per input shapes before they run plainly."""
 
     def __init__(self, fn: Any, max_graphs: int = 8, instances: int = 2):
         self.fn, self.max_graphs, self.instances = fn, max_graphs, instances
         self.graphs: OrderedDict[tuple[Any, ...], list[GraphInstance]] = OrderedDict()
-        self.seen: set[tuple[Any, ...]] = set()
-        self.statics: OrderedDict[tuple[Any, ...], GraphInstance | None] = OrderedDict()
-        self.shapes_seen: set[tuple[Any, ...]] = set()
+        """The graphs recorded per input shapes (and device), most recent last."""
+        self.previous: dict[tuple[Any, ...], tuple[int, ...]] = {}
+        """The input addresses of the last call per input shapes."""
+        self.records: dict[tuple[Any, ...], int] = {}
         self.sized = any(d < 0 for shape, _ in getattr(fn, "inputs", ()) for d in shape)
         self.said_cpu = False
+        self.said_moving = False
         self.broken = False
 
     def __getattr__(self, name: str) -> Any:
@@ -105,62 +123,50 @@ class CudaGraphFunction:
             return self.fn(*xs)
         if torch.cuda.is_current_stream_capturing() or self.broken:
             return self.fn(*xs)
-        key: tuple[Any, ...] = (torch.cuda.current_device(), *(x.data_ptr() for x in xs))
+        key: tuple[Any, ...] = (torch.cuda.current_device(),)
         if self.sized:
             key += tuple(tuple(x.shape) for x in xs)
-        if key in self.seen:
-            return self._in_place(key, xs)
-        first = not self.seen
-        if len(self.seen) >= self.MAX_SEEN:
-            self.seen.clear()
-        self.seen.add(key)
-        if first:  # compiles the kernels (and autotunes) outside any capture
-            return self.fn(*xs)
-        return self._static(xs)
-
-    def _in_place(
-        self, key: tuple[Any, ...], xs: Sequence[torch.Tensor]
-    ) -> tuple[torch.Tensor, ...]:
+        pointers = tuple(x.data_ptr() for x in xs)
+        previous = self.previous.get(key)
+        if previous is None and len(self.previous) >= self.MAX_SEEN:
+            self.previous.clear()
+        self.previous[key] = pointers
         pool = self.graphs.get(key)
+        if pool is not None:
+            self.graphs.move_to_end(key)
+            for instance in pool:
+                if instance.matches(pointers) and instance.free():
+                    return instance.replay(xs)
+            pool[:] = [g for g in pool if g.matches(pointers)]  # inputs moved: stale
+        if previous is None or self.records.get(key, 0) >= self.MAX_RECORDS:
+            return self.fn(*xs)
         if pool is None:
             pool = self.graphs[key] = []
             if len(self.graphs) > self.max_graphs:
                 self.graphs.popitem(last=False)
-        self.graphs.move_to_end(key)
-        for instance in pool:
-            if instance.free():
-                return instance.replay()
         if len(pool) >= self.instances:
             return self.fn(*xs)
-        instance = self._record(xs, static=False)
+        self.records[key] = self.records.get(key, 0) + 1
+        if self.records[key] == self.MAX_RECORDS and not self.said_moving:
+            self.said_moving = True
+            log.info("reduce-overhead: inputs keep moving; these shapes run plain launches")
+        stable = tuple(p == q for p, q in zip(pointers, previous, strict=True))
+        instance = self._record(xs, stable)
         if instance is None:
             return self.fn(*xs)
         pool.append(instance)
-        return instance.replay()
+        return instance.replay(xs)
 
-    def _static(self, xs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        shapes = tuple(tuple(x.shape) for x in xs) if self.sized else ()
-        if shapes not in self.statics:
-            if self.sized and shapes not in self.shapes_seen:  # recorded at a second sight
-                if len(self.shapes_seen) >= self.MAX_SEEN:
-                    self.shapes_seen.clear()
-                self.shapes_seen.add(shapes)
-                return self.fn(*xs)
-            self.statics[shapes] = self._record(xs, static=True)
-            if len(self.statics) > self.max_graphs:
-                self.statics.popitem(last=False)
-        static = self.statics[shapes]
-        if static is None or not static.free():
-            return self.fn(*xs)
-        assert static.inputs is not None
-        torch._foreach_copy_(list(static.inputs), list(xs))
-        return static.replay()
-
-    def _record(self, xs: Sequence[torch.Tensor], static: bool) -> GraphInstance | None:
-        """A graph of the host function on `xs` (on copies of them when `static`)."""
+    def _record(self, xs: Sequence[torch.Tensor], stable: tuple[bool, ...]) -> GraphInstance | None:
+        """A graph of the host function reading the inputs marked `stable` in place and
+        copies of the others."""
         host = self.fn.host(False)
         device = xs[0].device
-        inputs = [x.clone() for x in xs] if static else list(xs)
+        copied = tuple(i for i, s in enumerate(stable) if not s)
+        buffers = [xs[i].clone() for i in copied]
+        inputs = list(xs)
+        for i, b in zip(copied, buffers, strict=True):
+            inputs[i] = b
         try:
             side = torch.cuda.Stream(device)
             side.wait_stream(torch.cuda.current_stream(device))
@@ -175,7 +181,10 @@ class CudaGraphFunction:
             self.broken = True
             torch.cuda.synchronize(device)
             return None
-        return GraphInstance(graph, tuple(outputs), inputs if static else None)
+        pinned = tuple(
+            (i, x.data_ptr()) for i, (x, s) in enumerate(zip(xs, stable, strict=True)) if s
+        )
+        return GraphInstance(graph, tuple(outputs), pinned, copied, buffers)
 
 
 __all__ = ["CudaGraphFunction", "GraphInstance"]
