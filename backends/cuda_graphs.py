@@ -80,7 +80,9 @@ class CudaGraphFunction:
       counts), else another instance is recorded (up to `instances` per shapes) or
       the plain launches run, so results are never overwritten under the caller.
     - Recording stops for shapes re-recorded `MAX_RECORDS` times (inputs that keep
-      moving): they run plainly from then on, logged once.
+      moving), and for new shapes once `max_graphs` graphs have been dropped to make
+      room (shapes that vary more than the graphs kept: a decode step's cache length):
+      they run plainly from then on, logged once.
     A capture that fails falls back to plain launches; CPU inputs run the plain
     function.
     """
@@ -100,6 +102,11 @@ class CudaGraphFunction:
         self.sized = any(d < 0 for shape, _ in getattr(fn, "inputs", ()) for d in shape)
         self.said_cpu = False
         self.said_moving = False
+        self.said_varying = False
+        self.evictions = 0
+        """Graphs dropped to keep `max_graphs`: once as many as it keeps, new shapes
+        run plainly (a decode step meets a new length every token, every call of
+        `generate`: recorded graphs would be dropped before they replay)."""
         self.broken = False
 
     def __getattr__(self, name: str) -> Any:
@@ -141,9 +148,19 @@ class CudaGraphFunction:
         if previous is None or self.records.get(key, 0) >= self.MAX_RECORDS:
             return self.fn(*xs)
         if pool is None:
+            if self.evictions >= self.max_graphs:  # more recurring shapes than graphs kept
+                if not self.said_varying:
+                    self.said_varying = True
+                    log.info(
+                        "reduce-overhead: input shapes vary more than %d graphs can keep; "
+                        "new shapes run plain launches",
+                        self.max_graphs,
+                    )
+                return self.fn(*xs)
             pool = self.graphs[key] = []
             if len(self.graphs) > self.max_graphs:
                 self.graphs.popitem(last=False)
+                self.evictions += 1
         if len(pool) >= self.instances:
             return self.fn(*xs)
         self.records[key] = self.records.get(key, 0) + 1
@@ -168,14 +185,15 @@ class CudaGraphFunction:
         for i, b in zip(copied, buffers, strict=True):
             inputs[i] = b
         try:
-            side = torch.cuda.Stream(device)
-            side.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.stream(side):
-                host(*inputs, device=device)  # warm-up on a side stream, as torch asks
-            torch.cuda.current_stream(device).wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                outputs = host(*inputs, device=device)
+            with torch.cuda.device(device):  # the host allocates on the current device
+                side = torch.cuda.Stream(device)
+                side.wait_stream(torch.cuda.current_stream(device))
+                with torch.cuda.stream(side):
+                    host(*inputs, device=device)  # warm-up on a side stream, as torch asks
+                torch.cuda.current_stream(device).wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    outputs = host(*inputs, device=device)
         except RuntimeError as e:  # an op that cannot be captured (a host copy, say)
             log.warning("reduce-overhead: CUDA graph capture failed, launching plainly: %s", e)
             self.broken = True

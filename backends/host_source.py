@@ -73,8 +73,9 @@ class HostInfo:
     inputs: list[tuple[tuple[int, ...], str]]
     outputs: list[tuple[tuple[int, ...], str]]
     launches: list[str] = field(default_factory=list)
-    """What each launch runs, in order: a kernel's name, "library_gemm", or the target
-    of a PyTorch op kept as a call."""
+    """What each launch runs, in order: a kernel's name as the backend records it (the
+    IR name on Triton, the C name on CUDA), "library_gemm", or the target of a PyTorch
+    op kept as a call."""
 
 
 class LaunchPrinter(Protocol):

@@ -105,11 +105,51 @@ def operand_references(call: str) -> list[int]:
     return found
 
 
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What a keyword argument's name and a dtype, layout or memory format name look like."""
+
+TORCH_NAMES = ("dtype", "layout", "memory_format")
+"""The references whose value names a `torch` attribute."""
+
+
+def _check_value(v: Any) -> None:
+    """Raise ValueError for a value of the call that is not one of the module doc's."""
+    if isinstance(v, list):
+        for x in v:
+            _check_value(x)
+    elif isinstance(v, dict):
+        if len(v) != 1:
+            raise ValueError(f"a reference holds one key, got {sorted(v)}")
+        ((key, x),) = v.items()
+        if key == "operand":
+            ok = isinstance(x, int) and not isinstance(x, bool)
+        elif key == "device":
+            ok = x is None
+        elif key == "float":
+            ok = x in SPECIAL_FLOATS
+        elif key in TORCH_NAMES:
+            ok = isinstance(x, str) and IDENTIFIER.fullmatch(x) is not None
+        else:
+            raise ValueError(f"unknown reference {key!r} in the call")
+        if not ok:
+            raise ValueError(f"{{{key!r}: {x!r}}} is not a valid {key} in the call")
+    elif not (v is None or isinstance(v, bool | int | float | str)):
+        raise ValueError(f"a value of type {type(v).__name__} in the call")
+
+
 def check(target: str, call: str, operands: int) -> None:
-    """Raise ValueError unless `target` names an aten op and `call` uses each of the
-    `operands` operands (and no other)."""
+    """Raise ValueError unless `target` names an aten op, every value of `call` is one
+    the module doc lists (keyword names and torch names identifiers, special floats
+    from SPECIAL_FLOATS: the printers write them into Python source), and `call` uses
+    each of the `operands` operands (and no other)."""
     if not TARGET.fullmatch(target):
         raise ValueError(f"target {target!r} must name an ATen op: aten.<op>.<overload>")
+    args, kwargs = decode(call)
+    bad = [k for k in kwargs if not IDENTIFIER.fullmatch(k)]
+    if bad:
+        raise ValueError(f"keyword argument names must be identifiers, got {bad[0]!r}")
+    _check_value(args)
+    _check_value(list(kwargs.values()))
     refs = operand_references(call)
     if sorted(set(refs)) != list(range(operands)):
         raise ValueError(f"the call refers to operands {sorted(set(refs))}, the op has {operands}")
@@ -123,8 +163,8 @@ def _python(v: Any, names: Sequence[str], device: str) -> str:
         if key == "device":
             return device
         if key == "float":
-            return f'float("{x}")'
-        return f"torch.{x}"
+            return f"float({x!r})"
+        return f"getattr(torch, {x!r})"
     if isinstance(v, list):
         return "[" + ", ".join(_python(x, names, device) for x in v) + "]"
     return repr(v)
@@ -132,7 +172,9 @@ def _python(v: Any, names: Sequence[str], device: str) -> str:
 
 def python_call(target: str, call: str, names: Sequence[str], device: str) -> str:
     """`call` as a Python expression calling `torch.ops.<target>`: operand i is the
-    expression `names[i]`, the device the expression `device`."""
+    expression `names[i]`, the device the expression `device`. The call is checked
+    first (`check`): no text reaches the source unless it is a name or a literal."""
+    check(target, call, len(names))
     args, kwargs = decode(call)
     parts = [_python(a, names, device) for a in args]
     parts += [f"{k}={_python(v, names, device)}" for k, v in kwargs.items()]

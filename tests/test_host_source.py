@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import ast
 import ctypes
+import gc
+import logging
 import re
 
 import pytest
+import torch
 
 import fuseopt
 from fuseopt.backends.cuda.backend import CudaBackend
@@ -127,22 +130,24 @@ def _run(driver: FakeDriver) -> LaunchRun:
     return run
 
 
-def _loops() -> list:
-    loops = [pytest.param("python", id="python")]
-    if c_launch_loop() is not None:
-        loops.insert(0, pytest.param("c", id="c"))
-    return loops
+LOOPS = ["c", "python"]
+"""The C launch loop (skipped without a C compiler) and its Python twin."""
+
+
+def _c_loop():  # noqa: ANN202 - the ctypes function
+    loop = c_launch_loop()
+    if loop is None:
+        pytest.skip("no C compiler to build the launch loop")
+    return loop
 
 
 def _issue(kind: str, run: LaunchRun, driver: FakeDriver, stream: int) -> int:
     if kind == "c":
-        loop = c_launch_loop()
-        assert loop is not None
-        return loop(run.address, stream)
+        return _c_loop()(run.address, stream)
     return launch_run_in_python(driver.function)(run, stream)
 
 
-@pytest.mark.parametrize("kind", _loops())
+@pytest.mark.parametrize("kind", LOOPS)
 def test_a_run_launches_each_kernel_with_its_values(kind: str) -> None:
     driver = FakeDriver()
     run = _run(driver)
@@ -156,7 +161,7 @@ def test_a_run_launches_each_kernel_with_its_values(kind: str) -> None:
     assert all(c[6] is None for c in driver.calls)
 
 
-@pytest.mark.parametrize("kind", _loops())
+@pytest.mark.parametrize("kind", LOOPS)
 def test_an_empty_grid_launches_nothing(kind: str) -> None:
     driver = FakeDriver()
     run = _run(driver)  # launch 22's grid left at 0: a dynamic size of 0
@@ -164,7 +169,7 @@ def test_an_empty_grid_launches_nothing(kind: str) -> None:
     assert [c[0] for c in driver.calls] == [11, 33]
 
 
-@pytest.mark.parametrize("kind", _loops())
+@pytest.mark.parametrize("kind", LOOPS)
 def test_a_failed_launch_stops_the_run_and_is_named(kind: str) -> None:
     driver = FakeDriver(failing=22)
     run = _run(driver)
@@ -182,3 +187,54 @@ def test_the_run_arrays_read_back_as_stored() -> None:
     run.values[2] = 0  # a null pointer reads back as 0
     assert run.arguments(1) == [0, 4000, 77]
     assert run.grid(2) == (2, 3, 1)
+
+
+def test_the_bound_host_function_launches_through_the_c_loop() -> None:
+    """The printed host function bound as the GPU binds it (the C loop, run addresses),
+    against a stand-in driver: after a garbage collection (the run arrays live as long
+    as the function), each launch gets its kernel's handle, the stream and the data
+    pointers of the buffers the call made."""
+    loop = _c_loop()
+    host = CudaBackend().compile(fuseopt.parse(THREE_KERNELS), "main", {}).host_code
+    driver = FakeDriver()
+    handles = {k.kernel.c_name: 100 + i for i, k in enumerate(host.launches)}
+    for p in host.launches:
+        driver.counts[handles[p.kernel.c_name]] = p.values
+    fn = host.bind(
+        lambda k: (handles[k.c_name], 0),
+        loop,
+        lambda run: run.address,
+        driver.address,
+        lambda index: 0x5EED + index,
+        3,
+        str,
+    )
+    gc.collect()
+    x, w, b = torch.randn(64, 256), torch.randn(256, 128), torch.randn(64, 128)
+    (out,) = fn(x, w, b, device=torch.device("cpu"))
+    assert [c[0] for c in driver.calls] == [100, 101, 102]
+    assert {c[4] for c in driver.calls} == {0x5EED + 3}
+    assert driver.calls[0][5][0] == x.data_ptr()  # the first kernel reads the input
+    assert driver.calls[1][5][1] == b.data_ptr()  # the second the bias
+    assert driver.calls[2][5][1] == out.data_ptr()  # the last writes the output
+    assert [c[1] for c in driver.calls] == [(*p.grid, 1, 1)[:3] for p in host.launches]
+
+
+def test_a_launch_loop_that_does_not_load_falls_back_to_python(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cached build that cannot be loaded (a noexec temporary directory, a binary of
+    another machine) is logged, and launches go through Python."""
+    _c_loop()
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("file too short")
+
+    c_launch_loop.cache_clear()
+    monkeypatch.setattr(ctypes, "CDLL", refuse)
+    try:
+        with caplog.at_level(logging.INFO, logger="fuseopt"):
+            assert c_launch_loop() is None
+        assert "did not load (file too short)" in caplog.text
+    finally:
+        c_launch_loop.cache_clear()

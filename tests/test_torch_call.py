@@ -46,8 +46,10 @@ def test_call_text_round_trips_every_kind_of_value() -> None:
     assert decoded_args[2:5] == [{"float": "inf"}, {"float": "-inf"}, {"dtype": "bfloat16"}]
     assert decoded_kwargs["layout"] == {"layout": "strided"}
     source = torch_call.python_call("aten.f.default", text, [], "dev")
-    assert 'float("inf"), float("-inf"), torch.bfloat16, dev, [3, None], True' in source
-    assert "layout=torch.strided" in source and "fmt=torch.contiguous_format" in source
+    expected = "float('inf'), float('-inf'), getattr(torch, 'bfloat16'), dev, [3, None], True"
+    assert expected in source
+    assert "layout=getattr(torch, 'strided')" in source
+    assert "fmt=getattr(torch, 'contiguous_format')" in source
     with pytest.raises(torch_call.CallEncodingError, match="holding a quote"):
         torch_call.encode(["it's"], {}, lambda v: None)
     with pytest.raises(torch_call.CallEncodingError, match="type object"):
@@ -63,6 +65,27 @@ def test_call_text_round_trips_every_kind_of_value() -> None:
         ("aten.relu.default", '{"args":[],"kwargs":{}}', "single quotes"),
         ("aten.relu.default", "{'args':{},'kwargs':{}}", "args must be a list"),
         ("aten.relu.default", "[1, 2", "not JSON"),
+        # text the printers write into Python source is checked: names and literals only
+        (
+            "aten.relu.default",
+            "{'args':[{'operand':0}],'kwargs':{'dtype':{'dtype':'float32 if print(1) else 0'}}}",
+            "is not a valid dtype",
+        ),
+        (
+            "aten.relu.default",
+            "{'args':[{'operand':0}],'kwargs':{'x=print(1),y':1}}",
+            "must be identifiers",
+        ),
+        (
+            "aten.relu.default",
+            "{'args':[{'operand':0},{'float':'1e3'}],'kwargs':{}}",
+            "valid float",
+        ),
+        (
+            "aten.relu.default",
+            "{'args':[{'operand':0},{'code':'x'}],'kwargs':{}}",
+            "unknown reference",
+        ),
     ],
 )
 def test_verifier_rejects_bad_calls_located(target: str, call: str, message: str) -> None:

@@ -2,9 +2,10 @@
 
 `CudaBackend.compile` runs the standard pipeline to tile IR (pass objects with the CUDA
 target's tile options, `backends/targets.py`), prints every kernel
-(`printer.print_cuda`) and plans the host function (`HostPlan`): buffer allocations,
-views, kernel launches and library GEMMs (`torch.matmul`, i.e. cuBLAS, into the
-out-param). Cubins are built on first use on a GPU (the device's architecture is
+(`printer.print_cuda`) and prints the host function as Python once
+(`host_function.py`): buffer allocations, views, library GEMMs (cuBLAS through
+PyTorch's out= calls) and runs of kernel launches issued by a C loop
+(`launch_loop.py`). Cubins are built on first use on a GPU (the device's architecture is
 known only then) and cached on disk; without a GPU, calling the result raises
 `CudaUnavailableError` while `kernels` and `save()` still give the source.
 """
@@ -236,7 +237,11 @@ class CudaFunction:
             raise CompileError("the cuda backend has no interpreter; run on a CUDA device")
 
         def run(*inputs: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, ...]:
-            return self._bound_host(device.index or 0)(*inputs, device=device)
+            index = device.index or 0
+            if index != torch.cuda.current_device():  # it allocates on the current device
+                with torch.cuda.device(index):
+                    return self._bound_host(index)(*inputs, device=device)
+            return self._bound_host(index)(*inputs, device=device)
 
         return run
 

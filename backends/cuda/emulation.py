@@ -9,8 +9,8 @@ tensor cores up to f32 summation order). Everything the printer emits must be
 callable by all threads of a block at once, which this checks too: a barrier that
 some threads skip deadlocks here as on a GPU (the run has a timeout).
 
-This is a test tool, not a fast path: `EmulatedFunction` runs a `CudaFunction`'s host
-plan on CPU tensors with these kernels.
+This is a test tool, not a fast path: `EmulatedFunction` runs a `CudaFunction`'s
+printed host function on CPU tensors with these kernels (one thread at a time).
 """
 
 from __future__ import annotations

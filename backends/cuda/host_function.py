@@ -19,10 +19,11 @@ For a host function
     tile.launch @k2 (%n) (%t, %out)
     tile.gemm ...
 
-the printed body reads, in part:
+(k2 over buffers of dynamic size: it takes a size after its pointers) the printed body
+reads, in part:
 
     fuseopt_run0_values[0:2] = (x.data_ptr(), t.data_ptr(), )
-    fuseopt_run0_values[2:5] = (t.data_ptr(), out.data_ptr(), x.shape[0], )
+    fuseopt_run0_values[2:5] = (t.data_ptr(), out.data_ptr(), t.shape[0], )
     fuseopt_run0_geometry[5:8] = (n, 1, 1, )
     failed = fuseopt_launch_run(fuseopt_run0, fuseopt_stream(fuseopt_device_index))
     if failed:

@@ -5,10 +5,11 @@ or PyTorch calls as one *run*: it stores each launch's pointer and size argument
 the run's `values` (and, for a grid of dynamic size, the grid in its `geometry`), then
 makes one call, `launch_run(run, stream)`. That call is a ten-line C loop over
 `cuLaunchKernel` (`SOURCE`), built once per machine with the host's C compiler and
-cached in the kernel cache, so a launch costs the driver's own time plus two stores
-from Python, not a Python call through ctypes each. Without a C compiler (or when the
-build fails, logged once) the same runs go through `launch_run_in_python`, one ctypes
-call per launch, as before.
+cached in the kernel cache (keyed by the compiler, its version and the platform), so
+a launch costs the driver's own time plus two stores from Python, not a Python call
+through ctypes each. Without a C compiler (or when the build fails, or a cached build
+does not load: logged once) the same runs go through `launch_run_in_python`, one
+ctypes call per launch, as before.
 
 A grid with a dimension of 0 launches nothing (CUDA refuses an empty grid; a dynamic
 size of 0 gives one). A failed launch returns `1000 * index + CUresult`, which
@@ -20,8 +21,10 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -157,6 +160,15 @@ def _compiler() -> str | None:
     return None
 
 
+def _compiler_version(cc: str) -> str:
+    """The first line of `cc --version` (part of the cache key)."""
+    try:
+        r = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (r.stdout.splitlines() or ["unknown"])[0]
+
+
 @cache
 def c_launch_loop() -> Callable[[int, int], int] | None:
     """`fo_launch_run(run address, stream)` from the built loop (module doc), or None
@@ -168,7 +180,13 @@ def c_launch_loop() -> Callable[[int, int], int] | None:
         log.info("fuseopt: no C compiler: CUDA kernels launch one ctypes call each")
         return None
     store = KernelCache()
-    key = cache_key(source=SOURCE, compiler=cc)
+    key = cache_key(
+        source=SOURCE,
+        compiler=cc,
+        version=_compiler_version(cc),
+        machine=platform.machine(),
+        system=sys.platform,
+    )
     try:
         binary = store.get("cuda", key, "launch_loop.so")
     except OSError:
@@ -197,7 +215,11 @@ def c_launch_loop() -> Callable[[int, int], int] | None:
                 pass  # an unwritable cache costs a rebuild, never a failure
         else:
             lib.write_bytes(binary)
-        loaded = ctypes.CDLL(str(lib))  # mapped: the file may go with the directory
+        try:
+            loaded = ctypes.CDLL(str(lib))  # mapped: the file may go with the directory
+        except OSError as e:  # a noexec temporary directory, a foreign binary
+            log.info("fuseopt: the C launch loop did not load (%s): launching from Python", e)
+            return None
     fn = loaded.fo_launch_run
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     fn.restype = ctypes.c_int
