@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -62,6 +63,90 @@ class GraphInstance:
         return tuple(o.view(o.shape) for o in self.outputs)
 
 
+@dataclass
+class Decision:
+    """What a call does: "replay" `instance`, run "plain", or "record" a graph that
+    reads the inputs marked `stable` in place."""
+
+    kind: str
+    instance: Any = None
+    stable: tuple[bool, ...] = ()
+
+
+class GraphBook:
+    """The policy of `CudaGraphFunction`, free of CUDA: per key (device and input
+    shapes) the graphs kept and, per call, whether one replays, one is recorded or the
+    plain launches run (see `CudaGraphFunction` for the rules). An instance needs
+    `matches(pointers)`, `free()` and `pinned` ((position, address) pairs)."""
+
+    def __init__(self, max_graphs: int, instances: int, max_records: int, max_seen: int):
+        self.max_graphs, self.instances = max_graphs, instances
+        self.max_records, self.max_seen = max_records, max_seen
+        self.graphs: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
+        """The graphs recorded per key, most recently used last."""
+        self.previous: dict[tuple[Any, ...], tuple[int, ...]] = {}
+        """The input addresses of the last call per key."""
+        self.moved: dict[tuple[Any, ...], set[int]] = {}
+        """Per key, the input positions a graph pinned and then saw move: copied from
+        then on, so re-recordings stop once every moving input is known."""
+        self.records: dict[tuple[Any, ...], int] = {}
+        self.evictions = 0
+        """Graphs dropped to keep `max_graphs`: once as many as it keeps, new keys run
+        plainly (a decode step meets a new length every token, every call of
+        `generate`: recorded graphs would be dropped before they replay)."""
+        self.said_moving = self.said_varying = False
+
+    def choose(self, key: tuple[Any, ...], pointers: tuple[int, ...]) -> Decision:
+        """What the call with input addresses `pointers` under `key` does."""
+        previous = self.previous.get(key)
+        if previous is None and len(self.previous) >= self.max_seen:
+            self.previous.clear()
+        self.previous[key] = pointers
+        pool = self.graphs.get(key)
+        if pool is not None:
+            self.graphs.move_to_end(key)
+            for instance in pool:
+                if instance.matches(pointers) and instance.free():
+                    return Decision("replay", instance)
+            stale = [g for g in pool if not g.matches(pointers)]
+            moved = self.moved.setdefault(key, set())
+            for g in stale:  # inputs it read in place moved: copy them from now on
+                moved.update(i for i, p in g.pinned if pointers[i] != p)
+            pool[:] = [g for g in pool if g.matches(pointers)]
+        if previous is None or self.records.get(key, 0) >= self.max_records:
+            return Decision("plain")
+        if pool is None:
+            if self.evictions >= self.max_graphs:  # more recurring keys than graphs kept
+                if not self.said_varying:
+                    self.said_varying = True
+                    log.info(
+                        "reduce-overhead: input shapes vary more than %d graphs can keep; "
+                        "new shapes run plain launches",
+                        self.max_graphs,
+                    )
+                return Decision("plain")
+            pool = self.graphs[key] = []
+            if len(self.graphs) > self.max_graphs:
+                self.graphs.popitem(last=False)
+                self.evictions += 1
+        if len(pool) >= self.instances:
+            return Decision("plain")
+        self.records[key] = self.records.get(key, 0) + 1
+        if self.records[key] == self.max_records and not self.said_moving:
+            self.said_moving = True
+            log.info("reduce-overhead: inputs keep moving; these shapes run plain launches")
+        moved = self.moved.get(key, set())
+        stable = tuple(
+            p == q and i not in moved
+            for i, (p, q) in enumerate(zip(pointers, previous, strict=True))
+        )
+        return Decision("record", stable=stable)
+
+    def add(self, key: tuple[Any, ...], instance: Any) -> None:
+        """Keep `instance`, recorded for a "record" decision under `key`."""
+        self.graphs.setdefault(key, []).append(instance)
+
+
 class CudaGraphFunction:
     """mode="reduce-overhead": replay CUDA graphs of a compiled function `fn`.
 
@@ -74,7 +159,8 @@ class CudaGraphFunction:
       address it had in the call before is read in place (weights, a static KV
       cache: nothing copied, no second copy in memory); the others are copied into
       the graph's own buffers at every replay. A graph replays while its in-place
-      inputs stay where they were; when one moves, a new graph is recorded.
+      inputs stay where they were; when one moves, a new graph is recorded that
+      copies that input from then on.
     - Outputs are returned without a copy, as aliases of the graph's buffers; a graph
       replays only when no alias of its previous outputs is still alive (storage use
       counts), else another instance is recorded (up to `instances` per shapes) or
@@ -93,21 +179,16 @@ class CudaGraphFunction:
     """Recordings per input shapes before they run plainly."""
 
     def __init__(self, fn: Any, max_graphs: int = 8, instances: int = 2):
-        self.fn, self.max_graphs, self.instances = fn, max_graphs, instances
-        self.graphs: OrderedDict[tuple[Any, ...], list[GraphInstance]] = OrderedDict()
-        """The graphs recorded per input shapes (and device), most recent last."""
-        self.previous: dict[tuple[Any, ...], tuple[int, ...]] = {}
-        """The input addresses of the last call per input shapes."""
-        self.records: dict[tuple[Any, ...], int] = {}
+        self.fn = fn
+        self.book = GraphBook(max_graphs, instances, self.MAX_RECORDS, self.MAX_SEEN)
         self.sized = any(d < 0 for shape, _ in getattr(fn, "inputs", ()) for d in shape)
         self.said_cpu = False
-        self.said_moving = False
-        self.said_varying = False
-        self.evictions = 0
-        """Graphs dropped to keep `max_graphs`: once as many as it keeps, new shapes
-        run plainly (a decode step meets a new length every token, every call of
-        `generate`: recorded graphs would be dropped before they replay)."""
         self.broken = False
+
+    @property
+    def graphs(self) -> OrderedDict[tuple[Any, ...], list[Any]]:
+        """The graphs recorded per device and input shapes (`GraphBook.graphs`)."""
+        return self.book.graphs
 
     def __getattr__(self, name: str) -> Any:
         """Everything else (`kernels`, `check`, `save`, ...) is the wrapped function's."""
@@ -133,45 +214,15 @@ class CudaGraphFunction:
         key: tuple[Any, ...] = (torch.cuda.current_device(),)
         if self.sized:
             key += tuple(tuple(x.shape) for x in xs)
-        pointers = tuple(x.data_ptr() for x in xs)
-        previous = self.previous.get(key)
-        if previous is None and len(self.previous) >= self.MAX_SEEN:
-            self.previous.clear()
-        self.previous[key] = pointers
-        pool = self.graphs.get(key)
-        if pool is not None:
-            self.graphs.move_to_end(key)
-            for instance in pool:
-                if instance.matches(pointers) and instance.free():
-                    return instance.replay(xs)
-            pool[:] = [g for g in pool if g.matches(pointers)]  # inputs moved: stale
-        if previous is None or self.records.get(key, 0) >= self.MAX_RECORDS:
+        decision = self.book.choose(key, tuple(x.data_ptr() for x in xs))
+        if decision.kind == "replay":
+            return decision.instance.replay(xs)
+        if decision.kind == "plain":
             return self.fn(*xs)
-        if pool is None:
-            if self.evictions >= self.max_graphs:  # more recurring shapes than graphs kept
-                if not self.said_varying:
-                    self.said_varying = True
-                    log.info(
-                        "reduce-overhead: input shapes vary more than %d graphs can keep; "
-                        "new shapes run plain launches",
-                        self.max_graphs,
-                    )
-                return self.fn(*xs)
-            pool = self.graphs[key] = []
-            if len(self.graphs) > self.max_graphs:
-                self.graphs.popitem(last=False)
-                self.evictions += 1
-        if len(pool) >= self.instances:
-            return self.fn(*xs)
-        self.records[key] = self.records.get(key, 0) + 1
-        if self.records[key] == self.MAX_RECORDS and not self.said_moving:
-            self.said_moving = True
-            log.info("reduce-overhead: inputs keep moving; these shapes run plain launches")
-        stable = tuple(p == q for p, q in zip(pointers, previous, strict=True))
-        instance = self._record(xs, stable)
+        instance = self._record(xs, decision.stable)
         if instance is None:
             return self.fn(*xs)
-        pool.append(instance)
+        self.book.add(key, instance)
         return instance.replay(xs)
 
     def _record(self, xs: Sequence[torch.Tensor], stable: tuple[bool, ...]) -> GraphInstance | None:
@@ -205,4 +256,4 @@ class CudaGraphFunction:
         return GraphInstance(graph, tuple(outputs), pinned, copied, buffers)
 
 
-__all__ = ["CudaGraphFunction", "GraphInstance"]
+__all__ = ["CudaGraphFunction", "Decision", "GraphBook", "GraphInstance"]

@@ -241,7 +241,8 @@ def test_fuse_opt_prints_one_translation_unit_per_kernel(tmp_path: Path) -> None
     if out.returncode != 0 and "No module named fuseopt.cli" in out.stderr:
         pytest.skip("fuseopt.cli is not runnable as a module")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.count("// ===== file:") == 1
+    files = re.findall(r"// ===== file: (\S+) =====", out.stdout)
+    assert [Path(f).suffix for f in files] == [".cu", ".py"]  # the kernel, the host function
     assert out.stdout.count("#include <cuda_bf16.h>") == 1
 
 
