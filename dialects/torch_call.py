@@ -14,8 +14,9 @@ tensor operand); `{"dtype": "float32"}`, `{"layout": "strided"}`,
 `{"memory_format": "contiguous_format"}`; `{"device": null}` (the device the call runs
 on: its operands', else the compiled function's); `{"float": "inf"}` (and "-inf",
 "nan"). This module is the one reader and writer of that text: the frontend encodes,
-the verifiers check, the Triton printer prints Python from it and the CUDA backend and
-both interpreters run it (`invoke`). torch is imported only where a call runs.
+the verifiers check (`check`: only names and literals, since the text becomes source),
+both backends' printed host functions call it (`python_call`) and both interpreters
+run it (`invoke`). torch is imported only where a call runs.
 """
 
 from __future__ import annotations

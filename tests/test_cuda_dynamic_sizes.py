@@ -1,5 +1,5 @@
 """Buffers of dynamic size (`?`) on the CUDA backend: kernels that take their sizes as
-`long long` arguments, host plans that compute grids, allocate and view per call, and
+`long long` arguments, host functions that compute grids, allocate and view per call, and
 nn functions of dynamic size lowered at the size hints and compiled once for every
 size. On CPU through the emulation (g++) and nvcc's compile check, on the GPU where
 there is one; at sizes nobody chose: 0, 1, ragged, many."""
@@ -135,7 +135,7 @@ def test_random_row_lengths_blocks_and_sizes(workdir: Path) -> None:
 @pytest.mark.parametrize("n", [0, 1, 3, 17])
 def test_views_gemms_and_torch_calls_of_dynamic_size(n: int, workdir: Path) -> None:
     """A dynamic view, library GEMMs (one padded), a per-call temporary and a PyTorch
-    call in the CUDA host plan, against PyTorch."""
+    call in the CUDA host function, against PyTorch."""
     run = EmulatedFunction(
         fuseopt.load_mlir(with_vector_width(HOST_STEPS), backend="cuda"), workdir
     )

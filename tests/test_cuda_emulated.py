@@ -129,7 +129,7 @@ func.func @main(%f: tensor<12xbf16>, %w: tensor<3x200xbf16>, %b: tensor<12x200xb
   func.return %y : tensor<12x200xbf16>
 }
 """.replace("COLS", str(list(range(200)))),
-    # a PyTorch op kept as a call between kernels: the host plan runs it in PyTorch
+    # a PyTorch op kept as a call between kernels: the host function runs it in PyTorch
     "torch_call_between_kernels": """
 func.func @main(%x: tensor<6x100xbf16>) -> tensor<6x100xbf16> {
   %e = nn.exp %x : tensor<6x100xbf16>

@@ -1,7 +1,7 @@
 """PyTorch ops kept as calls (`nn.torch_call`, `tile.torch_call`,
 `fuseopt.dialects.torch_call`): the call text, the verifiers, the reference interpreter
 at both levels, the Triton backend, `fuseopt.export` of ops without an nn lowering and
-`fuseopt.load_mlir` running exported text again (the CUDA host plan is covered in
+`fuseopt.load_mlir` running exported text again (the CUDA host function is covered in
 tests/test_cuda_emulated.py, the printed forms in filecheck/backends/torch-call.mlir)."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ progress) with CUDA kernels. At the first call on a CUDA device, `CudaAutotunedF
    printer may raise a matmul's warps to fit its accumulators: same source, not timed
    twice);
 4. keeps per kernel the fastest variant, with its own launch grid, and runs the
-   heuristic host plan with them on that device from then on (`choices` keeps every
+   heuristic host function with them on that device from then on (`choices` keeps every
    timing).
 
 Without a GPU nothing is timed: calling raises `CudaUnavailableError`, as the untuned
@@ -293,7 +293,7 @@ class CudaAutotunedFunction:
 
 
 def _fits(ref: KernelLaunch, got: KernelLaunch) -> bool:
-    """Can `got` replace `ref` in the heuristic host plan (same name and buffers)?"""
+    """Can `got` replace `ref` in the heuristic host function (same name and buffers)?"""
     return got.kernel.c_name == ref.kernel.c_name and got.args == ref.args
 
 
