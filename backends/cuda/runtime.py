@@ -24,6 +24,12 @@ from pathlib import Path
 
 import torch
 
+from fuseopt.backends.cuda.launch_loop import (
+    LaunchRun,
+    RunLaunch,
+    launch_failed,
+    launch_run_in_python,
+)
 from fuseopt.diagnostics import CompileError, DeviceUnavailableError
 
 CACHE_NAMESPACE = "cuda"
@@ -239,7 +245,7 @@ class LoadedKernel:
             lib.cuModuleGetFunction(ctypes.byref(self.function), self.module, c_name.encode()),
             f"cuModuleGetFunction({c_name})",
         )
-        self.smem_bytes = smem_bytes
+        self.c_name, self.smem_bytes = c_name, smem_bytes
         if smem_bytes > 48 * 1024:
             check_result(
                 lib.cuFuncSetAttribute(
@@ -250,48 +256,15 @@ class LoadedKernel:
 
     def launch(self, grid: tuple[int, ...], threads: int, args: list[torch.Tensor]) -> None:
         """Launch over `grid` blocks of `threads` threads with tensor pointers `args`, on
-        the current stream."""
-        slot = ParamSlot(len(args))
-        slot.set([a.data_ptr() for a in args])
-        self.launch_slot(grid, threads, slot, current_stream(args[0].device if args else None))
-
-    def launch_slot(
-        self, grid: tuple[int, ...], threads: int, slot: ParamSlot, stream: int
-    ) -> None:
-        """Launch with the pointers already in `slot` on raw stream handle `stream`."""
-        g = (*grid, 1, 1)
-        check_result(
-            cu_launch_kernel()(
-                self.function,
-                g[0],
-                g[1],
-                g[2],
-                threads,
-                1,
-                1,
-                self.smem_bytes,
-                stream,
-                slot.kernel_params,
-                None,
-            ),
-            "cuLaunchKernel",
-        )
-
-
-class ParamSlot:
-    """Reusable kernel parameters: `n` pointer values and the `void**` array pointing at
-    them (cuLaunchKernel copies the values at launch, so one slot serves every call)."""
-
-    def __init__(self, n: int):
-        self.values = (ctypes.c_void_p * max(1, n))()
-        base = ctypes.addressof(self.values)
-        size = ctypes.sizeof(ctypes.c_void_p)
-        self.kernel_params = (ctypes.c_void_p * max(1, n))(*[base + i * size for i in range(n)])
-
-    def set(self, pointers: list[int]) -> None:
-        """Store the pointer values of this launch."""
-        for i, p in enumerate(pointers):
-            self.values[i] = p
+        the current stream (one launch through `launch_loop`'s Python loop)."""
+        g = (*grid, 1, 1)[:3]
+        function = self.function.value or 0
+        run = LaunchRun([RunLaunch(function, g, threads, self.smem_bytes, len(args))], 0)  # type: ignore[arg-type]
+        run.values[: len(args)] = [a.data_ptr() for a in args]
+        stream = current_stream(args[0].device if args else None)
+        code = launch_run_in_python(cu_launch_kernel())(run, stream)
+        if code:
+            raise launch_failed(code, [self.c_name], driver_message)
 
 
 @cache
