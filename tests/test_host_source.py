@@ -1,5 +1,5 @@
 """Printed host functions (backends/host_source.py) and the CUDA backend's launch loop
-(backends/cuda/launch_loop.py), on the CPU.
+(backends/launch_loop.py), on the CPU.
 
 The host function of a region is printed once, at compile time, for both backends: its
 calls are launches, allocations, views and library calls, with no loop over steps. The
@@ -20,7 +20,7 @@ import torch
 
 import fuseopt
 from fuseopt.backends.cuda.backend import CudaBackend
-from fuseopt.backends.cuda.launch_loop import (
+from fuseopt.backends.launch_loop import (
     LaunchRun,
     RunLaunch,
     c_launch_loop,

@@ -12,7 +12,6 @@ known only then) and cached on disk; without a GPU, calling the result raises
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import math
 import os
@@ -28,18 +27,10 @@ from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.backends.contract import KernelRecord, partly_checked, shape_matches
 from fuseopt.backends.cuda.host_function import print_cuda_host
-from fuseopt.backends.cuda.launch_loop import LaunchRun, c_launch_loop, launch_run_in_python
 from fuseopt.backends.cuda.printer import CudaKernel, print_cuda
-from fuseopt.backends.cuda.runtime import (
-    LoadedKernel,
-    check_gpu,
-    compile_cubin,
-    cu_launch_kernel,
-    device_arch,
-    driver_message,
-    raw_stream,
-)
+from fuseopt.backends.cuda.runtime import LoadedKernel, check_gpu, compile_cubin, device_arch
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
+from fuseopt.backends.launch_loop import driver_message, raw_stream, run_launcher
 from fuseopt.backends.targets import CUDA
 from fuseopt.diagnostics import CompileError
 from fuseopt.passes.generalize_sizes import (
@@ -262,26 +253,10 @@ class CudaFunction:
             loaded = self._kernel(k, dev)
             return loaded.function.value or 0, loaded.smem_bytes
 
-        launch = cu_launch_kernel()
-        loop = c_launch_loop()
-        address = ctypes.cast(launch, ctypes.c_void_p).value or 0
-        if loop is not None:
-            launch_run, run_object = loop, _run_address
-        else:
-            launch_run, run_object = launch_run_in_python(launch), _same_run
+        launch_run, run_object, address = run_launcher()
         return self.host_code.bind(
             handle, launch_run, run_object, address, raw_stream, dev.index or 0, driver_message
         )
-
-
-def _run_address(run: LaunchRun) -> int:
-    """What the C loop takes for a run: the address of its `fo_run` struct."""
-    return run.address
-
-
-def _same_run(run: LaunchRun) -> LaunchRun:
-    """What the Python loops take for a run: the run."""
-    return run
 
 
 class CudaBackend:

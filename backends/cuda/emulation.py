@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from fuseopt.backends.cuda.backend import CudaFunction, as_compiled
-from fuseopt.backends.cuda.launch_loop import LaunchRun
 from fuseopt.backends.cuda.printer import CudaKernel
+from fuseopt.backends.launch_loop import LaunchRun
 from fuseopt.diagnostics import CompileError
 
 COMMON = r"""#pragma once

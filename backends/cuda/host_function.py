@@ -42,7 +42,6 @@ import torch
 from xdsl.dialects import func
 from xdsl.ir import SSAValue
 
-from fuseopt.backends.cuda.launch_loop import GEOMETRY, LaunchRun, RunLaunch, launch_failed
 from fuseopt.backends.cuda.printer import CudaKernel
 from fuseopt.backends.host_source import (
     HOST_HELPERS,
@@ -51,6 +50,7 @@ from fuseopt.backends.host_source import (
     print_host,
     tuple_source,
 )
+from fuseopt.backends.launch_loop import GEOMETRY, LaunchRun, RunLaunch, launch_failed
 from fuseopt.backends.library_gemm import mm_padded
 from fuseopt.backends.python_names import NameTable
 from fuseopt.dialects import tile_host

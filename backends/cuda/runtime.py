@@ -24,11 +24,15 @@ from pathlib import Path
 
 import torch
 
-from fuseopt.backends.cuda.launch_loop import (
+from fuseopt.backends.launch_loop import (
     LaunchRun,
     RunLaunch,
+    cu_launch_kernel,
+    driver_message,
     launch_failed,
     launch_run_in_python,
+    libcuda,
+    raw_stream,
 )
 from fuseopt.diagnostics import CompileError, DeviceUnavailableError
 
@@ -204,23 +208,6 @@ def compile_cubin(source: str, name: str, arch: str, use_cache: bool = True) -> 
 # --------------------------------------------------------------------------- driver API
 
 
-@cache
-def _libcuda() -> ctypes.CDLL:
-    for lib in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
-        try:
-            return ctypes.CDLL(lib)
-        except OSError:
-            continue
-    raise CudaUnavailableError("the CUDA driver library (libcuda) cannot be loaded")
-
-
-def driver_message(result: int) -> str:
-    """The driver's name for CUresult `result`."""
-    name = ctypes.c_char_p()
-    _libcuda().cuGetErrorString(result, ctypes.byref(name))
-    return name.value.decode() if name.value else f"error {result}"
-
-
 def check_result(result: int, what: str) -> None:
     """Raise CompileError naming `what` and the driver's message for a nonzero CUresult."""
     if result != 0:
@@ -234,7 +221,7 @@ class LoadedKernel:
         check_gpu()
         torch.cuda.init()
         torch.empty(1, device="cuda")  # makes PyTorch's primary context current
-        lib = _libcuda()
+        lib = libcuda()
         self.module = ctypes.c_void_p()
         self._image = ctypes.create_string_buffer(cubin)
         check_result(
@@ -265,36 +252,6 @@ class LoadedKernel:
         code = launch_run_in_python(cu_launch_kernel())(run, stream)
         if code:
             raise launch_failed(code, [self.c_name], driver_message)
-
-
-@cache
-def cu_launch_kernel():  # noqa: ANN202 - a ctypes function
-    """The driver's cuLaunchKernel with its argument types declared (loaded once)."""
-    fn = _libcuda().cuLaunchKernel
-    u = ctypes.c_uint
-    fn.argtypes = [
-        ctypes.c_void_p,
-        u,
-        u,
-        u,
-        u,
-        u,
-        u,
-        u,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-    ]
-    fn.restype = ctypes.c_int
-    return fn
-
-
-def raw_stream(index: int) -> int:
-    """The raw handle of PyTorch's current stream on CUDA device `index`."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(index)
-    return torch.cuda.current_stream(index).cuda_stream
 
 
 def current_stream(device: torch.device | None) -> int:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from fuseopt.backends.contract import KernelRecord
@@ -31,6 +32,7 @@ from fuseopt.backends.cuda_graphs import CudaGraphFunction
 from fuseopt.backends.kernel_cache import KernelCache, cache_key
 from fuseopt.backends.per_size import PerSizeFunction, parse_specialized
 from fuseopt.backends.targets import TRITON
+from fuseopt.backends.triton.host_runs import print_run_host
 from fuseopt.backends.triton.printer import KernelInfo, assemble, print_triton, standalone
 from fuseopt.backends.triton.runtime import (
     TritonFunction,
@@ -103,6 +105,10 @@ def print_and_store(
     host = printed.hosts.get(func_name)
     if host is None:
         raise CompileError(f"no function @{func_name} in the compiled module")
+    host_op = next(
+        op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == func_name
+    )
+    run_host = print_run_host(host_op, {k.ir_name: k for k in printed.kernels})
     index = {
         "function": func_name,
         "host": host.py_name,
@@ -111,6 +117,7 @@ def print_and_store(
         "launches": host.launches,
         "key": key,
         "host_sources": printed.host_sources,
+        "run_host": run_host,
         "kernels": [
             {
                 "name": k.ir_name,

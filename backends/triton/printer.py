@@ -205,13 +205,25 @@ def _print_kernel(
     )
 
 
+def size_arguments(k: KernelInfo, step: tile_host.Launch, expr: dict[SSAValue, str]) -> list[str]:
+    """The size arguments a launch of `k` passes after its buffers: dims of its buffers
+    (`expr` names them), each in the unit the kernel takes it in."""
+    units = k.size_units or (1,) * len(k.sizes)
+    return [
+        f"{expr[step.args[i]]}.shape[{d}]" + (f" // {u}" if u > 1 else "")
+        for (i, d), u in zip(k.sizes, units, strict=True)
+    ]
+
+
 class TritonLaunches:
     """Kernel launches in a printed host function: a call of the kernel's launcher
     (`launcher_source`) with its buffers, sizes and, where it is not the printed
-    default, its grid."""
+    default, its grid. `owner`: what the launcher names are looked up in ("" for the
+    module's own globals)."""
 
-    def __init__(self, kernels: dict[str, KernelInfo]):
+    def __init__(self, kernels: dict[str, KernelInfo], owner: str = ""):
         self.kernels = kernels
+        self.owner = owner
 
     def launch(
         self, step: tile_host.Launch, expr: dict[SSAValue, str], local: NameTable
@@ -220,19 +232,13 @@ class TritonLaunches:
         k = self.kernels[step.kernel]
         if not k.args:
             k.args = [buffer_spec(a.type) for a in step.args]
-        args = ", ".join(
-            [expr[a] for a in step.args]
-            + [
-                f"{expr[step.args[i]]}.shape[{d}]" + (f" // {u}" if u > 1 else "")
-                for (i, d), u in zip(k.sizes, k.size_units or [1] * len(k.sizes), strict=True)
-            ]
-        )
+        args = ", ".join([expr[a] for a in step.args] + size_arguments(k, step, expr))
         if step.static_grid is not None:
             grid = "" if step.grid == k.grid else f", grid={step.grid!r}"
         else:
             sizes = [expr[g] if isinstance(g, SSAValue) else str(g) for g in step.grid]
             grid = f", grid={tuple_source(sizes)}"
-        return [f"{k.launcher}({args}{grid})"], k.ir_name
+        return [f"{self.owner}{k.launcher}({args}{grid})"], k.ir_name
 
     def flush(self, local: NameTable) -> list[str]:
         """Nothing: every launch was issued where it was printed."""
@@ -311,6 +317,8 @@ def kernel_count(module: ModuleOp) -> int:
 
 __all__ = [
     "KernelInfo",
+    "TritonLaunches",
+    "size_arguments",
     "TritonModuleSource",
     "TritonTarget",
     "assemble",

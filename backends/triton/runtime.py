@@ -35,6 +35,8 @@ from typing import Any
 import torch
 
 from fuseopt.backends.contract import partly_checked, shape_matches
+from fuseopt.backends.launch_loop import driver_message, raw_stream, run_launcher
+from fuseopt.backends.triton.host_runs import RunFormUnavailable, bind_run_host
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects.syntax import shape_text
 
@@ -103,6 +105,28 @@ def _hook_chain_class() -> type | None:
         return chain if isinstance(getattr(chain(), "calls", None), list) else None
     except (ImportError, AttributeError, TypeError):
         return None
+
+
+def launch_hooks_probe() -> Callable[[], bool]:
+    """A function telling whether Triton launch hooks are installed now (profilers such
+    as proton; Triton 3.6 and later install empty hook chains, which do not count).
+    Kernels launched other than through Triton's launcher skip the hooks, so while any
+    is installed the launchers are used."""
+    try:
+        from triton import knobs
+
+        runtime = knobs.runtime
+    except (ImportError, AttributeError):
+        return lambda: False
+    chain = _hook_chain_class()
+
+    def active() -> bool:
+        enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+        return (enter is not None and (enter.__class__ is not chain or bool(enter.calls))) or (
+            leave is not None and (leave.__class__ is not chain or bool(leave.calls))
+        )
+
+    return active
 
 
 C_LAUNCHER_TRITON = ("3.6",)
@@ -282,6 +306,11 @@ class GridLauncher:
         self.install = install
         self.options = {"num_warps": num_warps, "num_stages": num_stages}
         self.runners: dict[int, Callable[..., bool]] = {}
+        self.compiled: dict[int, Any] = {}
+        """Per device, the compiled kernel its runner launches (aligned pointers, int32
+        sizes): what a host function's run form binds (`host_runs.py`)."""
+        self.grid: tuple[int, ...] = ()
+        """No grid of its own: every call passes one."""
 
     def __call__(self, *args: Any, grid: tuple[int, ...]) -> None:
         """Launch over `grid`."""
@@ -302,6 +331,7 @@ class GridLauncher:
         except Exception:  # noqa: BLE001 - any failure: keep using the JIT path
             return
         self.runners[device] = runner
+        self.compiled[device] = compiled
         if self.install is not None and len(self.runners) == 1:
             self.install(self._first_direct(runner))
 
@@ -344,6 +374,9 @@ class FastLauncher:
         self.options = {"num_warps": num_warps, "num_stages": num_stages}
         # (device index, grid or None for the printed one) -> direct runner
         self.runners: dict[tuple[int, tuple[int, ...] | None], Callable[..., bool]] = {}
+        self.compiled: dict[int, Any] = {}
+        """Per device, the compiled kernel its runners launch (aligned pointers): what a
+        host function's run form binds (`host_runs.py`)."""
         self.disabled = False
 
     def __call__(self, *buffers: torch.Tensor, grid: tuple[int, ...] | None = None) -> None:
@@ -369,6 +402,7 @@ class FastLauncher:
             self.disabled = True
             return
         self.runners[(device, grid)] = runner
+        self.compiled[device] = compiled
         if grid is None and self.install is not None:
             self.install(self._first_direct(runner))
 
@@ -386,6 +420,10 @@ class FastLauncher:
         return launch
 
 
+LAUNCHERS = "fuseopt_launchers"
+"""The module attribute holding a loaded module's launcher objects by name."""
+
+
 def install_fast_launchers(
     module: ModuleType,
     launchers: Sequence[tuple[str, str, tuple[int, ...], int, int, int]],
@@ -396,19 +434,22 @@ def install_fast_launchers(
 
     `launchers` holds (launcher name, kernel name, grid, num_warps, num_stages, number
     of buffer arguments). The host functions look launchers up as module globals, so
-    they pick these up.
+    they pick these up. The launcher objects stay in `LAUNCHERS` of the module, by name
+    (a run form binds their compiled kernels).
     """
+    objects: dict[str, FastLauncher | GridLauncher] = {}
+    setattr(module, LAUNCHERS, objects)
     for launcher, kernel, grid, warps, stages, buffers in launchers:
 
         def install(launch: Callable[..., None], name: str = launcher) -> None:
             setattr(module, name, launch)
 
+        jit = getattr(module, kernel)
         if not grid:
-            jit = getattr(module, kernel)
-            install(GridLauncher(jit, buffers, warps, stages, binaries, install))
-            continue
-        fast = FastLauncher(getattr(module, kernel), grid, warps, stages, binaries, install)
-        install(fast)
+            objects[launcher] = GridLauncher(jit, buffers, warps, stages, binaries, install)
+        else:
+            objects[launcher] = FastLauncher(jit, grid, warps, stages, binaries, install)
+        install(objects[launcher])
 
 
 class TritonFunction:
@@ -447,6 +488,11 @@ class TritonFunction:
         self._ir = ir
         self._parsed: dict[str, Any] = {}
         self._hosts: dict[bool, Callable[..., tuple[torch.Tensor, ...]]] = {}
+        # per (device index, host thread): the host function in runs, once bound
+        # (`host_runs.py`), or the launchers' host function where it cannot be
+        self._fast: dict[tuple[int, int], Callable[..., tuple[torch.Tensor, ...]]] = {}
+        self._tries: dict[tuple[int, int], int] = {}
+        self._hooks_active = launch_hooks_probe()
 
     def _parse(self, name: str) -> Any:
         if name not in self._parsed:
@@ -515,10 +561,63 @@ class TritonFunction:
         device = xs[0].device if xs else _default_device()
         if device.type != "cuda":
             return self.host(True)(*xs, device=device)
-        if device.index is not None and device.index != torch.cuda.current_device():
-            with torch.cuda.device(device):
-                return self.host(False)(*xs, device=device)
-        return self.host(False)(*xs, device=device)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        if index != torch.cuda.current_device():
+            with torch.cuda.device(index):
+                return self._on_gpu(xs, device, index)
+        return self._on_gpu(xs, device, index)
+
+    def _on_gpu(
+        self, xs: Sequence[torch.Tensor], device: torch.device, index: int
+    ) -> tuple[torch.Tensor, ...]:
+        """Run on GPU `index`: through the host function in runs once it is bound for
+        this thread, else through the launchers (which compile), then try to bind it."""
+        key = (index, threading.get_ident())
+        fast = self._fast.get(key)
+        if fast is not None and not self._hooks_active():
+            return fast(*xs, device=device)
+        outputs = self.host(False)(*xs, device=device)
+        if fast is None:
+            self._bind(key)
+        return outputs
+
+    def _bind(self, key: tuple[int, int]) -> None:
+        """Bind the run form for `key` (device, thread) when every kernel has compiled
+        there; the launchers' host function for good where it never can be (logged), or
+        after `BIND_TRIES` calls that left a kernel uncompiled (say, one whose grid was
+        always empty)."""
+        form = self.index.get("run_host")
+        module = self._load(False)
+        launchers = getattr(module, LAUNCHERS, {})
+
+        def compiled(name: str) -> tuple[Any, tuple[int, ...]] | None:
+            launcher = launchers.get(name)
+            kernel = launcher.compiled.get(key[0]) if launcher is not None else None
+            return None if kernel is None else (kernel, launcher.grid)
+
+        try:
+            if form is None:
+                raise RunFormUnavailable("compiled without a run form")
+            bound = bind_run_host(
+                form, module, compiled, run_launcher(), raw_stream, key[0], driver_message
+            )
+        except RunFormUnavailable as e:
+            log.info("fuseopt: %s launches kernel by kernel: %s", self.host_name, e)
+            self._fast[key] = self.host(False)
+            return
+        if bound is not None:
+            self._fast[key] = bound
+            return
+        self._tries[key] = self._tries.get(key, 0) + 1
+        if self._tries[key] >= BIND_TRIES:
+            why = "a kernel did not compile"
+            log.info("fuseopt: %s launches kernel by kernel: %s", self.host_name, why)
+            self._fast[key] = self.host(False)
+
+
+BIND_TRIES = 8
+"""Calls after which a host function whose kernels have not all compiled on a device
+stops trying to bind its run form there."""
 
 
 def _leading_dynamic(shape: tuple[int, ...]) -> bool:

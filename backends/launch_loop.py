@@ -1,19 +1,29 @@
-"""Runs of kernel launches issued by one call: the CUDA backend's launch loop in C.
+"""Runs of kernel launches issued by one call: the launch loop in C, for both backends.
 
-A printed host function (`host_function.py`) launches the kernels between two library
-or PyTorch calls as one *run*: it stores each launch's pointer and size arguments in
-the run's `values` (and, for a grid of dynamic size, the grid in its `geometry`), then
-makes one call, `launch_run(run, stream)`. That call is a ten-line C loop over
-`cuLaunchKernel` (`SOURCE`), built once per machine with the host's C compiler and
-cached in the kernel cache (keyed by the compiler, its version and the platform), so
-a launch costs the driver's own time plus two stores from Python, not a Python call
-through ctypes each. Without a C compiler (or when the build fails, or a cached build
-does not load: logged once) the same runs go through `launch_run_in_python`, one
-ctypes call per launch, as before.
+A printed host function (`backends/cuda/host_function.py`, `backends/triton/host_runs.py`)
+launches the kernels between two library or PyTorch calls as one *run*: it stores each
+launch's pointer and size arguments in the run's `values` (and, for a grid of dynamic
+size, the grid in its `geometry`), then makes one call, `launch_run(run, stream)`. That
+call is a short C loop over `cuLaunchKernel` (`SOURCE`), built once per machine with
+the host's C compiler and cached in the kernel cache (keyed by the compiler, its
+version and the platform), so a launch costs the driver's own time plus two stores
+from Python, not a Python call through ctypes each. Without a C compiler (or when the
+build fails, or a cached build does not load: logged once) the same runs go through
+`launch_run_in_python`, one ctypes call per launch.
+
+Before launching anything the loop checks the run's *guards*: value slots that must
+hold a 16-byte-aligned pointer and slots that must hold a size below 2**31 (a Triton
+kernel was compiled for aligned pointers and int32 sizes). A run whose guard fails
+launches nothing and returns `GUARD_FAILED`: the host function then launches that run
+another way. A launch may take trailing null pointer parameters the host never fills
+(`RunLaunch.trailing_nulls`: Triton's scratch pointers).
 
 A grid with a dimension of 0 launches nothing (CUDA refuses an empty grid; a dynamic
 size of 0 gives one). A failed launch returns `1000 * index + CUresult`, which
 `launch_failed` turns into an error naming the kernel.
+
+The driver entry points a run needs (`libcuda`, `cu_launch_kernel`, `driver_message`,
+`raw_stream`) live here too, for both backends.
 """
 
 from __future__ import annotations
@@ -30,8 +40,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
-from fuseopt.diagnostics import CompileError
+import torch
+
+from fuseopt.diagnostics import CompileError, DeviceUnavailableError
 
 log = logging.getLogger("fuseopt")
 
@@ -39,14 +52,23 @@ SOURCE = r"""/* fuseopt's launch loop: a run of kernel launches in one call (lau
 typedef int (*fo_launch_fn)(void*, unsigned, unsigned, unsigned, unsigned, unsigned,
                             unsigned, unsigned, void*, void**, void**);
 typedef struct {
-  void* launch;             /* cuLaunchKernel */
+  void* launch;                   /* cuLaunchKernel */
   long long count;
-  void* const* functions;   /* CUfunction per launch */
-  const unsigned* geometry; /* per launch: grid x, y, z, threads, shared bytes */
-  void** const* params;     /* per launch: its kernelParams */
+  void* const* functions;         /* CUfunction per launch */
+  const unsigned* geometry;       /* per launch: grid x, y, z, threads, shared bytes */
+  void** const* params;           /* per launch: its kernelParams */
+  const unsigned long long* values;
+  long long aligned_count;        /* guards: slots of `values` holding 16-byte-aligned */
+  const long long* aligned;       /* pointers, */
+  long long small_count;          /* and slots holding sizes below 2**31 */
+  const long long* small;
 } fo_run;
 
 int fo_launch_run(const fo_run* run, void* stream) {
+  for (long long i = 0; i < run->aligned_count; ++i)
+    if (run->values[run->aligned[i]] & 15) return -1; /* GUARD_FAILED: nothing launched */
+  for (long long i = 0; i < run->small_count; ++i)
+    if (run->values[run->small[i]] >= 2147483648ULL) return -1;
   fo_launch_fn launch = (fo_launch_fn)run->launch;
   for (long long i = 0; i < run->count; ++i) {
     const unsigned* g = run->geometry + 5 * i;
@@ -62,6 +84,12 @@ int fo_launch_run(const fo_run* run, void* stream) {
 GEOMETRY = 5
 """Numbers per launch in a run's `geometry`: grid x, y, z, threads, shared bytes."""
 
+GUARD_FAILED = -1
+"""What a run returns when a guard fails (module doc): nothing was launched."""
+
+SMALL = 2**31
+"""A size slot guarded as small holds less than this (an int32 kernel parameter)."""
+
 
 class _Run(ctypes.Structure):
     _fields_ = [
@@ -70,6 +98,11 @@ class _Run(ctypes.Structure):
         ("functions", ctypes.c_void_p),
         ("geometry", ctypes.c_void_p),
         ("params", ctypes.c_void_p),
+        ("values", ctypes.c_void_p),
+        ("aligned_count", ctypes.c_longlong),
+        ("aligned", ctypes.c_void_p),
+        ("small_count", ctypes.c_longlong),
+        ("small", ctypes.c_void_p),
     ]
 
 
@@ -77,21 +110,30 @@ class _Run(ctypes.Structure):
 class RunLaunch:
     """One launch of a run, as bound to a device: its function handle (an int), grid
     (zeros where the printed host function sets it per call), threads, shared bytes and
-    how many argument values it takes."""
+    how many argument values it takes, then how many null pointer parameters follow
+    them (parameters the kernel declares and the host never fills)."""
 
     function: int
     grid: tuple[int, int, int]
     threads: int
     smem_bytes: int
     values: int
+    trailing_nulls: int = 0
 
 
 class LaunchRun:
     """The ctypes arrays of one run (module doc): `values` and `geometry`, which the
     printed host function fills, and the `fo_run` struct the C loop reads (`address`).
-    One per run, device and host thread: ctypes releases the GIL during a launch."""
+    `aligned` and `small` are the guarded slots of `values`. One per run, device and
+    host thread: ctypes releases the GIL during a launch."""
 
-    def __init__(self, launches: Sequence[RunLaunch], launch_function: int):
+    def __init__(
+        self,
+        launches: Sequence[RunLaunch],
+        launch_function: int,
+        aligned: Sequence[int] = (),
+        small: Sequence[int] = (),
+    ):
         self.launches = list(launches)
         total = sum(x.values for x in launches)
         self.offsets: list[int] = []
@@ -101,24 +143,48 @@ class LaunchRun:
             at += x.values
         size = ctypes.sizeof(ctypes.c_void_p)
         self.values = (ctypes.c_void_p * max(1, total))()
-        base = ctypes.addressof(self.values)
-        # cuLaunchKernel reads each argument through a pointer: one per value
-        self.pointers = (ctypes.c_void_p * max(1, total))(*[base + i * size for i in range(total)])
-        pointers = ctypes.addressof(self.pointers)
+        self.null = ctypes.c_void_p(0)  # what every trailing null parameter points at
+        base, null = ctypes.addressof(self.values), ctypes.addressof(self.null)
+        # cuLaunchKernel reads each parameter through a pointer: a block per launch
+        blocks = [
+            [base + (o + i) * size for i in range(x.values)] + [null] * x.trailing_nulls
+            for x, o in zip(launches, self.offsets, strict=True)
+        ]
+        flat = [p for block in blocks for p in block]
+        self.pointers = (ctypes.c_void_p * max(1, len(flat)))(*flat)
+        pointers, starts, first = ctypes.addressof(self.pointers), [], 0
+        for block in blocks:
+            starts.append(pointers + first * size)
+            first += len(block)
         n = len(launches)
-        self.params = (ctypes.c_void_p * max(1, n))(*[pointers + o * size for o in self.offsets])
+        self.params = (ctypes.c_void_p * max(1, n))(*starts)
         self.functions = (ctypes.c_void_p * max(1, n))(*[x.function for x in launches])
         self.geometry = (ctypes.c_uint * max(1, GEOMETRY * n))(
             *[v for x in launches for v in (*x.grid, x.threads, x.smem_bytes)]
         )
+        self.aligned = list(aligned)
+        self.small = list(small)
+        self._aligned = (ctypes.c_longlong * max(1, len(self.aligned)))(*self.aligned)
+        self._small = (ctypes.c_longlong * max(1, len(self.small)))(*self.small)
         self.struct = _Run(
             launch_function,
             n,
             ctypes.addressof(self.functions),
             ctypes.addressof(self.geometry),
             ctypes.addressof(self.params),
+            base,
+            len(self.aligned),
+            ctypes.addressof(self._aligned),
+            len(self.small),
+            ctypes.addressof(self._small),
         )
         self.address = ctypes.addressof(self.struct)
+
+    def guards_hold(self) -> bool:
+        """Whether every guarded slot holds what it must (the C loop's first check)."""
+        return all(not (self.values[i] or 0) & 15 for i in self.aligned) and all(
+            (self.values[i] or 0) < SMALL for i in self.small
+        )
 
     def arguments(self, i: int) -> list[int]:
         """The values launch `i` takes, as stored now (a null pointer reads as 0)."""
@@ -135,9 +201,11 @@ def launch_run_in_python(
     launch: Callable[..., int],
 ) -> Callable[[LaunchRun, int], int]:
     """The C loop's twin in Python (no C compiler here): `launch` is cuLaunchKernel
-    through ctypes; same skipping of empty grids, same return value."""
+    through ctypes; same guards, same skipping of empty grids, same return value."""
 
     def run_launches(run: LaunchRun, stream: int) -> int:
+        if not run.guards_hold():
+            return GUARD_FAILED
         for i, x in enumerate(run.launches):
             g0, g1, g2 = run.grid(i)
             if not (g0 and g1 and g2):
@@ -170,6 +238,65 @@ def _compiler_version(cc: str) -> str:
 
 
 @cache
+def libcuda() -> ctypes.CDLL:
+    """The CUDA driver library (loaded once); DeviceUnavailableError without one."""
+    for lib in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            return ctypes.CDLL(lib)
+        except OSError:
+            continue
+    raise DeviceUnavailableError("the CUDA driver library (libcuda) cannot be loaded")
+
+
+def driver_message(result: int) -> str:
+    """The driver's name for CUresult `result`."""
+    name = ctypes.c_char_p()
+    libcuda().cuGetErrorString(result, ctypes.byref(name))
+    return name.value.decode() if name.value else f"error {result}"
+
+
+@cache
+def cu_launch_kernel():  # noqa: ANN202 - a ctypes function
+    """The driver's cuLaunchKernel with its argument types declared (loaded once)."""
+    fn = libcuda().cuLaunchKernel
+    u = ctypes.c_uint
+    fn.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p]
+    fn.argtypes += [ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def raw_stream(index: int) -> int:
+    """The raw handle of PyTorch's current stream on CUDA device `index`."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+def run_launcher() -> tuple[Callable[[Any, int], int], Callable[[LaunchRun], Any], int]:
+    """How runs are issued here: (launch_run, run_object, launch function address).
+    `launch_run(run_object(run), stream)` issues a run: through the C loop, which takes
+    the run's struct address, or through `launch_run_in_python`, which takes the run."""
+    launch = cu_launch_kernel()
+    address = ctypes.cast(launch, ctypes.c_void_p).value or 0
+    loop = c_launch_loop()
+    if loop is not None:
+        return loop, _run_address, address
+    return launch_run_in_python(launch), _same_run, address
+
+
+def _run_address(run: LaunchRun) -> int:
+    """What the C loop takes for a run: the address of its `fo_run` struct."""
+    return run.address
+
+
+def _same_run(run: LaunchRun) -> LaunchRun:
+    """What the Python loop takes for a run: the run."""
+    return run
+
+
+@cache
 def c_launch_loop() -> Callable[[int, int], int] | None:
     """`fo_launch_run(run address, stream)` from the built loop (module doc), or None
     where it cannot be built (logged once: launches then go through Python)."""
@@ -177,7 +304,7 @@ def c_launch_loop() -> Callable[[int, int], int] | None:
 
     cc = _compiler()
     if cc is None:
-        log.info("fuseopt: no C compiler: CUDA kernels launch one ctypes call each")
+        log.info("fuseopt: no C compiler: kernels launch one ctypes call each")
         return None
     store = KernelCache()
     key = cache_key(
@@ -237,10 +364,17 @@ def launch_failed(code: int, names: Sequence[str], why: Callable[[int], str]) ->
 
 __all__ = [
     "GEOMETRY",
+    "GUARD_FAILED",
+    "SMALL",
     "SOURCE",
     "LaunchRun",
     "RunLaunch",
     "c_launch_loop",
+    "cu_launch_kernel",
+    "driver_message",
     "launch_failed",
     "launch_run_in_python",
+    "libcuda",
+    "raw_stream",
+    "run_launcher",
 ]
