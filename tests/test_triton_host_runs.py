@@ -290,7 +290,7 @@ def test_on_the_gpu_the_second_call_runs_in_runs_and_matches() -> None:
     for call in range(3):
         (out,) = f(x, w, b)
         torch.testing.assert_close(out, reference, rtol=1e-4, atol=1e-5)
-        assert len(_bound_forms(f)) == (0 if call == 0 else 1)
+        assert len(_bound_forms(f)) == 1  # bound once the first call compiled every kernel
     storage = torch.randn(64 * 256 + 1, device="cuda")
     odd = storage[1:].view(64, 256)  # misaligned: its run goes through the launchers
     odd.copy_(x)
