@@ -14,7 +14,11 @@
   specialized, so one compiled kernel serves every size that fits int32).
 - `TritonFunction` is what the backend returns: it checks the inputs once per call
   (shape, dtype; non-contiguous inputs are copied), runs the host function on the
-  inputs' device and current stream, and returns the outputs.
+  inputs' device and current stream, and returns the outputs. On a GPU its first call
+  runs the printed host function (the launchers compile the kernels); after it, the
+  host function in runs (`host_runs.py`: the kernels between library calls issued by
+  one call of the C launch loop) is bound per device and host thread and runs instead,
+  except while Triton launch hooks are installed.
 - mode="reduce-overhead" wraps a TritonFunction in `fuseopt.backends.cuda_graphs`'s
   CudaGraphFunction (shared with the CUDA backend).
 """
