@@ -39,19 +39,26 @@ CASES: list[tuple[tuple[int, ...], str, Callable[[torch.Tensor], torch.Tensor]]]
 ]
 
 
-def main() -> int:
-    """Print one line per case and system; return 1 when a result is wrong."""
+def run_cases(
+    cases: list[tuple[tuple[int, ...], str, Callable[[torch.Tensor], torch.Tensor]]],
+    systems: tuple[str, ...] = ("torch.compile", "fuseopt-triton"),
+) -> int:
+    """Print one line per case and system (of `systems`); return 1 when a result is
+    wrong."""
     torch.manual_seed(0)
     wrong = 0
     device = torch.device("cuda")
-    for shape, text, fn in CASES:
+    for shape, text, fn in cases:
         x = torch.randn(shape, dtype=torch.bfloat16, device="cuda")
         expected = fn(x.float())
-        systems = {
-            "torch.compile": torch.compile(fn, dynamic=False),
-            "fuseopt-triton": fuseopt.compile(fn, (x,), backend="triton", strict=True),
+        compilers = {
+            "torch.compile": lambda fn=fn: torch.compile(fn, dynamic=False),
+            "fuseopt-triton": lambda fn=fn, x=x: fuseopt.compile(
+                fn, (x,), backend="triton", strict=True
+            ),
         }
-        for name, compiled in systems.items():
+        for name in systems:
+            compiled = compilers[name]()
             call = lambda c=compiled, x=x: c(x)  # noqa: E731
             error = ((call().float() - expected).abs().max() / expected.abs().max()).item()
             wrong += not error <= 2e-2
@@ -65,6 +72,11 @@ def main() -> int:
                 flush=True,
             )
     return int(wrong > 0)
+
+
+def main() -> int:
+    """Print one line per case and system; return 1 when a result is wrong."""
+    return run_cases(CASES)
 
 
 if __name__ == "__main__":

@@ -34,8 +34,12 @@ S = length / C at least 2. C is the largest power-of-two factor of the length up
 length * rows / `programs` (so that stage one has about `programs` programs or more)
 when that is `min_chunk` or more; else the divisor with the least estimated time (waves
 of programs times the power-of-two block each reads, its tail masked): a vocabulary of
-128256 splits into 64 chunks of 2004, one of 151936 into 128 of 1187. Everything else
-(many rows, short rows, a prime length) is left unchanged, so the shapes one program per
+128256 splits into 64 chunks of 2004, one of 151936 into 128 of 1187. A length with no
+such divisor (a prime) splits *ragged*: chunks of a power of two, the last one overhanging
+the row, read through `nn.take` at positions clamped into the row (the overhang reads the
+last element again) and masked to the reduction's identity after the elementwise
+prologue (0 for a sum, -inf for a max); a mean becomes a sum times 1 / length.
+Everything else (many rows, short rows) is left unchanged, so the shapes one program per
 row already fills compile as before.
 
 A column reduction (over adjacent axes followed by kept ones: a bias gradient's sum
@@ -46,13 +50,14 @@ Inductor's split). Such a reduction splits the same way, its reduced axes read a
 in place (`plan_column_split`): when its grid, estimated as the tiler builds it, is
 under a quarter of `column_programs` and its input has `column_min_elements` or more,
 into the fewest chunks that reach `column_programs`, each of `column_min_chunk` or
-more, S any divisor of the reduced count. Stage one is a column reduction of S times the outputs;
-stage two reduces S.
+more, S any divisor of the reduced count (a prime count: ragged, as for rows). Stage one
+is a column reduction of S times the outputs; stage two reduces S.
 
 A softmax's or normalization's pair of dependent reductions (the max and the sum of
 exponentials, the mean and the variance) over such rows or columns splits as one: chunk
 statistics of both levels in one stage-one reduction, combined in stage two
-(`split_statistics`), so that `x - max` or `x - mean` is never written out. The split shapes and the
+(`split_statistics`), so that `x - max` or `x - mean` is never written out; such a pair
+splits into whole chunks only (never ragged). The split shapes and the
 rebuilt prologue live in `split_shapes`.
 
 Before splitting, a reduction over axes that are not adjacent (first and last) becomes
@@ -67,10 +72,11 @@ Options: `max_rows` (default 264: two programs per SM of an H100), `min_length` 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType, f32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -87,6 +93,7 @@ from fuseopt.passes.split_shapes import (
     SplitPlan,
     plan_column_split,
     plan_split,
+    ragged_position,
     reshaped,
 )
 from fuseopt.passes.split_statistics import SplitStatistics
@@ -152,8 +159,43 @@ class SplitReduction(RewritePattern):
             return
         new = _Replacement(op)
         x = new.widened(reshaped(source, plan, new.add, op))
-        partial = new.add(type(op)(x, [plan.first + 1]))
-        new.replace(rewriter, new.add(type(op)(partial, [plan.first])))
+        if not plan.ragged:
+            partial = new.add(type(op)(x, [plan.first + 1]))
+            new.replace(rewriter, new.add(type(op)(partial, [plan.first])))
+            return
+        # the padding (reading the last element again) is the reduction's identity, and
+        # a mean is a sum over the true count
+        kind = nn.SumOp if isinstance(op, nn.MeanOp) else type(op)
+        x = _masked(new, x, plan, kind)
+        total = new.add(kind(new.add(kind(x, [plan.first + 1])), [plan.first]))
+        if isinstance(op, nn.MeanOp):
+            t = total.type
+            assert isinstance(t, TensorType) and plan.length is not None
+            scale = new.add(nn.ConstantOp(1.0 / plan.length, t))
+            total = new.add(nn.MulOp(total, scale))
+        new.replace(rewriter, total)
+
+
+def _masked(new: _Replacement, x: SSAValue, plan: SplitPlan, kind: type) -> SSAValue:
+    """`x` (a ragged split) with its padding replaced by `kind`'s identity: 0 for a
+    sum, the lowest value for a max, the highest for a min."""
+    t = x.type
+    assert isinstance(t, TensorType)
+    assert plan.length is not None
+    position = ragged_position(plan, TensorType(i64, t.get_shape()), new.add, clamped=False)
+    count = new.add(nn.ConstantOp(plan.length, TensorType(i64, t.get_shape())))
+    inside = new.add(nn.CompareOp("lt", position, count))
+    element = t.element_type
+    if kind is nn.SumOp:
+        identity: float | int = 0.0 if is_float(element) else 0
+    elif is_float(element):
+        identity = -math.inf if kind is nn.ReduceMaxOp else math.inf
+    else:
+        assert isinstance(element, IntegerType)
+        bits = element.width.data
+        low, high = (0, 1) if bits == 1 else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        identity = low if kind is nn.ReduceMaxOp else high
+    return new.add(nn.SelectOp(inside, x, new.add(nn.ConstantOp(identity, t))))
 
 
 def axis_runs(axes: tuple[int, ...]) -> list[list[int]]:
@@ -242,9 +284,15 @@ class NNSplitReductionsPass(ModulePass):
             self.column_min_elements,
         )
 
+    def even_plan(self, shape: tuple[int, ...], axes: tuple[int, ...]) -> SplitPlan | None:
+        """`plan`, except a ragged one (a statistics pair splits into whole chunks only:
+        its combine weighs every chunk alike)."""
+        plan = self.plan(shape, axes)
+        return None if plan is None or plan.ragged else plan
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(ChainReduction(), apply_recursively=False).rewrite_module(op)
-        statistics = SplitStatistics(self.plan)
+        statistics = SplitStatistics(self.even_plan)
         PatternRewriteWalker(statistics, apply_recursively=False).rewrite_module(op)
         walker = PatternRewriteWalker(SplitReduction(self), apply_recursively=False)
         walker.rewrite_module(op)

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, TensorType, i64
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
@@ -28,6 +28,14 @@ class SplitPlan:
     last: int
     splits: int
     chunk: int
+    length: int | None = None
+    """The reduced count when it is less than splits * chunk (a *ragged* split, of a
+    count with no usable divisor: the last chunk is part padding), else None."""
+
+    @property
+    def ragged(self) -> bool:
+        """Whether the chunks overhang the reduced count (`length`)."""
+        return self.length is not None
 
     def split_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """`shape` with the reduced axes as (splits, chunk)."""
@@ -53,8 +61,9 @@ def plan_split(
         return None
     cap = max(min_chunk, min(max_chunk, length * rows // programs))
     chunk = _row_chunk(length, rows, min_chunk, max_chunk, cap, programs)
-    if chunk is None:
-        return None
+    if chunk is None:  # no usable divisor (a prime length): chunks of a power of two
+        chunk = 1 << (cap.bit_length() - 1)
+        return SplitPlan(rank - len(axes), rank - 1, -(-length // chunk), chunk, length)
     return SplitPlan(rank - len(axes), rank - 1, length // chunk, chunk)
 
 
@@ -69,7 +78,8 @@ def _row_chunk(
     to `max_chunk`, read as a masked power-of-two block: the one with the least
     estimated time, the waves of `programs` programs times the block each reads, then
     the best filled block, then the most programs (128256 over 8 rows: 64 chunks of
-    2004, one wave of 2048-element blocks). None without such a divisor (a prime)."""
+    2004, one wave of 2048-element blocks). None without such a divisor (a prime):
+    `plan_split` then splits it ragged."""
     chunk = 1
     while chunk * 2 <= cap and length % (chunk * 2) == 0:
         chunk *= 2
@@ -125,7 +135,8 @@ def plan_column_split(
     the grid to `programs`, or when no divisor of the reduced count does, the most that
     keep `min_chunk` elements a chunk (at least `MIN_COLUMN_SPLITS`), S a divisor of the
     reduced count (any divisor: a chunk is a loop bound, not a block). Without such a
-    divisor (a prime count) it is left as it is."""
+    divisor (a prime count) the split is ragged: as many chunks as would reach
+    `programs` with `min_chunk` elements each, the last one part padding."""
     if not axes or sorted(axes) != list(range(min(axes), max(axes) + 1)):
         return None  # not one run of adjacent axes
     first, last = min(axes), max(axes)
@@ -141,8 +152,12 @@ def plan_column_split(
     if wanted < MIN_COLUMN_SPLITS:
         return None
     usable = [d for d in divisors(length) if d >= MIN_COLUMN_SPLITS and length // d >= min_chunk]
-    if not usable:
-        return None
+    if not usable:  # a prime count: chunks of equal size, the last one part padding
+        splits = min(wanted, length // min_chunk)
+        if splits < MIN_COLUMN_SPLITS:
+            return None
+        chunk = -(-length // splits)
+        return SplitPlan(first, last, -(-length // chunk), chunk, length)
     splits = next((d for d in usable if d >= wanted), usable[-1])
     return SplitPlan(first, last, splits, length // splits)
 
@@ -297,7 +312,7 @@ def split_broadcast_input(op: nn.BroadcastOp, plan: SplitPlan) -> tuple[int, ...
     run = padded[plan.first : plan.last + 1]
     if all(n == 1 for n in run):
         middle: tuple[int, ...] = (1, 1)
-    elif run == result[plan.first : plan.last + 1]:
+    elif run == result[plan.first : plan.last + 1] and not plan.ragged:
         middle = (plan.splits, plan.chunk)
     else:
         return None
@@ -322,6 +337,12 @@ def split_index_vector(
         return None
     start, step = arange
     target = TensorType(t.element_type, plan.split_shape(shape))
+    if plan.ragged:  # start + step * (the position, clamped into the count)
+        if plan.first != plan.last:
+            return None
+        position = ragged_position(plan, target, add, clamped=True)
+        scale = add(nn.ConstantOp(step, target))
+        return add(nn.AddOp(add(nn.MulOp(position, scale)), add(nn.ConstantOp(start, target))))
     parts = []
     for k, values in (
         (plan.first, [start + step * plan.chunk * i for i in range(plan.splits)]),
@@ -376,8 +397,67 @@ def reshaped(
         elif isinstance(op, nn.BroadcastOp) and (shape := split_broadcast_input(op, plan)):
             source = add(nn.ReshapeOp(op.input, TensorType(t.element_type, shape)))
             done[v] = add(nn.BroadcastOp(source, target))
+        elif plan.ragged:  # read at positions clamped into the count (masked later)
+            done[v] = add(nn.TakeOp(v, ragged_index(plan, tuple(t.get_shape()), add)))
         else:
             done[v] = add(nn.ReshapeOp(v, target))
         return done[v]
 
     return build(value)
+
+
+def ragged_position(
+    plan: SplitPlan, target: TensorType, add: Callable[[Operation], SSAValue], clamped: bool
+) -> SSAValue:
+    """The i64 position along the reduced count of each element of `target` (a ragged
+    plan's split shape): s * chunk + c, clamped to the last element when `clamped`
+    (then every read is in bounds; the padding reads the last element again)."""
+    rank = len(target.get_shape())
+    shape = tuple(target.get_shape())
+    parts = []
+    for axis, values in (
+        (plan.first, [plan.chunk * i for i in range(plan.splits)]),
+        (plan.first + 1, list(range(plan.chunk))),
+    ):
+        along = [len(values) if k == axis else 1 for k in range(rank)]
+        vector = TensorType(i64, along)
+        dense = DenseIntOrFPElementsAttr.from_list(vector, values)
+        parts.append(add(nn.BroadcastOp(add(nn.ConstantOp(dense, vector)), TensorType(i64, shape))))
+    position = add(nn.AddOp(*parts))
+    if clamped:
+        assert plan.length is not None
+        last = add(nn.ConstantOp(plan.length - 1, TensorType(i64, shape)))
+        position = add(nn.MinOp(position, last))
+    if target.element_type != i64:
+        position = add(nn.CastOp(position, TensorType(target.element_type, shape)))
+    return position
+
+
+def ragged_index(
+    plan: SplitPlan, shape: tuple[int, ...], add: Callable[[Operation], SSAValue]
+) -> SSAValue:
+    """The flat position in a contiguous tensor of `shape` of each element of its ragged
+    split (`plan`), its reduced position clamped into the count: what `nn.take` reads
+    the split from."""
+    split = plan.split_shape(shape)
+    rank = len(split)
+    inner = math.prod(shape[plan.last + 1 :])
+    target = TensorType(i64, split)
+    position = ragged_position(plan, target, add, clamped=True)
+    terms = [add(nn.MulOp(position, add(nn.ConstantOp(inner, target)))) if inner > 1 else position]
+    kept = [k for k in range(rank) if k not in (plan.first, plan.first + 1)]
+    strides = {k: math.prod(split[k + 1 :]) for k in kept if k > plan.first + 1}
+    outer = math.prod(shape[plan.first :])
+    strides |= {k: outer * math.prod(split[k + 1 : plan.first]) for k in kept if k < plan.first}
+    for k in kept:
+        if split[k] == 1:
+            continue
+        along = [split[k] if j == k else 1 for j in range(rank)]
+        vector = TensorType(i64, along)
+        values = [strides[k] * i for i in range(split[k])]
+        dense = DenseIntOrFPElementsAttr.from_list(vector, values)
+        terms.append(add(nn.BroadcastOp(add(nn.ConstantOp(dense, vector)), target)))
+    index = terms[0]
+    for term in terms[1:]:
+        index = add(nn.AddOp(index, term))
+    return index

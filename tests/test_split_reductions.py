@@ -36,7 +36,8 @@ PLAN = {
         ((2, 65536, 2), (1,), None),  # a middle axis
         ((100001,), (0,), (11, 9091)),  # no power-of-two factor: its one divisor in range
         ((8, 128256), (1,), (64, 2004)),  # a vocabulary: 64 chunks of 2004 (block 2048)
-        ((1, 100003), (1,), None),  # a prime length
+        ((1, 100003), (1,), (98, 1024)),  # a prime length: ragged, the last chunk overhangs
+        ((5, 65537), (1,), (65, 1024)),  # prime rows: 325 programs of 1024-element chunks
         ((65536,), (0,), (64, 1024)),
     ],
 )
@@ -44,6 +45,10 @@ def test_plan(shape: tuple[int, ...], axes: tuple[int, ...], expected: tuple | N
     plan = plan_split(shape, axes, **PLAN)
     got = None if plan is None else (plan.splits, plan.chunk)
     assert got == expected
+    if plan is not None:
+        length = math.prod(shape[plan.first :])
+        assert (plan.length is not None) == (plan.splits * plan.chunk != length)
+        assert length <= plan.splits * plan.chunk < length + plan.chunk
 
 
 COLUMN_PLAN = {
@@ -65,12 +70,13 @@ COLUMN_PLAN = {
         ((107520, 4), (0,), (0, 0, 420, 256)),  # any divisor: 420 = 2^2 * 3 * 5 * 7
         ((3, 5 * 7 * 4096, 2), (1,), (1, 1, 448, 320)),  # 3 programs want 342: 448 = 7 * 64
         ((4096, 1024, 4), (1,), None),  # 4096 programs of 4 columns already
-        ((2, 65537 * 2, 64), (1,), None),  # only 2 chunks of 256 or more: not worth it
+        ((2, 65537 * 2, 64), (1,), (1, 1, 511, 257)),  # divisors give 2 chunks: ragged
         ((4096, 8192), (0,), (0, 0, 8, 512)),
         ((64, 1024, 1024), (1,), None),  # 65536 outputs fill the GPU
         ((1024, 64, 512), (0,), None),  # 32768 outputs: 2 chunks would not pay a launch
         ((1024, 64), (0,), None),  # small
-        ((65521, 16), (0,), None),  # a prime count: no chunks
+        ((65521, 16), (0,), (0, 0, 255, 257)),  # a prime count: ragged, 65535 >= 65521
+        ((16, 1021, 64), (1,), None),  # prime and short: 3 chunks of 256 would not pay
         ((16384, 4096), (1,), None),  # a row reduction
         ((16384, 4096, 1), (0, 1), None),  # rows too: only a size-1 axis after them
         ((4096, 2, 4096), (0, 2), None),  # not adjacent (ChainReduction's case)
@@ -82,8 +88,9 @@ def test_column_plan(shape: tuple[int, ...], axes: tuple[int, ...], expected: tu
     got = None if plan is None else (plan.first, plan.last, plan.splits, plan.chunk)
     assert got == expected
     if plan is not None:
-        assert plan.splits * plan.chunk == math.prod(shape[plan.first : plan.last + 1])
-        assert math.prod(plan.split_shape(shape)) == math.prod(shape)
+        count = math.prod(shape[plan.first : plan.last + 1])
+        assert count <= plan.splits * plan.chunk < count + plan.chunk
+        assert plan.ragged == (plan.splits * plan.chunk != count)
 
 
 @pytest.mark.parametrize("n", [1, 2, 12, 97, 4096, 107520])
@@ -111,6 +118,13 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[int, ...]]] = {
     # row lengths without a power-of-two factor in range: chunks of another divisor
     "softmax_vocabulary_rows": (lambda a, b: torch.softmax(a * 3, -1) * b, (2, 128256)),
     "sum_odd_length": (lambda a, b: (a * b).sum(), (100001,)),
+    # prime lengths and counts: ragged splits (gathered, the overhang masked)
+    "sum_prime_length": (lambda a, b: (a * b).sum(), (65537,)),
+    "mean_prime_rows_keepdim": (lambda a, b: (a - b).abs().mean(-1, keepdim=True), (3, 65537)),
+    "max_prime_rows": (lambda a, b: (a + b).amax(-1), (2, 65537)),
+    "min_prime_two_axes": (lambda a, b: (a * b).amin((1, 2)), (2, 3, 21851)),
+    "column_sum_prime_count": (lambda a, b: (a * b).sum(0), (65521, 16)),
+    "column_max_prime_middle": (lambda a, b: torch.maximum(a, b).amax(1), (2, 32771, 8)),
     # column reductions with few outputs (plan_column_split)
     "column_sum": (lambda a, b: (a * b).sum(0), (8192, 32)),
     "column_mean_middle_keepdim": (lambda a, b: (a + b).mean(1, keepdim=True), (2, 16384, 8)),
@@ -125,7 +139,11 @@ CASES: dict[str, tuple[Callable[..., torch.Tensor], tuple[int, ...]]] = {
 }
 
 
-TRITON_CASES = [("mse", torch.bfloat16), ("column_sum", torch.bfloat16)]
+TRITON_CASES = [
+    ("mse", torch.bfloat16),
+    ("column_sum", torch.bfloat16),
+    ("sum_prime_length", torch.bfloat16),
+]
 """The Triton interpreter is slow on 2^17-element inputs (a minute a case on the CI's
 two cores): a row and a column split cover its kernels."""
 
@@ -317,3 +335,20 @@ def test_vocabulary_rows_on_gpu(classes: int) -> None:
         assert error <= 2 * eager_error + 1e-6, (error, eager_error)
         grids = [k.launch for k in compiled.kernels]
         assert any("grid (8," not in g and "grid (1," not in g for g in grids) == splits, grids
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin", "sum"])
+def test_prime_length_integer_reductions_are_exact(reduce: str) -> None:
+    """A ragged split of integers: the padding reads the last element again and is
+    masked to the identity (the extreme value is placed last, where a missing mask or a
+    clamp off by one shows), in two kernels."""
+    x = torch.randint(-1000, 1000, (65537,), generator=torch.Generator().manual_seed(3))
+    x[-1] = {"amax": 5000, "amin": -5000, "sum": 777}[reduce]
+
+    def fn(v: torch.Tensor) -> torch.Tensor:
+        return getattr(v, reduce)()
+
+    torch._dynamo.reset()
+    compiled = fuseopt.compile(fn, (x,), backend="interpret", strict=True)
+    assert torch.equal(compiled(x), fn(x))
+    assert len(compiled.kernels) == 2 and not compiled.fallbacks

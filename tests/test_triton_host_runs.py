@@ -287,7 +287,7 @@ def test_on_the_gpu_the_second_call_runs_in_runs_and_matches() -> None:
     x = torch.randn(64, 256, device="cuda")
     w, b = torch.randn(256, 128, device="cuda"), torch.randn(64, 128, device="cuda")
     reference = torch.softmax(torch.softmax(torch.softmax(x, 1) @ w + b, 0), 1)
-    for call in range(3):
+    for _ in range(3):
         (out,) = f(x, w, b)
         torch.testing.assert_close(out, reference, rtol=1e-4, atol=1e-5)
         assert len(_bound_forms(f)) == 1  # bound once the first call compiled every kernel

@@ -36,18 +36,43 @@ func.func @few_rows(%x: tensor<4x64x4096xf32>) -> tensor<4x1x1xf32> {
 
 // -----
 
-// Left alone: many rows (one program per row fills the GPU), short rows, and a prime
-// row length (no divisor makes chunks of 1024 or more).
+// Left alone: many rows (one program per row fills the GPU) and short rows.
 // CHECK-LABEL: func.func @unchanged
 // CHECK-NOT:     nn.reshape
 // CHECK:         nn.sum %x [1] : tensor<512x131072xf32> -> tensor<512xf32>
 // CHECK:         nn.sum %y [0] : tensor<40000xf32> -> tensor<f32>
-// CHECK:         nn.sum %w [0] : tensor<100003xf32> -> tensor<f32>
-func.func @unchanged(%x: tensor<512x131072xf32>, %y: tensor<40000xf32>, %w: tensor<100003xf32>) -> (tensor<512xf32>, tensor<f32>, tensor<f32>) {
+func.func @unchanged(%x: tensor<512x131072xf32>, %y: tensor<40000xf32>) -> (tensor<512xf32>, tensor<f32>) {
   %a = nn.sum %x [1] : tensor<512x131072xf32> -> tensor<512xf32>
   %b = nn.sum %y [0] : tensor<40000xf32> -> tensor<f32>
+  func.return %a, %b : tensor<512xf32>, tensor<f32>
+}
+
+// -----
+
+// A prime row length splits ragged: 98 chunks of 1024 overhang 100003 by 349. The
+// input is read through a take at positions clamped into the row (s * 1024 + c, at most
+// 100002), and the overhang is masked to the sum's identity before stage one.
+// CHECK-LABEL: func.func @prime_length
+// CHECK:         %[[S:.*]] = nn.constant dense<{{.*}}> : tensor<98x1xi64>
+// CHECK:         %[[C:.*]] = nn.constant dense<{{.*}}> : tensor<1x1024xi64>
+// CHECK:         %[[P:.*]] = nn.add
+// CHECK:         %[[LAST:.*]] = nn.constant 100002 : tensor<98x1024xi64>
+// CHECK:         %[[IN:.*]] = nn.min %[[P]], %[[LAST]] : tensor<98x1024xi64>
+// CHECK:         %[[X:.*]] = nn.take %w, %[[IN]] : tensor<100003xf32>, tensor<98x1024xi64> -> tensor<98x1024xf32>
+// CHECK:         %[[N:.*]] = nn.constant 100003 : tensor<98x1024xi64>
+// CHECK:         %[[M:.*]] = nn.compare lt, %[[P]], %[[N]] : tensor<98x1024xi64>
+// CHECK:         %[[Z:.*]] = nn.constant 0.000000e+00 : tensor<98x1024xf32>
+// CHECK:         %[[V:.*]] = nn.select %[[M]], %[[X]], %[[Z]] : tensor<98x1024xf32>
+// CHECK:         %[[Q:.*]] = nn.sum %[[V]] [1] : tensor<98x1024xf32> -> tensor<98xf32>
+// CHECK:         nn.sum %[[Q]] [0] : tensor<98xf32> -> tensor<f32>
+// SMALL-LABEL: func.func @prime_length
+// SMALL:         nn.take %w
+// SMALL:         nn.reduce_max {{.*}} [1] : tensor<4x4xf32> -> tensor<4xf32>
+// SMALL:         nn.reduce_max {{.*}} [0] : tensor<4xf32> -> tensor<f32>
+func.func @prime_length(%w: tensor<100003xf32>, %v: tensor<13xf32>) -> (tensor<f32>, tensor<f32>) {
   %d = nn.sum %w [0] : tensor<100003xf32> -> tensor<f32>
-  func.return %a, %b, %d : tensor<512xf32>, tensor<f32>, tensor<f32>
+  %e = nn.reduce_max %v [0] : tensor<13xf32> -> tensor<f32>
+  func.return %d, %e : tensor<f32>, tensor<f32>
 }
 
 // -----
@@ -113,18 +138,35 @@ func.func @ragged_columns(%x: tensor<107520x4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Column reductions left alone: many outputs (65536 columns fill the GPU), a small input
-// (64K elements: a second launch costs more than it saves), and a prime reduced count.
+// Column reductions left alone: many outputs (65536 columns fill the GPU) and a small
+// input (64K elements: a second launch costs more than it saves).
 // CHECK-LABEL: func.func @columns_unchanged
 // CHECK-NOT:     nn.reshape
 // CHECK:         nn.sum %x [1] : tensor<64x1024x1024xf32> -> tensor<64x1024xf32>
 // CHECK:         nn.sum %y [0] : tensor<1024x64xf32> -> tensor<64xf32>
-// CHECK:         nn.sum %z [0] : tensor<65521x16xf32> -> tensor<16xf32>
-func.func @columns_unchanged(%x: tensor<64x1024x1024xf32>, %y: tensor<1024x64xf32>, %z: tensor<65521x16xf32>) -> (tensor<64x1024xf32>, tensor<64xf32>, tensor<16xf32>) {
+func.func @columns_unchanged(%x: tensor<64x1024x1024xf32>, %y: tensor<1024x64xf32>) -> (tensor<64x1024xf32>, tensor<64xf32>) {
   %a = nn.sum %x [1] : tensor<64x1024x1024xf32> -> tensor<64x1024xf32>
   %b = nn.sum %y [0] : tensor<1024x64xf32> -> tensor<64xf32>
-  %c = nn.sum %z [0] : tensor<65521x16xf32> -> tensor<16xf32>
-  func.return %a, %b, %c : tensor<64x1024xf32>, tensor<64xf32>, tensor<16xf32>
+  func.return %a, %b : tensor<64x1024xf32>, tensor<64xf32>
+}
+
+// -----
+
+// A prime reduced count of a column reduction splits ragged: 255 chunks of 257 rows
+// (65535 >= 65521), each element read at (min(s * 257 + c, 65520)) * 16 + column; a
+// mean becomes a sum of f32 partials times 1 / 65521.
+// CHECK-LABEL: func.func @prime_column
+// CHECK:         nn.take %a, %{{.*}} : tensor<65521x16xbf16>, tensor<255x257x16xi64> -> tensor<255x257x16xbf16>
+// CHECK:         nn.compare lt
+// CHECK:         %[[V:.*]] = nn.select {{.*}} : tensor<255x257x16xf32>
+// CHECK:         %[[P:.*]] = nn.sum %[[V]] [1] : tensor<255x257x16xf32> -> tensor<255x16xf32>
+// CHECK:         %[[T:.*]] = nn.sum %[[P]] [0] : tensor<255x16xf32> -> tensor<16xf32>
+// CHECK:         %[[K:.*]] = nn.constant 1.5262282321698386e-05 : tensor<16xf32>
+// CHECK:         %[[M:.*]] = nn.mul %[[T]], %[[K]] : tensor<16xf32>
+// CHECK:         nn.cast %[[M]] : tensor<16xf32> -> tensor<16xbf16>
+func.func @prime_column(%a: tensor<65521x16xbf16>) -> tensor<16xbf16> {
+  %c = nn.mean %a [0] : tensor<65521x16xbf16> -> tensor<16xbf16>
+  func.return %c : tensor<16xbf16>
 }
 
 // -----
