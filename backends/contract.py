@@ -118,9 +118,9 @@ def partly_checked(
 ) -> Callable[..., tuple[torch.Tensor, ...]]:
     """A compiled function's `trusting` (see the module docstring): `run(inputs)` when
     every input not `trusted` is a tensor of its `signature` entry's shape and dtype,
-    contiguous (and on a CUDA device when `cuda_only`), else `run(check(inputs))`, which
-    converts or raises. `signature` holds (shape, dtype) per input; `trusted` of
-    another length trusts nothing."""
+    contiguous, on the first input's device (and that a CUDA device when `cuda_only`),
+    else `run(check(inputs))`, which converts or raises. `signature` holds (shape,
+    dtype) per input; `trusted` of another length trusts nothing."""
     trust = list(trusted) if len(trusted) == len(signature) else [False] * len(signature)
     checked = [(i, *sig) for i, (sig, t) in enumerate(zip(signature, trust, strict=True)) if not t]
     count = len(signature)
@@ -128,10 +128,12 @@ def partly_checked(
     def call(*inputs: Any) -> tuple[torch.Tensor, ...]:
         if len(inputs) != count:
             return run(check(inputs))
+        where = inputs[0].get_device() if count and isinstance(inputs[0], torch.Tensor) else -1
         for i, shape, dtype in checked:
             x = inputs[i]
             if (
                 not isinstance(x, torch.Tensor)
+                or x.get_device() != where
                 or x.dtype != dtype
                 or (x.shape != shape and not shape_matches(x.shape, shape))
                 or not x.is_contiguous()

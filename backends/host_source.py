@@ -10,9 +10,11 @@ plain integer expressions, makes views, calls library GEMMs through their `out=`
 variants and PyTorch ops kept as calls, and returns the outputs. Nothing is looked up
 per call and no list of steps is walked: every step is a line.
 
-How a kernel is launched is the backend's (`LaunchPrinter`): the Triton backend prints
-a call of the kernel's launcher, the CUDA backend stores the launch's arguments and
-launches runs of kernels with one call of a C loop. The printed text refers to the
+How a kernel is launched is the backend's (`LaunchPrinter`): the Triton module's own
+host function calls the kernel's launcher (`triton/printer.py` TritonLaunches); the
+CUDA backend's host function and the Triton backend's run form (`triton/host_runs.py`)
+store each launch's arguments and launch runs of kernels with one call of a C loop
+(`launch_loop.py`). The printed text refers to the
 helpers of `HOST_HELPERS` (`fuseopt_empty`, `fuseopt_reinterpret`) and, where a padded
 GEMM runs, `PADDED_GEMM`; every other identifier is generated (`python_names`).
 """

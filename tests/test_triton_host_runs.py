@@ -172,7 +172,7 @@ def test_a_misaligned_input_sends_its_run_through_the_launchers(kind: str) -> No
     w, b = torch.randn(256, 128), torch.randn(64, 128)
     fn(x, w, b, device=torch.device("cpu"))
     first = next(iter(kernels))
-    assert module.calls and module.calls[0][0] == first  # the run reading x: launchers
+    assert [c[0] for c in module.calls] == [first]  # the run reading x: launchers, once
     assert module.calls[0][1][0] == x.data_ptr()
     assert [c[0] for c in driver.calls] == list(handles.values())[1:]  # the other run: C
 
@@ -189,8 +189,8 @@ def test_a_dynamic_kernel_takes_its_grid_and_sizes_per_call(kind: str) -> None:
         fn(torch.randn(rows, 100), device=torch.device("cpu"))
         assert module.calls == []
         (launch,) = driver.calls
-        assert rows in launch[5]  # the size, after the pointers
-        assert launch[1][0] >= 1
+        assert launch[5][-3] == rows  # the size, after the pointers (then two nulls)
+        assert launch[1] == (-(-rows // 4), 1, 1)  # 4 rows a program
     driver.calls.clear()
     fn(torch.randn(0, 100), device=torch.device("cpu"))
     assert driver.calls == []  # an empty grid launches nothing
@@ -278,7 +278,7 @@ gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
 def _bound_forms(f: Any) -> list[Any]:
     """The host functions a TritonFunction bound in runs (not its launchers' function)."""
     plain = f.host(False)
-    return [fn for fn in f._fast.values() if fn is not plain]
+    return [fn for fn in getattr(f._threads, "fast", {}).values() if fn is not plain]
 
 
 @gpu
@@ -309,7 +309,9 @@ def test_on_the_gpu_a_dynamic_run_form_serves_every_size() -> None:
 
 
 @gpu
-def test_on_the_gpu_a_run_form_is_captured_by_reduce_overhead() -> None:
+def test_on_the_gpu_reduce_overhead_records_beside_a_bound_run_form() -> None:
+    """reduce-overhead's first call runs the function plainly (binding its run form);
+    its graphs record the launchers' host function; both give the eager result."""
     f = fuseopt.load_mlir(THREE_KERNELS, backend="triton", mode="reduce-overhead")
     x = torch.randn(64, 256, device="cuda")
     w, b = torch.randn(256, 128, device="cuda"), torch.randn(64, 128, device="cuda")
@@ -318,3 +320,31 @@ def test_on_the_gpu_a_run_form_is_captured_by_reduce_overhead() -> None:
         reference = torch.softmax(torch.softmax(torch.softmax(x, 1) @ w + b, 0), 1)
         (out,) = f(x, w, b)
         torch.testing.assert_close(out, reference, rtol=1e-4, atol=1e-5)
+
+
+def test_inputs_on_two_devices_are_refused_before_any_launch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A CPU tensor among CUDA inputs would reach cuLaunchKernel as a host pointer: both
+    the checked and the trusting paths refuse inputs whose device index differs from
+    the first input's (here the weight says it is on GPU 0, the others on the CPU)."""
+    f = fuseopt.load_mlir(THREE_KERNELS, backend="triton")
+    x, w, b = torch.randn(64, 256), torch.randn(256, 128), torch.randn(64, 128)
+    on_gpu = torch.randn(256, 128)
+    real = torch.Tensor.get_device
+    monkeypatch.setattr(torch.Tensor, "get_device", lambda t: 0 if t is on_gpu else real(t))
+    with pytest.raises(fuseopt.CompileError, match="input 1 is on .*, input 0 on cpu"):
+        f(x, on_gpu, b)
+    trusting = f.trusting([True, False, False])
+    with pytest.raises(fuseopt.CompileError, match="a compiled function runs on one device"):
+        trusting(x, on_gpu, b)
+    (out,) = trusting(x, w, b)
+    assert out.shape == (64, 128)
+
+
+@gpu
+def test_on_the_gpu_a_cpu_input_among_cuda_ones_is_refused() -> None:
+    f = fuseopt.load_mlir(THREE_KERNELS, backend="triton")
+    x, b = torch.randn(64, 256, device="cuda"), torch.randn(64, 128, device="cuda")
+    with pytest.raises(fuseopt.CompileError, match="input 1 is on cpu, input 0 on cuda"):
+        f(x, torch.randn(256, 128), b)

@@ -492,10 +492,13 @@ class TritonFunction:
         self._ir = ir
         self._parsed: dict[str, Any] = {}
         self._hosts: dict[bool, Callable[..., tuple[torch.Tensor, ...]]] = {}
-        # per (device index, host thread): the host function in runs, once bound
-        # (`host_runs.py`), or the launchers' host function where it cannot be
-        self._fast: dict[tuple[int, int], Callable[..., tuple[torch.Tensor, ...]]] = {}
-        self._tries: dict[tuple[int, int], int] = {}
+        # per host thread (its `fast` and `tries`, by device index): the host function
+        # in runs once bound (`host_runs.py`), or the launchers' host function where it
+        # cannot be. Thread-local: a thread's first call goes through Triton's launcher,
+        # which makes the device's context current there; the bindings go with the
+        # thread (ctypes releases the GIL during a launch: two threads never share
+        # run arrays).
+        self._threads = threading.local()
         self._hooks_active = launch_hooks_probe()
 
     def _parse(self, name: str) -> Any:
@@ -522,11 +525,15 @@ class TritonFunction:
         return fn
 
     def check(self, inputs: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
-        """The inputs, contiguous; a CompileError when their count, shape or dtype differ."""
+        """The inputs, contiguous; a CompileError when their count, shape, dtype or
+        device differ (every input on the first one's device: kernels read their
+        pointers there)."""
+        where = inputs[0].get_device() if inputs and isinstance(inputs[0], torch.Tensor) else -1
         if len(inputs) == len(self.inputs):
             for x, (shape, dtype, tail, inner) in zip(inputs, self._specs, strict=True):
                 if (
                     not isinstance(x, torch.Tensor)
+                    or x.get_device() != where
                     or x.dtype != dtype
                     or (
                         x.shape != shape
@@ -549,6 +556,11 @@ class TritonFunction:
             ):
                 got = f"{tuple(x.shape)} {x.dtype}" if isinstance(x, torch.Tensor) else type(x)
                 raise CompileError(f"input {i}: expected {shape_text(shape)} {dtype}, got {got}")
+            if x.get_device() != where:
+                raise CompileError(
+                    f"input {i} is on {x.device}, input 0 on {inputs[0].device}: a compiled "
+                    "function runs on one device"
+                )
             out.append(x if x.is_contiguous() else x.contiguous())
         return out
 
@@ -576,47 +588,50 @@ class TritonFunction:
     ) -> tuple[torch.Tensor, ...]:
         """Run on GPU `index`: through the host function in runs once it is bound for
         this thread, else through the launchers (which compile), then try to bind it."""
-        key = (index, threading.get_ident())
-        fast = self._fast.get(key)
+        bound = getattr(self._threads, "fast", None)
+        fast = bound.get(index) if bound is not None else None
         if fast is not None and not self._hooks_active():
             return fast(*xs, device=device)
         outputs = self.host(False)(*xs, device=device)
         if fast is None:
-            self._bind(key)
+            self._bind(index)
         return outputs
 
-    def _bind(self, key: tuple[int, int]) -> None:
-        """Bind the run form for `key` (device, thread) when every kernel has compiled
-        there; the launchers' host function for good where it never can be (logged), or
-        after `BIND_TRIES` calls that left a kernel uncompiled (say, one whose grid was
-        always empty)."""
+    def _bind(self, index: int) -> None:
+        """Bind the run form on device `index` for this thread when every kernel has
+        compiled there; the launchers' host function for good where it never can be
+        (logged), or after `BIND_TRIES` calls that left a kernel uncompiled (say, one
+        whose grid was always empty)."""
+        local = self._threads
+        if not hasattr(local, "fast"):
+            local.fast, local.tries = {}, {}
         form = self.index.get("run_host")
         module = self._load(False)
         launchers = getattr(module, LAUNCHERS, {})
 
         def compiled(name: str) -> tuple[Any, tuple[int, ...]] | None:
             launcher = launchers.get(name)
-            kernel = launcher.compiled.get(key[0]) if launcher is not None else None
+            kernel = launcher.compiled.get(index) if launcher is not None else None
             return None if kernel is None else (kernel, launcher.grid)
 
         try:
             if form is None:
                 raise RunFormUnavailable("compiled without a run form")
             bound = bind_run_host(
-                form, module, compiled, run_launcher(), raw_stream, key[0], driver_message
+                form, module, compiled, run_launcher(), raw_stream, index, driver_message
             )
-        except RunFormUnavailable as e:
+        except Exception as e:  # noqa: BLE001 - any failure keeps the launchers
             log.info("fuseopt: %s launches kernel by kernel: %s", self.host_name, e)
-            self._fast[key] = self.host(False)
+            local.fast[index] = self.host(False)
             return
         if bound is not None:
-            self._fast[key] = bound
+            local.fast[index] = bound
             return
-        self._tries[key] = self._tries.get(key, 0) + 1
-        if self._tries[key] >= BIND_TRIES:
+        local.tries[index] = local.tries.get(index, 0) + 1
+        if local.tries[index] >= BIND_TRIES:
             why = "a kernel did not compile"
             log.info("fuseopt: %s launches kernel by kernel: %s", self.host_name, why)
-            self._fast[key] = self.host(False)
+            local.fast[index] = self.host(False)
 
 
 BIND_TRIES = 8
