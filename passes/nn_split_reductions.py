@@ -73,10 +73,11 @@ Options: `max_rows` (default 264: two programs per SM of an H100), `min_length` 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType, f32, i64
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, TensorType, f32, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -143,8 +144,8 @@ class _Replacement:
 class SplitReduction(RewritePattern):
     """Rewrites one nn reduction into two stages when `plan_split` says so."""
 
-    def __init__(self, pass_: NNSplitReductionsPass):
-        self.options = pass_
+    def __init__(self, plan: Callable[[tuple[int, ...], tuple[int, ...]], SplitPlan | None]):
+        self.plan = plan
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.ReductionOp, rewriter: PatternRewriter) -> None:
@@ -154,7 +155,7 @@ class SplitReduction(RewritePattern):
         t = source.type
         assert isinstance(t, TensorType)
         shape = tuple(t.get_shape())
-        plan = self.options.plan(shape, tuple(op.axis_list))
+        plan = self.plan(shape, tuple(op.axis_list))
         if plan is None:
             return
         new = _Replacement(op)
@@ -294,5 +295,19 @@ class NNSplitReductionsPass(ModulePass):
         PatternRewriteWalker(ChainReduction(), apply_recursively=False).rewrite_module(op)
         statistics = SplitStatistics(self.even_plan)
         PatternRewriteWalker(statistics, apply_recursively=False).rewrite_module(op)
-        walker = PatternRewriteWalker(SplitReduction(self), apply_recursively=False)
+        hint = op.attributes.get(nn.SIZE_HINT_ATTR)
+        size = hint.value.data if isinstance(hint, IntegerAttr) else None
+
+        def plan(shape: tuple[int, ...], axes: tuple[int, ...]) -> SplitPlan | None:
+            """`self.plan`, except a ragged split of a shape that follows the dynamic
+            size (a module lowered at a size hint, passes/generalize_sizes.py): its
+            chunk count would be a function of the size tile IR cannot compute, and a
+            function compiled once for every size would compile per size instead."""
+            found = self.plan(shape, axes)
+            if found is None or not found.ragged or size is None:
+                return found
+            follows = any(n and n % size == 0 for n in (*shape, found.length))
+            return None if follows else found
+
+        walker = PatternRewriteWalker(SplitReduction(plan), apply_recursively=False)
         walker.rewrite_module(op)

@@ -352,3 +352,24 @@ def test_prime_length_integer_reductions_are_exact(reduce: str) -> None:
     compiled = fuseopt.compile(fn, (x,), backend="interpret", strict=True)
     assert torch.equal(compiled(x), fn(x))
     assert len(compiled.kernels) == 2 and not compiled.fallbacks
+
+
+def test_at_a_size_hint_a_ragged_split_follows_only_static_counts() -> None:
+    """A function of dynamic size is lowered at size hints (odd primes) and the two
+    lowerings generalized: a ragged split of a count that follows the size would have a
+    chunk count tile IR cannot compute (the function would compile per size), so it is
+    left alone there; a static prime count in the same module still splits."""
+    from fuseopt.passes.nn_split_reductions import NNSplitReductionsPass
+
+    text = """builtin.module attributes {nn.size_hint = 65537 : i64} {
+  func.func @f(%x: tensor<4x131074xf32>, %y: tensor<100003xf32>) -> (tensor<4xf32>, tensor<f32>) {
+    %a = nn.reduce_max %x [1] : tensor<4x131074xf32> -> tensor<4xf32>
+    %b = nn.sum %y [0] : tensor<100003xf32> -> tensor<f32>
+    func.return %a, %b : tensor<4xf32>, tensor<f32>
+  }
+}"""
+    module = fuseopt.parse(text)
+    NNSplitReductionsPass().apply(None, module)  # type: ignore[arg-type]
+    printed = str(module)
+    assert "nn.reduce_max %x [1]" in printed  # 2 x the hint: left alone
+    assert "nn.take %y" in printed and "nn.sum %y" not in printed  # static: ragged
