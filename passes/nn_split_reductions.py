@@ -90,6 +90,7 @@ from xdsl.pattern_rewriter import (
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_float
 from fuseopt.passes.convert_nn_to_tile.heuristics import COLUMN_BLOCK
+from fuseopt.passes.reduction_pairs import match_pair
 from fuseopt.passes.split_shapes import (
     SplitPlan,
     plan_column_split,
@@ -144,8 +145,12 @@ class _Replacement:
 class SplitReduction(RewritePattern):
     """Rewrites one nn reduction into two stages when `plan_split` says so."""
 
-    def __init__(self, plan: Callable[[tuple[int, ...], tuple[int, ...]], SplitPlan | None]):
-        self.plan = plan
+    def __init__(
+        self,
+        plan: Callable[[tuple[int, ...], tuple[int, ...]], SplitPlan | None],
+        paired: set[Operation] = frozenset(),  # type: ignore[assignment]
+    ):
+        self.plan, self.paired = plan, paired
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.ReductionOp, rewriter: PatternRewriter) -> None:
@@ -156,8 +161,8 @@ class SplitReduction(RewritePattern):
         assert isinstance(t, TensorType)
         shape = tuple(t.get_shape())
         plan = self.plan(shape, tuple(op.axis_list))
-        if plan is None:
-            return
+        if plan is None or (plan.ragged and op in self.paired):
+            return  # a statistics pair splits into whole chunks, as a pair, or not at all
         new = _Replacement(op)
         x = new.widened(reshaped(source, plan, new.add, op))
         if not plan.ragged:
@@ -297,6 +302,12 @@ class NNSplitReductionsPass(ModulePass):
         PatternRewriteWalker(statistics, apply_recursively=False).rewrite_module(op)
         hint = op.attributes.get(nn.SIZE_HINT_ATTR)
         size = hint.value.data if isinstance(hint, IntegerAttr) else None
+        paired: set[Operation] = set()  # members of statistics pairs left unsplit above
+        for red in op.walk():
+            if isinstance(red, nn.ReductionOp) and (pair := match_pair(red)) is not None:
+                paired.update((pair.first, pair.second))
+                if pair.bounds is not None:  # a row mean's min and max go with it
+                    paired.update((pair.bounds.low, pair.bounds.high))
 
         def plan(shape: tuple[int, ...], axes: tuple[int, ...]) -> SplitPlan | None:
             """`self.plan`, except a ragged split of a shape that follows the dynamic
@@ -309,5 +320,5 @@ class NNSplitReductionsPass(ModulePass):
             follows = any(n and n % size == 0 for n in (*shape, found.length))
             return None if follows else found
 
-        walker = PatternRewriteWalker(SplitReduction(plan), apply_recursively=False)
+        walker = PatternRewriteWalker(SplitReduction(plan, paired), apply_recursively=False)
         walker.rewrite_module(op)

@@ -63,7 +63,10 @@ def plan_split(
     chunk = _row_chunk(length, rows, min_chunk, max_chunk, cap, programs)
     if chunk is None:  # no usable divisor (a prime length): chunks of a power of two
         chunk = 1 << (cap.bit_length() - 1)
-        return SplitPlan(rank - len(axes), rank - 1, -(-length // chunk), chunk, length)
+        splits = -(-length // chunk)
+        if chunk < min_chunk or splits < 2 or splits * chunk == length:
+            return None
+        return SplitPlan(rank - len(axes), rank - 1, splits, chunk, length)
     return SplitPlan(rank - len(axes), rank - 1, length // chunk, chunk)
 
 

@@ -339,9 +339,10 @@ def test_vocabulary_rows_on_gpu(classes: int) -> None:
 
 @pytest.mark.parametrize("reduce", ["amax", "amin", "sum"])
 def test_prime_length_integer_reductions_are_exact(reduce: str) -> None:
-    """A ragged split of integers: the padding reads the last element again and is
-    masked to the identity (the extreme value is placed last, where a missing mask or a
-    clamp off by one shows), in two kernels."""
+    """A ragged split of integers: the padding reads the last element again (the
+    extreme value is placed last, where a clamp off by one shows) and is masked to the
+    identity (a missing mask shows in the sum: max and min ignore the repeats), in two
+    kernels."""
     x = torch.randint(-1000, 1000, (65537,), generator=torch.Generator().manual_seed(3))
     x[-1] = {"amax": 5000, "amin": -5000, "sum": 777}[reduce]
 
@@ -373,3 +374,19 @@ def test_at_a_size_hint_a_ragged_split_follows_only_static_counts() -> None:
     printed = str(module)
     assert "nn.reduce_max %x [1]" in printed  # 2 x the hint: left alone
     assert "nn.take %y" in printed and "nn.sum %y" not in printed  # static: ragged
+
+
+@pytest.mark.parametrize(
+    ("name", "fn"),
+    [
+        ("softmax", lambda a: torch.softmax(a, -1)),
+        ("var", lambda a: a.var(-1)),
+    ],
+)
+def test_statistics_pairs_over_a_prime_length_stay_whole(name: str, fn: Callable) -> None:
+    """A softmax's max and sum (a variance's mean and squared deviations) split as a
+    pair into whole chunks or not at all: over a prime length neither reduction splits
+    ragged on its own (that would read the rows three times in five kernels instead of
+    one online kernel)."""
+    a = randn(2, 65537, seed=7)
+    assert _split_statistics_kernels(fn, a) == 1
