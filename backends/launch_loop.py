@@ -260,8 +260,8 @@ def cu_launch_kernel():  # noqa: ANN202 - a ctypes function
     """The driver's cuLaunchKernel with its argument types declared (loaded once)."""
     fn = libcuda().cuLaunchKernel
     u = ctypes.c_uint
-    fn.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p]
-    fn.argtypes += [ctypes.c_void_p]
+    pointer = ctypes.c_void_p
+    fn.argtypes = [pointer, u, u, u, u, u, u, u, pointer, pointer, pointer]
     fn.restype = ctypes.c_int
     return fn
 
@@ -354,6 +354,38 @@ def c_launch_loop() -> Callable[[int, int], int] | None:
     return fn
 
 
+def bind_runs(
+    namespace: dict[str, Any],
+    runs: Sequence[LaunchRun],
+    names: Sequence[Sequence[str]],
+    run_object: Callable[[LaunchRun], Any],
+    launch_run: Callable[[Any, int], int],
+    stream: Callable[[int], int],
+    device_index: int,
+    driver_message: Callable[[int], str],
+) -> None:
+    """Put in `namespace` what a printed host function in runs reads: per run r,
+    `fuseopt_run{r}` (what `launch_run` takes), `fuseopt_run{r}_values` and
+    `fuseopt_run{r}_geometry`; then `fuseopt_launch_run`, `fuseopt_launch_failed(code,
+    r)` (the error naming run r's kernel, `names[r]`), `fuseopt_stream`,
+    `fuseopt_device_index`, and the runs themselves (alive as long as the function)."""
+    for r, run in enumerate(runs):
+        namespace[f"fuseopt_run{r}"] = run_object(run)
+        namespace[f"fuseopt_run{r}_values"] = run.values
+        namespace[f"fuseopt_run{r}_geometry"] = run.geometry
+
+    def failed(code: int, run: int) -> Exception:
+        return launch_failed(code, names[run], driver_message)
+
+    namespace.update(
+        fuseopt_launch_run=launch_run,
+        fuseopt_launch_failed=failed,
+        fuseopt_stream=stream,
+        fuseopt_device_index=device_index,
+        fuseopt_runs=list(runs),
+    )
+
+
 def launch_failed(code: int, names: Sequence[str], why: Callable[[int], str]) -> CompileError:
     """The error for a run's failed launch: `code` is `1000 * index + CUresult`, `names`
     the run's kernels, `why` the driver's message for a CUresult."""
@@ -369,6 +401,7 @@ __all__ = [
     "SOURCE",
     "LaunchRun",
     "RunLaunch",
+    "bind_runs",
     "c_launch_loop",
     "cu_launch_kernel",
     "driver_message",

@@ -73,7 +73,7 @@ Options: `max_rows` (default 264: two programs per SM of an H100), `min_length` 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -148,7 +148,7 @@ class SplitReduction(RewritePattern):
     def __init__(
         self,
         plan: Callable[[tuple[int, ...], tuple[int, ...]], SplitPlan | None],
-        paired: set[Operation] = frozenset(),  # type: ignore[assignment]
+        paired: Collection[Operation] = (),
     ):
         self.plan, self.paired = plan, paired
 

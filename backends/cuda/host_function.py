@@ -50,7 +50,7 @@ from fuseopt.backends.host_source import (
     print_host,
     tuple_source,
 )
-from fuseopt.backends.launch_loop import GEOMETRY, LaunchRun, RunLaunch, launch_failed
+from fuseopt.backends.launch_loop import GEOMETRY, LaunchRun, RunLaunch, bind_runs
 from fuseopt.backends.library_gemm import mm_padded
 from fuseopt.backends.python_names import NameTable
 from fuseopt.dialects import tile_host
@@ -146,28 +146,16 @@ class CudaHost:
         namespace: dict[str, Any] = {"torch": torch, PADDED_GEMM: mm_padded}
         exec(HOST_HELPERS, namespace)  # noqa: S102 - fuseopt's own helper source
         runs = []
-        for r, printed in enumerate(self.runs):
+        for printed in self.runs:
             bound = []
             for p in printed:
                 function, smem = handle(p.kernel)
                 grid = (*(p.grid or (0,)), 1, 1)[:3]
                 bound.append(RunLaunch(function, grid, p.kernel.threads, smem, p.values))  # type: ignore[arg-type]
-            run = LaunchRun(bound, launch_function)
-            runs.append(run)
-            namespace[f"fuseopt_run{r}"] = run_object(run)
-            namespace[f"fuseopt_run{r}_values"] = run.values
-            namespace[f"fuseopt_run{r}_geometry"] = run.geometry
+            runs.append(LaunchRun(bound, launch_function))
         names = [[p.kernel.c_name for p in printed] for printed in self.runs]
-
-        def failed(code: int, run: int) -> Exception:
-            return launch_failed(code, names[run], driver_message)
-
-        namespace.update(
-            fuseopt_launch_run=launch_run,
-            fuseopt_launch_failed=failed,
-            fuseopt_stream=stream,
-            fuseopt_device_index=device_index,
-            fuseopt_runs=runs,  # alive as long as the function
+        bind_runs(
+            namespace, runs, names, run_object, launch_run, stream, device_index, driver_message
         )
         exec(self.code, namespace)  # noqa: S102 - source printed by fuseopt, names generated
         return namespace[self.info.py_name]

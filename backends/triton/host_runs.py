@@ -43,7 +43,7 @@ from fuseopt.backends.launch_loop import (
     GUARD_FAILED,
     LaunchRun,
     RunLaunch,
-    launch_failed,
+    bind_runs,
 )
 from fuseopt.backends.library_gemm import mm_padded
 from fuseopt.backends.python_names import NameTable
@@ -244,7 +244,7 @@ def bind_run_host(
     namespace: dict[str, Any] = {"torch": torch, PADDED_GEMM: mm_padded}
     exec(HOST_HELPERS, namespace)  # noqa: S102 - fuseopt's own helper source
     runs, names = [], []
-    for r, steps in enumerate(form["runs"]):
+    for steps in form["runs"]:
         bound, aligned, small, at = [], [], [], 0
         for step in map(RunStep.from_json, steps):
             found = compiled(step.launcher)
@@ -262,25 +262,10 @@ def bind_run_host(
             aligned += range(at, at + step.buffers)
             small += range(at + step.buffers, at + values)
             at += values
-        run = LaunchRun(bound, address, aligned, small)
-        runs.append(run)
+        runs.append(LaunchRun(bound, address, aligned, small))
         names.append([step["kernel"] for step in steps])
-        namespace[f"fuseopt_run{r}"] = run_object(run)
-        namespace[f"fuseopt_run{r}_values"] = run.values
-        namespace[f"fuseopt_run{r}_geometry"] = run.geometry
-
-    def failed(code: int, run: int) -> Exception:
-        return launch_failed(code, names[run], driver_message)
-
-    namespace.update(
-        fuseopt_launch_run=launch_run,
-        fuseopt_launch_failed=failed,
-        fuseopt_guard_failed=GUARD_FAILED,
-        fuseopt_stream=stream,
-        fuseopt_device_index=device_index,
-        fuseopt_module=module,
-        fuseopt_runs=runs,  # alive as long as the function
-    )
+    bind_runs(namespace, runs, names, run_object, launch_run, stream, device_index, driver_message)
+    namespace.update(fuseopt_guard_failed=GUARD_FAILED, fuseopt_module=module)
     code = compile(form["source"], f"<fuseopt triton runs {form['name']}>", "exec")
     exec(code, namespace)  # noqa: S102 - source printed by fuseopt, names generated
     return namespace[form["name"]]
