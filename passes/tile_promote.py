@@ -130,7 +130,10 @@ def promote_kernel(
         elif kernel.shared_bytes is not None:  # promoted before: keep what it recorded
             used = kernel.shared_bytes.value.data
     tiles = [o for o in kernel.walk() if isinstance(o, tile.LoadOp | tile.StoreOp | tile.DotOp)]
-    shapes = [_tile_shape(o) for o in tiles]
+    # a gather's tile counts as much as a load's: a kernel that reads only by address (a
+    # ragged split's chunk) got one warp for its one-element stores and ran 16x slower
+    gathers = [o for o in kernel.walk() if isinstance(o, tile.GatherOp)]
+    shapes = [_tile_shape(o) for o in (*tiles, *gathers)]
     biggest = max((math.prod(s) for s in shapes), default=1)
     # a tile of one element per row (a row reduction's result) moves no vector; the
     # others decide (each tile's layout takes gcd(vector width, its own last dim))
@@ -311,7 +314,7 @@ def _ancestors(op: Operation) -> list[Operation]:
 
 
 def _tile_shape(op: Operation) -> tuple[int, ...]:
-    t = op.result.type if isinstance(op, tile.LoadOp | tile.DotOp) else op.value.type  # type: ignore[union-attr]
+    t = op.result.type if isinstance(op, tile.LoadOp | tile.DotOp | tile.GatherOp) else op.value.type  # type: ignore[union-attr]
     assert isinstance(t, TensorType)
     return tuple(t.get_shape())
 
