@@ -174,3 +174,30 @@ func.func @matmul(%0: memref<256x128xbf16>, %1: memref<256x128xbf16>, %2: memref
   tile.launch @mm grid [4] (%0, %1, %2) : memref<256x128xbf16>, memref<256x128xbf16>, memref<256x256xbf16>
   func.return
 }
+
+// -----
+
+// A kernel that reads only by address (a ragged split's chunk: gathers at clamped
+// positions, one sum per program) gets the warps of its 4096-element gather tile, as a
+// load of that tile would, not the one warp of its one-element store.
+// CHECK-LABEL: tile.kernel @ragged_chunk
+// CHECK-SAME:  num_warps = 8 : i64
+tile.kernel @ragged_chunk grid 1 (%0: memref<10007xf32>, %1: memref<3xf32>) attributes {schedule = "row_reduction", iteration_sizes = array<i64: 3, 4096>, block_sizes = array<i64: 1, 4096>, reduce_dim = 1 : i64} {
+  %2 = tile.program_id 0
+  %3 = arith.constant 0 : index
+  %4 = tile.iota %2 start 0 step 4096 : tensor<1xi64>
+  %5 = tile.broadcast %4 dims [0] : tensor<1xi64> -> tensor<1x4096xi64>
+  %6 = tile.iota %3 start 0 step 1 : tensor<4096xi64>
+  %7 = tile.broadcast %6 dims [1] : tensor<4096xi64> -> tensor<1x4096xi64>
+  %8 = nn.add %5, %7 : tensor<1x4096xi64>
+  %9 = nn.constant 10007 : tensor<1x4096xi64>
+  %10 = nn.compare lt, %8, %9 : tensor<1x4096xi64>
+  %11 = nn.constant 10006 : tensor<1x4096xi64>
+  %12 = nn.min %8, %11 : tensor<1x4096xi64>
+  %13 = tile.gather %0[%12] : memref<10007xf32>, tensor<1x4096xi64> -> tensor<1x4096xf32>
+  %14 = nn.constant 0.000000e+00 : tensor<1x4096xf32>
+  %15 = nn.select %10, %13, %14 : tensor<1x4096xf32>
+  %16 = tile.reduce sum %15 axis 1 : tensor<1x4096xf32> -> tensor<1xf32>
+  tile.store %16, %1[%2] : tensor<1xf32>, memref<3xf32>
+  tile.return
+}
