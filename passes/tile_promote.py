@@ -314,7 +314,8 @@ def _ancestors(op: Operation) -> list[Operation]:
 
 
 def _tile_shape(op: Operation) -> tuple[int, ...]:
-    t = op.result.type if isinstance(op, tile.LoadOp | tile.DotOp | tile.GatherOp) else op.value.type  # type: ignore[union-attr]
+    read = tile.LoadOp | tile.DotOp | tile.GatherOp
+    t = op.result.type if isinstance(op, read) else op.value.type  # type: ignore[union-attr]
     assert isinstance(t, TensorType)
     return tuple(t.get_shape())
 
