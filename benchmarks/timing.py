@@ -105,9 +105,10 @@ def _is_kernel(name: str) -> bool:
 
 
 def profile_kernels(
-    fn: Callable[[], object], device: torch.device, calls: int = 3
+    fn: Callable[[], object], device: torch.device, calls: int = 3, top: int = TOP_KERNELS
 ) -> KernelProfile | None:
-    """Count the GPU kernels one call launches (memcpy/memset excluded) with torch.profiler.
+    """Count the GPU kernels one call launches (memcpy/memset excluded) with torch.profiler,
+    listing the `top` longest by name.
 
     Returns None on CPU, where there are no kernels to count.
     """
@@ -130,5 +131,5 @@ def profile_kernels(
         kernels=round(len(kernels) / calls),
         kernel_us=total_us / calls,
         names=names,
-        top=top_kernels(timed, calls),
+        top=top_kernels(timed, calls, top),
     )
