@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=30, help="kernels listed per system")
     parser.add_argument("--source", default=None, help="print fuseopt kernels matching this")
     args = parser.parse_args(argv)
+    if not (args.models or args.only) or args.top < 1:
+        parser.error("give --models or --only instances, and --top of 1 or more")
     if not torch.cuda.is_available():
         print("kernel_breakdown: needs a CUDA GPU")
         return 0

@@ -131,7 +131,7 @@ def promote_kernel(
             used = kernel.shared_bytes.value.data
     tiles = [o for o in kernel.walk() if isinstance(o, tile.LoadOp | tile.StoreOp | tile.DotOp)]
     # a gather's tile counts as much as a load's: a kernel that reads only by address (a
-    # ragged split's chunk) got one warp for its one-element stores and ran 16x slower
+    # ragged split's chunk) got one warp for its one-element stores and ran 20x slower
     gathers = [o for o in kernel.walk() if isinstance(o, tile.GatherOp)]
     shapes = [_tile_shape(o) for o in (*tiles, *gathers)]
     biggest = max((math.prod(s) for s in shapes), default=1)
