@@ -84,46 +84,52 @@ def _instances(args: argparse.Namespace) -> list[tuple[str, str]]:
     return found
 
 
-def measure(flag: str, entry: str, name: str, calls: int, top: int) -> list[dict]:
-    """One system on one instance (every shape of it), in this process: per shape its
-    section title, the system, whether its output was judged correct, us per call
-    (launch-inclusive), kernel us and kernels per call, and its cProfile text
-    (torch.compile and plain fuseopt systems only; empty otherwise)."""
-    device, dtype = torch.device("cuda"), torch.bfloat16
+def instance_shapes(flag: str, entry: str) -> list[tuple]:
+    """The (workload, shape) pairs an instance names: a model-suite one for ``--models``
+    (``llama:decode``), else a workload-suite one (``mlp:small``; every shape of a
+    workload named alone)."""
     if flag == "--models":
         from benchmarks.models import select_models
 
         instances = [(w, None) for w in select_models([entry])]
     else:
         instances = select_workloads([entry])
+    return [(w, s) for w, one in instances for s in ([one] if one is not None else list(w.shapes))]
+
+
+def measure(flag: str, entry: str, name: str, calls: int, top: int) -> list[dict]:
+    """One system on one instance (every shape of it), in this process: per shape its
+    section title, the system, whether its output was judged correct, us per call
+    (launch-inclusive), kernel us and kernels per call, and its cProfile text
+    (torch.compile and plain fuseopt systems only; empty otherwise)."""
+    device, dtype = torch.device("cuda"), torch.bfloat16
     results = []
-    for workload, shape in instances:
-        for s in [shape] if shape is not None else list(workload.shapes):
-            model = workload.make_model(s.dims, dtype, device, 0).eval()
-            inputs = workload.make_inputs(s.dims, dtype, device, 1)
-            reference = accuracy.Reference(workload, model, inputs)
-            with torch.no_grad():
-                eager = accuracy.as_tuple(model(*inputs))
-                dtypes = tuple(t.dtype for t in eager)
-                tolerance = accuracy.tolerance_from_eager(reference.error_of(eager, dtypes), dtype)
-                torch._dynamo.reset()  # shapes of one instance share frames too
-                fn = make_system(name, model, inputs)
-                ok = accuracy.judge(reference.error_of(fn(*inputs), dtypes), tolerance).ok
+    for workload, s in instance_shapes(flag, entry):
+        model = workload.make_model(s.dims, dtype, device, 0).eval()
+        inputs = workload.make_inputs(s.dims, dtype, device, 1)
+        reference = accuracy.Reference(workload, model, inputs)
+        with torch.no_grad():
+            eager = accuracy.as_tuple(model(*inputs))
+            dtypes = tuple(t.dtype for t in eager)
+            tolerance = accuracy.tolerance_from_eager(reference.error_of(eager, dtypes), dtype)
+            torch._dynamo.reset()  # shapes of one instance share frames too
+            fn = make_system(name, model, inputs)
+            ok = accuracy.judge(reference.error_of(fn(*inputs), dtypes), tolerance).ok
 
-                def call(fn=fn, inputs=inputs):  # noqa: ANN001, ANN202 - bound per system
-                    return fn(*inputs)
+            def call(fn=fn, inputs=inputs):  # noqa: ANN001, ANN202 - bound per system
+                return fn(*inputs)
 
-                for _ in range(20):  # warm: caches, autotuned configs, allocator
-                    call()
-                us = launch_inclusive_us(call, device, calls)
-                prof = profile_kernels(call, device)
-                assert prof is not None
-                profiled = name.split(" ")[0] in PROFILED and "reduce-overhead" not in name
-                text = host_profile(call, calls, top) if profiled else ""
-            section = f"{workload.name} {s.label}"
-            results.append({"section": section, "system": name, "ok": ok, "us": us,
-                            "kernel_us": prof.kernel_us, "kernels": prof.kernels,
-                            "profile": text})  # fmt: skip
+            for _ in range(20):  # warm: caches, autotuned configs, allocator
+                call()
+            us = launch_inclusive_us(call, device, calls)
+            prof = profile_kernels(call, device)
+            assert prof is not None
+            profiled = name.split(" ")[0] in PROFILED and "reduce-overhead" not in name
+            text = host_profile(call, calls, top) if profiled else ""
+        section = f"{workload.name} {s.label}"
+        results.append({"section": section, "system": name, "ok": ok, "us": us,
+                        "kernel_us": prof.kernel_us, "kernels": prof.kernels,
+                        "profile": text})  # fmt: skip
     return results
 
 

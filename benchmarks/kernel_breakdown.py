@@ -15,9 +15,8 @@ import re
 
 import torch
 
-from benchmarks.host_overhead import make_system
+from benchmarks.host_overhead import instance_shapes, make_system
 from benchmarks.timing import profile_kernels
-from benchmarks.workloads import select_workloads
 
 
 def breakdown(entry: str, models: bool, systems: list[str], top: int, source: str | None) -> None:
@@ -25,32 +24,25 @@ def breakdown(entry: str, models: bool, systems: list[str], top: int, source: st
     `models`), the longest `top` by device time, then the fuseopt kernel sources whose
     names match the regular expression `source`."""
     device, dtype = torch.device("cuda"), torch.bfloat16
-    if models:
-        from benchmarks.models import select_models
-
-        instances = [(w, None) for w in select_models([entry])]
-    else:
-        instances = select_workloads([entry])
-    for workload, shape in instances:
-        for s in [shape] if shape is not None else list(workload.shapes):
-            model = workload.make_model(s.dims, dtype, device, 0).eval()
-            inputs = workload.make_inputs(s.dims, dtype, device, 1)
-            for name in systems:
-                torch._dynamo.reset()
-                with torch.no_grad():
-                    fn = make_system(name, model, inputs)
-                    for _ in range(3):  # compile and warm
-                        fn(*inputs)
-                    prof = profile_kernels(lambda fn=fn, x=inputs: fn(*x), device, 5, top)
-                assert prof is not None  # on a GPU
-                print(f"== {workload.name} {s.label}, {name}: {prof.kernels} kernels, "
-                      f"{prof.kernel_us:.1f} us per call")  # fmt: skip
-                for kernel, us, launches in prof.top:
-                    print(f"  {us:9.1f} us  x{launches:4.0f}  {kernel[:120]}")
-                for record in getattr(fn, "kernels", []) if source else []:
-                    if re.search(source, record.name) and record.source:
-                        print(f"--- {record.name} ({record.launch}; ops {record.ops})")
-                        print(record.source)
+    for workload, s in instance_shapes("--models" if models else "--only", entry):
+        model = workload.make_model(s.dims, dtype, device, 0).eval()
+        inputs = workload.make_inputs(s.dims, dtype, device, 1)
+        for name in systems:
+            torch._dynamo.reset()
+            with torch.no_grad():
+                fn = make_system(name, model, inputs)
+                for _ in range(3):  # compile and warm
+                    fn(*inputs)
+                prof = profile_kernels(lambda fn=fn, x=inputs: fn(*x), device, 5, top)
+            assert prof is not None  # on a GPU
+            print(f"== {workload.name} {s.label}, {name}: {prof.kernels} kernels, "
+                  f"{prof.kernel_us:.1f} us per call")  # fmt: skip
+            for kernel, us, launches in prof.top:
+                print(f"  {us:9.1f} us  x{launches:4.0f}  {kernel[:120]}")
+            for record in getattr(fn, "kernels", []) if source else []:
+                if re.search(source, record.name) and record.source:
+                    print(f"--- {record.name} ({record.launch}; ops {record.ops})")
+                    print(record.source)
 
 
 def main(argv: list[str] | None = None) -> int:
