@@ -2,13 +2,17 @@
 
 A broadcast keeps its operand in registers where the layouts line up (a per-row value
 along rows; a row repeated over rows whose length is a multiple of the block's span),
-re-reads a loaded row from its (cached) source buffer, and otherwise exchanges the
-tile through shared memory. A transpose that only feeds dots is never materialized:
-`dot.py` reads the untransposed tile column-major.
+re-reads a loaded row from its (cached) source buffer, computes a broadcast index
+vector (`tile.iota`) from each slot's coordinate, and otherwise exchanges the tile
+through shared memory. A transpose or broadcast that only moves or adds unit dims
+keeps every element's row-major position and relabels the registers (`relabel`). A
+transpose that only feeds dots is never materialized: `dot.py` reads the untransposed
+tile column-major.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from xdsl.dialects.builtin import TensorType
@@ -20,16 +24,28 @@ from fuseopt.dialects import nn, tile
 from fuseopt.dialects.syntax import array_values
 
 
-def _emit_reshape(em: KernelEmitter, op: Operation) -> None:
-    x = em.val(op.operands[0])
-    t = op.results[0].type
+def relabel(em: KernelEmitter, x: Val, result: SSAValue) -> None:
+    """Bind `result` to `x`'s elements in the same row-major order under the result's
+    shape: free where the layouts agree (a reshape, a transpose or broadcast that only
+    moves or adds unit dims), else through `as_dist`."""
+    t = result.type
     assert isinstance(t, TensorType)
     shape = tuple(t.get_shape())
     if x.kind in ("uniform", "array", "rowred"):
-        em.values[op.results[0]] = Val(x.kind, x.name, shape, x.elem, x.layout, x.array_ctype)
+        em.values[result] = Val(x.kind, x.name, shape, x.elem, x.layout, x.array_ctype)
         return
-    lay = em.layout(shape)
-    em.values[op.results[0]] = em.as_dist(x, lay)
+    em.values[result] = em.as_dist(x, em.layout(shape))
+
+
+def _emit_reshape(em: KernelEmitter, op: Operation) -> None:
+    relabel(em, em.val(op.operands[0]), op.results[0])
+
+
+def keeps_order(perm: list[int], shape: tuple[int, ...]) -> bool:
+    """Whether permuting `shape` (result dim i = operand dim perm[i]) keeps every
+    element's row-major position: the dims of size above 1 stay in order."""
+    moved = [d for d in perm if shape[d] != 1]
+    return moved == sorted(moved)
 
 
 def broadcast_source(
@@ -50,6 +66,9 @@ def emit_broadcast(em: KernelEmitter, x: Val, dims: list[int], result: SSAValue)
     shape = tuple(t.get_shape())
     if x.kind == "uniform":
         em.values[result] = Val("uniform", x.name, shape, x.elem)
+        return
+    if math.prod(shape) == x.n and list(dims) == sorted(dims):  # only unit dims added
+        relabel(em, x, result)
         return
     source = broadcast_source(dims, x.shape, shape)
     rows_only = all(s is not None for s in source[:-1]) and (not shape or source[-1] is None)
@@ -115,7 +134,14 @@ def gather(em: KernelEmitter, x: Val, shape: tuple[int, ...], source: list[int |
 
 
 def _emit_tile_broadcast(em: KernelEmitter, op: tile.BroadcastOp) -> None:
-    emit_broadcast(em, em.val(op.input), list(array_values(op.dims)), op.result)
+    dims = list(array_values(op.dims))
+    source = op.input.owner
+    if isinstance(source, tile.IotaOp) and len(dims) == 1:  # an index vector along a dim
+        from fuseopt.backends.cuda.memory import iota_along
+
+        em.values[op.result] = iota_along(em, source, tuple(op.result.type.get_shape()), dims[0])  # type: ignore[union-attr]
+        return
+    emit_broadcast(em, em.val(op.input), dims, op.result)
 
 
 def _emit_nn_broadcast(em: KernelEmitter, op: nn.BroadcastOp) -> None:
@@ -133,6 +159,9 @@ def emit_transpose(em: KernelEmitter, x: Val, perm: list[int], result: SSAValue)
     shape = tuple(t.get_shape())
     if x.kind == "uniform":
         em.values[result] = Val("uniform", x.name, shape, x.elem)
+        return
+    if keeps_order(perm, x.shape):
+        relabel(em, x, result)
         return
     em.values[result] = gather(em, x, shape, list(perm))
 
