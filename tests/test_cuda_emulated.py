@@ -32,6 +32,7 @@ from random_nn_graphs import RandomGraph, nn_graphs  # noqa: E402
 from test_nn_fuse_workloads import (  # noqa: E402
     gated_mlp,
     gelu_bias,
+    gqa_keys_values,
     layernorm,
     mlp,
     random_args,
@@ -129,6 +130,30 @@ func.func @main(%f: tensor<12xbf16>, %w: tensor<3x200xbf16>, %b: tensor<12x200xb
   func.return %y : tensor<12x200xbf16>
 }
 """.replace("COLS", str(list(range(200)))),
+    # RoPE on heads read seq-major ([seq, head, dim] -> [head, seq, dim]) as Llama's
+    # attention prepares q: tiles of one head, whose transpose and cos/sin broadcast
+    # only move unit dims (kept in registers, no shared memory); 70 rows are ragged
+    "rope_head_major": """
+func.func @main(%x: tensor<1x70x3x128xbf16>, %cos: tensor<1x70x128xbf16>, %sin: tensor<1x70x128xbf16>) -> tensor<1x3x70x128xbf16> {
+  %q = nn.transpose %x [0, 2, 1, 3] : tensor<1x70x3x128xbf16> -> tensor<1x3x70x128xbf16>
+  %c0 = nn.reshape %cos : tensor<1x70x128xbf16> -> tensor<1x1x70x128xbf16>
+  %s0 = nn.reshape %sin : tensor<1x70x128xbf16> -> tensor<1x1x70x128xbf16>
+  %c = nn.broadcast %c0 : tensor<1x1x70x128xbf16> -> tensor<1x3x70x128xbf16>
+  %a = nn.mul %q, %c : tensor<1x3x70x128xbf16>
+  %lo = nn.slice %q [0:1, 0:3, 0:70, 0:64] : tensor<1x3x70x128xbf16> -> tensor<1x3x70x64xbf16>
+  %hi = nn.slice %q [0:1, 0:3, 0:70, 64:128] : tensor<1x3x70x128xbf16> -> tensor<1x3x70x64xbf16>
+  %n = nn.neg %hi : tensor<1x3x70x64xbf16>
+  %r = nn.concat %n, %lo axis 3 : tensor<1x3x70x64xbf16>, tensor<1x3x70x64xbf16> -> tensor<1x3x70x128xbf16>
+  %s = nn.broadcast %s0 : tensor<1x1x70x128xbf16> -> tensor<1x3x70x128xbf16>
+  %b = nn.mul %r, %s : tensor<1x3x70x128xbf16>
+  %y = nn.add %a, %b : tensor<1x3x70x128xbf16>
+  func.return %y : tensor<1x3x70x128xbf16>
+}
+""",
+    # grouped-query keys: RoPE on seq-major heads, then each head repeated for 2 query
+    # heads (tiles over four dims: one repeated head, 64 rows); and the values
+    # transposed and repeated without arithmetic (one copy kernel, not two)
+    "gqa_keys_and_values": gqa_keys_values(70, 2, 2, 128),
     # a PyTorch op kept as a call between kernels: the host function runs it in PyTorch
     "torch_call_between_kernels": """
 func.func @main(%x: tensor<6x100xbf16>) -> tensor<6x100xbf16> {

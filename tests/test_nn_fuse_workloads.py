@@ -91,6 +91,37 @@ def rmsnorm_rope(b: int, s: int, h: int, d: int) -> str:
 }}"""
 
 
+def gqa_keys_values(s: int, kv: int, group: int, d: int) -> str:
+    """Grouped-query attention's keys and values as Llama prepares them for a library
+    attention call: [1, s, kv, d] projections transposed to heads, keys rotated (RoPE
+    with [1, s, d] cos/sin), then each head repeated `group` times."""
+    x, hm, cs = t((1, s, kv, d)), t((1, kv, s, d)), t((1, s, d))
+    c4, half, hd = t((1, 1, s, d)), t((1, kv, s, d // 2)), d // 2
+    rep5, out5, out = t((1, kv, 1, s, d)), t((1, kv, group, s, d)), t((1, kv * group, s, d))
+    return f"""func.func @main(%k: {x}, %v: {x}, %cos: {cs}, %sin: {cs}) -> ({out}, {out}) {{
+  %q = nn.transpose %k [0, 2, 1, 3] : {x} -> {hm}
+  %c0 = nn.reshape %cos : {cs} -> {c4}
+  %s0 = nn.reshape %sin : {cs} -> {c4}
+  %c = nn.broadcast %c0 : {c4} -> {hm}
+  %a = nn.mul %q, %c : {hm}
+  %lo = nn.slice %q [0:1, 0:{kv}, 0:{s}, 0:{hd}] : {hm} -> {half}
+  %hi = nn.slice %q [0:1, 0:{kv}, 0:{s}, {hd}:{d}] : {hm} -> {half}
+  %n = nn.neg %hi : {half}
+  %r = nn.concat %n, %lo axis 3 : {half}, {half} -> {hm}
+  %sb = nn.broadcast %s0 : {c4} -> {hm}
+  %b = nn.mul %r, %sb : {hm}
+  %y = nn.add %a, %b : {hm}
+  %y5 = nn.reshape %y : {hm} -> {rep5}
+  %yb = nn.broadcast %y5 : {rep5} -> {out5}
+  %ko = nn.reshape %yb : {out5} -> {out}
+  %vt = nn.transpose %v [0, 2, 1, 3] : {x} -> {hm}
+  %v5 = nn.reshape %vt : {hm} -> {rep5}
+  %vb = nn.broadcast %v5 : {rep5} -> {out5}
+  %vo = nn.reshape %vb : {out5} -> {out}
+  func.return %ko, %vo : {out}, {out}
+}}"""
+
+
 def mlp(m: int, d: int, di: int, heavy: bool = False) -> str:
     x, w1, b1, h = t((m, d)), t((di, d)), t((di,)), t((m, di))
     w2, b2 = t((d, di)), t((d,))

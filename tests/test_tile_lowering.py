@@ -21,6 +21,7 @@ from test_nn_fuse_workloads import (
     WORKLOADS,
     gated_mlp,
     gelu_bias,
+    gqa_keys_values,
     layernorm,
     mlp,
     random_args,
@@ -255,6 +256,20 @@ def test_transposes_are_indexed_in_pointwise_kernels(
     for spec in (TILE, TINY_TILES):
         tiled = lower_and_compare(text, spec)
         assert schedules(tiled) == ["pointwise"]
+
+
+@pytest.mark.parametrize("s,d", [(70, 128), (5, 16), (1, 16)])
+def test_grouped_query_keys_and_values_are_two_kernels(s: int, d: int) -> None:
+    """Llama's keys and values for a library attention call with grouped-query heads:
+    RoPE'd keys repeated per query head are one kernel tiling four dims (a repeated head
+    is its own tile dim), values transposed and repeated one copy kernel (not a
+    transpose kernel and a broadcast kernel); ragged and one-row shapes too."""
+    tiled = lower_and_compare(gqa_keys_values(s, 2, 3, d), fuse=True)
+    kernels = [op for op in tiled.walk() if isinstance(op, tile.KernelOp)]
+    assert [k.schedule.data for k in kernels] == ["pointwise", "pointwise"]
+    # (one row: the value transpose only moves a unit dim, a view; the copy is the repeat)
+    copy = "_broadcast" if s == 1 else "_transpose_broadcast"
+    assert kernels[1].sym_name.data.endswith(copy)
 
 
 @pytest.mark.parametrize("spec", ["convert-nn-to-tile{block=3}", "convert-nn-to-tile{block-m=0}"])

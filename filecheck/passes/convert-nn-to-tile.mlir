@@ -584,18 +584,18 @@ func.func @operand_in_epilogue(%x: tensor<3x40x1xf32>, %w: tensor<1x50xf32>) -> 
 
 // A transpose of outer dims inside a pointwise group (attention's [b, s, h, d] ->
 // [b, h, s, d]): tiles stay in the iteration (output) order and cover the longest
-// suffix of dims that every buffer holds as its own last axes, here (h, s, d): the
-// input is loaded as an [s, h, d] box (long contiguous runs of h x d) and turned
-// into the iteration order; the transpose itself emits nothing.
+// suffix of dims (up to 4) that every buffer holds as its own last axes, here all of
+// (b, h, s, d): the input is loaded as a [b, s, h, d] box (long contiguous runs of
+// h x d) and turned into the iteration order; the transpose itself emits nothing.
 // CHECK-LABEL: tile.kernel @rope_heads grid 1
 // CHECK-SAME:  (%[[A:.*]]: memref<2x5x3x16xbf16>, %[[B:.*]]: memref<2x3x5x16xbf16>, %[[O:.*]]: memref<2x3x5x16xbf16>)
-// CHECK-SAME:  schedule = "pointwise", iteration_sizes = array<i64: 2, 3, 5, 16>, block_sizes = array<i64: 1, 4, 8, 16>
-// CHECK:       %[[X:.*]] = tile.load %[[A]][%[[N:[0-9]+]], %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x5x3x16xbf16> -> tensor<8x4x16xbf16>
-// CHECK-NEXT:  %[[XT:.*]] = tile.transpose %[[X]] [1, 0, 2] : tensor<8x4x16xbf16> -> tensor<4x8x16xbf16>
-// CHECK-NEXT:  tile.load %[[B]][%[[N]], %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x3x5x16xbf16> -> tensor<4x8x16xbf16>
+// CHECK-SAME:  schedule = "pointwise", iteration_sizes = array<i64: 2, 3, 5, 16>, block_sizes = array<i64: 2, 4, 8, 16>
+// CHECK:       %[[X:.*]] = tile.load %[[A]][%[[N:[0-9]+]], %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x5x3x16xbf16> -> tensor<2x8x4x16xbf16>
+// CHECK-NEXT:  %[[XT:.*]] = tile.transpose %[[X]] [0, 2, 1, 3] : tensor<2x8x4x16xbf16> -> tensor<2x4x8x16xbf16>
+// CHECK-NEXT:  tile.load %[[B]][%[[N]], %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x3x5x16xbf16> -> tensor<2x4x8x16xbf16>
 // CHECK-NEXT:  nn.mul
-// CHECK-NEXT:  tile.store %{{.*}}, %[[O]][%[[N]], %{{.*}}, %{{.*}}, %{{.*}}] : tensor<4x8x16xbf16>
-// CHECK:       tile.launch @rope_heads grid [2]
+// CHECK-NEXT:  tile.store %{{.*}}, %[[O]][%[[N]], %{{.*}}, %{{.*}}, %{{.*}}] : tensor<2x4x8x16xbf16>
+// CHECK:       tile.launch @rope_heads grid [1]
 func.func @head_transpose(%x: tensor<2x5x3x16xbf16>, %z: tensor<2x3x5x16xbf16>) -> tensor<2x3x5x16xbf16> {
   %0 = nn.fusion ins(%x, %z : tensor<2x5x3x16xbf16>, tensor<2x3x5x16xbf16>) -> tensor<2x3x5x16xbf16> attributes {kernel_name = "rope_heads", kind = "pointwise", route = "kernel"} {
   ^bb0(%a: tensor<2x5x3x16xbf16>, %b: tensor<2x3x5x16xbf16>):

@@ -617,6 +617,31 @@ func.func @row_values_of_any_rank(%x: tensor<16x1x8xf32>) -> tensor<8xbf16> {
 
 // -----
 
+// Rule: a group of views alone is left to convert-nn-to-tile op by op (a reshape is a
+// view, a lone transpose one copy kernel), but two copying views in a chain are one
+// kernel: Llama's value heads transposed, then repeated for grouped-query attention,
+// become `fused_0_transpose_broadcast` (one read of the source, one write) instead of
+// a transpose kernel and a broadcast kernel.
+// CHECK-LABEL: func.func @value_heads_repeated
+// CHECK-NEXT:  %[[F:.*]] = nn.fusion ins(%v : tensor<1x16x2x8xbf16>) -> tensor<1x2x2x16x8xbf16> attributes {kernel_name = "fused_0_transpose_broadcast", kind = "pointwise", route = "kernel"} {
+// CHECK:         nn.transpose
+// CHECK:         nn.broadcast
+// CHECK:         nn.yield
+// CHECK:       %[[O:.*]] = nn.reshape %[[F]]
+// CHECK-NEXT:  %[[T:.*]] = nn.transpose %v
+// CHECK-NEXT:  func.return %[[O]], %[[T]] :
+func.func @value_heads_repeated(%v: tensor<1x16x2x8xbf16>) -> (tensor<1x4x16x8xbf16>, tensor<1x2x16x8xbf16>) {
+  %t = nn.transpose %v [0, 2, 1, 3] : tensor<1x16x2x8xbf16> -> tensor<1x2x16x8xbf16>
+  %r = nn.reshape %t : tensor<1x2x16x8xbf16> -> tensor<1x2x1x16x8xbf16>
+  %b = nn.broadcast %r : tensor<1x2x1x16x8xbf16> -> tensor<1x2x2x16x8xbf16>
+  %o = nn.reshape %b : tensor<1x2x2x16x8xbf16> -> tensor<1x4x16x8xbf16>
+  %k = nn.transpose %v [0, 2, 1, 3] : tensor<1x16x2x8xbf16> -> tensor<1x2x16x8xbf16>
+  func.return %o, %k : tensor<1x4x16x8xbf16>, tensor<1x2x16x8xbf16>
+}
+
+
+// -----
+
 // A lone view is left to eager (a strided view there); constants are cloned into the
 // groups that use them. (The DOT file of --split-input-file holds this last case.)
 // DOT:         digraph fusion {
@@ -652,3 +677,4 @@ func.func @views_and_constants(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<
   %m = nn.mul %x, %c : tensor<4x8xf32>
   func.return %t, %m : tensor<8x4xf32>, tensor<4x8xf32>
 }
+

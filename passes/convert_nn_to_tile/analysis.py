@@ -669,7 +669,7 @@ class AxisSummary:
         self.broken = self.broken or other.broken
 
 
-MAX_TILED_DIMS = 3
+MAX_TILED_DIMS = 4
 """Most iteration dims one pointwise tile covers when transposes choose them."""
 
 

@@ -95,8 +95,30 @@ class FusionGroup:
 
     @property
     def computes(self) -> bool:
-        """Whether the group does any arithmetic (pure view groups stay in eager)."""
+        """Whether the group does any arithmetic."""
         return any(classify(op) is not OpClass.VIEW for op in self.ops)
+
+    @property
+    def launches(self) -> bool:
+        """Whether the group becomes a kernel: it computes, or it chains copies. A pure
+        view group is left to convert-nn-to-tile op by op (reshapes and aligned slices
+        are free views, a broadcast read by elementwise users is indexing, a lone
+        transpose or broadcast its own copy kernel); two or more copying ops (Llama's
+        value heads transposed, then repeated for grouped-query attention) are one
+        kernel that indexes the source once instead of one copy kernel each."""
+        return self.computes or sum(map(copies, self.ops)) >= 2
+
+
+def copies(op: Operation) -> bool:
+    """Whether `op`, left alone, writes its elements to a new buffer: a transpose that
+    moves a dim of size above 1, or a broadcast that repeats elements."""
+    if isinstance(op, nn.TransposeOp):
+        shape = op.input.type.get_shape()  # type: ignore[attr-defined]
+        moved = [d for d in op.perm if shape[d] != 1]
+        return moved != sorted(moved)
+    if isinstance(op, nn.BroadcastOp):
+        return value_bytes(op.result) > value_bytes(op.input)
+    return False
 
 
 class _Partition:
@@ -429,8 +451,8 @@ def find_groups(
 
 
 def _kernels(groups: list[FusionGroup]) -> int:
-    """How many kernels `groups` launch (pure view groups launch none)."""
-    return sum(g.computes for g in groups)
+    """How many kernels `groups` launch (`FusionGroup.launches`)."""
+    return sum(g.launches for g in groups)
 
 
 def boundary_reshapes(groups: list[FusionGroup]) -> list[Operation]:

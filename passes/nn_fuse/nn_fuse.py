@@ -60,7 +60,7 @@ from fuseopt.passes.nn_fuse.cost_model import (
     choose_route,
     estimate_routes,
 )
-from fuseopt.passes.nn_fuse.grouping import FusionGroup, find_groups
+from fuseopt.passes.nn_fuse.grouping import FusionGroup, copies, find_groups
 from fuseopt.passes.nn_fuse.legality import MATMUL, VIEW_TYPES
 from fuseopt.passes.nn_fuse.outlining import outline_group, sort_block_topologically
 from fuseopt.passes.nn_fuse.rematerialize import rematerialize_argument_casts
@@ -71,10 +71,12 @@ SUMMARY_OPS = 4
 
 
 def kernel_name(index: int, ops: list[Operation]) -> str:
-    """`fused_<index>_<op summary>`: the first distinct compute ops, as an identifier."""
+    """`fused_<index>_<op summary>`: the first distinct compute ops, as an identifier
+    (the copying views of a group that only copies: `fused_3_transpose_broadcast`)."""
     names: list[str] = []
+    computes = not all(isinstance(op, VIEW_TYPES) for op in ops)
     for op in ops:
-        if isinstance(op, VIEW_TYPES):
+        if isinstance(op, VIEW_TYPES) if computes else not copies(op):
             continue
         short = re.sub(r"[^A-Za-z0-9_]", "_", op.name.split(".", 1)[-1])
         if short not in names:
@@ -179,7 +181,7 @@ class NNFusePass(ModulePass):
         rematerialize_argument_casts(block)
         summaries: dict[nn.FusionOp, list[Operation]] = {}
         for group, route in self._routed_groups(block, gpu):
-            if not group.computes or route == UNFUSED:
+            if not group.launches or route == UNFUSED:
                 continue
             fusion = outline_group(block, group.ops, nn.FusionKind(group.info.kind), route)
             summaries[fusion] = group.ops
