@@ -44,6 +44,7 @@ from fuseopt.frontends.fx.attention_call import (
     needs_no_gradient,
     substitute_attention,
 )
+from fuseopt.frontends.fx.common_calls import merge_repeated_calls
 from fuseopt.frontends.fx.errors import RegionFallback, first_line
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
@@ -210,6 +211,9 @@ def fuseopt_backend(
             name = f"{kind}{len(log.graphs)}"
             guarded = kind != "backward" and frame_inputs(gm, aten_gm)
             symbol = graph_symbol(aten_gm) if symbolic in ("auto", "dynamic") else None
+            merged = merge_repeated_calls(aten_gm)  # one value per layer-repeated call
+            if merged:
+                logger.debug("fuseopt: %s: merged %d repeated call(s)", name, merged)
             compiled = compile_graph_module(
                 aten_gm, name, compile_region, log, eager, guarded_inputs=guarded, symbol=symbol
             )
