@@ -57,8 +57,8 @@ def _key(value: Any) -> Hashable:
         return (type(value).__name__, tuple(_key(v) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple(sorted((k, _key(v)) for k, v in value.items())))
-    if isinstance(value, float) and value != value:  # NaN: equal to itself here
-        return ("nan",)
+    if isinstance(value, float):  # by bits: -0.0 is not 0.0, a NaN equals itself
+        return ("float", value.hex())
     hash(value)
     return (type(value).__name__, value)
 
