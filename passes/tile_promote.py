@@ -133,10 +133,11 @@ def promote_kernel(
     # a gather's tile counts as much as a load's: a kernel that reads only by address (a
     # ragged split's chunk) got one warp for its one-element stores and ran 20x slower
     gathers = [o for o in kernel.walk() if isinstance(o, tile.GatherOp)]
-    shapes = [_tile_shape(o) for o in (*tiles, *gathers)]
-    biggest = max((math.prod(s) for s in shapes), default=1)
+    shapes = [_tile_shape(o) for o in tiles]
+    biggest = max((math.prod(s) for s in (*shapes, *map(_tile_shape, gathers))), default=1)
     # a tile of one element per row (a row reduction's result) moves no vector; the
-    # others decide (each tile's layout takes gcd(vector width, its own last dim))
+    # others decide (each tile's layout takes gcd(vector width, its own last dim)); a
+    # gather reads element by element, so its tile's last dim does not narrow the vector
     inner = [s[-1] for s in shapes if s and s[-1] > 1] or [1]
     buffers = [o.buffer.type for o in tiles if isinstance(o, tile.LoadOp | tile.StoreOp)]
     globals_ = [
