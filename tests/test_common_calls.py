@@ -81,3 +81,37 @@ def test_layers_after_the_first_read_the_first_layers_attention_bias(family: str
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
     selects = [str(r.imported).count("nn.select") for r in compiled.regions]
     assert len(selects) == 4 and selects[0] > 0 and selects[1:] == [0, 0, 0]
+
+
+def test_outputs_through_items_and_views_stay_apart() -> None:
+    """Two sorts whose values the graph returns (through `getitem`), and two cumprods
+    returned as views: merged, the caller would get one tensor twice."""
+
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        a, b = torch.sort(x * 2, 1), torch.sort(x * 2, 1)
+        return a.values, b.values, torch.cumprod(x, 1).view(-1), torch.cumprod(x, 1).view(8)
+
+    gm = make_fx(f)(torch.randn(2, 4))
+    merge_repeated_calls(gm)
+    assert calls(gm, aten.sort.default) == 2 and calls(gm, aten.cumprod.default) == 2
+    a, b, c, d = gm(torch.randn(2, 4))
+    assert a.data_ptr() != b.data_ptr() and c.data_ptr() != d.data_ptr()
+
+
+@torch.library.custom_op("fuseopt_test::noisy", mutates_args=())
+def noisy(x: torch.Tensor) -> torch.Tensor:
+    """A custom op drawing random numbers without the nondeterministic tag."""
+    return x + torch.rand_like(x)
+
+
+noisy.register_fake(lambda x: torch.empty_like(x))
+
+
+def test_custom_ops_are_not_merged() -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return noisy(x) - noisy(x)
+
+    gm = make_fx(f)(torch.randn(8))
+    target = torch.ops.fuseopt_test.noisy.default
+    assert merge_repeated_calls(gm) == 0 and calls(gm, target) == 2
+    assert gm(torch.randn(64)).abs().sum() > 0

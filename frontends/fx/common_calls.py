@@ -13,13 +13,16 @@ attention, and passed on.
 
 Merged are calls of ATen ops with the same target and the same arguments (the same
 nodes, equal constants) that are functional (no mutable schema), deterministic (no
-random-number ops) and not allocations of uninitialized memory (`empty`). A call the
-graph returns is never merged with another: AOTAutograd hands each output to the caller
-as its own tensor.
+random-number ops) and not allocations of uninitialized memory (`empty`); only ATen's
+own ops (a custom op may draw random numbers untagged). A call whose result the graph
+returns, itself or through a tuple item or a view (`_returned`), is never merged with
+another: AOTAutograd hands each output to the caller as its own tensor, which the
+caller may update in place.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Hashable
 from typing import Any
 
@@ -31,6 +34,7 @@ UNMERGED = frozenset(
         torch.ops.aten.empty.memory_format,
         torch.ops.aten.empty_strided.default,
         torch.ops.aten.empty_like.default,
+        torch.ops.aten.empty_permuted.default,
         torch.ops.aten.new_empty.default,
         torch.ops.aten.new_empty_strided.default,
     }
@@ -43,7 +47,7 @@ def _mergeable(node: Node) -> bool:
     target = node.target
     if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
         return False
-    if target in UNMERGED or target._schema.is_mutable:
+    if target.namespace != "aten" or target in UNMERGED or target._schema.is_mutable:
         return False
     return torch.Tag.nondeterministic_seeded not in target.tags
 
@@ -63,11 +67,32 @@ def _key(value: Any) -> Hashable:
     return (type(value).__name__, value)
 
 
+def _returned(gm: GraphModule) -> set[Node]:
+    """The nodes whose results the graph returns: the outputs, and back from each
+    through tuple items (`getitem`) and views (ops whose result aliases an input) to the
+    call whose memory it is."""
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    found: set[Node] = set()
+    stack = list(output.all_input_nodes)
+    while stack:
+        node = stack.pop()
+        if node in found:
+            continue
+        found.add(node)
+        target = node.target
+        aliases = target is operator.getitem or (
+            isinstance(target, torch._ops.OpOverload)
+            and any(r.alias_info is not None for r in target._schema.returns)
+        )
+        if node.op == "call_function" and aliases and node.args:
+            stack.extend(a for a in node.args[:1] if isinstance(a, Node))
+    return found
+
+
 def merge_repeated_calls(gm: GraphModule) -> int:
     """Merge the repeated calls of `gm` (see the module docstring) in place; returns how
     many calls were removed."""
-    output = next(n for n in gm.graph.nodes if n.op == "output")
-    returned = set(output.all_input_nodes)
+    returned = _returned(gm)
     first: dict[Hashable, Node] = {}
     removed = 0
     for node in list(gm.graph.nodes):
