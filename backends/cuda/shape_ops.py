@@ -136,10 +136,12 @@ def gather(em: KernelEmitter, x: Val, shape: tuple[int, ...], source: list[int |
 def _emit_tile_broadcast(em: KernelEmitter, op: tile.BroadcastOp) -> None:
     dims = list(array_values(op.dims))
     source = op.input.owner
-    if isinstance(source, tile.IotaOp) and len(dims) == 1:  # an index vector along a dim
-        from fuseopt.backends.cuda.memory import iota_along
+    shape = tuple(op.result.type.get_shape())  # type: ignore[union-attr]
+    length = op.input.type.get_shape()  # type: ignore[union-attr]
+    if isinstance(source, tile.IotaOp) and len(dims) == 1 and tuple(length) == (shape[dims[0]],):
+        from fuseopt.backends.cuda.memory import iota_along  # an index vector along a dim
 
-        em.values[op.result] = iota_along(em, source, tuple(op.result.type.get_shape()), dims[0])  # type: ignore[union-attr]
+        em.values[op.result] = iota_along(em, source, shape, dims[0])
         return
     emit_broadcast(em, em.val(op.input), dims, op.result)
 
