@@ -44,21 +44,21 @@ def breakdown(
                 for _ in range(3):  # compile and warm
                     fn(*inputs)
                 prof = profile_kernels(lambda fn=fn, x=inputs: fn(*x), device, 5, top)
+                host = host_side(lambda fn=fn, x=inputs: fn(*x), cpu) if cpu else ""
             assert prof is not None  # on a GPU
             print(f"== {workload.name} {s.label}, {name}: {prof.kernels} kernels, "
                   f"{prof.kernel_us:.1f} us per call")  # fmt: skip
             for kernel, us, launches in prof.top:
                 print(f"  {us:9.1f} us  x{launches:4.0f}  {kernel[:120]}")
-            if cpu:
-                host_side(lambda fn=fn, x=inputs: fn(*x), cpu)
+            print(host, end="")
             for record in getattr(fn, "kernels", []) if source else []:
                 if re.search(source, record.name) and record.source:
                     print(f"--- {record.name} ({record.launch}; ops {record.ops})")
                     print(record.source)
 
 
-def host_side(call: Callable[[], object], rows: int, calls: int = 20) -> None:
-    """Print the host's time per call of `call` with no synchronization (what the CPU
+def host_side(call: Callable[[], object], rows: int, calls: int = 20) -> str:
+    """The host's time per call of `call` with no synchronization (what the CPU
     spends before the GPU waits on it; above the kernel time the call is host-bound)
     and torch.profiler's table of the `rows` host operations with the most own CPU time
     over 5 calls (runtime API calls, ATen ops, the compiled region's own Python)."""
@@ -68,13 +68,13 @@ def host_side(call: Callable[[], object], rows: int, calls: int = 20) -> None:
         call()
     host_us = (time.perf_counter() - start) / calls * 1e6
     torch.cuda.synchronize()
-    print(f"  host: {host_us:.0f} us a call before the GPU is waited for ({calls} calls)")
+    head = f"  host: {host_us:.0f} us a call before the GPU is waited for ({calls} calls)\n"
     activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=activities) as prof:
         for _ in range(5):
             call()
         torch.cuda.synchronize()
-    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
+    return head + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
