@@ -73,6 +73,14 @@ def is_bool(element_type: Attribute) -> bool:
     return isinstance(element_type, IntegerType) and element_type.width.data == 1
 
 
+def keeps_order(perm: Sequence[int], shape: Sequence[int]) -> bool:
+    """Whether permuting `shape` (result dim i = operand dim perm[i]) keeps every
+    element's row-major position: the dims of size above 1 stay in order (such a
+    transpose is a reshape)."""
+    moved = [d for d in perm if shape[d] != 1]
+    return moved == sorted(moved)
+
+
 def int_array(values: Sequence[int]) -> DenseArrayBase:
     """An `array<i64: ...>` attribute holding `values`."""
     return DenseArrayBase.from_list(i64, list(values))

@@ -21,7 +21,7 @@ from xdsl.ir import Operation, SSAValue
 from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
 from fuseopt.backends.cuda.values import Val
 from fuseopt.dialects import nn, tile
-from fuseopt.dialects.syntax import array_values
+from fuseopt.dialects.syntax import array_values, keeps_order
 
 
 def relabel(em: KernelEmitter, x: Val, result: SSAValue) -> None:
@@ -39,13 +39,6 @@ def relabel(em: KernelEmitter, x: Val, result: SSAValue) -> None:
 
 def _emit_reshape(em: KernelEmitter, op: Operation) -> None:
     relabel(em, em.val(op.operands[0]), op.results[0])
-
-
-def keeps_order(perm: list[int], shape: tuple[int, ...]) -> bool:
-    """Whether permuting `shape` (result dim i = operand dim perm[i]) keeps every
-    element's row-major position: the dims of size above 1 stay in order."""
-    moved = [d for d in perm if shape[d] != 1]
-    return moved == sorted(moved)
 
 
 def broadcast_source(

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from xdsl.ir import Block, Operation, SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.dialects.syntax import keeps_order
 from fuseopt.passes.nn_fuse.cost_model import value_bytes
 from fuseopt.passes.nn_fuse.legality import (
     MATMUL,
@@ -113,9 +114,7 @@ def copies(op: Operation) -> bool:
     """Whether `op`, left alone, writes its elements to a new buffer: a transpose that
     moves a dim of size above 1, or a broadcast that repeats elements."""
     if isinstance(op, nn.TransposeOp):
-        shape = op.input.type.get_shape()  # type: ignore[attr-defined]
-        moved = [d for d in op.perm if shape[d] != 1]
-        return moved != sorted(moved)
+        return not keeps_order(op.perm, op.input.type.get_shape())  # type: ignore[attr-defined]
     if isinstance(op, nn.BroadcastOp):
         return value_bytes(op.result) > value_bytes(op.input)
     return False
