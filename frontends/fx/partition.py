@@ -7,10 +7,11 @@ Steps:
 2. group supported nodes into cycle-free regions (torch's CapabilityBasedPartitioner)
    and drop regions that only move data (views, getitem, copies);
 3. pull each region into a submodule, import it as an nn function (its inputs and
-   outputs in the dimension order PyTorch traced them in: `layouts`) and hand it to the
-   backend; the submodule is replaced by the compiled callable (a region that still
-   fails to import, or that the region compiler answers with `RegionFallback`, keeps
-   its eager submodule);
+   outputs in the dimension order PyTorch traced them in: `layouts`; an output that is
+   a partial view of a value the region computes returned as that view of it:
+   `output_views`) and hand it to the backend; the submodule is replaced by the
+   compiled callable (a region that still fails to import, or that the region compiler
+   answers with `RegionFallback`, keeps its eager submodule);
 4. log one line on logger `fuseopt` naming the ops that fell back and why (a
    `getitem` unpacking an eager op's results, and size arithmetic on symbolic sizes,
    are not listed: they are not work).
@@ -52,6 +53,7 @@ from fuseopt.frontends.fx.layouts import (
     with_layouts,
 )
 from fuseopt.frontends.fx.ops_shape import contiguous_strides
+from fuseopt.frontends.fx.output_views import OutputViews, view_outputs, with_output_views
 from fuseopt.frontends.fx.symbolic_sizes import (
     SymbolicRegion,
     classify_sizes,
@@ -324,15 +326,21 @@ def compile_graph_module(
             continue
         sub = getattr(gm, node.target)
         func_name = f"{graph_name}_{str(node.target).removeprefix(PREFIX)}"
-        layouts = region_layouts(sub)
         symbolic: SymbolicRegion | None = None
+        views: OutputViews | None = None
+        compiled_graph = sub  # what is imported: `sub`, or its copy returning view bases
         try:
             if symbol is not None and has_symbolic_tensors(sub):
+                layouts = region_layouts(sub)
                 offset = region_offsets[int(str(node.target).removeprefix(PREFIX))]
                 symbolic = sized_region(sub, func_name, symbol, import_graph, offset)
                 module: ModuleOp | SizedFunction = symbolic.sized
             else:
-                module = import_graph(sub, func_name)
+                rewritten = view_outputs(sub)
+                if rewritten is not None:
+                    compiled_graph, views = rewritten
+                layouts = region_layouts(compiled_graph)
+                module = import_graph(compiled_graph, func_name)
                 if not layouts.trivial:
                     apply_layouts(module, layouts)
         except Exception as e:  # keep the eager submodule: correct, just not compiled
@@ -356,7 +364,9 @@ def compile_graph_module(
         trusting = getattr(compiled, "trusting", None)
         if guarded_inputs and trusting is not None:
             compiled = trusting(_guarded(node, layouts, scalars))
-        region = CompiledRegion(with_layouts(compiled, layouts), func_name, scalars)
+        region = CompiledRegion(
+            with_output_views(with_layouts(compiled, layouts), views), func_name, scalars
+        )
         _call_directly(gm, node, region)
     gm.recompile()
     _log_fallbacks(graph_name, failed, reasons, record)
