@@ -150,7 +150,8 @@ def promote_kernel(
         (b.get_shape()[-1] for b in globals_ if b.get_shape() and b.get_shape()[-1] > 1),
         default=1,
     )
-    knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow)
+    flat = all(len(s) <= 1 for s in shapes)
+    knobs = launch_knobs(kind, biggest, min(inner), inner_size, narrow, flat and _strided(globals_))
     warps = knobs.num_warps
     lane_statistics = (
         warp_per_row
@@ -180,6 +181,16 @@ def promote_kernel(
     kernel.num_stages = IntegerAttr(n_stages, i64)
     kernel.vector_width = IntegerAttr(knobs.vector_width, i64)
     kernel.shared_bytes = IntegerAttr(used, i64)
+
+
+def _strided(buffers: Sequence[MemRefType]) -> bool:
+    """Whether one of `buffers` has a stride other than 1 along its innermost dim (of
+    more than one element): a view taking every other element, a column."""
+    for b in buffers:
+        shape, strides = b.get_shape(), b.get_strides()
+        if shape and shape[-1] > 1 and strides and strides[-1] not in (None, 1):
+            return True
+    return False
 
 
 def _widest_load(tiles: Sequence[Operation]) -> int:
