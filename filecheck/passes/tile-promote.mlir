@@ -34,9 +34,10 @@ func.func @pointwise_bf16(%0: memref<64x128xbf16>, %1: memref<64x128xbf16> {tile
 // -----
 
 // Every other element (`x[:, ::2] * x[:, 1::2]`): each element a load of its own, 4
-// per thread -> 8 warps for 1024 per program (16 per thread left 2 warps: 27 % slower).
+// per thread -> 8 warps for 1024 per program (16 per thread left 2 warps: 27 % slower),
+// one element per access, so that a warp's loads span consecutive elements.
 // CHECK-LABEL: tile.kernel @even_odd
-// CHECK-SAME:  num_warps = 8 : i64, num_stages = 1 : i64
+// CHECK-SAME:  num_warps = 8 : i64, num_stages = 1 : i64, vector_width = 1 : i64
 tile.kernel @even_odd grid 1 (%0: memref<8192xbf16, strided<[2]>>, %1: memref<8192xbf16, strided<[2], offset: 1>>, %2: memref<8192xbf16>) attributes {schedule = "pointwise", iteration_sizes = array<i64: 8192>, block_sizes = array<i64: 1024>} {
   %3 = arith.constant 1024 : index
   %4 = tile.program_id 0
