@@ -332,8 +332,49 @@ def split_index_vector(
     kernel writes out and the reduction reads. None for any other constant."""
     t = op.result.type
     assert isinstance(t, TensorType)
-    arange, shape = op.arange, tuple(t.get_shape())
-    if arange is None or not isinstance(t.element_type, IntegerType):
+    if op.arange is None:
+        return None
+    return _split_arange(op.arange, t, plan, add)
+
+
+def split_index_broadcast(
+    op: nn.BroadcastOp,
+    shape: tuple[int, ...],
+    plan: SplitPlan,
+    add: Callable[[Operation], SSAValue],
+) -> SSAValue | None:
+    """The input of broadcast `op` in its split `shape` (`split_broadcast_input`) as
+    `split_index_vector` makes it, when that input is an index vector, reshaped or not
+    (argmax's row numbers, [n] -> [n, 1], broadcast along the columns): reshaped whole
+    it would be a constant along two axes, which the kernel reads from memory (and the
+    CUDA backend broadcast through shared memory with two barriers per loop step).
+    None for any other input."""
+    source = op.input
+    owner = source.owner
+    if isinstance(owner, nn.ReshapeOp):
+        owner = owner.operands[0].owner
+    if not isinstance(owner, nn.ConstantOp) or owner.arange is None:
+        return None
+    t = source.type
+    result = op.result.type
+    assert isinstance(t, TensorType) and isinstance(result, TensorType)
+    dims = tuple(t.get_shape())
+    padded = (1,) * (len(result.get_shape()) - len(dims)) + dims
+    if sum(n > 1 for n in padded) != 1:
+        return None
+    index = _split_arange(owner.arange, TensorType(t.element_type, padded), plan, add)
+    if index is None or tuple(index.type.get_shape()) != shape:  # type: ignore[attr-defined]
+        return None
+    return index
+
+
+def _split_arange(
+    arange: tuple[int, int], t: TensorType, plan: SplitPlan, add: Callable[[Operation], SSAValue]
+) -> SSAValue | None:
+    """`split_index_vector` of an index vector `start + step * i` (`arange`) of type
+    `t` (one axis longer than 1)."""
+    shape = tuple(t.get_shape())
+    if not isinstance(t.element_type, IntegerType):
         return None
     (axis,) = (k for k, n in enumerate(shape) if n > 1)
     if not plan.first <= axis <= plan.last:
@@ -398,7 +439,9 @@ def reshaped(
         elif isinstance(op, nn.ConstantOp) and (index := split_index_vector(op, plan, add)):
             done[v] = index
         elif isinstance(op, nn.BroadcastOp) and (shape := split_broadcast_input(op, plan)):
-            source = add(nn.ReshapeOp(op.input, TensorType(t.element_type, shape)))
+            source = split_index_broadcast(op, shape, plan, add) or add(
+                nn.ReshapeOp(op.input, TensorType(t.element_type, shape))
+            )
             done[v] = add(nn.BroadcastOp(source, target))
         elif plan.ragged:  # read at positions clamped into the count (masked later)
             done[v] = add(nn.TakeOp(v, ragged_index(plan, tuple(t.get_shape()), add)))

@@ -13,6 +13,7 @@ import torch
 from test_frontend_common import randn
 
 import fuseopt
+from fuseopt.dialects import tile
 from fuseopt.passes.split_shapes import divisors, plan_column_split, plan_split
 
 PLAN = {
@@ -309,6 +310,36 @@ def test_column_split_kernels(name: str, kernels: int) -> None:
     fn, shape = CASES[name]
     a, b = randn(*shape, seed=1), randn(*shape, seed=2)
     assert _split_statistics_kernels(fn, a, b) == kernels
+
+
+@pytest.mark.parametrize(
+    ("fn", "shape"),
+    [
+        (lambda x: x.argmax(0), (8192, 32)),  # a column split
+        (lambda x: x.argmin(-1, keepdim=True), (2, 1 << 16)),  # a row split
+        (lambda x: x.argmax(1), (2, 16384, 8)),  # a column split over the middle axis
+    ],
+    ids=["argmax_columns", "argmin_long_rows", "argmax_middle"],
+)
+def test_split_index_reductions_compute_their_positions(
+    fn: Callable[[torch.Tensor], torch.Tensor], shape: tuple[int, ...]
+) -> None:
+    """argmax / argmin over split axes equal eager's (bf16: ties everywhere, the first
+    index wins), lower to four kernels (the max's two stages, the index's two), and
+    the positions they compare are computed in the kernels from the
+    split shape (`split_index_broadcast`): before, the index vector reshaped to the
+    split shape was a constant along two axes, written by a kernel of its own and read
+    back by the reduction."""
+    x = randn(*shape, dtype=torch.bfloat16, seed=3)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, (x,), backend="interpret", strict=True)
+        got = compiled(x)
+    assert torch.equal(got, fn(x))
+    lowered = fuseopt.run_pipeline(compiled.regions[0].imported.clone(), "standard")
+    kernels = [op for op in lowered.walk() if isinstance(op, tile.KernelOp)]
+    names = [k.sym_name.data for k in kernels]
+    assert len(names) == 4 and not [n for n in names if "constant" in n], names
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
