@@ -64,8 +64,8 @@ def test_split_heads_are_views_of_one_buffer(backend: str) -> None:
     no kernel copies a slice."""
     model = SplitHeads().eval()
     x = randn(2, 6, 32)
-    compiled = fuseopt.compile(model, (x,), backend=backend, strict=True)
-    with torch.no_grad():
+    with torch.no_grad():  # inference: a training graph keeps its copies
+        compiled = fuseopt.compile(model, (x,), backend=backend, strict=True)
         got, want = compiled(x), model(x)
     for g, w in zip(got, want, strict=True):
         assert_close(g, w)
@@ -80,8 +80,8 @@ def test_eager_attention_reads_the_views(backend: str) -> None:
     (no slice kernels) and the block computes eager's result."""
     model = AttentionBlock().eval()
     x = randn(2, 6, 32)
-    compiled = fuseopt.compile(model, (x,), backend=backend, attention="eager")
     with torch.no_grad():
+        compiled = fuseopt.compile(model, (x,), backend=backend, attention="eager")
         assert_close(compiled(x), model(x))
     assert not [k.name for k in compiled.kernels if "slice" in k.name]
 
@@ -123,27 +123,66 @@ def test_a_small_view_of_a_large_intermediate_keeps_its_buffer() -> None:
 
 
 def test_views_of_inputs_and_whole_outputs_are_left() -> None:
-    """A view of an input (its runtime strides are not the region's to promise) and an
-    output covering its storage (a transpose: `layouts` re-describes it) are left."""
+    """A view of an input, directly or through a view of it (its runtime strides are not
+    the region's to promise), and an output covering its storage (a transpose:
+    `layouts` re-describes it) are left."""
 
     def of_input(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return x[:, :4], x.sum()
+
+    def of_a_view_of_an_input(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x.view(24)[:4], x.view(24)[4:], x * 2
 
     def whole(x: torch.Tensor) -> torch.Tensor:
         return (x * 2).t()
 
     assert view_outputs(_traced(of_input, torch.randn(3, 8))) is None
+    assert view_outputs(_traced(of_a_view_of_an_input, torch.randn(3, 8))) is None
     assert view_outputs(_traced(whole, torch.randn(3, 8))) is None
 
 
-def test_a_base_returned_with_other_strides_is_copied_first() -> None:
+def test_a_base_returned_with_other_strides_is_copied_once() -> None:
     """A base the backend returns with padded rows is copied into the traced strides
-    before the view is taken: the view reads the right elements."""
+    once a call, however many views read it: the views read the right elements of one
+    buffer."""
     base = torch.arange(24.0).view(3, 8)
     padded = torch.zeros(3, 10)[:, :8]
     padded.copy_(base)
-    view = OutputView(0, (3, 8), (8, 1), (3, 4), (8, 1), 4)
-    call = with_output_views(lambda: (padded,), OutputViews((view, 0)))
+    first = OutputView(0, (3, 8), (8, 1), (3, 4), (8, 1), 0)
+    second = OutputView(0, (3, 8), (8, 1), (3, 4), (8, 1), 4)
+    call = with_output_views(lambda: (padded,), OutputViews((first, second, 0)))
     got = call()
-    assert torch.equal(got[0], base[:, 4:])
-    assert got[1] is padded
+    assert torch.equal(got[0], base[:, :4]) and torch.equal(got[1], base[:, 4:])
+    assert _storage(got[0]) == _storage(got[1]) != _storage(padded)
+    assert got[2] is padded
+
+
+def test_size_one_dims_need_no_copy() -> None:
+    """A base whose size-1 dims have other strides than traced (`layouts` gives them
+    canonical ones) is the same memory: its views are taken in place."""
+    base = torch.arange(20.0).view(1, 4, 1, 5)
+    view = OutputView(0, (1, 4, 1, 5), (20, 5, 99, 1), (4, 2), (5, 1), 1)
+    (got,) = with_output_views(lambda: (base,), OutputViews((view,)))()
+    assert _storage(got) == _storage(base)
+    assert torch.equal(got, base.view(4, 5)[:, 1:3])
+
+
+def test_training_graphs_keep_their_copies() -> None:
+    """With autograd a region's outputs are not made views of each other: a view saved
+    for backward would share the buffer of an output the caller updates in place,
+    unseen by autograd's version counters. The gradient is eager's from the values the
+    forward computed."""
+
+    def f(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        base = x @ w
+        return base, base[:, :4].sin()
+
+    x, w = randn(3, 8, seed=1), randn(8, 12, seed=2).requires_grad_()
+    compiled = fuseopt.compile(f, (x, w), backend="interpret", strict=True)
+    base, y = compiled(x, w)
+    with torch.no_grad():
+        base.add_(100.0)
+    (grad,) = torch.autograd.grad(y.sum(), w)
+    w_eager = w.detach().clone().requires_grad_()
+    (expected,) = torch.autograd.grad(f(x, w_eager)[1].sum(), w_eager)
+    assert_close(grad, expected)

@@ -215,7 +215,14 @@ def fuseopt_backend(
             if merged:
                 logger.debug("fuseopt: %s: merged %d repeated call(s)", name, merged)
             compiled = compile_graph_module(
-                aten_gm, name, compile_region, log, eager, guarded_inputs=guarded, symbol=symbol
+                aten_gm,
+                name,
+                compile_region,
+                log,
+                eager,
+                guarded_inputs=guarded,
+                symbol=symbol,
+                output_views=kind == "inference",
             )
             return make_boxed_func(align_attention_biases(compiled).forward)
 

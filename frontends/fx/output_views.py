@@ -18,7 +18,10 @@ have returned it.
 
 A base the backend returns with other strides than traced (a library GEMM whose rows
 it padded: `library_gemm.padded_output`) is first copied into a buffer of the traced
-strides: correct, one copy instead of one per view. A view is only rewritten where that
+strides: correct, one copy a call however many views read it. The rewrite is for graphs
+run without autograd (`compile_graph_module`'s `output_views`): in a training graph a
+view saved for backward would share the buffer of an output the user may update in
+place, out of sight of autograd's version counters. A view is only rewritten where that
 writes no more than before: the base is an output already, or the views of it together
 have as many elements as it (a view of a few elements of a large intermediate keeps its
 own small buffer). Outputs that cover their whole storage (a permuted output, an output
@@ -86,15 +89,24 @@ def _covers_storage(t: torch.Tensor) -> bool:
 
 
 def _bases(sub: GraphModule) -> dict[StorageWeakRef, Node]:
-    """Per storage, the first node of `sub` computing a value that covers it (not a
-    placeholder: an input's runtime strides are not the region's to promise)."""
+    """Per storage, the first node of `sub` computing a value that covers it. Not the
+    storage of an input, even through a view of it: an input's runtime strides are not
+    the region's to promise."""
+    inputs = {
+        StorageWeakRef(n.meta["val"].untyped_storage())
+        for n in sub.graph.nodes
+        if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)
+    }
     bases: dict[StorageWeakRef, Node] = {}
     for node in sub.graph.nodes:
         if node.op != "call_function":
             continue
         t = _static(node)
-        if t is not None and t.numel() > 0 and _covers_storage(t):
-            bases.setdefault(StorageWeakRef(t.untyped_storage()), node)
+        if t is None or t.numel() == 0 or not _covers_storage(t):
+            continue
+        storage = StorageWeakRef(t.untyped_storage())
+        if storage not in inputs:
+            bases.setdefault(storage, node)
     return bases
 
 
@@ -113,13 +125,15 @@ def view_outputs(sub: GraphModule) -> tuple[GraphModule, OutputViews] | None:
         if t is None or t.numel() == 0 or _covers_storage(t):
             continue
         base = bases.get(StorageWeakRef(t.untyped_storage()))
-        if base is not None and base is not item:
+        if base is not None and base is not item and _static(base).dtype == t.dtype:  # type: ignore[union-attr]
             viewed[i] = base
     # rewrite only where it writes no more than before (module doc)
     for base in set(viewed.values()):
         views = [i for i, b in viewed.items() if b is base]
         whole = _static(base).numel()  # type: ignore[union-attr]
-        elements = sum(_static(items[i]).numel() for i in views)  # type: ignore[union-attr]
+        # each view once (an output returned twice writes nothing twice)
+        nodes = {items[i] for i in views}
+        elements = sum(_static(n).numel() for n in nodes)  # type: ignore[union-attr]
         if base not in items and elements < whole:
             for i in views:
                 del viewed[i]
@@ -157,14 +171,16 @@ def view_outputs(sub: GraphModule) -> tuple[GraphModule, OutputViews] | None:
     return rewritten, OutputViews(tuple(outputs))
 
 
-def _over_base(r: torch.Tensor, view: OutputView) -> torch.Tensor:
-    """`view` over result `r` (module doc): a copy of `r` with the traced strides first
-    when the backend returned it with others."""
-    if tuple(r.stride()) != view.base_strides or tuple(r.shape) != view.base_shape:
-        traced = r.new_empty_strided(view.base_shape, view.base_strides)
-        traced.copy_(r)
-        r = traced
-    return reinterpret(r, view.shape, view.strides, view.offset)
+def _as_traced(r: torch.Tensor, view: OutputView) -> torch.Tensor:
+    """Result `r` (a base) with its traced strides: itself, or a copy when the backend
+    returned it with others (size-1 dims may have any stride: they move nothing)."""
+    if tuple(r.shape) == view.base_shape and all(
+        n == 1 or s == t for n, s, t in zip(r.shape, r.stride(), view.base_strides, strict=True)
+    ):
+        return r
+    traced = r.new_empty_strided(view.base_shape, view.base_strides)
+    traced.copy_(r)
+    return traced
 
 
 def with_output_views(
@@ -178,8 +194,16 @@ def with_output_views(
 
     def call(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
         results = fn(*args)
-        return tuple(
-            results[p] if isinstance(p, int) else _over_base(results[p.base], p) for p in plan
-        )
+        traced: dict[int, torch.Tensor] = {}  # each base made traced once (one copy at most)
+        out = []
+        for p in plan:
+            if isinstance(p, int):
+                out.append(results[p])
+                continue
+            base = traced.get(p.base)
+            if base is None:
+                base = traced[p.base] = _as_traced(results[p.base], p)
+            out.append(reinterpret(base, p.shape, p.strides, p.offset))
+        return tuple(out)
 
     return call

@@ -277,6 +277,7 @@ def compile_graph_module(
     eager: Mapping[object, str] | None = None,
     guarded_inputs: bool = False,
     symbol: sympy.Symbol | None = None,
+    output_views: bool = False,
 ) -> GraphModule:
     """Replace the supported regions of `gm` by compiled callables (see module doc).
 
@@ -289,6 +290,10 @@ def compile_graph_module(
     check it per call (`_guarded`).
     `symbol`: `gm` was traced with this one symbolic size; its regions are compiled once
     for every size (`symbolic_sizes`).
+    `output_views`: region outputs that are partial views of a value the region computes
+    are returned as views of it (`output_views`; for graphs run without autograd only:
+    a view that a training graph saves for backward would share a buffer with an output
+    the user may update in place, without autograd's version counter seeing it).
     """
     if any(_reads_strides(n) for n in gm.graph.nodes):
         calls = [n for n in gm.graph.nodes if n.op == "call_function"]
@@ -336,7 +341,7 @@ def compile_graph_module(
                 symbolic = sized_region(sub, func_name, symbol, import_graph, offset)
                 module: ModuleOp | SizedFunction = symbolic.sized
             else:
-                rewritten = view_outputs(sub)
+                rewritten = view_outputs(sub) if output_views else None
                 if rewritten is not None:
                     compiled_graph, views = rewritten
                 layouts = region_layouts(compiled_graph)
