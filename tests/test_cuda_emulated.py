@@ -154,6 +154,23 @@ func.func @main(%x: tensor<1x70x3x128xbf16>, %cos: tensor<1x70x128xbf16>, %sin: 
     # heads (tiles over four dims: one repeated head, 64 rows); and the values
     # transposed and repeated without arithmetic (one copy kernel, not two)
     "gqa_keys_and_values": gqa_keys_values(70, 2, 2, 128),
+    # argmax over the rows, split into chunks of rows: the row numbers the index
+    # reduction compares are computed per slot (a chunk's base plus the row in the
+    # chunk), not broadcast through shared memory
+    "argmax_rows_split": """
+func.func @main(%x: tensor<8192x32xbf16>) -> tensor<32xi64> {
+  %m = nn.reduce_max %x [0] keepdim : tensor<8192x32xbf16> -> tensor<1x32xbf16>
+  %i = nn.constant dense<ROWS> : tensor<8192xi64>
+  %i2 = nn.reshape %i : tensor<8192xi64> -> tensor<8192x1xi64>
+  %ib = nn.broadcast %i2 : tensor<8192x1xi64> -> tensor<8192x32xi64>
+  %n = nn.constant 8192 : tensor<8192x32xi64>
+  %mb = nn.broadcast %m : tensor<1x32xbf16> -> tensor<8192x32xbf16>
+  %eq = nn.compare eq, %x, %mb : tensor<8192x32xbf16>
+  %s = nn.select %eq, %ib, %n : tensor<8192x32xi64>
+  %r = nn.reduce_min %s [0] : tensor<8192x32xi64> -> tensor<32xi64>
+  func.return %r : tensor<32xi64>
+}
+""".replace("ROWS", str(list(range(8192)))),
     # a PyTorch op kept as a call between kernels: the host function runs it in PyTorch
     "torch_call_between_kernels": """
 func.func @main(%x: tensor<6x100xbf16>) -> tensor<6x100xbf16> {

@@ -15,10 +15,11 @@ import math
 from collections.abc import Callable
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import MemRefType, TensorType, i64
+from xdsl.dialects.builtin import MemRefType, TensorType
 from xdsl.ir import BlockArgument, Operation
 
 from fuseopt.backends.cuda import op_table
+from fuseopt.backends.cuda.index_vectors import index_along, iota_expression
 from fuseopt.backends.cuda.values import Buffer, Layout, Val, c_size
 from fuseopt.dialects import tile
 from fuseopt.dialects.syntax import array_values
@@ -302,31 +303,8 @@ def _emit_iota(em, op: tile.IotaOp) -> None:  # noqa: ANN001
     t = op.result.type
     assert isinstance(t, TensorType)
     shape = tuple(t.get_shape())
-    em.values[op.result] = iota_along(em, op, shape, 0)
-
-
-def iota_along(em, op: tile.IotaOp, shape: tuple[int, ...], dim: int) -> Val:  # noqa: ANN001
-    """The values of iota `op` broadcast into a tile of `shape`, its one dim at `dim`:
-    each slot computes `start + step * (offset + its coordinate along dim)` (a
-    broadcast of an index vector costs no exchange through shared memory)."""
-    t = op.result.type
-    assert isinstance(t, TensorType)
-    (off,) = _offsets(em, [op.offset])
-    out = em.new_dist(shape, t.element_type, "iota")
-    lay = out.layout
-    assert lay is not None
-    inner = math.prod(shape[dim + 1 :])
-    start, step = op_table.int_literal(op.start_value), op_table.int_literal(op.step_value)
-    for k in range(lay.chunks):
-        for j in range(lay.v):
-            flat = f"({lay.chunk_start(k)} + {j})"
-            position = f"({flat} / {inner} % {shape[dim]})" if shape else "0"
-            if len(shape) == 1:
-                position = flat
-            value = f"({start} + {step} * ((long long)({off}) + {position}))"
-            converted = op_table.cast(value, i64, t.element_type)
-            em.line(f"{out.name}[{k * lay.v + j}] = {converted};")
-    return out
+    dim = 0 if shape else None
+    em.values[op.result] = index_along(em, iota_expression(em, op), t.element_type, shape, dim)
 
 
 def _emit_alloc(em, op: tile.AllocOp) -> None:  # noqa: ANN001

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from fuseopt.backends.cuda.index_vectors import index_along, index_expression
 from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
 from fuseopt.backends.cuda.values import Val
 from fuseopt.dialects import nn, tile
@@ -128,14 +129,16 @@ def gather(em: KernelEmitter, x: Val, shape: tuple[int, ...], source: list[int |
 
 def _emit_tile_broadcast(em: KernelEmitter, op: tile.BroadcastOp) -> None:
     dims = list(array_values(op.dims))
-    source = op.input.owner
     shape = tuple(op.result.type.get_shape())  # type: ignore[union-attr]
     length = op.input.type.get_shape()  # type: ignore[union-attr]
-    if isinstance(source, tile.IotaOp) and len(dims) == 1 and tuple(length) == (shape[dims[0]],):
-        from fuseopt.backends.cuda.memory import iota_along  # an index vector along a dim
-
-        em.values[op.result] = iota_along(em, source, shape, dims[0])
-        return
+    # an index vector along one dim, or an index scalar everywhere: computed per slot
+    along = dims[0] if len(dims) == 1 and tuple(length) == (shape[dims[0]],) else None
+    if along is not None or (not dims and not length):
+        element = index_expression(em, op.input)
+        if element is not None:
+            elem = op.result.type.element_type  # type: ignore[union-attr]
+            em.values[op.result] = index_along(em, element, elem, shape, along)
+            return
     emit_broadcast(em, em.val(op.input), dims, op.result)
 
 
