@@ -133,7 +133,8 @@ def _emit_tile_broadcast(em: KernelEmitter, op: tile.BroadcastOp) -> None:
     length = op.input.type.get_shape()  # type: ignore[union-attr]
     # an index vector along one dim, or an index scalar everywhere: computed per slot
     along = dims[0] if len(dims) == 1 and tuple(length) == (shape[dims[0]],) else None
-    if along is not None or (not dims and not length):
+    uniform = em.val(op.input).kind == "uniform"  # one register already: broadcast it
+    if not uniform and (along is not None or (not dims and not length)):
         element = index_expression(em, op.input)
         if element is not None:
             elem = op.result.type.element_type  # type: ignore[union-attr]

@@ -95,7 +95,9 @@ def _bases(sub: GraphModule) -> dict[StorageWeakRef, Node]:
     inputs = {
         StorageWeakRef(n.meta["val"].untyped_storage())
         for n in sub.graph.nodes
-        if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)
+        if n.op == "placeholder"
+        and isinstance(n.meta.get("val"), torch.Tensor)
+        and n.meta["val"].layout == torch.strided  # a sparse input has no storage
     }
     bases: dict[StorageWeakRef, Node] = {}
     for node in sub.graph.nodes:
