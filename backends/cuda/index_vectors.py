@@ -47,10 +47,9 @@ def index_expression(em: KernelEmitter, value: SSAValue, depth: int = 0) -> Expr
         return lambda _: value_text
     symbol = OPERATORS.get(type(op))  # type: ignore[arg-type]
     if symbol is not None:
-        parts = [index_expression(em, x, depth + 1) for x in op.operands]  # type: ignore[union-attr]
-        if all(p is not None for p in parts) and len(parts) == 2:
-            a, b = parts
-            return lambda p: f"({a(p)} {symbol} {b(p)})"  # type: ignore[misc]
+        a, b = (index_expression(em, x, depth + 1) for x in op.operands)  # type: ignore[union-attr]
+        if a is not None and b is not None:
+            return lambda p: f"({a(p)} {symbol} {b(p)})"
     return None
 
 

@@ -131,11 +131,12 @@ def _emit_tile_broadcast(em: KernelEmitter, op: tile.BroadcastOp) -> None:
     dims = list(array_values(op.dims))
     shape = tuple(op.result.type.get_shape())  # type: ignore[union-attr]
     length = op.input.type.get_shape()  # type: ignore[union-attr]
-    # an index vector along one dim, or an index scalar everywhere: computed per slot
     along = dims[0] if len(dims) == 1 and tuple(length) == (shape[dims[0]],) else None
-    uniform = em.val(op.input).kind == "uniform"  # one register already: broadcast it
-    if not uniform and (along is not None or (not dims and not length)):
-        element = index_expression(em, op.input)
+    if along is not None or (not dims and not length):
+        # an index vector along one dim, or an index scalar everywhere: computed per
+        # slot, unless the value is in one register already (broadcast as it is)
+        uniform = em.val(op.input).kind == "uniform"
+        element = None if uniform else index_expression(em, op.input)
         if element is not None:
             elem = op.result.type.element_type  # type: ignore[union-attr]
             em.values[op.result] = index_along(em, element, elem, shape, along)

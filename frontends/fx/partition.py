@@ -333,7 +333,6 @@ def compile_graph_module(
         func_name = f"{graph_name}_{str(node.target).removeprefix(PREFIX)}"
         symbolic: SymbolicRegion | None = None
         views: OutputViews | None = None
-        compiled_graph = sub  # what is imported: `sub`, or its copy returning view bases
         try:
             if symbol is not None and has_symbolic_tensors(sub):
                 layouts = region_layouts(sub)
@@ -341,9 +340,9 @@ def compile_graph_module(
                 symbolic = sized_region(sub, func_name, symbol, import_graph, offset)
                 module: ModuleOp | SizedFunction = symbolic.sized
             else:
+                # what is imported: `sub`, or its copy returning the bases of view outputs
                 rewritten = view_outputs(sub) if output_views else None
-                if rewritten is not None:
-                    compiled_graph, views = rewritten
+                compiled_graph, views = rewritten or (sub, None)
                 layouts = region_layouts(compiled_graph)
                 module = import_graph(compiled_graph, func_name)
                 if not layouts.trivial:
