@@ -46,6 +46,7 @@ from fuseopt.frontends.fx.attention_call import (
 )
 from fuseopt.frontends.fx.common_calls import merge_repeated_calls
 from fuseopt.frontends.fx.errors import RegionFallback, first_line
+from fuseopt.frontends.fx.grouped_heads import read_keys_values_unrepeated
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
 from fuseopt.frontends.fx.shape_versions import (
@@ -211,6 +212,8 @@ def fuseopt_backend(
             name = f"{kind}{len(log.graphs)}"
             guarded = kind != "backward" and frame_inputs(gm, aten_gm)
             symbol = graph_symbol(aten_gm) if symbolic in ("auto", "dynamic") else None
+            if attention == "eager" and kind == "inference":
+                read_keys_values_unrepeated(aten_gm)  # no copy of grouped-query K and V
             merged = merge_repeated_calls(aten_gm)  # one value per layer-repeated call
             if merged:
                 logger.debug("fuseopt: %s: merged %d repeated call(s)", name, merged)
