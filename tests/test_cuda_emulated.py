@@ -63,6 +63,38 @@ func.func @main(%x: tensor<300x70xbf16>) -> tensor<70xbf16> {
   func.return %s : tensor<70xbf16>
 }
 """,
+    # column reductions in registers and shuffles (the CUDA printer's columns strategy):
+    # 4, 64, 16, 32 and 2 chunks a row, max, sum, an i64 min, a unit batch dim
+    "first_axis_max": """
+func.func @main(%x: tensor<64x256xbf16>) -> tensor<256xbf16> {
+  %s = nn.reduce_max %x [0] : tensor<64x256xbf16> -> tensor<256xbf16>
+  func.return %s : tensor<256xbf16>
+}
+""",
+    "first_axis_sum_wide_rows": """
+func.func @main(%x: tensor<8x4096xbf16>) -> tensor<4096xbf16> {
+  %s = nn.sum %x [0] : tensor<8x4096xbf16> -> tensor<4096xbf16>
+  func.return %s : tensor<4096xbf16>
+}
+""",
+    "first_axis_min_i64": """
+func.func @main(%x: tensor<64x96xi64>) -> tensor<96xi64> {
+  %s = nn.reduce_min %x [0] : tensor<64x96xi64> -> tensor<96xi64>
+  func.return %s : tensor<96xi64>
+}
+""",
+    "middle_axis_max_batched": """
+func.func @main(%x: tensor<3x8x512xbf16>) -> tensor<3x512xbf16> {
+  %s = nn.reduce_max %x [1] : tensor<3x8x512xbf16> -> tensor<3x512xbf16>
+  func.return %s : tensor<3x512xbf16>
+}
+""",
+    "first_axis_sum_narrow_looped": """
+func.func @main(%x: tensor<1000x64xbf16>) -> tensor<64xbf16> {
+  %s = nn.sum %x [0] : tensor<1000x64xbf16> -> tensor<64xbf16>
+  func.return %s : tensor<64xbf16>
+}
+""",
     "middle_axis_max_looped": """
 func.func @main(%x: tensor<2x260x9xbf16>) -> tensor<2x9xbf16> {
   %s = nn.reduce_max %x [1] : tensor<2x260x9xbf16> -> tensor<2x9xbf16>

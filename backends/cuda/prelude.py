@@ -126,6 +126,14 @@ static __device__ __forceinline__ T fo_group_allreduce(T x, Op op) {
   return x;
 }
 
+// ---- the lanes of a warp with the same lane % STRIDE combine their values
+template <int STRIDE, typename Op, typename T>
+static __device__ __forceinline__ T fo_strided_allreduce(T x, Op op) {
+#pragma unroll
+  for (int off = 16; off >= STRIDE; off /= 2) x = op(x, __shfl_xor_sync(FO_FULL_MASK, x, off));
+  return x;
+}
+
 // ---- vector memory access: BYTES per access where aligned, else element by element
 static __device__ __forceinline__ bool fo_aligned(const void* p, int bytes) {
   return (reinterpret_cast<unsigned long long>(p) & (unsigned long long)(bytes - 1)) == 0;

@@ -11,6 +11,11 @@ per row, `nt` threads):
 - **group** (`cpr` divides `nt`: a row is held by `cpr` consecutive threads): one
   shuffle all-reduce over aligned lane groups of width `cpr` (up to a warp), or a
   warp all-reduce plus shared memory across the row's warps;
+- **columns** (the first axis of a tile of R rows of C = G * v elements, G chunks a
+  row dividing `nt`: each thread holds the same v columns in every chunk): each
+  thread folds its chunks in registers, lanes holding the same columns combine by
+  shuffles (G < 32), and the partials of the warps (or of the threads G apart) meet
+  in shared memory; the result is a shared array of C elements;
 - **generic** (another axis, odd shapes): the tile goes to shared memory and each
   thread reduces whole output elements serially.
 
@@ -133,7 +138,68 @@ def _emit_reduce(em, op: tile.ReduceOp) -> None:  # noqa: ANN001
             if lay.nt % cpr == 0:
                 _group(em, op, x, kind, ck, acc_t, cpr)
                 return
+    if x.kind == "dist" and _columns_fit(x, axis):
+        _columns(em, op, x, kind, ck, acc_t)
+        return
     _generic(em, op, x, kind, ck, acc_t)
+
+
+def _columns_fit(x: Val, axis: int) -> bool:
+    """Whether the columns strategy reduces `x` (a dist tile) over `axis`: only unit
+    dims before it, whole chunks per row of the dims after it, an unguarded layout,
+    and G chunks a row that either divide a warp or are whole warps dividing `nt`."""
+    lay = x.layout
+    if lay is None or lay.guarded or axis >= len(x.shape) - 1:
+        return False
+    if math.prod(x.shape[:axis]) != 1:
+        return False
+    inner = math.prod(x.shape[axis + 1 :])
+    if inner % lay.v:
+        return False
+    g = inner // lay.v
+    return (g < 32 and 32 % g == 0) or (g % 32 == 0 and lay.nt % g == 0)
+
+
+def _columns(em, op, x: Val, kind: str, ck: str, acc_t: str) -> None:  # noqa: ANN001
+    """The columns strategy (module docstring): thread t holds columns
+    ((t % G) * v .. + v) in every chunk, so it folds them in registers first."""
+    lay = x.layout
+    assert lay is not None
+    inner = math.prod(x.shape[op.axis_index + 1 :])
+    g = inner // lay.v
+    comb = COMBINE[kind]
+    parts = [em.fresh("col") for _ in range(lay.v)]
+    for j, p in enumerate(parts):
+        em.line(f"{acc_t} {p} = {_value(em, x, 0, j, ck)};")
+        for k in range(1, lay.chunks):
+            em.line(f"{p} = {comb.format(p, _value(em, x, k, j, ck))};")
+    if g < 32:
+        for p in parts:
+            em.line(f"{p} = fo_strided_allreduce<{g}>({p}, {FUNCTOR[kind]});")
+        holders, writer, row = em.warps, f"fo_lane < {g}", "fo_warp"
+    else:
+        holders, writer, row = lay.nt // g, None, f"(fo_tid / {g})"
+    scratch = em.smem_alloc(acc_t, holders * inner, "cols")
+    if em.loop_depth:
+        em.barrier()
+    em.open(f"if ({writer})" if writer else "")
+    for j, p in enumerate(parts):
+        em.line(f"{scratch}[{row} * {inner} + (fo_tid % {g}) * {lay.v} + {j}] = {p};")
+    em.close()
+    em.barrier()
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    elem = t.element_type
+    ctype = op_table.c_type(elem)
+    out = em.smem_alloc(ctype, inner, "red")
+    em.open(f"for (int fo_o = fo_tid; fo_o < {inner}; fo_o += {em.nt})")
+    em.line(f"{acc_t} fo_a = {scratch}[fo_o];")
+    for w in range(1, holders):
+        em.line(f"fo_a = {comb.format('fo_a', f'{scratch}[{w * inner} + fo_o]')};")
+    em.line(f"{out}[fo_o] = {op_table.from_compute('fo_a', elem)};")
+    em.close()
+    em.barrier()
+    em.values[op.result] = Val("array", out, tuple(t.get_shape()), elem, array_ctype=ctype)
 
 
 def _materialize(em, x: Val) -> Val:  # noqa: ANN001
