@@ -136,6 +136,12 @@ def test_repeats_are_read_unrepeated_and_removed(groups: int) -> None:
     assert_close(gm(k, v, q), expected)
 
 
+def _tiled_heads(k: torch.Tensor) -> torch.Tensor:
+    """[2, 2, 5, 8] -> [2, 4, 5, 8] with the unit dim before the heads: head h reads
+    head h % 2 (the heads tiled, not grouped), though every size matches a repeat."""
+    return k.unsqueeze(-4).expand(2, 2, 2, 5, 8).reshape(2, 4, 5, 8)
+
+
 def _not_a_group_repeat(k: torch.Tensor) -> torch.Tensor:
     """[2, 3, 5, 8] -> [2, 6, 5, 8] by repeating along the sequence's neighbour axis:
     the heads are not grouped copies of one head each."""
@@ -155,6 +161,17 @@ def test_other_head_layouts_are_left(make_key) -> None:  # noqa: ANN001 - a func
     k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 8)
     q = torch.randn(2, 6, 5, 8)
     gm = _traced(lambda k, v, q: _attention_of(make_key(k), repeat_kv(v, 2), q), k, v, q)
+    expected = gm(k, v, q)
+    assert read_keys_values_unrepeated(gm) == 0
+    assert_close(gm(k, v, q), expected)
+
+
+def test_heads_tiled_with_matching_sizes_are_left() -> None:
+    """Two key heads tiled twice (unit dim before the heads: head h reads h % 2) have
+    the sizes of a repeat over groups of 2; the call keeps them."""
+    k, v = torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 8)
+    q = torch.randn(2, 4, 5, 8)
+    gm = _traced(lambda k, v, q: _attention_of(_tiled_heads(k), _tiled_heads(v), q), k, v, q)
     expected = gm(k, v, q)
     assert read_keys_values_unrepeated(gm) == 0
     assert_close(gm(k, v, q), expected)

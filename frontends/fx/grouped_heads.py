@@ -67,13 +67,13 @@ def unrepeated(node: object) -> Node | None:
     grouped = wide.args[0]
     if not isinstance(grouped, Node) or grouped.target != aten.unsqueeze.default:
         return None
-    if grouped.args[1] not in (2, -4):
-        return None
     source = grouped.args[0]
     flat, repeated, kv = _shape(node), _shape(wide), _shape(source)
     if flat is None or repeated is None or kv is None or len(flat) != 4 or len(kv) != 4:
         return None
     b, hkv, s, d = kv
+    if _shape(grouped) != (b, hkv, 1, s, d):  # the new unit dim right after the heads
+        return None
     if repeated != (b, hkv, repeated[2], s, d) or flat != (b, hkv * repeated[2], s, d):
         return None
     return source if isinstance(source, Node) else None
