@@ -17,8 +17,8 @@ import fuseopt
 from fuseopt.frontends.fx.grouped_heads import (
     CUDNN_KERNEL,
     FLASH_KERNELS,
-    cudnn_takes_grouped_heads,
     read_keys_values_unrepeated,
+    takes_grouped_heads,
     unrepeated,
 )
 
@@ -185,7 +185,54 @@ def test_a_view_that_is_not_a_repeat_is_not_unrepeated() -> None:
 
 def test_cudnn_needs_a_cuda_device() -> None:
     """The cuDNN kernel on a CPU tensor is never asked (it cannot run there)."""
-    assert not cudnn_takes_grouped_heads(torch.device("cpu"), torch.float32, 8, False, True)
+    cpu = torch.device("cpu")
+    assert not takes_grouped_heads(CUDNN_KERNEL, cpu, torch.float32, 8, False, True, 4)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("queries", [1, 5])
+def test_the_cpu_flash_kernel_is_asked_and_takes_grouped_heads(bias: bool, queries: int) -> None:
+    cpu_flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    assert takes_grouped_heads(
+        cpu_flash, torch.device("cpu"), torch.float32, 8, bias, False, queries
+    )
+
+
+def test_an_additive_mask_is_read_with_grouped_heads() -> None:
+    """The CPU kernel with a per-batch additive mask: grouped keys and values give what
+    the repeated ones give."""
+    k, v = torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 8)
+    q, mask = torch.randn(2, 4, 3, 8), torch.randn(2, 1, 3, 7)
+
+    def attention(k: torch.Tensor, v: torch.Tensor, q: torch.Tensor, m: torch.Tensor):  # noqa: ANN202
+        kernel = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+        return kernel(q, repeat_kv(k, 2), repeat_kv(v, 2), 0.0, False, attn_mask=m)[0]
+
+    gm = _traced(attention, k, v, q, mask)
+    expected = gm(k, v, q, mask)
+    assert read_keys_values_unrepeated(gm) == 1
+    assert_close(gm(k, v, q, mask), expected)
+
+
+def test_a_repeat_read_elsewhere_stays_for_its_other_reader() -> None:
+    """The repeated values are also returned: the call reads the unrepeated ones, the
+    repeat stays for the output; nothing else in the graph is removed."""
+    k, v, q = torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 4, 5, 8)
+
+    def attention(k: torch.Tensor, v: torch.Tensor, q: torch.Tensor):  # noqa: ANN202
+        wide_v = repeat_kv(v, 2)
+        unused = torch.ops.aten.add.Tensor(q, 1.0)  # dead before the rewrite: kept
+        del unused
+        return _attention_of(repeat_kv(k, 2), wide_v, q), wide_v
+
+    gm = _traced(attention, k, v, q)
+    count = len(gm.graph.nodes)
+    expected = gm(k, v, q)
+    assert read_keys_values_unrepeated(gm) == 1
+    assert_close(gm(k, v, q), expected)
+    expands = [n for n in gm.graph.nodes if n.target == torch.ops.aten.expand.default]
+    assert len(expands) == 1  # the keys' repeat is gone, the values' stays
+    assert len(gm.graph.nodes) == count - 4
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -12,15 +12,15 @@ PyTorch's flash kernels (CUDA and CPU) and its cuDNN kernel take keys and values
 fewer heads themselves (query head h reads key/value head h // G, as `enable_gqa`
 does). `read_keys_values_unrepeated` hands them the unrepeated tensors, in graphs that
 need no gradient (the kernels' backward would return gradients of the unrepeated
-shape). Whether the cuDNN kernel takes grouped heads with the call's arguments (a
-bias, causal, head dim, dtype) depends on the cuDNN release, so it is asked once per
-such form on small tensors (`cudnn_takes_grouped_heads`); a form it refuses or computes
-differently keeps the repeat.
+shape). Whether a kernel takes grouped heads with the call's arguments (a bias,
+causal, head dim, dtype, one query or several) depends on the PyTorch and cuDNN
+releases, so each form is asked once on small tensors (`takes_grouped_heads`); a form
+the kernel refuses or computes differently keeps the repeat. Graphs of symbolic sizes
+are left as they are (the repeat's shapes are not known).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 
 import torch
@@ -79,60 +79,121 @@ def unrepeated(node: object) -> Node | None:
     return source if isinstance(source, Node) else None
 
 
-@functools.cache
-def cudnn_takes_grouped_heads(
-    device: torch.device, dtype: torch.dtype, head_dim: int, bias: bool, causal: bool
+PROBE_GROUPS = 2
+"""Query heads per key/value head in the probe (`takes_grouped_heads`)."""
+
+_probed: dict[tuple, bool] = {}
+"""`takes_grouped_heads`' answers, by form."""
+
+
+def _probe_call(
+    kernel: object,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    bias: torch.Tensor | None,
+    causal: bool,
+) -> torch.Tensor:
+    """`kernel`'s attention output for these operands (its own argument order)."""
+    if kernel == CUDNN_KERNEL:
+        return CUDNN_KERNEL(q, k, v, bias, False, 0.0, causal, False)[0]
+    if kernel == aten._scaled_dot_product_flash_attention.default:
+        return kernel(q, k, v, 0.0, causal, False)[0]
+    return kernel(q, k, v, 0.0, causal, attn_mask=bias)[0]
+
+
+def takes_grouped_heads(
+    kernel: object,
+    device: torch.device,
+    dtype: torch.dtype,
+    head_dim: int,
+    bias: bool,
+    causal: bool,
+    queries: int,
 ) -> bool:
-    """Whether PyTorch's cuDNN attention on `device` computes grouped-query heads (2
-    query heads per key/value head) as it computes them repeated, for this dtype, head
-    dim, with or without a bias, causal or not: asked once on small random tensors."""
+    """Whether PyTorch's attention `kernel` on `device` computes grouped-query heads
+    (query head h reads key/value head h // G) as it computes them repeated, for this
+    dtype and head dim, with or without a bias, causal or not, one query or several:
+    asked once per form on small random tensors (2 batches, 2 key/value heads of 2
+    query heads each, 24 keys), outside any CUDA graph capture. Which kernels take
+    grouped heads depends on the PyTorch and cuDNN releases."""
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return False  # no probe inside a capture (it would synchronize); not cached
+    form = (kernel, device.type, device.index, dtype, head_dim, bias, causal, queries == 1)
+    if form not in _probed:
+        _probed[form] = _probe(kernel, device, dtype, head_dim, bias, causal, queries == 1)
+    return _probed[form]
+
+
+def _probe(
+    kernel: object,
+    device: torch.device,
+    dtype: torch.dtype,
+    head_dim: int,
+    bias: bool,
+    causal: bool,
+    one_query: bool,
+) -> bool:
+    """`takes_grouped_heads`' question, asked (real tensors, even under a fake mode)."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     with unset_fake_temporarily(), torch.no_grad():
         try:
             generator = torch.Generator(device=device).manual_seed(0)
-            shape = (1, 2, 64, head_dim)
-            q = torch.randn(shape, device=device, dtype=dtype, generator=generator)
-            k, v = (
-                torch.randn((1, 1, 64, head_dim), device=device, dtype=dtype, generator=generator)
-                for _ in range(2)
-            )
-            mask = (
-                torch.randn((1, 1, 64, 64), device=device, dtype=dtype, generator=generator)
-                if bias
-                else None
-            )
-            grouped = CUDNN_KERNEL(q, k, v, mask, False, 0.0, causal, False)[0]
-            repeated = CUDNN_KERNEL(
+
+            def draw(*shape: int) -> torch.Tensor:
+                return torch.randn(shape, device=device, dtype=dtype, generator=generator)
+
+            kv_heads, length, keys = 2, 1 if one_query else 8, 24
+            q = draw(2, kv_heads * PROBE_GROUPS, length, head_dim)
+            k, v = draw(2, kv_heads, keys, head_dim), draw(2, kv_heads, keys, head_dim)
+            mask = draw(2, 1, length, keys) if bias else None
+            grouped = _probe_call(kernel, q, k, v, mask, causal)
+            repeated = _probe_call(
+                kernel,
                 q,
-                k.expand(shape).contiguous(),
-                v.expand(shape).contiguous(),
+                k.repeat_interleave(PROBE_GROUPS, 1),
+                v.repeat_interleave(PROBE_GROUPS, 1),
                 mask,
-                False,
-                0.0,
                 causal,
-                False,
-            )[0]
+            )
             return bool(torch.allclose(grouped.float(), repeated.float(), atol=1e-2, rtol=1e-2))
         except Exception as e:  # the release refuses the form: keep the repeat
-            logger.debug("fuseopt: cuDNN attention takes no grouped heads here: %s", e)
+            logger.debug("fuseopt: %s takes no grouped heads here: %s", kernel, e)
             return False
 
 
 def _takes_grouped_heads(call: Node, key: Node) -> bool:
     """Whether the attention kernel `call` takes `key` (fewer heads than its query)."""
-    if call.target in FLASH_KERNELS:
-        return True
-    value = key.meta.get("val")
-    if call.target != CUDNN_KERNEL or not isinstance(value, torch.Tensor):
+    value, query = key.meta.get("val"), call.args[0]
+    queries = _shape(query)
+    if not isinstance(value, torch.Tensor) or queries is None:
         return False
-    if value.device.type != "cuda":
-        return False
-    bias = call.args[3] if len(call.args) > 3 else call.kwargs.get("attn_bias")
-    causal = call.args[6] if len(call.args) > 6 else call.kwargs.get("is_causal", False)
-    return cudnn_takes_grouped_heads(
-        value.device, value.dtype, int(value.shape[-1]), bias is not None, bool(causal)
+    if call.target == CUDNN_KERNEL:
+        bias = call.args[3] if len(call.args) > 3 else call.kwargs.get("attn_bias")
+        causal = call.args[6] if len(call.args) > 6 else call.kwargs.get("is_causal", False)
+    else:
+        bias = call.kwargs.get("attn_mask")
+        causal = call.args[4] if len(call.args) > 4 else call.kwargs.get("is_causal", False)
+    return takes_grouped_heads(
+        call.target,
+        value.device,
+        value.dtype,
+        int(value.shape[-1]),
+        bias is not None,
+        bool(causal),
+        queries[2],
     )
+
+
+def _erase_unused_chain(gm: GraphModule, node: object) -> None:
+    """Erase `node` and the view, clone, expand and unsqueeze nodes above it that no
+    other node reads any more (a repeat the attention call no longer reads)."""
+    chain_ops = (*FLAT_VIEWS, aten.clone.default, aten.expand.default, aten.unsqueeze.default)
+    while isinstance(node, Node) and node.target in chain_ops and not node.users:
+        above = node.args[0]
+        gm.graph.erase_node(node)
+        node = above
 
 
 def read_keys_values_unrepeated(gm: GraphModule) -> int:
@@ -148,9 +209,11 @@ def read_keys_values_unrepeated(gm: GraphModule) -> int:
             continue
         if not _takes_grouped_heads(call, key):
             continue
+        repeats = call.args[1:3]
         call.args = (call.args[0], key, value, *call.args[3:])
+        for repeat in repeats:
+            _erase_unused_chain(gm, repeat)
         changed += 1
     if changed:
-        gm.graph.eliminate_dead_code()
         gm.recompile()
     return changed
