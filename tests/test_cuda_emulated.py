@@ -364,3 +364,58 @@ def test_random_graphs_match_reference(graph: RandomGraph, workdir: Path) -> Non
     emulated: every schedule and the printer's emission order (late loads) on shapes and
     op mixes the workloads do not have."""
     run_emulated(graph.text, workdir, "f32")
+
+
+def _column_reduction_loop(
+    batches: int, rows: int, cols: int, kind: str, dtype: str, warps: int
+) -> str:
+    """A tile kernel reducing [1, rows, cols] tiles over the rows inside a loop over the
+    batches (the columns strategy with a leading unit dim and its in-loop barriers)."""
+    x, y = f"memref<{batches}x{rows}x{cols}x{dtype}>", f"memref<{batches}x{cols}x{dtype}>"
+    return f"""
+builtin.module {{
+  tile.kernel @k grid 1 (%0: {x}, %1: {y}) attributes {{schedule = "row_reduction", iteration_sizes = array<i64: {batches}, {rows}, {cols}>, block_sizes = array<i64: 1, {rows}, {cols}>, reduce_dim = 1 : i64, num_warps = {warps} : i64, num_stages = 1 : i64, vector_width = 4 : i64, shared_bytes = 0 : i64}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %cb = arith.constant {batches} : index
+    scf.for %b = %c0 to %cb step %c1 {{
+      %t = tile.load %0[%b, %c0, %c0] : {x} -> tensor<1x{rows}x{cols}x{dtype}>
+      %r = tile.reduce {kind} %t axis 1 : tensor<1x{rows}x{cols}x{dtype}> -> tensor<1x{cols}x{dtype}>
+      tile.store %r, %1[%b, %c0] : tensor<1x{cols}x{dtype}>, {y}
+      scf.yield
+    }}
+    tile.return
+  }}
+  func.func @main(%0: {x}, %1: {y} {{tile.output}}) {{
+    tile.launch @k grid [1] (%0, %1) : {x}, {y}
+    func.return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "kind", "dtype", "warps"),
+    [
+        pytest.param(256, 4, "sum", "f32", 4, id="one-chunk-a-row"),
+        pytest.param(64, 16, "max", "f32", 4, id="lanes-4-apart-nan"),
+        pytest.param(32, 128, "min", "i64", 4, id="i64-whole-warp-rows"),
+        pytest.param(8, 256, "sum", "f32", 2, id="64-chunks-a-row"),
+    ],
+)
+def test_column_reductions_in_a_loop_match_torch(
+    rows: int, cols: int, kind: str, dtype: str, warps: int, workdir: Path
+) -> None:
+    """The CUDA printer's columns strategy inside a loop (one tile a step, the scratch
+    reused across steps), 1 to 64 chunks a row, f32 with NaNs and i64."""
+    module = fuseopt.parse(_column_reduction_loop(3, rows, cols, kind, dtype, warps))
+    source = print_cuda(module)
+    assert any("cols[" in k.source for k in source)  # the columns strategy printed it
+    if dtype == "i64":
+        x = torch.randint(-1000, 1000, (3, rows, cols))
+    else:
+        x = torch.randn(3, rows, cols)
+        x[0, 5, 3], x[2, rows - 1, cols - 1] = float("nan"), float("nan")
+    (got,) = EmulatedFunction(CudaFunction(module, "main", source), workdir)(x)
+    expected = {"sum": x.sum(1), "max": x.amax(1), "min": x.amin(1)}[kind]
+    assert torch.allclose(got.double(), expected.double(), atol=1e-4, equal_nan=True)
