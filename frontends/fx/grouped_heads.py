@@ -38,6 +38,12 @@ FLASH_KERNELS = (
 CUDNN_KERNEL = aten._scaled_dot_product_cudnn_attention.default
 """PyTorch's cuDNN attention kernel: grouped heads where the cuDNN release takes them."""
 
+BIAS_ARGUMENT = {
+    CUDNN_KERNEL: "attn_bias",
+    aten._scaled_dot_product_flash_attention_for_cpu.default: "attn_mask",
+}
+"""The name of each kernel's bias argument (CUDA flash takes none)."""
+
 FLAT_VIEWS = (aten._unsafe_view.default, aten.view.default, aten.reshape.default)
 """The ops that flatten the [B, Hkv, G, S, D] repeat to [B, H, S, D]."""
 
@@ -94,12 +100,22 @@ def _probe_call(
     bias: torch.Tensor | None,
     causal: bool,
 ) -> torch.Tensor:
-    """`kernel`'s attention output for these operands (its own argument order)."""
+    """`kernel`'s attention output for these operands (arguments by name)."""
+    named: dict[str, object] = {"is_causal": causal}
+    if kernel in BIAS_ARGUMENT:
+        named[BIAS_ARGUMENT[kernel]] = bias
     if kernel == CUDNN_KERNEL:
-        return CUDNN_KERNEL(q, k, v, bias, False, 0.0, causal, False)[0]
-    if kernel == aten._scaled_dot_product_flash_attention.default:
-        return kernel(q, k, v, 0.0, causal, False)[0]
-    return kernel(q, k, v, 0.0, causal, attn_mask=bias)[0]
+        named["compute_log_sumexp"] = False  # required by its schema
+    return kernel(q, k, v, **named)[0]  # type: ignore[operator]
+
+
+def _argument(call: Node, name: str | None, default: object = None) -> object:
+    """The argument `name` of `call` (positional or keyword, by its op's schema)."""
+    names = [a.name for a in call.target._schema.arguments]  # type: ignore[union-attr]
+    if name not in names:
+        return default
+    i = names.index(name)
+    return call.args[i] if i < len(call.args) else call.kwargs.get(name, default)
 
 
 def takes_grouped_heads(
@@ -169,12 +185,8 @@ def _takes_grouped_heads(call: Node, key: Node) -> bool:
     queries = _shape(query)
     if not isinstance(value, torch.Tensor) or queries is None:
         return False
-    if call.target == CUDNN_KERNEL:
-        bias = call.args[3] if len(call.args) > 3 else call.kwargs.get("attn_bias")
-        causal = call.args[6] if len(call.args) > 6 else call.kwargs.get("is_causal", False)
-    else:
-        bias = call.kwargs.get("attn_mask")
-        causal = call.args[4] if len(call.args) > 4 else call.kwargs.get("is_causal", False)
+    bias = _argument(call, BIAS_ARGUMENT.get(call.target))  # type: ignore[arg-type]
+    causal = _argument(call, "is_causal", False)
     return takes_grouped_heads(
         call.target,
         value.device,
