@@ -11,11 +11,11 @@ per row, `nt` threads):
 - **group** (`cpr` divides `nt`: a row is held by `cpr` consecutive threads): one
   shuffle all-reduce over aligned lane groups of width `cpr` (up to a warp), or a
   warp all-reduce plus shared memory across the row's warps;
-- **columns** (the first axis of a tile of R rows of C = G * v elements, G chunks a
-  row dividing `nt`: each thread holds the same v columns in every chunk): each
-  thread folds its chunks in registers, lanes holding the same columns combine by
-  shuffles (G < 32), and the partials of the warps (or of the threads G apart) meet
-  in shared memory; the result is a shared array of C elements;
+- **columns** (an axis with only unit dims before it, R rows of C = G * v elements
+  after it, G chunks a row dividing `nt`: each thread holds the same v columns in
+  every chunk): each thread folds its chunks in registers, lanes holding the same
+  columns combine by shuffles (G < 32), and the partials of the warps (or of the
+  threads G apart) meet in shared memory; the result is a shared array of C elements;
 - **generic** (another axis, odd shapes): the tile goes to shared memory and each
   thread reduces whole output elements serially.
 
