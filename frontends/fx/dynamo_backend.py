@@ -15,7 +15,10 @@ PyTorch; the default is the backend's, `default_attention`: "fused" except on th
 backend, whose attention kernel is still slow); every other key is passed to the
 backend, which rejects keys it does not know with a ConfigurationError;
 `symbolic` (how a graph Dynamo traced with symbolic sizes is compiled: "auto", the
-default, "dynamic", "partition" or "specialize"; see `compile_symbolic`).
+default, "dynamic", "partition" or "specialize"; see `compile_symbolic`);
+`merge_linears` (default True: in graphs that need no gradient, linear layers reading
+one input run as one GEMM over their weights, which move into one buffer at the first
+call; `merged_linears`).
 The registration is the `torch_dynamo_backends` entry point `fuseopt` in pyproject.toml.
 
 A graph traced on meta-device inputs runs eagerly in PyTorch (logged at INFO): meta
@@ -47,6 +50,7 @@ from fuseopt.frontends.fx.attention_call import (
 from fuseopt.frontends.fx.common_calls import merge_repeated_calls
 from fuseopt.frontends.fx.errors import RegionFallback, first_line
 from fuseopt.frontends.fx.grouped_heads import read_keys_values_unrepeated
+from fuseopt.frontends.fx.merged_linears import merge_linears, pack_at_run_time
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
 from fuseopt.frontends.fx.partition import CompileRecord, RegionRecord, compile_graph_module
 from fuseopt.frontends.fx.shape_versions import (
@@ -161,6 +165,9 @@ def fuseopt_backend(
             f"option 'attention' must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}"
         )
     eager = dict.fromkeys(FUSED_ATTENTION, ATTENTION_REASON) if attention == "eager" else {}
+    merging = settings.pop("merge_linears", True)
+    if not isinstance(merging, bool):
+        raise ConfigurationError(f"option 'merge_linears' must be True or False, got {merging!r}")
     symbolic = settings.pop("symbolic", "auto")
     if symbolic not in SYMBOLIC_MODES:
         raise ConfigurationError(
@@ -212,6 +219,8 @@ def fuseopt_backend(
             name = f"{kind}{len(log.graphs)}"
             guarded = kind != "backward" and frame_inputs(gm, aten_gm)
             symbol = graph_symbol(aten_gm) if symbolic in ("auto", "dynamic") else None
+            if packs and kind == "inference":
+                pack_at_run_time(aten_gm, packs, name)  # the merged linears' weights
             if attention == "eager" and kind == "inference":
                 read_keys_values_unrepeated(aten_gm)  # no copy of grouped-query K and V
             merged = merge_repeated_calls(aten_gm)  # one value per layer-repeated call
@@ -240,8 +249,10 @@ def fuseopt_backend(
         )(graph, inputs)
 
     gm = norm_decompositions.substitute_composites(gm)
-    if attention != "eager" and needs_no_gradient(gm, example_inputs):
+    inference = needs_no_gradient(gm, example_inputs)
+    if attention != "eager" and inference:
         gm = substitute_attention(gm)  # one node whatever kernel the device would pick
+    packs = merge_linears(gm, example_inputs) if merging and inference else []
     if has_symbolic_shapes(example_inputs):
         # decomposed attention over a symbolic key length sums over it in a GEMM, which
         # needs a static size: compiled per size, so versions would not pay

@@ -13,8 +13,8 @@ Steps:
    compiled callable (a region that still fails to import, or that the region compiler
    answers with `RegionFallback`, keeps its eager submodule);
 4. log one line on logger `fuseopt` naming the ops that fell back and why (a
-   `getitem` unpacking an eager op's results, and size arithmetic on symbolic sizes,
-   are not listed: they are not work).
+   `getitem` unpacking an eager op's results, size arithmetic on symbolic sizes and
+   targets marked `host_step` (packed parameters) are not listed: they are not work).
 """
 
 from __future__ import annotations
@@ -493,6 +493,7 @@ def _log_fallbacks(
         for n in failed
         if not (n.target is operator.getitem and n.args and n.args[0] in eager)
         and not is_size_value(n.meta.get("val"))
+        and not getattr(n.target, "host_step", False)
     ]
     if not failed:
         return
