@@ -122,6 +122,24 @@ def test_a_small_view_of_a_large_intermediate_keeps_its_buffer() -> None:
     assert view_outputs(_traced(f, torch.randn(64, 16))) is None
 
 
+def test_a_small_view_of_a_gemm_result_is_returned_as_a_view() -> None:
+    """The value columns of a merged projection (a third of a GEMM's result) while the
+    rest is read inside the region: the GEMM writes its result anyway, so the region
+    returns it and the columns are a view of it, not a copy."""
+
+    def f(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        qk, v = (x @ w).split([8, 4], dim=-1)
+        return torch.sigmoid(qk).sum(-1), v.view(3, 2, 2).transpose(0, 1)
+
+    gm = _traced(f, torch.randn(3, 8), torch.randn(8, 12))
+    found = view_outputs(gm)
+    assert found is not None
+    _, views = found
+    value = views.outputs[1]
+    assert isinstance(value, OutputView)
+    assert (value.shape, value.strides, value.offset) == ((2, 3, 2), (2, 12, 1), 8)
+
+
 def test_views_of_inputs_and_whole_outputs_are_left() -> None:
     """A view of an input, directly or through a view of it (its runtime strides are not
     the region's to promise), and an output covering its storage (a transpose:

@@ -157,7 +157,84 @@ def take_and_read(m: int, n: int) -> str:
 }}"""
 
 
+def projection_heads(m: int, heads: int, kv: int, d: int) -> str:
+    """A GEMM projecting query and key heads at once, the query columns split into
+    heads and read by one kernel, each key head's second half by another (nn-fuse puts
+    the reshapes in the kernels, which read copies of the columns)."""
+    n = (heads + kv) * d
+    x, w, y = t((m, 16), "f32"), t((n, 16), "f32"), t((m, n), "f32")
+    q, k = t((m, heads * d), "f32"), t((m, kv * d), "f32")
+    qh, kh, half = t((m, heads, d), "f32"), t((m, kv, d), "f32"), t((m, kv, d // 2), "f32")
+    return f"""func.func @main(%x: {x}, %w: {w}) -> ({qh}, {half}) {{
+  %y = nn.matmul %x, %w transpose_b : {x}, {w} -> {y}
+  %q = nn.slice %y [0:{m}, 0:{heads * d}] : {y} -> {q}
+  %k = nn.slice %y [0:{m}, {heads * d}:{n}] : {y} -> {k}
+  %qh = nn.reshape %q : {q} -> {qh}
+  %kh = nn.reshape %k : {k} -> {kh}
+  %e = nn.exp %qh : {qh}
+  %h = nn.slice %kh [0:{m}, 0:{kv}, {d // 2}:{d}] : {kh} -> {half}
+  %n = nn.neg %h : {half}
+  func.return %e, %n : {qh}, {half}
+}}"""
+
+
+def reshape_merging_apart_dims(m: int, n: int) -> str:
+    """x[:, :, 1:] reshaped to rows of (n - 1) * 3 elements: its dims are not contiguous
+    with each other, so no strides express the reshape; the kernel reads a copy."""
+    x, s, r = t((m, 3, n), "f32"), t((m, 3, n - 1), "f32"), t((m, 3 * (n - 1)), "f32")
+    return f"""func.func @main(%x: {x}) -> {r} {{
+  %s = nn.slice %x [0:{m}, 0:3, 1:{n}] : {x} -> {s}
+  %r = nn.reshape %s : {s} -> {r}
+  %y = nn.exp %r : {r}
+  func.return %y : {r}
+}}"""
+
+
+def returned_reshape_of_a_slice(m: int, n: int) -> str:
+    """A reshaped column slice that is returned (a buffer of its own) and also read."""
+    x, s, r = t((m, 2 * n), "f32"), t((m, n), "f32"), t((m, 2, n // 2), "f32")
+    return f"""func.func @main(%x: {x}) -> ({r}, {r}) {{
+  %s = nn.slice %x [0:{m}, {n}:{2 * n}] : {x} -> {s}
+  %r = nn.reshape %s : {s} -> {r}
+  %y = nn.exp %r : {r}
+  func.return %r, %y : {r}, {r}
+}}"""
+
+
+def rotated_query_heads(m: int, heads: int, kv: int, d: int) -> str:
+    """RoPE's rotation of the query heads of a merged query/key projection: the query
+    columns of the GEMM's result split into heads (a reshape nn-fuse leaves outside the
+    kernel, which transposes and slices them) and read by one kernel in place."""
+    n = (heads + kv) * d
+    x, w, y = t((m, 16), "f32"), t((n, 16), "f32"), t((m, n), "f32")
+    q, qh, th, half = (
+        t((m, heads * d), "f32"),
+        t((m, heads, d), "f32"),
+        t((heads, m, d), "f32"),
+        t((heads, m, d // 2), "f32"),
+    )
+    return f"""func.func @main(%x: {x}, %w: {w}) -> {th} {{
+  %y = nn.matmul %x, %w transpose_b : {x}, {w} -> {y}
+  %q = nn.slice %y [0:{m}, 0:{heads * d}] : {y} -> {q}
+  %qh = nn.reshape %q : {q} -> {qh}
+  %t = nn.transpose %qh [1, 0, 2] : {qh} -> {th}
+  %a = nn.slice %t [0:{heads}, 0:{m}, 0:{d // 2}] : {th} -> {half}
+  %b = nn.slice %t [0:{heads}, 0:{m}, {d // 2}:{d}] : {th} -> {half}
+  %n = nn.neg %b : {half}
+  %c = nn.concat %n, %a axis 2 : {half}, {half} -> {th}
+  %e = nn.mul %t, %c : {th}
+  func.return %e : {th}
+}}"""
+
+
 CASES = {
+    "rotated_query_heads": rotated_query_heads(6, 3, 1, 8),
+    "rotated_query_heads_ragged": rotated_query_heads(5, 3, 2, 6),
+    "rotated_query_heads_one_row": rotated_query_heads(1, 2, 1, 8),
+    "projection_heads": projection_heads(6, 3, 1, 8),
+    "projection_heads_one_row": projection_heads(1, 2, 2, 4),
+    "reshape_merging_apart_dims": reshape_merging_apart_dims(4, 5),
+    "returned_reshape_of_a_slice": returned_reshape_of_a_slice(3, 6),
     "take_and_read": take_and_read(4, 20),
     "run_of_a_view": run_of_a_view(5, 4),
     "unread_slice_of_a_view": unread_slice_of_a_view(),
@@ -194,6 +271,13 @@ IN_PLACE = [
 ]
 """Cases whose slices are all read in place: one kernel, no copy."""
 
+RESHAPED_IN_PLACE = [
+    "rotated_query_heads",
+    "rotated_query_heads_ragged",
+    "rotated_query_heads_one_row",
+]
+"""Cases whose slice is read in place through a reshape: one kernel, no copy."""
+
 
 def kernels(module: object) -> list[tile.KernelOp]:
     """The kernels of a tiled module."""
@@ -211,6 +295,10 @@ def test_slices_read_in_place_match_the_reference(name: str) -> None:
     if name in IN_PLACE:
         assert len(kernels(tiled)) == 1, [k.sym_name.data for k in kernels(tiled)]
         assert strided_params(tiled)
+    if name in RESHAPED_IN_PLACE:
+        assert len(kernels(tiled)) == 1, [k.sym_name.data for k in kernels(tiled)]
+        # one row's columns are a contiguous run: a plain view, not a strided one
+        assert bool(strided_params(tiled)) == (name != "rotated_query_heads_one_row")
 
 
 @pytest.mark.parametrize(
@@ -235,6 +323,44 @@ def test_fallbacks_copy_what_a_kernel_cannot_read_in_place() -> None:
     assert len(kernels(gemm)) == 2  # the copy for the GEMM, the add
 
 
+def test_reshapes_merging_dims_apart_read_a_copy() -> None:
+    tiled = lower_and_compare(CASES["reshape_merging_apart_dims"], TILE)
+    assert len(kernels(tiled)) == 2 and not strided_params(tiled)
+
+
+@pytest.mark.parametrize(
+    ("shape", "strides", "new_shape"),
+    [
+        ((4, 6), (12, 1), (4, 2, 3)),  # split a column slice's row
+        ((4, 6), (12, 1), (24,)),  # merge dims apart: not a view
+        ((4, 2, 3), (12, 6, 1), (4, 6)),  # merge dims next to each other
+        ((4, 2, 3), (12, 6, 1), (8, 3)),  # merge rows apart: not a view
+        ((3, 4), (8, 2), (3, 2, 2)),  # a stride of 2
+        ((1, 5), (7, 1), (5, 1)),  # unit dims
+        ((2, 0, 3), (3, 3, 1), (0, 6)),  # empty
+        ((6,), (3,), (2, 3)),
+    ],
+)
+def test_view_strides_agree_with_torch(
+    shape: tuple[int, ...], strides: tuple[int, ...], new_shape: tuple[int, ...]
+) -> None:
+    import torch
+
+    from fuseopt.passes.convert_nn_to_tile.strided_views import view_strides
+
+    size = max(1, 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)))
+    viewed = torch.empty(size).as_strided(shape, strides)
+    try:
+        expected = viewed.view(new_shape).stride()
+    except RuntimeError:
+        expected = None
+    got = view_strides(shape, strides, new_shape)
+    if 0 in shape:
+        assert got is not None
+    else:
+        assert got == expected
+
+
 def test_merged_axes_keep_the_view_strides() -> None:
     """x[:, ::2] of a 64 x 256 matrix is one flat dim of stride 2 (rows follow on from
     each other in the view); x[1:-1, 16:-16] keeps its rows apart (stride 256)."""
@@ -252,7 +378,14 @@ def test_merged_axes_keep_the_view_strides() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["narrow_ragged", "every_third_column", "middle_axis", "slice_of_slice", "strided_row_sum"],
+    [
+        "narrow_ragged",
+        "every_third_column",
+        "middle_axis",
+        "slice_of_slice",
+        "strided_row_sum",
+        "rotated_query_heads_ragged",
+    ],
 )
 def test_triton_kernels_match_the_tile_interpreter(name: str, tmp_path: Path) -> None:
     from test_triton_kernels import check_each_kernel
@@ -263,7 +396,15 @@ def test_triton_kernels_match_the_tile_interpreter(name: str, tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     "name",
-    ["narrow_ragged", "every_third_column", "first_axis", "even_times_odd", "strided_row_sum"],
+    [
+        "narrow_ragged",
+        "every_third_column",
+        "first_axis",
+        "even_times_odd",
+        "strided_row_sum",
+        "rotated_query_heads_ragged",
+        "reshape_merging_apart_dims",
+    ],
 )
 def test_cuda_kernels_match_the_reference(name: str, tmp_path: Path) -> None:
     from test_cuda_emulated import emulator_available, run_emulated

@@ -44,3 +44,31 @@ func.func @even_times_odd(%x: tensor<64x256xf32>) -> tensor<64x128xf32> {
   %y = nn.mul %e, %o : tensor<64x128xf32>
   func.return %y : tensor<64x128xf32>
 }
+
+// -----
+
+// RoPE's rotation of the query heads of a merged query/key projection: the query
+// columns of the GEMM's result, split into 4 heads of 64 by a reshape nn-fuse leaves
+// outside the kernel, are one strided view of the GEMM's buffer (rows 512 apart): no
+// copy kernel between the GEMM and the rotation.
+// CHECK:       tile.kernel @[[K:.*]] grid 1 (%{{.*}}: memref<64x4x64xf32, strided<[512, 64, 1]>>, %{{.*}}: memref<4x64x64xf32>)
+// CHECK-NOT:   tile.kernel
+// CHECK-LABEL: func.func @rotated_query_heads
+// CHECK:       %[[Y:.*]] = tile.alloc : memref<64x512xf32>
+// CHECK-NEXT:  tile.gemm %{{.*}}, %{{.*}} into %[[Y]] transpose_b
+// CHECK-NEXT:  tile.launch @[[K]] grid [{{[0-9]+}}] (%[[Y]], %{{.*}}) : memref<64x512xf32>, memref<4x64x64xf32>
+// CHECK-NEXT:  func.return
+// TRITON:      tl.load(in0_ptr + {{.*}} * 512 + {{.*}} * 64 + {{.*}})
+// CUDA:        const long long fo_g = {{.*}} * 512LL + {{.*}} * 64LL + {{.*}};
+func.func @rotated_query_heads(%x: tensor<64x32xf32>, %w: tensor<512x32xf32>) -> tensor<4x64x64xf32> {
+  %y = nn.matmul %x, %w transpose_b : tensor<64x32xf32>, tensor<512x32xf32> -> tensor<64x512xf32>
+  %q = nn.slice %y [0:64, 0:256] : tensor<64x512xf32> -> tensor<64x256xf32>
+  %qh = nn.reshape %q : tensor<64x256xf32> -> tensor<64x4x64xf32>
+  %t = nn.transpose %qh [1, 0, 2] : tensor<64x4x64xf32> -> tensor<4x64x64xf32>
+  %a = nn.slice %t [0:4, 0:64, 0:32] : tensor<4x64x64xf32> -> tensor<4x64x32xf32>
+  %b = nn.slice %t [0:4, 0:64, 32:64] : tensor<4x64x64xf32> -> tensor<4x64x32xf32>
+  %n = nn.neg %b : tensor<4x64x32xf32>
+  %c = nn.concat %n, %a axis 2 : tensor<4x64x32xf32>, tensor<4x64x32xf32> -> tensor<4x64x64xf32>
+  %e = nn.mul %t, %c : tensor<4x64x64xf32>
+  func.return %e : tensor<4x64x64xf32>
+}

@@ -16,18 +16,20 @@ compiled region: each such output is the traced view (sizes, strides, storage of
 re-described over the base's buffer (`reinterpret`, no copy), as eager PyTorch would
 have returned it.
 
-A base the backend returns with other strides than traced (a library GEMM whose rows
-it padded: `library_gemm.padded_output`) is first copied into a buffer of the traced
+A base the backend returns with other strides than traced (a library GEMM whose rows it
+padded: `library_gemm.padded_output`) is first copied into a buffer of the traced
 strides: correct, one copy a call however many views read it. The rewrite is for graphs
 run without autograd (`compile_graph_module`'s `output_views`): in a training graph a
 view saved for backward would share the buffer of an output the user may update in
 place, out of sight of autograd's version counters. A view is only rewritten where that
-writes no more than before: the base is an output already, or the views of it together
-have as many elements as it (a view of a few elements of a large intermediate keeps its
-own small buffer). Outputs that cover their whole storage (a permuted output, an output
-reshaped from its producer) are left to `layouts`, which re-describes them already.
-Regions of symbolic sizes are left as they are.
-"""
+writes no more than before: the base is an output already, a GEMM's result (in memory
+anyway: `WRITTEN_ANYWAY`), or the views of it together have as many elements as it (a
+view of a few elements of a large intermediate keeps its own small buffer): the value
+columns of a merged query/key/value projection (`merged_linears`) are returned as a view
+of the GEMM's result while the RoPE kernels read the query and key columns. Outputs that
+cover their whole storage (a permuted output, an output reshaped from its producer) are
+left to `layouts`, which re-describes them already. Regions of symbolic sizes are left
+as they are."""
 
 from __future__ import annotations
 
@@ -63,6 +65,19 @@ class OutputViews:
     OutputView over one."""
 
     outputs: tuple[int | OutputView, ...]
+
+
+WRITTEN_ANYWAY = frozenset(
+    {
+        torch.ops.aten.mm.default,
+        torch.ops.aten.addmm.default,
+        torch.ops.aten.bmm.default,
+        torch.ops.aten.baddbmm.default,
+    }
+)
+"""Producers whose result is in memory whether or not it is returned (a matrix product
+runs as a library GEMM, or a GEMM kernel that stores its tile): returning it as the
+base of a few views writes nothing more."""
 
 
 def _static(node: object) -> torch.Tensor | None:
@@ -136,7 +151,7 @@ def view_outputs(sub: GraphModule) -> tuple[GraphModule, OutputViews] | None:
         # each view once (an output returned twice writes nothing twice)
         nodes = {items[i] for i in views}
         elements = sum(_static(n).numel() for n in nodes)  # type: ignore[union-attr]
-        if base not in items and elements < whole:
+        if base not in items and elements < whole and base.target not in WRITTEN_ANYWAY:
             for i in views:
                 del viewed[i]
     if not viewed:

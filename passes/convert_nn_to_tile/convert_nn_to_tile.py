@@ -98,6 +98,7 @@ from fuseopt.passes.convert_nn_to_tile.scan import scan_launches
 from fuseopt.passes.convert_nn_to_tile.strided_views import (
     StridedView,
     reads_in_place,
+    reshape_view,
     slice_view,
 )
 from fuseopt.passes.convert_nn_to_tile.whole_tensor import whole_tensor_kernel
@@ -344,6 +345,12 @@ class HostLowering:
         if op.dialect_name() != "nn":
             raise error_at(op, f"convert-nn-to-tile: cannot lower {op.name} on the host")
         r = op.results[0]
+        if isinstance(op, nn.ReshapeOp) and op.input in self.strided and r not in self.out_param:
+            view = reshape_view(op, self.strided[op.input])
+            if view is not None:  # a reshape of a slice read in place: one view
+                self.strided[r] = view
+                return
+            self._materialized(op.input)
         if isinstance(op, nn.ReshapeOp) and self._reshape_is_written(op):
             self.buffers[r] = self.out_param[r]  # its operand was computed into it
             return
@@ -359,9 +366,10 @@ class HostLowering:
         if isinstance(op, nn.SliceOp) and r not in self.out_param:
             if not r.uses:
                 return  # read by nothing
-            in_place = reads_in_place(op, self.view_broadcasts)
-            if in_place and op.input in self.strided:  # a slice of a view: one view
-                self.strided[r] = slice_view(op, self.strided[op.input])
+            base = self.strided.get(op.input)
+            in_place = reads_in_place(op, self.view_broadcasts, slice_view(op, base))
+            if in_place and base is not None:  # a slice of a view: one view
+                self.strided[r] = slice_view(op, base)
                 return
             source = self._materialized(op.input)
             offset = contiguous_slice_offset(op)
@@ -423,11 +431,21 @@ class HostLowering:
 
     def _materialized(self, x: SSAValue) -> SSAValue:
         """The buffer of nn value `x`; for a slice read in place so far, a copy made now
-        (for a reader that cannot take the view) and kept for later readers."""
+        (for a reader that cannot take the view) and kept for later readers; for a
+        reshape of one, a view of the slice's copy."""
         view = self.strided.pop(x, None)
         if view is None:
             return self.buffers[x]
         op = x.owner
+        if isinstance(op, nn.ReshapeOp):  # a reshape of a view: of the copy
+            t = x.type
+            assert isinstance(t, TensorType)
+            reshaped = tile.ViewOp(
+                self._materialized(op.input), MemRefType(t.element_type, t.get_shape())
+            )
+            self.block.add_op(reshaped)
+            self.buffers[x] = reshaped.result
+            return self.buffers[x]
         assert isinstance(op, nn.SliceOp)
         source = self._materialized(op.input)
         self.buffers[x] = self._temp(x)

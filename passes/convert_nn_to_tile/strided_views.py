@@ -1,9 +1,12 @@
-"""Slices read in place: an unfused `nn.slice` whose readers are all kernels is not
-copied. Each reading kernel gets the sliced buffer itself with a strided parameter
-type (`tile.strided_layout`) that addresses the slice's elements: `x[1:-1, 16:-16]`
-of a 64 x 256 tensor is `memref<62x224xf32, strided<[256, 1], offset: 272>>`, and
-`x[:, 1::2]` steps by 2 along its last dim. A slice of such a slice composes into one
-view of the first buffer.
+"""Slices read in place: an unfused `nn.slice` whose readers are all kernels (directly or
+through reshapes that strides can express) is not copied. Each reading kernel gets the
+sliced buffer itself with a strided parameter type (`tile.strided_layout`) that
+addresses the slice's elements: `x[1:-1, 16:-16]` of a 64 x 256 tensor is
+`memref<62x224xf32, strided<[256, 1], offset: 272>>`, and `x[:, 1::2]` steps by 2 along
+its last dim. A slice of such a slice composes into one view of the first buffer, and so
+does a reshape of one that splits or merges dims the way a PyTorch `view` could
+(`reshape_view`): the query columns of a GEMM that projects query, key and value at
+once, split into heads, are read by the RoPE kernel in place.
 
 nn-fuse leaves a slice outside a group when the group cannot index it (a strided
 slice, a cut into too many parts: `analysis`); the cost model already counts such a
@@ -15,7 +18,8 @@ not contiguous) gets a copy instead, made where that kernel runs
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
@@ -52,12 +56,61 @@ def slice_view(op: nn.SliceOp, base: StridedView | None) -> StridedView:
     return StridedView(op.result, source, tuple(new_strides), offset)
 
 
-def reads_in_place(op: nn.SliceOp, view_broadcasts: Collection[Operation]) -> bool:
+def view_strides(
+    shape: Sequence[int], strides: Sequence[int], new_shape: Sequence[int]
+) -> tuple[int, ...] | None:
+    """The strides of `new_shape` over the elements of a `shape` view with `strides`,
+    taken in row-major order, when one strided view can address them (PyTorch's rule
+    for `Tensor.view`: only dims that are contiguous with each other merge); else None."""
+    if math.prod(shape) != math.prod(new_shape):
+        return None
+    if math.prod(shape) == 0:
+        return tile.row_major_strides(tuple(new_shape))
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_stride = strides[-1] if strides else 1
+    tensor_count = view_count = 1
+    for d in range(len(shape) - 1, -1, -1):
+        tensor_count *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != tensor_count * chunk_stride):
+            while view_d >= 0 and (view_count < tensor_count or new_shape[view_d] == 1):
+                new_strides[view_d] = view_count * chunk_stride
+                view_count *= new_shape[view_d]
+                view_d -= 1
+            if view_count != tensor_count:
+                return None
+            if d > 0:
+                chunk_stride = strides[d - 1]
+                tensor_count = view_count = 1
+    return tuple(new_strides) if view_d == -1 else None
+
+
+def reshape_view(op: nn.ReshapeOp, base: StridedView) -> StridedView | None:
+    """`op`'s result as a view of the buffer `base` (its operand) views, or None when
+    no strides express it (dims merged that are not contiguous with each other)."""
+    dims = tuple(int(n) for n in op.input.type.get_shape())  # type: ignore[union-attr]
+    new_dims = tuple(int(n) for n in op.result.type.get_shape())  # type: ignore[union-attr]
+    strides = view_strides(dims, base.strides, new_dims)
+    if strides is None:
+        return None
+    return StridedView(op.result, base.source, strides, base.offset)
+
+
+def reads_in_place(
+    op: nn.SliceOp, view_broadcasts: Collection[Operation], view: StridedView | None = None
+) -> bool:
     """Whether every reader of `op`'s result is a kernel that can take it as a strided
     view: a fusion lowered to kernels (not a library GEMM's), an unfused elementwise op
-    or reduction, a broadcast such an op reads as indexing (`view_broadcasts`), or
-    another unfused slice (which composes)."""
-    uses = list(op.result.uses)
+    or reduction, a broadcast such an op reads as indexing (`view_broadcasts`), another
+    unfused slice (which composes), or a reshape whose readers all can take its result
+    (`view`, the slice's strided view, tells whether strides express the reshape)."""
+    return _readers_take_views(op.result, view_broadcasts, view)
+
+
+def _readers_take_views(
+    value: SSAValue, view_broadcasts: Collection[Operation], view: StridedView | None
+) -> bool:
+    uses = list(value.uses)
     if not uses:
         return False
     for use in uses:
@@ -67,6 +120,10 @@ def reads_in_place(op: nn.SliceOp, view_broadcasts: Collection[Operation]) -> bo
                 return False
         elif isinstance(user, nn.BroadcastOp):
             if user not in view_broadcasts:
+                return False
+        elif isinstance(user, nn.ReshapeOp):
+            reshaped = reshape_view(user, view) if view is not None else None
+            if reshaped is None or not _readers_take_views(user.result, view_broadcasts, reshaped):
                 return False
         elif not isinstance(user, (*nn.ELEMENTWISE_OPS, nn.ReductionOp, nn.SliceOp)):
             return False
