@@ -46,7 +46,9 @@ class Heads(torch.nn.Module):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("entry", ["fuseopt.compile", "torch.compile"])
 def test_outputs_have_eager_stride_order(backend: str, entry: str) -> None:
-    """Every output's dims are ordered by stride as eager's, dense, with eager's values."""
+    """Every output's dims are ordered by stride as eager's, with eager's values, and
+    dense, or a view with eager's strides (q: columns of the projection's GEMM result,
+    returned as a view of it as eager does)."""
     model = Heads().eval()
     x = randn(2, 6, 32)
     if entry == "fuseopt.compile":
@@ -58,7 +60,7 @@ def test_outputs_have_eager_stride_order(backend: str, entry: str) -> None:
     for g, w in zip(got, want, strict=True):
         assert_close(g, w)
         assert _order(g) == _order(w), (g.stride(), w.stride())
-        assert is_dense(g, _order(g))
+        assert is_dense(g, _order(g)) or g.stride() == w.stride()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
