@@ -145,6 +145,21 @@ def test_option_off_and_training_graphs_keep_each_linear() -> None:
         compile_block(model, x, merge_linears="yes")
 
 
+def test_cuda_graphs_keep_each_linear_unless_asked() -> None:
+    """Under reduce-overhead launches cost no host time: merging is off by default."""
+    torch.manual_seed(8)
+    model = Block().eval()
+    x = torch.randn(3, 16)
+    with torch.no_grad():
+        replayed = compile_block(model, x, mode="reduce-overhead")
+        assert_close(replayed(x), model(x))
+        assert gemms(replayed) == 6 and all(owns_storage(p) for p in model.parameters())
+        torch._dynamo.reset()
+        asked = compile_block(model, x, mode="reduce-overhead", merge_linears=True)
+        assert_close(asked(x), model(x))
+    assert gemms(asked) == 3
+
+
 def test_weights_that_are_views_or_mixed_biases_keep_their_gemms() -> None:
     torch.manual_seed(6)
     model = Block(bias=True).eval()
@@ -188,7 +203,9 @@ def test_packed_parameters_on_the_gpu(backend: str, mode: str | None) -> None:
     model = Block(width=256, bias=True).cuda().to(torch.bfloat16).eval()
     x = torch.randn(4, 64, 256, device="cuda", dtype=torch.bfloat16)
     with torch.no_grad():
-        compiled = fuseopt.compile(model, (x,), backend=backend, mode=mode, strict=True)
+        compiled = fuseopt.compile(
+            model, (x,), backend=backend, mode=mode, strict=True, merge_linears=True
+        )
         for step in range(6):
             if step == 3:
                 model.k.weight.mul_(-1.0)
