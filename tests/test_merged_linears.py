@@ -214,3 +214,17 @@ def test_packed_parameters_on_the_gpu(backend: str, mode: str | None) -> None:
             assert_close(compiled(x), model(x))
     assert storage_of(model.gate.weight) == storage_of(model.up.weight)
     assert gemms(compiled) == 3
+
+
+def test_under_autocast() -> None:
+    """Autocast casts the packed weights once (one cast of the buffer, not of each)."""
+    torch.manual_seed(9)
+    model = Block(bias=True).eval()
+    x = torch.randn(4, 16)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = model(x)
+        compiled = compile_block(model, x)
+        got = compiled(x)
+    assert got.dtype == expected.dtype == torch.bfloat16
+    assert_close(got, expected)
+    assert storage_of(model.q.weight) == storage_of(model.v.weight)

@@ -160,7 +160,7 @@ def take_and_read(m: int, n: int) -> str:
 def projection_heads(m: int, heads: int, kv: int, d: int) -> str:
     """A GEMM projecting query and key heads at once, the query columns split into
     heads and read by one kernel, each key head's second half by another (nn-fuse puts
-    the reshapes in the kernels, which read copies of the columns)."""
+    the query's reshape in its kernel: taken out as a view, `peel_input_reshapes`)."""
     n = (heads + kv) * d
     x, w, y = t((m, 16), "f32"), t((n, 16), "f32"), t((m, n), "f32")
     q, k = t((m, heads * d), "f32"), t((m, kv * d), "f32")
@@ -175,6 +175,23 @@ def projection_heads(m: int, heads: int, kv: int, d: int) -> str:
   %h = nn.slice %kh [0:{m}, 0:{kv}, {d // 2}:{d}] : {kh} -> {half}
   %n = nn.neg %h : {half}
   func.return %e, %n : {qh}, {half}
+}}"""
+
+
+def normed_query_heads(m: int, heads: int, kv: int, d: int) -> str:
+    """A q-norm's statistics (Qwen3's, OLMo-2's): the sum of squares over each head of
+    the query columns of a merged projection, split into heads inside the reduction's
+    kernel."""
+    n = (heads + kv) * d
+    x, w, y = t((m, 16), "f32"), t((n, 16), "f32"), t((m, n), "f32")
+    q, qh, r = t((m, heads * d), "f32"), t((m, heads, d), "f32"), t((m, heads), "f32")
+    return f"""func.func @main(%x: {x}, %w: {w}) -> {r} {{
+  %y = nn.matmul %x, %w transpose_b : {x}, {w} -> {y}
+  %q = nn.slice %y [0:{m}, 0:{heads * d}] : {y} -> {q}
+  %qh = nn.reshape %q : {q} -> {qh}
+  %sq = nn.mul %qh, %qh : {qh}
+  %s = nn.sum %sq [2] : {qh} -> {r}
+  func.return %s : {r}
 }}"""
 
 
@@ -232,6 +249,8 @@ CASES = {
     "rotated_query_heads_ragged": rotated_query_heads(5, 3, 2, 6),
     "rotated_query_heads_one_row": rotated_query_heads(1, 2, 1, 8),
     "projection_heads": projection_heads(6, 3, 1, 8),
+    "normed_query_heads": normed_query_heads(5, 4, 2, 8),
+    "normed_query_heads_ragged": normed_query_heads(3, 3, 1, 6),
     "projection_heads_one_row": projection_heads(1, 2, 2, 4),
     "reshape_merging_apart_dims": reshape_merging_apart_dims(4, 5),
     "returned_reshape_of_a_slice": returned_reshape_of_a_slice(3, 6),
@@ -272,6 +291,8 @@ IN_PLACE = [
 """Cases whose slices are all read in place: one kernel, no copy."""
 
 RESHAPED_IN_PLACE = [
+    "normed_query_heads",
+    "normed_query_heads_ragged",
     "rotated_query_heads",
     "rotated_query_heads_ragged",
     "rotated_query_heads_one_row",
@@ -297,6 +318,8 @@ def test_slices_read_in_place_match_the_reference(name: str) -> None:
         assert strided_params(tiled)
     if name in RESHAPED_IN_PLACE:
         assert len(kernels(tiled)) == 1, [k.sym_name.data for k in kernels(tiled)]
+    if name == "projection_heads":  # a kernel per reader, no copy
+        assert len(kernels(tiled)) == 2, [k.sym_name.data for k in kernels(tiled)]
         # one row's columns are a contiguous run: a plain view, not a strided one
         assert bool(strided_params(tiled)) == (name != "rotated_query_heads_one_row")
 
@@ -385,6 +408,8 @@ def test_merged_axes_keep_the_view_strides() -> None:
         "slice_of_slice",
         "strided_row_sum",
         "rotated_query_heads_ragged",
+        "normed_query_heads_ragged",
+        "projection_heads",
     ],
 )
 def test_triton_kernels_match_the_tile_interpreter(name: str, tmp_path: Path) -> None:
@@ -403,6 +428,8 @@ def test_triton_kernels_match_the_tile_interpreter(name: str, tmp_path: Path) ->
         "even_times_odd",
         "strided_row_sum",
         "rotated_query_heads_ragged",
+        "normed_query_heads_ragged",
+        "projection_heads",
         "reshape_merging_apart_dims",
     ],
 )

@@ -72,3 +72,22 @@ func.func @rotated_query_heads(%x: tensor<64x32xf32>, %w: tensor<512x32xf32>) ->
   %e = nn.mul %t, %c : tensor<4x64x64xf32>
   func.return %e : tensor<4x64x64xf32>
 }
+
+// -----
+
+// The same columns split into heads inside the kernel (nn-fuse puts the reshape in the
+// exp's group): the reshape is taken out of the kernel as a view of the strided view,
+// whose heads then merge back into rows of 256 (contiguous within a row): one kernel.
+// CHECK:       tile.kernel @[[K:.*]] grid 1 (%{{.*}}: memref<64x256xf32, strided<[384, 1]>>, %{{.*}}: memref<64x256xf32>)
+// CHECK-NOT:   tile.kernel
+// CHECK-LABEL: func.func @query_heads_in_the_kernel
+// CHECK:       tile.gemm
+// CHECK-NEXT:  tile.launch @[[K]]
+// CHECK-NEXT:  func.return
+func.func @query_heads_in_the_kernel(%x: tensor<64x32xf32>, %w: tensor<384x32xf32>) -> tensor<64x4x64xf32> {
+  %y = nn.matmul %x, %w transpose_b : tensor<64x32xf32>, tensor<384x32xf32> -> tensor<64x384xf32>
+  %q = nn.slice %y [0:64, 0:256] : tensor<64x384xf32> -> tensor<64x256xf32>
+  %qh = nn.reshape %q : tensor<64x256xf32> -> tensor<64x4x64xf32>
+  %e = nn.exp %qh : tensor<64x4x64xf32>
+  func.return %e : tensor<64x4x64xf32>
+}

@@ -97,6 +97,7 @@ from fuseopt.passes.convert_nn_to_tile.heuristics import (
 from fuseopt.passes.convert_nn_to_tile.scan import scan_launches
 from fuseopt.passes.convert_nn_to_tile.strided_views import (
     StridedView,
+    peel_input_reshapes,
     reads_in_place,
     reshape_view,
     slice_view,
@@ -524,6 +525,9 @@ class HostLowering:
                 f"convert-nn-to-tile: a kernel reads an empty tensor ({empty[0].type}) to "
                 "make a non-empty one (a reduction over a zero-size axis); not supported",
             )
+        unpeeled, unpeeled_ins, unpeeled_views = group, ins, views
+        if views:
+            group, ins, views = peel_input_reshapes(group, ins, views)
         try:
             space = analyze(group, {v: view.layout for v, view in (views or {}).items()})
             opts = for_statistics(self.opts) if computes_variance(group.ops) else self.opts
@@ -541,8 +545,9 @@ class HostLowering:
             kernel, grid = emitter.build()
         except Untileable as e:
             if views:  # read them from copies: a kernel of their own each, as before
-                copies = {v: self._materialized(view.value) for v, view in views.items()}
-                self._group(group, {**ins, **copies}, outs, hint)
+                assert unpeeled_views is not None
+                copies = {v: self._materialized(view.value) for v, view in unpeeled_views.items()}
+                self._group(unpeeled, {**unpeeled_ins, **copies}, outs, hint)
                 return
             self._fallback(group, ins, outs, hint, e)
             return

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn, tile
+from fuseopt.passes.convert_nn_to_tile.analysis import Group
 
 
 @dataclass(frozen=True)
@@ -128,3 +129,37 @@ def _readers_take_views(
         elif not isinstance(user, (*nn.ELEMENTWISE_OPS, nn.ReductionOp, nn.SliceOp)):
             return False
     return True
+
+
+def peel_input_reshapes(
+    group: Group, ins: dict[SSAValue, SSAValue], views: dict[SSAValue, StridedView]
+) -> tuple[Group, dict[SSAValue, SSAValue], dict[SSAValue, StridedView]]:
+    """`group` with each reshape of an input it reads as a strided view (`views`) taken
+    out of the kernel: the reshape's result becomes the input, itself a strided view of
+    the same buffer (`reshape_view`). The analysis tiles no reshape that splits or
+    merges dims, and a strided input's dims cannot be flattened as a contiguous one's
+    are: a query's columns of a merged projection, split into heads inside a q-norm's
+    kernel, would otherwise be copied. Reshapes no strides express, or whose result
+    leaves the group, stay."""
+    peeled: list[Operation] = []
+    ins, views = dict(ins), dict(views)
+    inputs = list(group.inputs)
+    for op in group.ops:
+        if not isinstance(op, nn.ReshapeOp) or op.input not in views:
+            continue
+        if op.result in group.outputs:
+            continue
+        reshaped = reshape_view(op, views[op.input])
+        if reshaped is None:
+            continue
+        peeled.append(op)
+        views[op.result], ins[op.result] = reshaped, ins[op.input]
+        inputs.append(op.result)
+    if not peeled:
+        return group, ins, views
+    ops = [op for op in group.ops if op not in peeled]
+    used = {x for op in ops for x in op.operands} | set(group.outputs)
+    inputs = [x for x in inputs if x in used]
+    ins = {x: b for x, b in ins.items() if x in inputs}
+    views = {x: v for x, v in views.items() if x in inputs}
+    return Group(ops, inputs, list(group.outputs)), ins, views
