@@ -12,7 +12,7 @@ import torch
 from test_frontend_common import assert_close
 
 import fuseopt
-from fuseopt.frontends.fx.merged_linears import PackedParameters, owns_storage, packed_view
+from fuseopt.frontends.fx.packed_parameters import PackedParameters, owns_storage, packed_view
 
 
 @pytest.fixture(autouse=True)
@@ -181,16 +181,144 @@ def test_packed_parameters_at_run_time(caplog: pytest.LogCaptureFixture) -> None
     pack = PackedParameters("test")
     packed = pack(a, b)
     assert torch.equal(packed, expected) and packed.is_contiguous()
-    assert pack(a, b) is packed  # addresses unchanged: no work
+    again = pack(a, b)  # addresses unchanged: a view of the same memory, no copy
+    assert again.data_ptr() == packed.data_ptr() == a.data_ptr() and again.shape == (5, 4)
+    assert not [v for v in vars(pack).values() if isinstance(v, torch.Tensor)]  # holds none
     assert packed_view([a, b]) is not None and packed_view([b, a]) is None
-    # not parameters: a copy for the call, logged once, parameters untouched
+    # not parameters, or sharing their storage: a copy for the call, logged once
     c, d = torch.randn(3, 4), torch.randn(2, 4)
+    shared = torch.nn.Parameter(torch.randn(2, 4))
+    alias = shared.detach()
+    assert not owns_storage(shared) and not owns_storage(torch.nn.Parameter(c))
+    fresh = torch.nn.Parameter(torch.randn(3, 4))  # its argument is gone
+    assert owns_storage(fresh)
     other = PackedParameters("plain")
     with caplog.at_level(logging.INFO, logger="fuseopt"):
         assert torch.equal(other(c, d), torch.cat([c, d]))
         other(c, d)
-    assert sum("concatenated each call" in r.message for r in caplog.records) == 1
-    assert owns_storage(torch.nn.Parameter(c))
+        assert torch.equal(PackedParameters("shared")(a, shared), torch.cat([a, shared]))
+    assert sum("concatenated each call" in r.message for r in caplog.records) == 2
+    assert alias.data_ptr() == shared.data_ptr()
+
+
+class TwoLayers(torch.nn.Module):
+    """Two linear layers of one input, `forward` given as a function of them."""
+
+    def __init__(self, forward: object, bias: bool = True) -> None:
+        super().__init__()
+        self.q = torch.nn.Linear(8, 8, bias=bias)
+        self.k = torch.nn.Linear(8, 8, bias=bias)
+        self.v = torch.nn.Linear(8, 4, bias=bias)
+        self.body = forward
+
+    def forward(self, x: torch.Tensor) -> object:
+        return self.body(self, x)
+
+
+def check_two_layers(
+    body: object, merged: bool, bias: bool = True
+) -> tuple[TwoLayers, fuseopt.CompiledModule]:
+    """Compile `body` over TwoLayers (interpret backend); results match eager, and the
+    query and key weights are packed exactly when `merged`."""
+    torch.manual_seed(10)
+    model = TwoLayers(body, bias).eval()
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        expected = model(x)
+        compiled = fuseopt.compile(model, (x,), backend="interpret", strict=True)
+        got = compiled(x)
+    for g, e in zip(
+        got if isinstance(got, tuple) else (got,),
+        expected if isinstance(expected, tuple) else (expected,),
+        strict=True,
+    ):
+        assert_close(g, e)
+        assert g.stride() == e.stride()
+    assert (storage_of(model.q.weight) == storage_of(model.k.weight)) == merged
+    return model, compiled
+
+
+def test_an_in_place_change_between_layers_keeps_them_apart() -> None:
+    def body(m: TwoLayers, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        h = x * 2
+        q = m.q(h)
+        h.add_(1.0)  # the key reads the changed input
+        return q.sum(-1), m.k(h).sum(-1)
+
+    check_two_layers(body, merged=False)
+
+
+def test_an_autocast_region_inside_the_graph_keeps_them_apart() -> None:
+    def body(m: TwoLayers, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            q = m.q(x)
+        return q.float().sum(-1), m.k(x).sum(-1)
+
+    check_two_layers(body, merged=False)
+
+
+def test_outputs_that_cannot_be_columns_keep_their_layers() -> None:
+    """A `view` merging a layer's columns with its rows, and layer outputs returned as
+    they are (eager's strides): not merged, still right."""
+    check_two_layers(lambda m, x: m.q(x).view(-1) + m.k(x).view(-1), merged=False)
+    torch._dynamo.reset()
+    check_two_layers(lambda m, x: (m.q(x), m.k(x)), merged=False)
+    torch._dynamo.reset()
+    check_two_layers(lambda m, x: (m.q(x) * m.k(x)).view(-1), merged=True)
+
+
+def test_a_layer_applied_twice_shares_its_columns() -> None:
+    model, _ = check_two_layers(
+        lambda m, x: (m.q(x) + m.q(x) * m.k(x)).sum(-1) + m.v(x).sum(-1), merged=True
+    )
+    assert storage_of(model.v.weight) == storage_of(model.q.weight)
+
+
+def test_a_returned_concatenation_of_the_parameters_is_a_copy() -> None:
+    def body(m: TwoLayers, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (m.q(x) * m.k(x)).sum(-1), torch.cat([m.q.weight, m.k.weight])
+
+    model, compiled = check_two_layers(body, merged=True, bias=False)
+    with torch.no_grad():
+        _, weights = compiled(torch.randn(3, 8))
+    weights.zero_()
+    assert model.q.weight.abs().sum() > 0
+
+
+def test_parameters_sharing_storage_are_not_moved() -> None:
+    torch.manual_seed(11)
+    model = Block().eval()
+    alias = model.q.weight.detach()  # kept by the user (an EMA, a saved state)
+    x = torch.randn(3, 16)
+    with torch.no_grad():
+        compiled = compile_block(model, x)
+        model.q.weight.mul_(2.0)
+        assert_close(compiled(x), model(x))
+    assert alias.data_ptr() == model.q.weight.data_ptr()
+    assert storage_of(model.gate.weight) == storage_of(model.up.weight)  # these moved
+
+
+def test_every_graph_of_symbolic_sizes_packs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Graphs compiled per symbolic size (versions drop size placeholders) still find
+    the concatenations to pack: none copies the weights every call."""
+    from fuseopt.frontends.fx import dynamo_backend
+
+    replaced: list[int] = []
+    original = dynamo_backend.pack_at_run_time
+
+    def spy(*args: object) -> int:
+        replaced.append(original(*args))  # type: ignore[arg-type]
+        return replaced[-1]
+
+    monkeypatch.setattr(dynamo_backend, "pack_at_run_time", spy)
+    torch.manual_seed(12)
+    model = Block(bias=True).eval()
+    compiled = fuseopt.compile(model, backend="interpret", dynamic=True, symbolic="dynamic")
+    with torch.no_grad():
+        for b, s in ((2, 5), (3, 7)):
+            x = torch.randn(b, s, 16)
+            assert_close(compiled(x), model(x))
+    assert replaced and all(n == 3 for n in replaced), replaced
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

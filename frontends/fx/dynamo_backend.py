@@ -254,7 +254,7 @@ def fuseopt_backend(
     inference = needs_no_gradient(gm, example_inputs)
     if attention != "eager" and inference:
         gm = substitute_attention(gm)  # one node whatever kernel the device would pick
-    packs = merge_linears(gm, example_inputs) if merging and inference else []
+    packs = merge_linears(gm, example_inputs) if merging and inference else set()
     if has_symbolic_shapes(example_inputs):
         # decomposed attention over a symbolic key length sums over it in a GEMM, which
         # needs a static size: compiled per size, so versions would not pay

@@ -3,41 +3,42 @@
 A transformer layer projects one normalized input several times: Llama's, Qwen2's and
 Mistral's query, key and value projections, their MLP's gate and up projections,
 BERT's query, key and value. Each is a library GEMM of its own: one more launch (about
-25 us of host work each through PyTorch on an H200 host) and a narrower GEMM that
-fills the GPU less well. In graphs that need no gradient, `merge_linears` rewrites
-Dynamo's graph so that each such set of `linear(x, W_i, b_i)` becomes one
-`linear(x, cat(W), cat(b))` whose output columns are narrowed back to each layer's
-(views: the consumers read them in place).
+25 us of host work each through PyTorch on an H200 host) and a narrower GEMM. In
+graphs that need no gradient, `merge_linears` rewrites Dynamo's graph so that each such
+set of `linear(x, W_i, b_i)` becomes one `linear(x, cat(W), cat(b))` whose output
+columns are narrowed back to each layer's (views: consumers read them in place).
 
-Concatenating the weights on every call would copy them; instead, at the first call
-`PackedParameters` moves the parameters themselves into one buffer (`param.data`
-becomes a slice of it, so no memory is added and in-place updates of the parameters,
-`load_state_dict` and optimizer steps, reach the buffer), and later calls return that
-buffer after comparing the parameters' addresses with the ones it packed. A parameter
-replaced since (a new tensor assigned, the model moved with `.to()`) is packed again;
-weights that cannot be moved (not a plain `nn.Parameter` owning its storage: a view
-into another parameter, a tensor subclass) keep their own GEMMs at compile time, and
-at run time are concatenated for that call (correct, logged once).
+The concatenations cost no copy: in the ATen graph `pack_at_run_time` replaces each
+with a `PackedParameters` call (`packed_parameters`), which moves the parameters into
+one buffer at the first call. A graph where a concatenation is not so replaced still
+computes the same values (one copy of the weights a call).
 
-Packing is a frontend step because it needs the parameters: the nn function of a
-region only sees arguments. Dynamo's graph is rewritten (`merge_linears`) with
-`torch.cat` of the weights as the packed operand, so AOTAutograd traces the narrowed
-views as they will run; in the ATen graph, `pack_at_run_time` then replaces each of
-those concatenations with its `PackedParameters`. A graph where the concatenation
-is not so replaced still computes the same values (one copy of the weights a call).
+A group is merged only where that changes nothing the program can see:
+- the layers' weights (and biases: all or none) are distinct plain parameters owning
+  their storage, of one dtype, device and input width (a layer applied twice to the
+  input shares its columns);
+- no node between the first and the last layer mutates data in place or switches a
+  mode (autocast, grad mode): the merged GEMM runs where the first layer did;
+- Dynamo's example values, recomputed for every node the narrowed outputs reach, come
+  out the same at the graph's outputs (a returned layer output keeps eager's strides)
+  and every node still runs (a `view` that would merge the narrowed columns with their
+  rows cannot): the group is left as it is otherwise.
 
 The option `merge_linears=False` (`torch.compile(..., options={...})`) turns this off;
-models then keep their parameters where they are.
+it is off by default under mode="reduce-overhead", where CUDA graphs launch for free.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
 from torch.fx import GraphModule, Node
+
+from fuseopt.frontends.fx.packed_parameters import PackedParameters, owns_storage
 
 logger = logging.getLogger("fuseopt")
 aten = torch.ops.aten
@@ -45,111 +46,49 @@ aten = torch.ops.aten
 LINEAR = torch._C._nn.linear
 """The call Dynamo records for `nn.Linear` and `F.linear`."""
 
+Signature = tuple[str, tuple[tuple[int, ...], ...]]
+"""A concatenation of parameters: their dtype and shapes, in order."""
 
-def owns_storage(t: torch.Tensor) -> bool:
-    """Whether `t` is a plain, contiguous `nn.Parameter` that is the whole of its
-    storage: moving it into a packed buffer (`t.data = slice`) changes no other tensor."""
-    return (
-        type(t) is torch.nn.Parameter
-        and t.device.type != "meta"
-        and t.is_contiguous()
-        and t.storage_offset() == 0
-        and t.untyped_storage().nbytes() == t.numel() * t.element_size()
-    )
+IN_PLACE_OPERATORS = frozenset(
+    {
+        operator.setitem,
+        operator.delitem,
+        operator.iadd,
+        operator.isub,
+        operator.imul,
+        operator.itruediv,
+        operator.ifloordiv,
+        operator.imod,
+        operator.ipow,
+        operator.iand,
+        operator.ior,
+        operator.ixor,
+        operator.ilshift,
+        operator.irshift,
+        operator.imatmul,
+    }
+)
+"""Python operators that change their first operand."""
 
-
-def packed_view(ts: Sequence[torch.Tensor]) -> torch.Tensor | None:
-    """The tensor `cat(ts)` already is, when `ts` are contiguous, consecutive slices of
-    one storage in this order (packed before, by this graph or another compiled graph
-    over the same parameters); else None."""
-    first = ts[0]
-    storage = first.untyped_storage().data_ptr()
-    offset = first.storage_offset()
-    for t in ts:
-        if (
-            not t.is_contiguous()
-            or t.dtype != first.dtype
-            or t.shape[1:] != first.shape[1:]
-            or t.untyped_storage().data_ptr() != storage
-            or t.storage_offset() != offset
-        ):
-            return None
-        offset += t.numel()
-    rows = sum(t.shape[0] for t in ts)
-    shape = (rows, *first.shape[1:])
-    return first.as_strided(shape, torch.empty(shape, device="meta").stride())
+MODE_WORDS = ("autocast", "grad", "inference_mode", "set_", "enter", "exit", "mode")
+"""Words in the name of a call that switches a mode (autocast regions, grad mode)."""
 
 
-def packable(ts: Sequence[object], buffer: torch.Tensor | None = None) -> bool:
-    """Whether parameters `ts` (distinct, one dtype and device) can be packed: each owns
-    its storage or is a slice of `buffer` (a packed buffer of their own, packed again
-    when one of them was replaced), or together they already are one packed buffer."""
-    if not all(isinstance(t, torch.Tensor) for t in ts) or len({id(t) for t in ts}) < len(ts):
+def _name(node: Node) -> str:
+    target = node.target
+    return target if isinstance(target, str) else getattr(target, "__name__", str(target))
+
+
+def is_barrier(node: Node) -> bool:
+    """Whether `node` may change data in place or switch a mode: a linear layer must not
+    be computed on its other side (conservative: by name)."""
+    if node.op not in ("call_function", "call_method", "call_module"):
         return False
-    tensors: list[torch.Tensor] = list(ts)  # type: ignore[arg-type]
-    if len({(t.dtype, t.device) for t in tensors}) != 1:
-        return False
-    own = buffer.untyped_storage().data_ptr() if buffer is not None else None
-
-    def movable(t: torch.Tensor) -> bool:
-        mine = type(t) is torch.nn.Parameter and t.untyped_storage().data_ptr() == own
-        return owns_storage(t) or mine
-
-    return all(movable(t) for t in tensors) or (
-        all(type(t) is torch.nn.Parameter for t in tensors) and packed_view(tensors) is not None
-    )
-
-
-class PackedParameters:
-    """At run time, `cat(parameters)` without copying: the parameters are moved into one
-    buffer at the first call and the buffer is returned while they stay in it.
-
-    Called with the parameters (one graph node's arguments). `pointers` are their
-    addresses when packed; as long as `packed` is alive no other tensor can have those
-    addresses, so equal addresses (the graph's guards fix the shapes) mean the
-    parameters still are the buffer's slices."""
-
-    host_step = True
-    """Not work to report when the partitioner runs it in PyTorch (it launches nothing)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.__name__ = self.__qualname__ = "packed_parameters"  # FX names call targets
-        self.packed: torch.Tensor | None = None
-        self.pointers: tuple[int, ...] = ()
-        self.copied = False
-
-    def __call__(self, *ts: torch.Tensor) -> torch.Tensor:
-        """The packed buffer of `ts`: `cat(ts)` in value."""
-        if self.packed is not None and tuple(t.data_ptr() for t in ts) == self.pointers:
-            return self.packed
-        return self.pack(ts)
-
-    def pack(self, ts: Sequence[torch.Tensor]) -> torch.Tensor:
-        """Move `ts` into one buffer (or find them already in one) and remember it; a
-        concatenated copy for this call when they cannot be moved."""
-        can_pack = packable(ts, self.packed)
-        packed = packed_view(ts) if can_pack else None
-        if packed is None and can_pack:
-            with torch.inference_mode(False), torch.no_grad():
-                packed = torch.cat([t.detach() for t in ts])
-                for t, piece in zip(ts, packed.split([t.shape[0] for t in ts]), strict=True):
-                    t.data = piece
-        if packed is None:
-            if not self.copied:
-                self.copied = True
-                logger.info(
-                    "fuseopt: %s: the weights of linear layers merged into one GEMM cannot "
-                    "be packed (not parameters owning their storage): concatenated each call",
-                    self.name,
-                )
-            return torch.cat(list(ts))
-        self.packed, self.pointers = packed, tuple(t.data_ptr() for t in ts)
-        logger.debug("fuseopt: %s: packed %d parameters into one buffer", self.name, len(ts))
-        return packed
-
-    def __repr__(self) -> str:
-        return f"PackedParameters({self.name!r})"
+    if node.op == "call_module" or node.target in IN_PLACE_OPERATORS or "out" in node.kwargs:
+        return True
+    name = _name(node)
+    in_place = name.endswith("_") and not name.endswith("__")
+    return in_place or any(word in name.lower() for word in MODE_WORDS)
 
 
 def _linear_parts(node: Node) -> tuple[Node, Node, Node | None] | None:
@@ -166,117 +105,255 @@ def _linear_parts(node: Node) -> tuple[Node, Node, Node | None] | None:
     return x, w, b
 
 
-def merge_linears(gm: GraphModule, example_inputs: Sequence[Any]) -> list[tuple[int, ...]]:
-    """Rewrite Dynamo's graph `gm` (in place): linear layers reading the same input node,
-    with weights (and biases: all or none) that are packable parameters of one dtype,
-    device and input width, become one linear over `torch.cat` of their weights, each
-    layer's output a `narrow` of its columns. A parameter joins one group at most.
+def merge_linears(gm: GraphModule, example_inputs: Sequence[Any]) -> set[Signature]:
+    """Rewrite Dynamo's graph `gm` (in place): each group of linear layers reading the
+    same input node that may merge (module doc) becomes one linear over `torch.cat` of
+    their weights (and biases), each layer's output a `narrow` of its columns. A
+    parameter joins one group at most.
 
-    Returns the concatenations' arguments as placeholder positions (weights, then
-    biases: one tuple per concatenation) for `pack_at_run_time`."""
+    Returns the signatures of the concatenations made, for `pack_at_run_time`."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(example_inputs):
-        return []
-    position = {n: i for i, n in enumerate(placeholders)}
-    value = {n: example_inputs[i] for n, i in position.items()}
+        return set()
+    value = dict(zip(placeholders, example_inputs, strict=True))
     groups: dict[Node, list[tuple[Node, Node, Node | None]]] = {}
     for node in gm.graph.nodes:
         parts = _linear_parts(node)
         if parts is not None:
             groups.setdefault(parts[0], []).append((node, parts[1], parts[2]))
     used: set[Node] = set()
-    packs: list[tuple[int, ...]] = []
-    last_placeholder = placeholders[-1] if placeholders else None
-    for x, members in groups.items():
-        members = [m for m in members if m[1] not in used and (m[2] is None or m[2] not in used)]
-        weights = [value[w] for _, w, _ in members]
-        biases = [m[2] for m in members]
-        if len(members) < 2 or any(
-            not isinstance(w, torch.Tensor) or w.dim() != 2 for w in weights
-        ):
+    made: set[Signature] = set()
+    for x, calls in groups.items():
+        layers: dict[tuple[Node, Node | None], list[Node]] = {}  # (weight, bias) -> calls
+        for node, w, b in calls:
+            if w not in used and b not in used:
+                layers.setdefault((w, b), []).append(node)
+        params = [(value[w], value[b] if b is not None else None) for w, b in layers]
+        if len(layers) < 2 or not _mergeable(params):
             continue
-        if len({w.shape[1] for w in weights}) != 1 or not packable(weights):
+        nodes = [n for ns in layers.values() for n in ns]
+        order = {n: i for i, n in enumerate(gm.graph.nodes)}  # rewrites insert nodes
+        first, last = min(nodes, key=order.__getitem__), max(nodes, key=order.__getitem__)
+        between = [n for n in gm.graph.nodes if order[first] < order[n] < order[last]]
+        if any(is_barrier(n) and n not in nodes for n in between):
             continue
-        if any(b is None for b in biases) != all(b is None for b in biases):
-            continue  # some with a bias, some without
-        if biases[0] is not None and not packable([value[b] for b in biases]):  # type: ignore[index]
+        widths = [int(value[w].shape[0]) for w, _ in layers]
+        values = _narrowed_values(gm, x, layers, value, widths)
+        if values is None:
             continue
-        if biases[0] is not None and value[biases[0]].dtype != weights[0].dtype:  # type: ignore[index]
-            continue
-        widths = [int(w.shape[0]) for w in weights]
-        packs.append(_rewrite(gm, x, members, widths, last_placeholder, position))
-        if biases[0] is not None:
-            packs.append(tuple(position[b] for b in biases))  # type: ignore[index]
-        used.update(w for _, w, _ in members)
-        used.update(b for _, _, b in members if b is not None)
-    if packs:
+        _rewrite(gm, x, layers, widths, first, placeholders[-1], values)
+        weights = [value[w] for w, _ in layers]
+        made.add((str(weights[0].dtype), tuple(tuple(w.shape) for w in weights)))
+        if next(iter(layers))[1] is not None:
+            biases = [value[b] for _, b in layers]
+            made.add((str(biases[0].dtype), tuple(tuple(b.shape) for b in biases)))
+        used.update(p for key in layers for p in key if p is not None)
+    if made:
         gm.graph.lint()
         gm.recompile()
-    return packs
+    return made
+
+
+def _mergeable(layers: list[tuple[object, object]]) -> bool:
+    """Whether (weight, bias) parameters of distinct layers can be packed: 2-D weights of
+    one input width, each a parameter owning its storage, biases for all or none, one
+    dtype and device throughout."""
+    weights = [w for w, _ in layers]
+    biases = [b for _, b in layers]
+    tensors = [*weights, *(b for b in biases if b is not None)]
+    if not all(isinstance(t, torch.Tensor) and owns_storage(t) for t in tensors):
+        return False
+    if len({id(t) for t in tensors}) < len(tensors):  # one parameter in two layers
+        return False
+    if any(b is None for b in biases) and not all(b is None for b in biases):
+        return False
+    if any(w.dim() != 2 for w in weights) or len({w.shape[1] for w in weights}) != 1:  # type: ignore[union-attr]
+        return False
+    if any(b.dim() != 1 for b in biases if b is not None):  # type: ignore[union-attr]
+        return False
+    return len({(t.dtype, t.device) for t in tensors}) == 1  # type: ignore[union-attr]
+
+
+def _narrowed_values(
+    gm: GraphModule,
+    x: Node,
+    layers: dict[tuple[Node, Node | None], list[Node]],
+    value: dict[Node, Any],
+    widths: list[int],
+) -> dict[Node, Any] | None:
+    """Dynamo's example values (fake tensors) as they would be after the rewrite: the
+    merged linear's ("merged"), its narrowed columns per layer call, and every node they
+    reach whose value changes; None when a node would fail or a graph output would come
+    out with other strides than before."""
+    fakes = [x.meta.get("example_value")] + [
+        p.meta.get("example_value") for key in layers for p in key if p is not None
+    ]
+    modes = {getattr(v, "fake_mode", None) for v in fakes}
+    if len(modes) != 1 or None in modes:
+        return None
+    mode = modes.pop()
+    env: dict[Any, Any] = {}
+    try:
+        with mode:
+            weight = torch.cat([w.meta["example_value"] for w, _ in layers])
+            biases = [b.meta["example_value"] for _, b in layers if b is not None]
+            merged = LINEAR(x.meta["example_value"], weight, torch.cat(biases) if biases else None)
+            env["merged"] = merged
+            start = 0
+            for calls, width in zip(layers.values(), widths, strict=True):
+                for call in calls:
+                    env[call] = merged.narrow(-1, start, width)
+                    if env[call].dtype != call.meta["example_value"].dtype:
+                        return None  # an autocast region inside the graph: left as it is
+                start += width
+            return _propagate(gm, env)
+    except Exception:  # a node that cannot take the narrowed columns: not merged
+        return None
+
+
+def _propagate(gm: GraphModule, env: dict[Any, Any]) -> dict[Any, Any] | None:
+    """`env` (new example values of some nodes) extended, in graph order, by every node
+    reading one whose value differs from its own old example value; None when a graph
+    output's strides change. Raises what a node raises."""
+    for node in gm.graph.nodes:
+        if node in env or not any(a in env for a in node.all_input_nodes):
+            continue
+        if node.op == "output":
+            for out in _flat(node.args[0]):
+                if isinstance(out, Node) and out in env and not _same_layout(out, env[out]):
+                    return None
+            continue
+        if node.op not in ("call_function", "call_method"):
+            return None
+        args, kwargs = torch.fx.node.map_arg(
+            (node.args, node.kwargs), lambda a: env[a] if a in env else a.meta["example_value"]
+        )
+        if node.op == "call_method":
+            result = getattr(args[0], node.target)(*args[1:], **kwargs)  # type: ignore[arg-type]
+        else:
+            result = node.target(*args, **kwargs)  # type: ignore[operator]
+        if not _same_layout(node, result):
+            env[node] = result
+    return env
+
+
+def _flat(value: object) -> Iterable[object]:
+    if isinstance(value, list | tuple):
+        for v in value:
+            yield from _flat(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _flat(v)
+    else:
+        yield value
+
+
+def _same_layout(node: Node, new: object) -> bool:
+    """Whether `new` is laid out as `node`'s old example value (both tensors: shape,
+    strides, offset, dtype; anything else: equal)."""
+    old = node.meta.get("example_value")
+    if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor):
+        return (
+            old.shape == new.shape
+            and old.dtype == new.dtype
+            and old.stride() == new.stride()
+            and old.storage_offset() == new.storage_offset()
+        )
+    if isinstance(old, torch.Tensor) or isinstance(new, torch.Tensor):
+        return False
+    if isinstance(old, list | tuple) and any(isinstance(v, torch.Tensor) for v in old):
+        return False  # tuples of tensors: assume changed (their items are fresh)
+    try:
+        return type(old) is type(new) and bool(old == new)
+    except Exception:  # not comparable: assume changed
+        return False
 
 
 def _rewrite(
     gm: GraphModule,
     x: Node,
-    members: list[tuple[Node, Node, Node | None]],
+    layers: dict[tuple[Node, Node | None], list[Node]],
     widths: list[int],
-    last_placeholder: Node | None,
-    position: dict[Node, int],
-) -> tuple[int, ...]:
-    """One group's rewrite (see `merge_linears`); returns its weights' positions. The new
-    nodes get Dynamo's example values (fake tensors), computed as they will run."""
+    first: Node,
+    last_placeholder: Node,
+    values: dict[Any, Any],
+) -> None:
+    """One group's rewrite (see `merge_linears`), with the example values `values`."""
     graph = gm.graph
     with graph.inserting_after(last_placeholder):
-        weight = graph.call_function(torch.cat, ([w for _, w, _ in members], 0))
+        weight = graph.call_function(torch.cat, ([w for w, _ in layers], 0))
         bias = None
-        if members[0][2] is not None:
+        if next(iter(layers))[1] is not None:
             with graph.inserting_after(weight):
-                bias = graph.call_function(torch.cat, ([b for _, _, b in members], 0))
-    first = members[0][0]
+                bias = graph.call_function(torch.cat, ([b for _, b in layers], 0))
     with graph.inserting_before(first):
         merged = graph.call_function(LINEAR, (x, weight, bias))
+        merged.meta["example_value"] = values["merged"]
         start = 0
-        for (node, _, _), width in zip(members, widths, strict=True):
+        for calls, width in zip(layers.values(), widths, strict=True):
             piece = graph.call_function(torch.narrow, (merged, -1, start, width))
             start += width
-            piece.meta.update({k: v for k, v in node.meta.items() if k != "example_value"})
-            node.replace_all_uses_with(piece)
-    for node, _, _ in members:
-        graph.erase_node(node)
-    _example_values([weight, *([bias] if bias is not None else []), merged, *merged.users])
-    return tuple(position[w] for _, w, _ in members)
+            piece.meta.update({k: v for k, v in calls[0].meta.items() if k != "example_value"})
+            piece.meta["example_value"] = values[calls[0]]
+            for call in calls:
+                call.replace_all_uses_with(piece)
+    for calls in layers.values():
+        for call in calls:
+            graph.erase_node(call)
+    for node, new in values.items():
+        if isinstance(node, Node) and node.graph is graph:
+            node.meta["example_value"] = new
+    with values["merged"].fake_mode:
+        weight.meta["example_value"] = torch.cat([w.meta["example_value"] for w, _ in layers])
+        if bias is not None:
+            biases = [b.meta["example_value"] for _, b in layers if b is not None]
+            bias.meta["example_value"] = torch.cat(biases)
 
 
-def _example_values(nodes: Sequence[Node]) -> None:
-    """Set Dynamo's `example_value` of new `nodes` (in order, each reading earlier ones
-    or old nodes) from their arguments' fake tensors; stops at a node with an argument
-    that has none."""
-    known = [a.meta.get("example_value") for n in nodes for a in n.all_input_nodes]
-    modes = {getattr(v, "fake_mode", None) for v in known if v is not None}
-    if len(modes) != 1 or None in modes:
-        return
-    mode = modes.pop()
-    with mode:
-        for node in nodes:
-            if any(a.meta.get("example_value") is None for a in node.all_input_nodes):
-                return
-            args = torch.fx.node.map_arg(node.args, lambda a: a.meta["example_value"])
-            node.meta["example_value"] = node.target(*args)
+def _aliases(node: Node) -> bool:
+    """Whether `node` returns a view of an argument (an ATen op whose schema says so)."""
+    schema = getattr(node.target, "_schema", None)
+    if node.target is operator.getitem:
+        return True
+    return schema is not None and any(r.alias_info is not None for r in schema.returns)
 
 
-def pack_at_run_time(aten_gm: GraphModule, packs: Sequence[tuple[int, ...]], name: str) -> int:
-    """Replace, in ATen graph `aten_gm`, each `aten.cat` over the placeholders at the
-    positions of a `merge_linears` pack (dim 0) with a `PackedParameters` call; returns
-    how many were replaced."""
-    placeholders = [n for n in aten_gm.graph.nodes if n.op == "placeholder"]
-    wanted = {tuple(placeholders[i] for i in p) for p in packs if max(p) < len(placeholders)}
+def _returned_as_view(node: Node) -> bool:
+    """Whether `node`'s value, itself or through views of it, is a graph output."""
+    seen, todo = {node}, [node]
+    while todo:
+        for user in todo.pop().users:
+            if user.op == "output":
+                return True
+            if user not in seen and _aliases(user):
+                seen.add(user)
+                todo.append(user)
+    return False
+
+
+def pack_at_run_time(aten_gm: GraphModule, signatures: set[Signature], name: str) -> int:
+    """Replace, in ATen graph `aten_gm`, each `aten.cat` over placeholders along dim 0
+    with the dtype and shapes of a `merge_linears` concatenation (`signatures`) with a
+    `PackedParameters` call, unless its value is returned, itself or as a view (the
+    caller would get a tensor sharing the parameters' memory); returns how many."""
     replaced = 0
     for node in list(aten_gm.graph.nodes):
         if node.op != "call_function" or node.target is not aten.cat.default:
             continue
         tensors = node.args[0]
         dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
-        if dim != 0 or not isinstance(tensors, list | tuple) or tuple(tensors) not in wanted:
+        if dim != 0 or not isinstance(tensors, list | tuple) or len(tensors) < 2:
+            continue
+        if not all(isinstance(t, Node) and t.op == "placeholder" for t in tensors):
+            continue
+        vals = [t.meta.get("val") for t in tensors]
+        if not all(isinstance(v, torch.Tensor) for v in vals):
+            continue
+        try:
+            shapes = tuple(tuple(int(n) for n in v.shape) for v in vals)
+        except TypeError:  # a symbolic size: not a parameter
+            continue
+        if (str(vals[0].dtype), shapes) not in signatures or _returned_as_view(node):
             continue
         node.target = PackedParameters(f"{name}:{node.name}")
         node.args, node.kwargs = tuple(tensors), {}
