@@ -103,18 +103,39 @@ def test_parameters_packed_in_inference_mode_stay_trainable() -> None:
     assert model.q.weight.grad is not None and model.q.weight.grad.shape == (16, 16)
 
 
-def test_a_second_graph_over_packed_parameters_reads_them_in_place() -> None:
+def count_packing(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The concatenations `pack_at_run_time` replaces, per ATen graph compiled from now."""
+    from fuseopt.frontends.fx import dynamo_backend
+
+    replaced: list[int] = []
+    original = dynamo_backend.pack_at_run_time
+
+    def spy(*args: object) -> int:
+        replaced.append(original(*args))  # type: ignore[arg-type]
+        return replaced[-1]
+
+    monkeypatch.setattr(dynamo_backend, "pack_at_run_time", spy)
+    return replaced
+
+
+def test_a_second_graph_over_packed_parameters_reads_them_in_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A recompile for a new shape (statically, then with a symbolic size) merges the
+    same layers over the parameters packed by the first graph, without moving them."""
+    replaced = count_packing(monkeypatch)
     torch.manual_seed(3)
     model = Block().eval()
-    compiled = fuseopt.compile(model, backend="triton", strict=True, dynamic=False)
-    with torch.no_grad():
-        for rows in (3, 7):  # a recompile for a new shape
-            x = torch.randn(rows, 16)
-            assert_close(compiled(x), model(x))
-            pointer = model.q.weight.data_ptr()
-    with torch.no_grad():
-        compiled(torch.randn(3, 16))
-    assert model.q.weight.data_ptr() == pointer  # not packed anew by the first graph
+    for dynamic in (False, None):
+        torch._dynamo.reset()
+        compiled = fuseopt.compile(model, backend="triton", strict=True, dynamic=dynamic)
+        with torch.no_grad():
+            for rows in (3, 7, 3):  # a recompile for a new shape
+                x = torch.randn(rows, 16)
+                assert_close(compiled(x), model(x))
+                pointer = model.q.weight.data_ptr()
+    assert model.q.weight.data_ptr() == pointer  # not packed anew by another graph
+    assert len(replaced) == 4 and all(n == 2 for n in replaced), replaced
 
 
 def test_symbolic_rows() -> None:
@@ -301,16 +322,7 @@ def test_parameters_sharing_storage_are_not_moved() -> None:
 def test_every_graph_of_symbolic_sizes_packs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Graphs compiled per symbolic size (versions drop size placeholders) still find
     the concatenations to pack: none copies the weights every call."""
-    from fuseopt.frontends.fx import dynamo_backend
-
-    replaced: list[int] = []
-    original = dynamo_backend.pack_at_run_time
-
-    def spy(*args: object) -> int:
-        replaced.append(original(*args))  # type: ignore[arg-type]
-        return replaced[-1]
-
-    monkeypatch.setattr(dynamo_backend, "pack_at_run_time", spy)
+    replaced = count_packing(monkeypatch)
     torch.manual_seed(12)
     model = Block(bias=True).eval()
     compiled = fuseopt.compile(model, backend="interpret", dynamic=True, symbolic="dynamic")

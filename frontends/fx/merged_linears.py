@@ -38,7 +38,7 @@ from typing import Any
 import torch
 from torch.fx import GraphModule, Node
 
-from fuseopt.frontends.fx.packed_parameters import PackedParameters, owns_storage
+from fuseopt.frontends.fx.packed_parameters import PackedParameters, owns_storage, packed_view
 
 logger = logging.getLogger("fuseopt")
 aten = torch.ops.aten
@@ -156,22 +156,32 @@ def merge_linears(gm: GraphModule, example_inputs: Sequence[Any]) -> set[Signatu
 
 def _mergeable(layers: list[tuple[object, object]]) -> bool:
     """Whether (weight, bias) parameters of distinct layers can be packed: 2-D weights of
-    one input width, each a parameter owning its storage, biases for all or none, one
-    dtype and device throughout."""
+    one input width, biases for all or none, one dtype and device throughout, each a
+    parameter owning its storage or all packed already (`_packable`)."""
     weights = [w for w, _ in layers]
     biases = [b for _, b in layers]
     tensors = [*weights, *(b for b in biases if b is not None)]
-    if not all(isinstance(t, torch.Tensor) and owns_storage(t) for t in tensors):
+    if not all(isinstance(t, torch.Tensor) for t in tensors):
         return False
     if len({id(t) for t in tensors}) < len(tensors):  # one parameter in two layers
         return False
     if any(b is None for b in biases) and not all(b is None for b in biases):
+        return False
+    if not _packable(weights) or (biases[0] is not None and not _packable(biases)):  # type: ignore[arg-type]
         return False
     if any(w.dim() != 2 for w in weights) or len({w.shape[1] for w in weights}) != 1:  # type: ignore[union-attr]
         return False
     if any(b.dim() != 1 for b in biases if b is not None):  # type: ignore[union-attr]
         return False
     return len({(t.dtype, t.device) for t in tensors}) == 1  # type: ignore[union-attr]
+
+
+def _packable(ts: list[torch.Tensor]) -> bool:
+    """Whether parameters `ts` each own their storage (they can move), or already are one
+    packed buffer in this order (a graph compiled before packed them)."""
+    if all(owns_storage(t) for t in ts):
+        return True
+    return all(type(t) is torch.nn.Parameter for t in ts) and packed_view(ts) is not None
 
 
 def _narrowed_values(
