@@ -21,12 +21,9 @@ from typing import Any
 
 import torch
 
+from fuseopt.backends.host_memory import storage_uses
+
 log = logging.getLogger("fuseopt")
-
-
-def _storage_uses(t: torch.Tensor) -> int:
-    """How many tensors (views included) share `t`'s storage now."""
-    return int(torch._C._storage_Use_Count(t.untyped_storage()._cdata))
 
 
 class GraphInstance:
@@ -44,7 +41,7 @@ class GraphInstance:
     ):
         self.graph, self.outputs = graph, outputs
         self.pinned, self.copied, self.buffers = pinned, copied, buffers
-        self.idle = tuple(_storage_uses(o) for o in outputs)
+        self.idle = tuple(storage_uses(o) for o in outputs)
 
     def matches(self, pointers: tuple[int, ...]) -> bool:
         """Are the inputs it reads in place at the addresses it was recorded on?"""
@@ -52,7 +49,7 @@ class GraphInstance:
 
     def free(self) -> bool:
         """Are the outputs of the last replay no longer referenced outside this object?"""
-        return all(_storage_uses(o) <= n for o, n in zip(self.outputs, self.idle, strict=True))
+        return all(storage_uses(o) <= n for o, n in zip(self.outputs, self.idle, strict=True))
 
     def replay(self, xs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         """Copy the inputs it does not pin, replay; the caller gets fresh aliases of

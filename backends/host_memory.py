@@ -78,6 +78,11 @@ def plan_workspace(host: HostFunction) -> WorkspacePlan:
     return WorkspacePlan(end, offsets)
 
 
+def storage_uses(t: torch.Tensor) -> int:
+    """How many tensors (views included) share `t`'s storage now."""
+    return int(torch._C._storage_Use_Count(t.untyped_storage()._cdata)) - 1  # the temporary
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Row-major element strides of `shape`."""
     strides, step = [], 1

@@ -15,7 +15,7 @@ Merged are calls of ATen ops with the same target and the same arguments (the sa
 nodes, equal constants) that are functional (no mutable schema), deterministic (no
 random-number ops) and not allocations of uninitialized memory (`empty`); only ATen's
 own ops (a custom op may draw random numbers untagged). A call whose result the graph
-returns, itself or through a tuple item or a view (`_returned`), is never merged with
+returns, itself or through a tuple item or a view (`returned_memory`), is never merged with
 another: AOTAutograd hands each output to the caller as its own tensor, which the
 caller may update in place.
 """
@@ -67,7 +67,7 @@ def _key(value: Any) -> Hashable:
     return (type(value).__name__, value)
 
 
-def _returned(gm: GraphModule) -> set[Node]:
+def returned_memory(gm: GraphModule) -> set[Node]:
     """The nodes whose results the graph returns: the outputs, and back from each
     through tuple items (`getitem`) and views (ops whose result aliases an input) to the
     call whose memory it is."""
@@ -92,7 +92,7 @@ def _returned(gm: GraphModule) -> set[Node]:
 def merge_repeated_calls(gm: GraphModule) -> int:
     """Merge the repeated calls of `gm` (see the module docstring) in place; returns how
     many calls were removed."""
-    returned = _returned(gm)
+    returned = returned_memory(gm)
     first: dict[Hashable, Node] = {}
     removed = 0
     for node in list(gm.graph.nodes):

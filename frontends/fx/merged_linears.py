@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch.fx import GraphModule, Node
+from torch.utils._pytree import tree_leaves
 
+from fuseopt.frontends.fx.common_calls import returned_memory
 from fuseopt.frontends.fx.packed_parameters import PackedParameters, owns_storage, packed_view
 
 logger = logging.getLogger("fuseopt")
@@ -192,9 +194,9 @@ def _narrowed_values(
     widths: list[int],
 ) -> dict[Node, Any] | None:
     """Dynamo's example values (fake tensors) as they would be after the rewrite: the
-    merged linear's ("merged"), its narrowed columns per layer call, and every node they
-    reach whose value changes; None when a node would fail or a graph output would come
-    out with other strides than before."""
+    concatenations' ("weight", "bias"), the merged linear's ("merged"), its narrowed
+    columns per layer call, and every node they reach whose value changes; None when a
+    node would fail or a graph output would come out with other strides than before."""
     fakes = [x.meta.get("example_value")] + [
         p.meta.get("example_value") for key in layers for p in key if p is not None
     ]
@@ -205,10 +207,10 @@ def _narrowed_values(
     env: dict[Any, Any] = {}
     try:
         with mode:
-            weight = torch.cat([w.meta["example_value"] for w, _ in layers])
+            weight = env["weight"] = torch.cat([w.meta["example_value"] for w, _ in layers])
             biases = [b.meta["example_value"] for _, b in layers if b is not None]
-            merged = LINEAR(x.meta["example_value"], weight, torch.cat(biases) if biases else None)
-            env["merged"] = merged
+            bias = env["bias"] = torch.cat(biases) if biases else None
+            merged = env["merged"] = LINEAR(x.meta["example_value"], weight, bias)
             start = 0
             for calls, width in zip(layers.values(), widths, strict=True):
                 for call in calls:
@@ -229,7 +231,7 @@ def _propagate(gm: GraphModule, env: dict[Any, Any]) -> dict[Any, Any] | None:
         if node in env or not any(a in env for a in node.all_input_nodes):
             continue
         if node.op == "output":
-            for out in _flat(node.args[0]):
+            for out in tree_leaves(node.args[0]):
                 if isinstance(out, Node) and out in env and not _same_layout(out, env[out]):
                     return None
             continue
@@ -245,17 +247,6 @@ def _propagate(gm: GraphModule, env: dict[Any, Any]) -> dict[Any, Any] | None:
         if not _same_layout(node, result):
             env[node] = result
     return env
-
-
-def _flat(value: object) -> Iterable[object]:
-    if isinstance(value, list | tuple):
-        for v in value:
-            yield from _flat(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _flat(v)
-    else:
-        yield value
 
 
 def _same_layout(node: Node, new: object) -> bool:
@@ -310,35 +301,12 @@ def _rewrite(
     for calls in layers.values():
         for call in calls:
             graph.erase_node(call)
+    weight.meta["example_value"] = values["weight"]
+    if bias is not None:
+        bias.meta["example_value"] = values["bias"]
     for node, new in values.items():
         if isinstance(node, Node) and node.graph is graph:
             node.meta["example_value"] = new
-    with values["merged"].fake_mode:
-        weight.meta["example_value"] = torch.cat([w.meta["example_value"] for w, _ in layers])
-        if bias is not None:
-            biases = [b.meta["example_value"] for _, b in layers if b is not None]
-            bias.meta["example_value"] = torch.cat(biases)
-
-
-def _aliases(node: Node) -> bool:
-    """Whether `node` returns a view of an argument (an ATen op whose schema says so)."""
-    schema = getattr(node.target, "_schema", None)
-    if node.target is operator.getitem:
-        return True
-    return schema is not None and any(r.alias_info is not None for r in schema.returns)
-
-
-def _returned_as_view(node: Node) -> bool:
-    """Whether `node`'s value, itself or through views of it, is a graph output."""
-    seen, todo = {node}, [node]
-    while todo:
-        for user in todo.pop().users:
-            if user.op == "output":
-                return True
-            if user not in seen and _aliases(user):
-                seen.add(user)
-                todo.append(user)
-    return False
 
 
 def pack_at_run_time(aten_gm: GraphModule, signatures: set[Signature], name: str) -> int:
@@ -347,6 +315,7 @@ def pack_at_run_time(aten_gm: GraphModule, signatures: set[Signature], name: str
     `PackedParameters` call, unless its value is returned, itself or as a view (the
     caller would get a tensor sharing the parameters' memory); returns how many."""
     replaced = 0
+    returned = returned_memory(aten_gm)
     for node in list(aten_gm.graph.nodes):
         if node.op != "call_function" or node.target is not aten.cat.default:
             continue
@@ -363,7 +332,7 @@ def pack_at_run_time(aten_gm: GraphModule, signatures: set[Signature], name: str
             shapes = tuple(tuple(int(n) for n in v.shape) for v in vals)
         except TypeError:  # a symbolic size: not a parameter
             continue
-        if (str(vals[0].dtype), shapes) not in signatures or _returned_as_view(node):
+        if (str(vals[0].dtype), shapes) not in signatures or node in returned:
             continue
         node.target = PackedParameters(f"{name}:{node.name}")
         node.args, node.kwargs = tuple(tensors), {}

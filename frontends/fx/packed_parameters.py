@@ -24,12 +24,9 @@ from collections.abc import Sequence
 
 import torch
 
+from fuseopt.backends.host_memory import contiguous_strides, storage_uses
+
 logger = logging.getLogger("fuseopt")
-
-
-def _storage_uses(t: torch.Tensor) -> int:
-    """How many tensors (views included) share `t`'s storage now."""
-    return int(torch._C._storage_Use_Count(t.untyped_storage()._cdata)) - 1  # the temporary
 
 
 def owns_storage(t: torch.Tensor) -> bool:
@@ -42,7 +39,7 @@ def owns_storage(t: torch.Tensor) -> bool:
         and t.is_contiguous()
         and t.storage_offset() == 0
         and t.untyped_storage().nbytes() == t.numel() * t.element_size()
-        and _storage_uses(t) == 1
+        and storage_uses(t) == 1
     )
 
 
@@ -65,7 +62,7 @@ def packed_view(ts: Sequence[torch.Tensor]) -> torch.Tensor | None:
         offset += t.numel()
     rows = sum(t.shape[0] for t in ts)
     shape = (rows, *first.shape[1:])
-    return first.as_strided(shape, torch.empty(shape, device="meta").stride())
+    return first.as_strided(shape, contiguous_strides(shape))
 
 
 def packable(ts: Sequence[object], buffer: int | None = None) -> bool:
@@ -83,7 +80,7 @@ def packable(ts: Sequence[object], buffer: int | None = None) -> bool:
     mine = [t for t in tensors if t.untyped_storage().data_ptr() == buffer]
     ours = {id(t) for t in mine}
     if all(owns_storage(t) or id(t) in ours for t in tensors) and all(
-        t.is_contiguous() and _storage_uses(t) == len(mine) for t in mine
+        t.is_contiguous() and storage_uses(t) == len(mine) for t in mine
     ):
         return True
     return packed_view(tensors) is not None
