@@ -132,6 +132,24 @@ def test_triton_keeps_short_reduced_runs_in_one_warp() -> None:
     torch.testing.assert_close(compiled(rows), expected, rtol=1e-5, atol=1e-4)
 
 
+def test_triton_gives_a_looped_bf16_column_variance_one_warp() -> None:
+    """tile-promote recognizes the per-lane statistics that convert-nn-to-tile emits for a
+    looped column variance (`carries_lane_statistics`: the loop's first-step select of a
+    pilot) and, for a 16-bit input, gives the Triton kernel one warp; the f32 variance
+    and a plain column sum keep four."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 2048, 16, generator=generator).to(torch.bfloat16)
+    variance = fuseopt.compile(lambda t: t.var(1), (x,), backend="triton", strict=True)
+    assert [k.schedule for k in variance.kernels] == ["row_reduction_looped"]
+    assert "1 warps" in variance.kernels[0].launch
+    as_f32 = fuseopt.compile(lambda t: t.var(1), (x.float(),), backend="triton", strict=True)
+    assert "4 warps" in as_f32.kernels[0].launch
+    total = fuseopt.compile(lambda t: t.sum(1), (x,), backend="triton", strict=True)
+    assert "4 warps" in total.kernels[0].launch
+    expected = x.double().var(1)
+    torch.testing.assert_close(variance(x).double(), expected, rtol=1e-2, atol=1e-3)
+
+
 def _sources(*folders: str) -> list[Path]:
     return [p for f in folders for p in (ROOT / f).rglob("*.py")]
 
