@@ -88,7 +88,7 @@ def test_lowering_options_build_pass_objects() -> None:
     assert [p.name for p in passes] == ["convert-nn-to-tile", "tile-promote"]
     assert CUDA.defaults.spec() == (
         "nn-widen-intermediates,convert-nn-to-tile{row_chunk=4096 attention_block_m=64 "
-        "attention_block_n=32 attention_query_tiles=1 column_statistics=false "
+        "attention_block_n=32 attention_query_tiles=1 "
         "row_cache_bytes=98304 scan=false},"
         "tile-promote"
     )

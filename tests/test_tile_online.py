@@ -268,8 +268,8 @@ def test_triton_online_loops_match_the_tile_interpreter(text: str, tmp_path: Pat
 
 
 def test_column_statistics_off_keeps_a_loop_per_level() -> None:
-    """`column-statistics=false` (the CUDA target's setting) keeps the column variance
-    in two loops, mean then squared deviations, with the same result."""
+    """`column-statistics=false` keeps the column variance in two loops, mean then
+    squared deviations, with the same result."""
     x = np.random.default_rng(9).standard_normal((100, 70)).astype(np.float32)
     spec = "nn-fuse,convert-nn-to-tile{block-cols=16 block-rows=16 column-statistics=false}"
     expected, actual, tiled = run(_squared_deviations(100, 70), [x], spec + ",tile-promote")
@@ -302,6 +302,20 @@ def test_cuda_keeps_per_level_loops_only_for_rows_its_cache_holds() -> None:
     assert cuda_kernel_loops(layernorm(2, 9000)) == 3  # mean, variance, store
     assert cuda_kernel_loops(softmax(2, 50000)) == 2  # online max and sum, store
     assert cuda_kernel_loops(layernorm(2, 50000)) == 2
+
+
+@pytest.mark.parametrize("rows", [3000, 4096], ids=["ragged", "whole_steps"])
+def test_cuda_column_variance_takes_one_pass_per_lane(rows: int, tmp_path: Path) -> None:
+    """The CUDA target keeps a column variance's statistics per lane in one loop (one read
+    of the input), and the emulated kernel matches the reference interpreter, a ragged
+    last step included."""
+    from test_cuda_emulated import emulator_available, run_emulated
+
+    text = _squared_deviations(rows, 24)
+    assert cuda_kernel_loops(text) == 1
+    if not emulator_available():
+        pytest.skip("g++ is not installed")
+    run_emulated(text, tmp_path, "f32")
 
 
 @pytest.mark.parametrize(
