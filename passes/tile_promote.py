@@ -231,16 +231,13 @@ def carries_lane_statistics(kernel: tile.KernelOp) -> bool:
 
 
 def _first_step(condition: SSAValue, carried: Sequence[SSAValue]) -> bool:
-    """Whether `condition` is `broadcast(steps == 0)` for a carried step count (a 0-d
-    tile: `online._lane_update`): the lane statistics' first step, not a running
-    comparison (an argmax's `x > best`)."""
-    broadcast = condition.owner
-    if not isinstance(broadcast, tile.BroadcastOp):
-        return False
-    compare = broadcast.operands[0].owner
+    """Whether `condition` is `broadcast(steps) == 0` for a carried step count: the
+    lane statistics' first step, not a running comparison (an argmax's `x > best`)."""
+    compare = condition.owner
     if not isinstance(compare, nn.CompareOp) or compare.predicate.data != "eq":
         return False
-    return compare.operands[0] in carried
+    broadcast = compare.operands[0].owner
+    return isinstance(broadcast, tile.BroadcastOp) and broadcast.operands[0] in carried
 
 
 def matmul_shared_bytes(kernel: tile.KernelOp, stages: int, budget: int) -> int:

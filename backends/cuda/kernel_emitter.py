@@ -384,10 +384,10 @@ class KernelEmitter:
         return out
 
     def as_uniform(self, x: Val) -> Val:
-        """A one-element tile held by every thread."""
-        assert x.n == 1
+        """A tile of one value (one element, or uniform already) held by every thread."""
         if x.kind == "uniform":
             return x
+        assert x.n == 1
         arr = self.as_array(x)
         name = self.fresh("u")
         self.line(f"const {op_table.c_type(x.elem)} {name} = {self.read(arr, '0')};")

@@ -3,8 +3,9 @@
 Index arithmetic is `long long` (buffers may exceed 2^31 elements). A loop's iter_args
 become variables declared before the C `for`: accumulator fragments for dots
 (`dot.carried_frag`), per-thread partials for looped row reductions
-(`reduce.deferred_reductions`, combined across the block once after the loop), and
-otherwise register tiles assigned at the yield. A K loop of dots over operand loads
+(`reduce.deferred_reductions`, combined across the block once after the loop), one
+register for tiles that stay uniform (`uniform_carries`), and otherwise register tiles
+assigned at the yield. A K loop of dots over operand loads
 is printed as tile-promote staged its operands instead (`pipeline.py`).
 """
 
@@ -18,6 +19,7 @@ from xdsl.ir import Operation, SSAValue
 
 from fuseopt.backends.cuda import op_table
 from fuseopt.backends.cuda.kernel_emitter import KernelEmitter
+from fuseopt.backends.cuda.uniform_carries import uniform_carries
 from fuseopt.backends.cuda.values import Val
 from fuseopt.diagnostics import error_at
 from fuseopt.dialects import tile
@@ -77,6 +79,7 @@ def _emit_for(em: KernelEmitter, op: scf.ForOp) -> None:
     body = op.body.block
     carried: list[Val] = []
     deferred = deferred_reductions(op)
+    uniform = uniform_carries(em, op)
     for i, (init, arg) in enumerate(zip(op.iter_args, body.args[1:], strict=True)):
         x = em.val(init)
         frag = None if i in deferred else carried_frag(em, op, arg, x)
@@ -98,7 +101,7 @@ def _emit_for(em: KernelEmitter, op: scf.ForOp) -> None:
             carried.append(c)
         elif frag is not None:
             carried.append(frag)
-        elif x.n == 1:
+        elif x.n == 1 or i in uniform:
             u = em.as_uniform(x)
             name = em.fresh("acc")
             em.line(f"{op_table.c_type(x.elem)} {name} = {u.name};")

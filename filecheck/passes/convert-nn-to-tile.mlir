@@ -492,20 +492,18 @@ func.func @bypassed(%x: tensor<8x32xbf16>, %w: tensor<16x32xbf16>, %b: tensor<16
 
 // A looped LayerNorm: the mean and the variance share the first loop, per lane
 // (Welford on each lane's elements less its pilot, its first element, weighted by one
-// reciprocal of the step count, a 0-d tile that all rows share: no tile.reduce in the
-// loop); after it the lanes
+// reciprocal of the row's step count: no tile.reduce in the loop); after it the lanes
 // combine (a ragged last chunk's lanes count one step fewer, from its mask) and the
 // second loop normalizes and stores.
 // LOOPED-LABEL: tile.kernel @layernorm grid 1
 // LOOPED-SAME:  schedule = "row_reduction_looped"
-// LOOPED:       %[[STEPS:.*]], %[[PILOT:.*]], %[[SHIFTED:.*]], %[[M2:.*]] = scf.for %{{.*}} iter_args(%[[S:.*]] = %{{.*}}, %[[P:.*]] = %{{.*}}, %[[MU:.*]] = %{{.*}}, %[[Q:.*]] = %{{.*}}) -> (tensor<f32>, tensor<1x32xf32>, tensor<1x32xf32>, tensor<1x32xf32>) {
-// LOOPED:         %[[S2:.*]] = nn.add %[[S]], %{{.*}} : tensor<f32>
-// LOOPED:         %[[W:.*]] = nn.div %{{.*}}, %[[S2]] : tensor<f32>
-// LOOPED:         tile.broadcast %[[W]] dims [] : tensor<f32> -> tensor<1x32xf32>
+// LOOPED:       %[[STEPS:.*]], %[[PILOT:.*]], %[[SHIFTED:.*]], %[[M2:.*]] = scf.for %{{.*}} iter_args(%[[S:.*]] = %{{.*}}, %[[P:.*]] = %{{.*}}, %[[MU:.*]] = %{{.*}}, %[[Q:.*]] = %{{.*}}) -> (tensor<1xf32>, tensor<1x32xf32>, tensor<1x32xf32>, tensor<1x32xf32>) {
+// LOOPED:         %[[S2:.*]] = nn.add %[[S]], %{{.*}} : tensor<1xf32>
+// LOOPED:         %[[W:.*]] = nn.div %{{.*}}, %[[S2]] : tensor<1xf32>
 // LOOPED-NOT:     tile.reduce
 // LOOPED:         %[[P2:.*]] = nn.select %{{.*}}, %{{.*}}, %[[P]] : tensor<1x32xf32>
 // LOOPED-NOT:     tile.reduce
-// LOOPED:         scf.yield %[[S2]], %[[P2]], %{{.*}}, %{{.*}} : tensor<f32>, tensor<1x32xf32>, tensor<1x32xf32>, tensor<1x32xf32>
+// LOOPED:         scf.yield %[[S2]], %[[P2]], %{{.*}}, %{{.*}} : tensor<1xf32>, tensor<1x32xf32>, tensor<1x32xf32>, tensor<1x32xf32>
 // LOOPED:       tile.mask [%{{.*}}, %{{.*}}] bounds [4, 100] : tensor<1x32xi1>
 // LOOPED:       %[[N:.*]] = tile.reduce sum %{{.*}} axis 1 : tensor<1x32xf32> -> tensor<1xf32>
 // LOOPED:       %[[LANEMEAN:.*]] = nn.add %[[PILOT]], %[[SHIFTED]] : tensor<1x32xf32>

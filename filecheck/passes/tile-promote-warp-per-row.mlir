@@ -126,16 +126,16 @@ tile.kernel @fused_0_cast_mean_sub_mul grid 1 (%0: memref<2x4096x64xbf16>, %1: m
   %9 = arith.divsi %7, %2 : index
   %10 = arith.muli %8, %3 : index
   %11 = nn.constant 0.000000e+00 : tensor<128x16xf32>
-  %12 = nn.constant 0.000000e+00 : tensor<f32>
-  %13, %14, %15, %16 = scf.for %17 = %4 to %5 step %6 iter_args(%18 = %12, %19 = %11, %20 = %11, %21 = %11) -> (tensor<f32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>) {
-    %22 = nn.constant 0.000000e+00 : tensor<f32>
-    %23 = nn.compare eq, %18, %22 : tensor<f32>
-    %24 = tile.broadcast %23 dims [] : tensor<i1> -> tensor<128x16xi1>
-    %25 = nn.constant 1.000000e+00 : tensor<f32>
-    %26 = nn.add %18, %25 : tensor<f32>
-    %27 = nn.constant 1.000000e+00 : tensor<f32>
-    %28 = nn.div %27, %26 : tensor<f32>
-    %29 = tile.broadcast %28 dims [] : tensor<f32> -> tensor<128x16xf32>
+  %12 = nn.constant 0.000000e+00 : tensor<16xf32>
+  %13, %14, %15, %16 = scf.for %17 = %4 to %5 step %6 iter_args(%18 = %12, %19 = %11, %20 = %11, %21 = %11) -> (tensor<16xf32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>) {
+    %22 = tile.broadcast %18 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
+    %23 = nn.constant 0.000000e+00 : tensor<128x16xf32>
+    %24 = nn.compare eq, %22, %23 : tensor<128x16xf32>
+    %25 = nn.constant 1.000000e+00 : tensor<16xf32>
+    %26 = nn.add %18, %25 : tensor<16xf32>
+    %27 = nn.constant 1.000000e+00 : tensor<16xf32>
+    %28 = nn.div %27, %26 : tensor<16xf32>
+    %29 = tile.broadcast %28 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
     %30 = tile.load %0[%9, %17, %10] : memref<2x4096x64xbf16> -> tensor<128x16xbf16>
     %31 = nn.cast %30 : tensor<128x16xbf16> -> tensor<128x16xf32>
     %32 = nn.select %24, %31, %19 : tensor<128x16xf32>
@@ -146,9 +146,9 @@ tile.kernel @fused_0_cast_mean_sub_mul grid 1 (%0: memref<2x4096x64xbf16>, %1: m
     %37 = nn.sub %33, %36 : tensor<128x16xf32>
     %38 = nn.mul %34, %37 : tensor<128x16xf32>
     %39 = nn.add %21, %38 : tensor<128x16xf32>
-    scf.yield %26, %32, %36, %39 : tensor<f32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>
+    scf.yield %26, %32, %36, %39 : tensor<16xf32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>
   }
-  %40 = tile.broadcast %13 dims [] : tensor<f32> -> tensor<128x16xf32>
+  %40 = tile.broadcast %13 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
   %41 = tile.reduce sum %40 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
   %42 = nn.add %14, %15 : tensor<128x16xf32>
   %43 = nn.mul %40, %42 : tensor<128x16xf32>
@@ -257,16 +257,16 @@ tile.kernel @fused_0_mean_sub_mul grid 1 (%0: memref<2x4096x64xf32>, %1: memref<
   %9 = arith.divsi %7, %2 : index
   %10 = arith.muli %8, %3 : index
   %11 = nn.constant 0.000000e+00 : tensor<128x16xf32>
-  %12 = nn.constant 0.000000e+00 : tensor<f32>
-  %13, %14, %15, %16 = scf.for %17 = %4 to %5 step %6 iter_args(%18 = %12, %19 = %11, %20 = %11, %21 = %11) -> (tensor<f32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>) {
-    %22 = nn.constant 0.000000e+00 : tensor<f32>
-    %23 = nn.compare eq, %18, %22 : tensor<f32>
-    %24 = tile.broadcast %23 dims [] : tensor<i1> -> tensor<128x16xi1>
-    %25 = nn.constant 1.000000e+00 : tensor<f32>
-    %26 = nn.add %18, %25 : tensor<f32>
-    %27 = nn.constant 1.000000e+00 : tensor<f32>
-    %28 = nn.div %27, %26 : tensor<f32>
-    %29 = tile.broadcast %28 dims [] : tensor<f32> -> tensor<128x16xf32>
+  %12 = nn.constant 0.000000e+00 : tensor<16xf32>
+  %13, %14, %15, %16 = scf.for %17 = %4 to %5 step %6 iter_args(%18 = %12, %19 = %11, %20 = %11, %21 = %11) -> (tensor<16xf32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>) {
+    %22 = tile.broadcast %18 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
+    %23 = nn.constant 0.000000e+00 : tensor<128x16xf32>
+    %24 = nn.compare eq, %22, %23 : tensor<128x16xf32>
+    %25 = nn.constant 1.000000e+00 : tensor<16xf32>
+    %26 = nn.add %18, %25 : tensor<16xf32>
+    %27 = nn.constant 1.000000e+00 : tensor<16xf32>
+    %28 = nn.div %27, %26 : tensor<16xf32>
+    %29 = tile.broadcast %28 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
     %30 = tile.load %0[%9, %17, %10] : memref<2x4096x64xf32> -> tensor<128x16xf32>
     %31 = nn.select %24, %30, %19 : tensor<128x16xf32>
     %32 = nn.sub %30, %31 : tensor<128x16xf32>
@@ -276,9 +276,9 @@ tile.kernel @fused_0_mean_sub_mul grid 1 (%0: memref<2x4096x64xf32>, %1: memref<
     %36 = nn.sub %32, %35 : tensor<128x16xf32>
     %37 = nn.mul %33, %36 : tensor<128x16xf32>
     %38 = nn.add %21, %37 : tensor<128x16xf32>
-    scf.yield %26, %31, %35, %38 : tensor<f32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>
+    scf.yield %26, %31, %35, %38 : tensor<16xf32>, tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>
   }
-  %39 = tile.broadcast %13 dims [] : tensor<f32> -> tensor<128x16xf32>
+  %39 = tile.broadcast %13 dims [1] : tensor<16xf32> -> tensor<128x16xf32>
   %40 = tile.reduce sum %39 axis 0 : tensor<128x16xf32> -> tensor<16xf32>
   %41 = nn.add %14, %15 : tensor<128x16xf32>
   %42 = nn.mul %39, %41 : tensor<128x16xf32>

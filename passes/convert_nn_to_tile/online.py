@@ -135,9 +135,9 @@ def _lane_type(em: KernelEmitter, pair: StatisticsPair) -> TensorType:
 def initial(em: KernelEmitter, ctx: Context, pair: StatisticsPair) -> list[SSAValue]:
     """The accumulators' initial tiles: (m, s) for softmax, (n, mean, M2) for variance
     (per row, or per lane with `per_lane`)."""
-    if per_lane(em, pair):  # steps taken (one for all rows), then pilot, mean and M2 per lane
+    if per_lane(em, pair):  # steps taken (per row), then pilot, mean and M2 per lane
         zero = em.splat(ctx, 0.0, _lane_type(em, pair))
-        return [em.splat(ctx, 0.0, _steps_type(em, pair)), zero, zero, zero]
+        return [em.splat(ctx, 0.0, _row_type(em, pair)), zero, zero, zero]
     t = _row_type(em, pair)
     if pair.kind == SOFTMAX:
         return [em.splat(ctx, -math.inf, t), em.splat(ctx, 0.0, t)]
@@ -188,20 +188,6 @@ def update(
     return [n_new, mean_new, m2_new]
 
 
-def _steps_type(em: KernelEmitter, pair: StatisticsPair) -> TensorType:
-    """The 0-d f32 tile of a per-lane variance's step count: every row of the tile has
-    taken the same steps, so one value (uniform in every thread) carries it, not a row
-    vector that each chunk would have to broadcast to the lanes."""
-    return TensorType(em._acc_element(_element(pair.first)), [])
-
-
-def _spread(em: KernelEmitter, ctx: Context, x: SSAValue, t: TensorType) -> SSAValue:
-    """The 0-d tile `x` broadcast to the shape of `t` (its element type kept)."""
-    xt = x.type
-    assert isinstance(xt, TensorType)
-    return em.add(ctx, tile.BroadcastOp(x, [], TensorType(xt.element_type, t.get_shape())))
-
-
 def _lane_update(
     em: KernelEmitter, ctx: Context, pair: StatisticsPair, accs: list[SSAValue]
 ) -> list[SSAValue]:
@@ -214,12 +200,12 @@ def _lane_update(
     changes nothing (its count is one step short: `_lane_counts`)."""
     steps, pilot, mean, m2 = accs
     t = _lane_type(em, pair)
-    one = _steps_type(em, pair)
-    starts = em.add(ctx, nn.CompareOp("eq", steps, em.splat(ctx, 0.0, one)))
-    first = _spread(em, ctx, starts, t)
-    steps_new = em.add(ctx, nn.AddOp(steps, em.splat(ctx, 1.0, one)))
-    weight = em.add(ctx, nn.DivOp(em.splat(ctx, 1.0, one), steps_new))
-    weight = _spread(em, ctx, weight, t)
+    row = _row_type(em, pair)
+    taken = em._broadcast(ctx, steps, pair.first.results[0], pair.source)
+    first = em.add(ctx, nn.CompareOp("eq", taken, em.splat(ctx, 0.0, t)))
+    steps_new = em.add(ctx, nn.AddOp(steps, em.splat(ctx, 1.0, row)))
+    weight = em.add(ctx, nn.DivOp(em.splat(ctx, 1.0, row), steps_new))
+    weight = em._broadcast(ctx, weight, pair.first.results[0], pair.source)
     x = em.cast(ctx, em.emit(pair.source, ctx), t.element_type)
     mask = em.chunk_mask(pair.source, ctx)
     if mask is not None:  # outside the row: a finite pilot (0), the shifted mean
@@ -240,7 +226,7 @@ def _lane_counts(
     """Elements each lane has seen after the loop: every step's, one fewer for a lane
     outside the ragged last chunk (a mask of that chunk after the loop instead of a
     count carried per lane)."""
-    n = _spread(em, ctx, steps, _lane_type(em, pair))
+    n = em._broadcast(ctx, steps, pair.first.results[0], pair.source)
     mask = em.chunk_mask(pair.source, ctx, last=True)
     if mask is None:
         return n
