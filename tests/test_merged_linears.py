@@ -259,14 +259,18 @@ def check_two_layers(
     return model, compiled
 
 
-def test_an_in_place_change_between_layers_keeps_them_apart() -> None:
+def test_an_in_place_change_between_layers_keeps_them_apart(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     def body(m: TwoLayers, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         h = x * 2
         q = m.q(h)
         h.add_(1.0)  # the key reads the changed input
         return q.sum(-1), m.k(h).sum(-1)
 
-    check_two_layers(body, merged=False)
+    with caplog.at_level(logging.DEBUG, logger="fuseopt"):
+        check_two_layers(body, merged=False)
+    assert "not merged: add_ runs between them" in caplog.text  # the reason is logged
 
 
 def test_an_autocast_region_inside_the_graph_keeps_them_apart() -> None:
@@ -278,12 +282,19 @@ def test_an_autocast_region_inside_the_graph_keeps_them_apart() -> None:
     check_two_layers(body, merged=False)
 
 
-def test_outputs_that_cannot_be_columns_keep_their_layers() -> None:
+def test_outputs_that_cannot_be_columns_keep_their_layers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """A `view` merging a layer's columns with its rows, and layer outputs returned as
     they are (eager's strides): not merged, still right."""
     check_two_layers(lambda m, x: m.q(x).view(-1) + m.k(x).view(-1), merged=False)
     torch._dynamo.reset()
-    check_two_layers(lambda m, x: (m.q(x), m.k(x)), merged=False)
+    with caplog.at_level(logging.DEBUG, logger="fuseopt"):
+        check_two_layers(lambda m, x: (m.q(x), m.k(x)), merged=False)
+    assert (
+        "would change: (3, 8) strides (8, 1) offset 0 torch.float32 -> (3, 8) strides (16, 1)"
+        in caplog.text
+    )
     torch._dynamo.reset()
     check_two_layers(lambda m, x: (m.q(x) * m.k(x)).view(-1), merged=True)
 

@@ -137,11 +137,14 @@ def merge_linears(gm: GraphModule, example_inputs: Sequence[Any]) -> set[Signatu
         order = {n: i for i, n in enumerate(gm.graph.nodes)}  # rewrites insert nodes
         first, last = min(nodes, key=order.__getitem__), max(nodes, key=order.__getitem__)
         between = [n for n in gm.graph.nodes if order[first] < order[n] < order[last]]
-        if any(is_barrier(n) and n not in nodes for n in between):
+        barriers = [n for n in between if is_barrier(n) and n not in nodes]
+        if barriers:
+            _left_separate(nodes, f"{barriers[0].name} runs between them")
             continue
         widths = [int(value[w].shape[0]) for w, _ in layers]
         values = _narrowed_values(gm, x, layers, value, widths)
-        if values is None:
+        if isinstance(values, str):
+            _left_separate(nodes, values)
             continue
         _rewrite(gm, x, layers, widths, first, placeholders[-1], values)
         weights = [value[w] for w, _ in layers]
@@ -154,6 +157,11 @@ def merge_linears(gm: GraphModule, example_inputs: Sequence[Any]) -> set[Signatu
         gm.graph.lint()
         gm.recompile()
     return made
+
+
+def _left_separate(nodes: list[Node], reason: str) -> None:
+    """Log (debug) why the linear layers `nodes` of one input stay separate GEMMs."""
+    logger.debug("fuseopt: linear layers %s not merged: %s", [n.name for n in nodes], reason)
 
 
 def _mergeable(layers: list[tuple[object, object]]) -> bool:
@@ -192,17 +200,18 @@ def _narrowed_values(
     layers: dict[tuple[Node, Node | None], list[Node]],
     value: dict[Node, Any],
     widths: list[int],
-) -> dict[Node, Any] | None:
+) -> dict[Node, Any] | str:
     """Dynamo's example values (fake tensors) as they would be after the rewrite: the
     concatenations' ("weight", "bias"), the merged linear's ("merged"), its narrowed
-    columns per layer call, and every node they reach whose value changes; None when a
-    node would fail or a graph output would come out with other strides than before."""
+    columns per layer call, and every node they reach whose value changes; why not
+    (a string) when a node would fail or a graph output would come out with other
+    strides than before."""
     fakes = [x.meta.get("example_value")] + [
         p.meta.get("example_value") for key in layers for p in key if p is not None
     ]
     modes = {getattr(v, "fake_mode", None) for v in fakes}
     if len(modes) != 1 or None in modes:
-        return None
+        return "no example values of one fake mode"
     mode = modes.pop()
     env: dict[Any, Any] = {}
     try:
@@ -216,27 +225,28 @@ def _narrowed_values(
                 for call in calls:
                     env[call] = merged.narrow(-1, start, width)
                     if env[call].dtype != call.meta["example_value"].dtype:
-                        return None  # an autocast region inside the graph: left as it is
+                        return "an autocast region inside the graph"
                 start += width
             return _propagate(gm, env)
-    except Exception:  # a node that cannot take the narrowed columns: not merged
-        return None
+    except Exception as e:  # a node that cannot take the narrowed columns: not merged
+        return f"the dry run failed: {type(e).__name__}: {e}"
 
 
-def _propagate(gm: GraphModule, env: dict[Any, Any]) -> dict[Any, Any] | None:
+def _propagate(gm: GraphModule, env: dict[Any, Any]) -> dict[Any, Any] | str:
     """`env` (new example values of some nodes) extended, in graph order, by every node
-    reading one whose value differs from its own old example value; None when a graph
-    output's strides change. Raises what a node raises."""
+    reading one whose value differs from its own old example value; why not (a string)
+    when a graph output's layout changes. Raises what a node raises."""
     for node in gm.graph.nodes:
         if node in env or not any(a in env for a in node.all_input_nodes):
             continue
         if node.op == "output":
             for out in tree_leaves(node.args[0]):
                 if isinstance(out, Node) and out in env and not _same_layout(out, env[out]):
-                    return None
+                    old = out.meta.get("example_value")
+                    return f"output {out.name} would change: {_layout(old)} -> {_layout(env[out])}"
             continue
         if node.op not in ("call_function", "call_method"):
-            return None
+            return f"{node.name} ({node.op}) reads the columns"
         args, kwargs = torch.fx.node.map_arg(
             (node.args, node.kwargs), lambda a: env[a] if a in env else a.meta["example_value"]
         )
@@ -247,6 +257,14 @@ def _propagate(gm: GraphModule, env: dict[Any, Any]) -> dict[Any, Any] | None:
         if not _same_layout(node, result):
             env[node] = result
     return env
+
+
+def _layout(value: object) -> str:
+    """A tensor's shape, strides, offset and dtype as text (anything else: its type)."""
+    if isinstance(value, torch.Tensor):
+        shape, strides = tuple(value.shape), value.stride()
+        return f"{shape} strides {strides} offset {value.storage_offset()} {value.dtype}"
+    return type(value).__name__
 
 
 def _same_layout(node: Node, new: object) -> bool:
