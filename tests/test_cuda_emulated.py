@@ -30,6 +30,7 @@ from fuseopt.dialects.dtypes import torch_dtype
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from random_nn_graphs import RandomGraph, nn_graphs  # noqa: E402
 from test_nn_fuse_workloads import (  # noqa: E402
+    column_variance,
     gated_mlp,
     gelu_bias,
     gqa_keys_values,
@@ -96,26 +97,8 @@ func.func @main(%x: tensor<1000x64xbf16>) -> tensor<64xbf16> {
 }
 """,
     # a column variance as the frontend writes it: per-lane Welford over a row loop
-    # whose running count (a vector of the columns) is carried in registers
-    "column_var_looped": """
-func.func @main(%arg0: tensor<600x72xbf16>) -> tensor<72xbf16> {
-  %0 = nn.cast %arg0 : tensor<600x72xbf16> -> tensor<600x72xf32>
-  %1 = nn.mean %0 [0] keepdim : tensor<600x72xf32> -> tensor<1x72xf32>
-  %2 = nn.reduce_min %0 [0] keepdim : tensor<600x72xf32> -> tensor<1x72xf32>
-  %3 = nn.reduce_max %0 [0] keepdim : tensor<600x72xf32> -> tensor<1x72xf32>
-  %4 = nn.compare eq, %2, %3 : tensor<1x72xf32>
-  %5 = nn.select %4, %2, %1 : tensor<1x72xf32>
-  %6 = nn.broadcast %5 : tensor<1x72xf32> -> tensor<600x72xf32>
-  %7 = nn.sub %0, %6 : tensor<600x72xf32>
-  %8 = nn.mul %7, %7 : tensor<600x72xf32>
-  %9 = nn.sum %8 [0] keepdim : tensor<600x72xf32> -> tensor<1x72xf32>
-  %10 = nn.constant 5.990000e+02 : tensor<1x72xf32>
-  %11 = nn.div %9, %10 : tensor<1x72xf32>
-  %12 = nn.reshape %11 : tensor<1x72xf32> -> tensor<72xf32>
-  %13 = nn.cast %12 : tensor<72xf32> -> tensor<72xbf16>
-  func.return %13 : tensor<72xbf16>
-}
-""",
+    # whose running count (a vector of equal elements) is carried in one register
+    "column_var_looped": column_variance(600, 72),
     "middle_axis_max_looped": """
 func.func @main(%x: tensor<2x260x9xbf16>) -> tensor<2x9xbf16> {
   %s = nn.reduce_max %x [1] : tensor<2x260x9xbf16> -> tensor<2x9xbf16>

@@ -28,6 +28,7 @@ from fuseopt.dialects import tile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_nn_fuse_workloads import (  # noqa: E402
+    column_variance,
     gelu_bias,
     layernorm,
     mlp,
@@ -85,25 +86,7 @@ def test_looped_rows_go_in_4096_column_chunks_with_8_warps() -> None:
     assert "block (256)" in src and "num_warps 8" in src
 
 
-COLUMN_VARIANCE = """
-func.func @main(%x: tensor<65536x1024xbf16>) -> tensor<1024xbf16> {
-  %0 = nn.cast %x : tensor<65536x1024xbf16> -> tensor<65536x1024xf32>
-  %1 = nn.mean %0 [0] keepdim : tensor<65536x1024xf32> -> tensor<1x1024xf32>
-  %2 = nn.reduce_min %0 [0] keepdim : tensor<65536x1024xf32> -> tensor<1x1024xf32>
-  %3 = nn.reduce_max %0 [0] keepdim : tensor<65536x1024xf32> -> tensor<1x1024xf32>
-  %4 = nn.compare eq, %2, %3 : tensor<1x1024xf32>
-  %5 = nn.select %4, %2, %1 : tensor<1x1024xf32>
-  %6 = nn.broadcast %5 : tensor<1x1024xf32> -> tensor<65536x1024xf32>
-  %7 = nn.sub %0, %6 : tensor<65536x1024xf32>
-  %8 = nn.mul %7, %7 : tensor<65536x1024xf32>
-  %9 = nn.sum %8 [0] keepdim : tensor<65536x1024xf32> -> tensor<1x1024xf32>
-  %10 = nn.constant 6.553500e+04 : tensor<1x1024xf32>
-  %11 = nn.div %9, %10 : tensor<1x1024xf32>
-  %12 = nn.reshape %11 : tensor<1x1024xf32> -> tensor<1024xf32>
-  %13 = nn.cast %12 : tensor<1024xf32> -> tensor<1024xbf16>
-  func.return %13 : tensor<1024xbf16>
-}
-"""
+COLUMN_VARIANCE = column_variance(65536, 1024)
 
 
 def test_looped_column_variance_loop_has_no_barrier() -> None:
