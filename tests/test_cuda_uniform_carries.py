@@ -106,3 +106,59 @@ def test_a_carry_reading_a_tile_carry_stays_a_tile(tmp_path: Path) -> None:
     assert re.search(r"^\s*alignas\(16\) float acc\[", source, re.M)
     assert re.search(r"^\s*alignas\(16\) float acc_1\[", source, re.M)
     _check_numerics(THROUGH_CARRY, fn, tmp_path)
+
+
+def _rotation(kind: str, yielded: str, body: str = "") -> str:
+    """Two carries a (init 1) and b (init 2) of `kind` ("uniform": splats; "tile": b starts
+    from a load, so it is a register tile) over 5 steps yielding `yielded`; stores 10 a + b."""
+    x, y, row = "memref<6x64xf32>", "memref<1x64xf32>", "tensor<1x64xf32>"
+    init_b = "%two" if kind == "uniform" else "%loaded"
+    return f"""
+builtin.module {{
+  tile.kernel @k grid 1 (%0: {x}, %1: {y}) attributes {{{ATTRIBUTES}}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c5 = arith.constant 5 : index
+    %one = nn.constant 1.0 : {row}
+    %two = nn.constant 2.0 : {row}
+    %ten = nn.constant 10.0 : {row}
+    %loaded = tile.load %0[%c0, %c0] : {x} -> {row}
+    %ra, %rb = scf.for %i = %c0 to %c5 step %c1 iter_args(%a = %one, %b = {init_b}) -> ({row}, {row}) {{
+      {body}
+      scf.yield {yielded} : {row}, {row}
+    }}
+    %t = nn.mul %ra, %ten : {row}
+    %out = nn.add %t, %rb : {row}
+    tile.store %out, %1[%c0, %c0] : {row}, {y}
+    tile.return
+  }}
+  func.func @main(%0: {x}, %1: {y} {{tile.output}}) {{
+    tile.launch @k grid [1] (%0, %1) : {x}, {y}
+    func.return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("kind", ["uniform", "tile"])
+@pytest.mark.parametrize(
+    ("yielded", "body"),
+    [
+        ("%b, %a", ""),  # a swap
+        ("%a2, %a", "%a2 = nn.add %a, %one : tensor<1x64xf32>"),  # the previous value
+        (
+            "%a2, %prev",  # the previous value through a broadcast, which keeps a register
+            "%a2 = nn.add %a, %one : tensor<1x64xf32>\n"
+            "      %prev = tile.broadcast %a dims [0, 1] : tensor<1x64xf32> -> tensor<1x64xf32>",
+        ),
+    ],
+    ids=["swap", "previous", "previous_relabeled"],
+)
+def test_a_yield_assigns_all_carries_at_once(
+    kind: str, yielded: str, body: str, tmp_path: Path
+) -> None:
+    """A carry yielded as another (or a broadcast of a uniform one, which keeps its
+    register) is read before any carry takes its new value (uniform or tile carries)."""
+    text = _rotation(kind, yielded, body)
+    fn, _ = _compile(text)
+    _check_numerics(text, fn, tmp_path)

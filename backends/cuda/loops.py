@@ -204,6 +204,7 @@ def _emit_yield(em: KernelEmitter, op: scf.YieldOp, carried: list[Val]) -> None:
         else:
             assert c.layout is not None
             staged.append(em.as_dist(new, c.layout))
+    staged = _before_assignments(em, staged, carried)
     for new, c in zip(staged, carried, strict=True):
         if new.name == c.name or c.kind == "deferred":
             continue
@@ -216,6 +217,31 @@ def _emit_yield(em: KernelEmitter, op: scf.YieldOp, carried: list[Val]) -> None:
             em.for_slots(
                 c.layout, lambda k, j, c=c, new=new: f"{em.slot(c, k, j)} = {em.slot(new, k, j)};"
             )
+
+
+def _before_assignments(em: KernelEmitter, staged: list[Val], carried: list[Val]) -> list[Val]:
+    """The yield assigns all carries at once: a staged value that is another carry's
+    register (the carry itself yielded as a second one, or a relabel or broadcast of a
+    uniform carry, which keeps its name) is copied first, so an earlier assignment does
+    not change what it reads."""
+    registers = {c.name for c in carried if c.kind in ("uniform", "dist")}
+    out: list[Val] = []
+    for new, c in zip(staged, carried, strict=True):
+        if new.name == c.name or new.name not in registers or new.kind not in ("uniform", "dist"):
+            out.append(new)
+        elif new.kind == "uniform":
+            name = em.fresh("prev")
+            em.line(f"const {op_table.c_type(new.elem)} {name} = {new.name};")
+            out.append(Val("uniform", name, new.shape, new.elem))
+        else:
+            assert new.layout is not None
+            copy = em.new_dist(new.shape, new.elem, "prev", new.layout)
+            em.for_slots(
+                new.layout,
+                lambda k, j, o=copy, s=new: f"{em.slot(o, k, j)} = {em.slot(s, k, j)};",
+            )
+            out.append(copy)
+    return out
 
 
 def _emit_program_id(em: KernelEmitter, op: tile.ProgramIdOp) -> None:
