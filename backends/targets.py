@@ -165,10 +165,11 @@ may have. At those sizes the kernel is correct but slow (about 30 TFLOP/s at hea
 128 on an H200, against 460-490 for the Triton kernel and 600+ for cuDNN), so the
 frontend leaves SDPA to PyTorch's kernel on this target (`attention="eager"`; pass
 `attention="fused"` to compile it): with the fused kernel the model suite's Llama
-prefill took 6.7 ms instead of 2.3. A variance over a non-innermost dim keeps its statistics per
-lane in one pass, as on Triton: with its step count one uniform register the loop has no
-barrier (H200, bf16, kernel us, same run: `x.var(0)` of 65536 x 1024 107 -> 64, `x.var(1)`
-of 64 x 1024 x 1024 104 -> 60, against a loop per level that reads the input twice)."""
+prefill took 6.7 ms instead of 2.3. A variance over a non-innermost dim keeps its
+statistics per lane in one pass, as on Triton: with its step count one uniform register
+(`cuda/uniform_carries.py`) the loop has no barrier (H200, bf16, kernel us, one device
+call: `x.var(0)` of 65536 x 1024 107 -> 64, `x.var(1)` of 64 x 1024 x 1024 104 -> 60,
+against a loop per level that reads the input twice)."""
 
 TARGETS = {t.name: t for t in (TRITON, CUDA)}
 """The GPU backends' targets, by backend name."""
