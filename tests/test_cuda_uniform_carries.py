@@ -27,37 +27,46 @@ ATTRIBUTES = (
 )
 
 
-def _kernel(step_update: str, weight_source: str) -> str:
-    """Rows of x [6, 64] weighted by 1 / steps and summed: `steps` starts at 0 and is
-    updated by `step_update` (`%n` the carried steps, `%x` the loaded row); the sum's
-    weight is 1 / steps with `weight_source` in place of the steps."""
-    x, y, row = "memref<6x64xf32>", "memref<1x64xf32>", "tensor<1x64xf32>"
+X, Y, ROW = "memref<6x64xf32>", "memref<1x64xf32>", "tensor<1x64xf32>"
+"""The kernels' input, output and row tile types."""
+
+
+def _module(body: str) -> str:
+    """Kernel @k over x [6, 64] -> y [1, 64] (`body`: its ops after the index constants
+    %c0 and %c1, up to its store) and the @main that launches it."""
     return f"""
 builtin.module {{
-  tile.kernel @k grid 1 (%0: {x}, %1: {y}) attributes {{{ATTRIBUTES}}} {{
+  tile.kernel @k grid 1 (%0: {X}, %1: {Y}) attributes {{{ATTRIBUTES}}} {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
-    %c6 = arith.constant 6 : index
-    %zero = nn.constant 0.0 : {row}
-    %steps, %total = scf.for %i = %c0 to %c6 step %c1 iter_args(%n = %zero, %s = %zero) -> ({row}, {row}) {{
-      %x = tile.load %0[%i, %c0] : {x} -> {row}
-      %one = nn.constant 1.0 : {row}
-      %n2 = {step_update}
-      %w = nn.div %one, {weight_source} : {row}
-      %term = nn.mul %x, %w : {row}
-      %s2 = nn.add %s, %term : {row}
-      scf.yield %n2, %s2 : {row}, {row}
-    }}
-    %out = nn.add %total, %steps : {row}
-    tile.store %out, %1[%c0, %c0] : {row}, {y}
+{body}
     tile.return
   }}
-  func.func @main(%0: {x}, %1: {y} {{tile.output}}) {{
-    tile.launch @k grid [1] (%0, %1) : {x}, {y}
+  func.func @main(%0: {X}, %1: {Y} {{tile.output}}) {{
+    tile.launch @k grid [1] (%0, %1) : {X}, {Y}
     func.return
   }}
 }}
 """
+
+
+def _kernel(step_update: str, weight_source: str) -> str:
+    """Rows of x [6, 64] weighted by 1 / steps and summed: `steps` starts at 0 and is
+    updated by `step_update` (`%n` the carried steps, `%x` the loaded row); the sum's
+    weight is 1 / steps with `weight_source` in place of the steps."""
+    return _module(f"""    %c6 = arith.constant 6 : index
+    %zero = nn.constant 0.0 : {ROW}
+    %steps, %total = scf.for %i = %c0 to %c6 step %c1 iter_args(%n = %zero, %s = %zero) -> ({ROW}, {ROW}) {{
+      %x = tile.load %0[%i, %c0] : {X} -> {ROW}
+      %one = nn.constant 1.0 : {ROW}
+      %n2 = {step_update}
+      %w = nn.div %one, {weight_source} : {ROW}
+      %term = nn.mul %x, %w : {ROW}
+      %s2 = nn.add %s, %term : {ROW}
+      scf.yield %n2, %s2 : {ROW}, {ROW}
+    }}
+    %out = nn.add %total, %steps : {ROW}
+    tile.store %out, %1[%c0, %c0] : {ROW}, {Y}""")
 
 
 UNIFORM = _kernel("nn.add %n, %one : tensor<1x64xf32>", "%n2")
@@ -111,33 +120,19 @@ def test_a_carry_reading_a_tile_carry_stays_a_tile(tmp_path: Path) -> None:
 def _rotation(kind: str, yielded: str, body: str = "") -> str:
     """Two carries a (init 1) and b (init 2) of `kind` ("uniform": splats; "tile": b starts
     from a load, so it is a register tile) over 5 steps yielding `yielded`; stores 10 a + b."""
-    x, y, row = "memref<6x64xf32>", "memref<1x64xf32>", "tensor<1x64xf32>"
     init_b = "%two" if kind == "uniform" else "%loaded"
-    return f"""
-builtin.module {{
-  tile.kernel @k grid 1 (%0: {x}, %1: {y}) attributes {{{ATTRIBUTES}}} {{
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c5 = arith.constant 5 : index
-    %one = nn.constant 1.0 : {row}
-    %two = nn.constant 2.0 : {row}
-    %ten = nn.constant 10.0 : {row}
-    %loaded = tile.load %0[%c0, %c0] : {x} -> {row}
-    %ra, %rb = scf.for %i = %c0 to %c5 step %c1 iter_args(%a = %one, %b = {init_b}) -> ({row}, {row}) {{
+    return _module(f"""    %c5 = arith.constant 5 : index
+    %one = nn.constant 1.0 : {ROW}
+    %two = nn.constant 2.0 : {ROW}
+    %ten = nn.constant 10.0 : {ROW}
+    %loaded = tile.load %0[%c0, %c0] : {X} -> {ROW}
+    %ra, %rb = scf.for %i = %c0 to %c5 step %c1 iter_args(%a = %one, %b = {init_b}) -> ({ROW}, {ROW}) {{
       {body}
-      scf.yield {yielded} : {row}, {row}
+      scf.yield {yielded} : {ROW}, {ROW}
     }}
-    %t = nn.mul %ra, %ten : {row}
-    %out = nn.add %t, %rb : {row}
-    tile.store %out, %1[%c0, %c0] : {row}, {y}
-    tile.return
-  }}
-  func.func @main(%0: {x}, %1: {y} {{tile.output}}) {{
-    tile.launch @k grid [1] (%0, %1) : {x}, {y}
-    func.return
-  }}
-}}
-"""
+    %t = nn.mul %ra, %ten : {ROW}
+    %out = nn.add %t, %rb : {ROW}
+    tile.store %out, %1[%c0, %c0] : {ROW}, {Y}""")
 
 
 @pytest.mark.parametrize("kind", ["uniform", "tile"])

@@ -40,7 +40,7 @@ from torch.fx import GraphModule, Node
 from torch.utils._pytree import tree_leaves
 
 from fuseopt.frontends.fx.common_calls import returned_memory
-from fuseopt.frontends.fx.packed_parameters import PackedParameters, owns_storage, packed_view
+from fuseopt.frontends.fx.packed_parameters import PackedParameters, packable
 
 logger = logging.getLogger("fuseopt")
 aten = torch.ops.aten
@@ -167,7 +167,7 @@ def _left_separate(nodes: list[Node], reason: str) -> None:
 def _mergeable(layers: list[tuple[object, object]]) -> bool:
     """Whether (weight, bias) parameters of distinct layers can be packed: 2-D weights of
     one input width, biases for all or none, one dtype and device throughout, each a
-    parameter owning its storage or all packed already (`_packable`)."""
+    parameter owning its storage or all packed already (`packable`)."""
     weights = [w for w, _ in layers]
     biases = [b for _, b in layers]
     tensors = [*weights, *(b for b in biases if b is not None)]
@@ -177,21 +177,13 @@ def _mergeable(layers: list[tuple[object, object]]) -> bool:
         return False
     if any(b is None for b in biases) and not all(b is None for b in biases):
         return False
-    if not _packable(weights) or (biases[0] is not None and not _packable(biases)):  # type: ignore[arg-type]
+    if not packable(weights) or (biases[0] is not None and not packable(biases)):
         return False
     if any(w.dim() != 2 for w in weights) or len({w.shape[1] for w in weights}) != 1:  # type: ignore[union-attr]
         return False
     if any(b.dim() != 1 for b in biases if b is not None):  # type: ignore[union-attr]
         return False
     return len({(t.dtype, t.device) for t in tensors}) == 1  # type: ignore[union-attr]
-
-
-def _packable(ts: list[torch.Tensor]) -> bool:
-    """Whether parameters `ts` each own their storage (they can move), or already are one
-    packed buffer in this order (a graph compiled before packed them)."""
-    if all(owns_storage(t) for t in ts):
-        return True
-    return all(type(t) is torch.nn.Parameter for t in ts) and packed_view(ts) is not None
 
 
 def _narrowed_values(
