@@ -11,6 +11,7 @@ stages, one synchronous stage, operands in registers). Skipped without g++.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from fuseopt.dialects.dtypes import torch_dtype
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from random_nn_graphs import RandomGraph, nn_graphs  # noqa: E402
 from test_nn_fuse_workloads import (  # noqa: E402
+    axis_variance,
     column_variance,
     gated_mlp,
     gelu_bias,
@@ -390,10 +392,13 @@ def test_column_reductions_in_a_loop_match_torch(
     rows: int, cols: int, kind: str, dtype: str, warps: int, workdir: Path
 ) -> None:
     """The CUDA printer's columns strategy inside a loop (one tile a step, the scratch
-    reused across steps), 1 to 64 chunks a row, f32 with NaNs and i64."""
+    reused across steps; with a row of 64 chunks over 64 threads none), 1 to 64
+    chunks a row, f32 with NaNs and i64."""
     module = fuseopt.parse(_column_reduction_loop(3, rows, cols, kind, dtype, warps))
     source = print_cuda(module)
-    assert any("cols[" in k.source for k in source)  # the columns strategy printed it
+    # the columns strategy printed it: each thread's column totals in registers
+    assert any(re.search(r"\bcr\[", k.source) for k in source)
+    assert any("cols[" in k.source for k in source) == (cols // 4 < warps * 32)
     if dtype == "i64":
         x = torch.randint(-1000, 1000, (3, rows, cols))
     else:
@@ -402,3 +407,25 @@ def test_column_reductions_in_a_loop_match_torch(
     (got,) = EmulatedFunction(CudaFunction(module, "main", source), workdir)(x)
     expected = {"sum": x.sum(1), "max": x.amax(1), "min": x.amin(1)}[kind]
     assert torch.allclose(got.double(), expected.double(), atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    ("shape", "one_warp"),
+    [
+        pytest.param((16, 64, 64), True, id="one-warp"),
+        pytest.param((16, 64, 64), False, id="four-warps"),
+        pytest.param((3, 5, 24), True, id="ragged-one-warp"),
+        pytest.param((2, 7, 200), False, id="ragged-columns"),
+    ],
+)
+def test_column_statistics_stay_in_registers(shape, one_warp: bool, workdir: Path) -> None:  # noqa: ANN001
+    """A variance over the middle axis: each column reduction leaves every thread its
+    columns' totals in registers (`colred`), which the deviations and the output read
+    in place; with one warp the kernel has no shared memory and no barrier at all."""
+    promote = "tile-promote{warp-per-row=true}" if one_warp else None
+    fn = run_emulated(axis_variance(shape, 1), workdir, "bf16", promote)
+    (kernel,) = fn.cuda_kernels
+    assert re.search(r"\bcr\[", kernel.source)  # the columns strategy, in registers
+    if shape == (16, 64, 64) and one_warp:
+        assert kernel.threads == 32 and "__syncthreads" not in kernel.source
+        assert kernel.smem_bytes == 0

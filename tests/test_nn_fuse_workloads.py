@@ -63,19 +63,26 @@ def layernorm(r: int, c: int) -> str:
 def column_variance(r: int, c: int) -> str:
     """`x.var(0)` of a bf16 [r, c] as Dynamo's graph decomposes it: the column mean (a
     constant column's value), the squared deviations, their sum over r - 1."""
-    x, x32, k, o, o32 = t((r, c)), t((r, c), "f32"), t((1, c), "f32"), t((c,)), t((c,), "f32")
+    return axis_variance((r, c), 0)
+
+
+def axis_variance(shape: tuple[int, ...], axis: int) -> str:
+    """`x.var(axis)` of a bf16 tensor of `shape`, decomposed as `column_variance`."""
+    kept = tuple(1 if d == axis else n for d, n in enumerate(shape))
+    out = tuple(n for d, n in enumerate(shape) if d != axis)
+    x, x32, k, o, o32 = t(shape), t(shape, "f32"), t(kept, "f32"), t(out), t(out, "f32")
     return f"""func.func @main(%x: {x}) -> {o} {{
   %0 = nn.cast %x : {x} -> {x32}
-  %1 = nn.mean %0 [0] keepdim : {x32} -> {k}
-  %2 = nn.reduce_min %0 [0] keepdim : {x32} -> {k}
-  %3 = nn.reduce_max %0 [0] keepdim : {x32} -> {k}
+  %1 = nn.mean %0 [{axis}] keepdim : {x32} -> {k}
+  %2 = nn.reduce_min %0 [{axis}] keepdim : {x32} -> {k}
+  %3 = nn.reduce_max %0 [{axis}] keepdim : {x32} -> {k}
   %4 = nn.compare eq, %2, %3 : {k}
   %5 = nn.select %4, %2, %1 : {k}
   %6 = nn.broadcast %5 : {k} -> {x32}
   %7 = nn.sub %0, %6 : {x32}
   %8 = nn.mul %7, %7 : {x32}
-  %9 = nn.sum %8 [0] keepdim : {x32} -> {k}
-  %10 = nn.constant {float(r - 1)} : {k}
+  %9 = nn.sum %8 [{axis}] keepdim : {x32} -> {k}
+  %10 = nn.constant {float(shape[axis] - 1)} : {k}
   %11 = nn.div %9, %10 : {k}
   %12 = nn.reshape %11 : {k} -> {o32}
   %13 = nn.cast %12 : {o32} -> {o}

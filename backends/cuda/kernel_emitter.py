@@ -36,8 +36,9 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuseopt.backends.cuda import op_table
 from fuseopt.backends.cuda.emission_order import late_loads_order, written_params
+from fuseopt.backends.cuda.index_facts import IndexFacts
 from fuseopt.backends.cuda.names import NameTable
-from fuseopt.backends.cuda.values import Buffer, Layout, Val, default_layout
+from fuseopt.backends.cuda.values import Buffer, Layout, Val, columns_fit, default_layout
 from fuseopt.diagnostics import CompileError, error_at, op_location
 from fuseopt.dialects import nn, tile
 from fuseopt.passes.tile_promote import SHARED_ALIGN
@@ -54,8 +55,13 @@ Handler = Callable[["KernelEmitter", Operation], None]
 class KernelEmitter:
     """Prints one kernel; owns its name table, shared-memory plan and value map."""
 
-    def __init__(self, kernel: tile.KernelOp, c_name: str):
+    def __init__(
+        self, kernel: tile.KernelOp, c_name: str, grid_bound: tuple[int, ...] | None = None
+    ):
         self.kernel = kernel
+        self.index_facts = IndexFacts(grid_bound)
+        """What is known of the index scalars (program ids bounded by `grid_bound`, the
+        largest grid any launch uses; None: unknown)."""
         self.c_name = c_name
         self.names = NameTable()
         self.names.taken.update({"fo_tid", "fo_lane", "fo_warp", "fo_smem", c_name})
@@ -275,6 +281,8 @@ class KernelEmitter:
             return x.name
         if x.kind in ("chunk", "rowred"):
             return f"{x.name}[{k}]"
+        if x.kind == "colred":
+            return f"{x.name}[{j}]"
         assert x.kind == "dist" and x.layout is not None
         return f"{x.name}[{k * x.layout.v + j}]"
 
@@ -320,6 +328,10 @@ class KernelEmitter:
             return x
         if x.kind == "chunk" and x.layout == lay:
             return x
+        if x.kind == "colred" and columns_fit(x, lay):
+            out = self.new_dist(lay.shape, x.elem, "t", lay)
+            self.for_slots(lay, lambda k, j: f"{self.slot(out, k, j)} = {x.name}[{j}];")
+            return out
         if (
             x.kind == "dist"
             and x.layout is not None
@@ -342,6 +354,10 @@ class KernelEmitter:
         """`x` with every element addressable in shared memory (row-major)."""
         if x.kind == "array":
             return x
+        if x.kind == "colred":
+            return x.extra.get("array") or self.as_array(
+                self.as_dist(x, Layout(x.shape, self.nt, x.layout.v))  # type: ignore[union-attr]
+            )
         if x.kind == "frag":
             from fuseopt.backends.cuda.dot import frag_to_array
 
@@ -406,8 +422,17 @@ class KernelEmitter:
             self.line(f"const {ctype} {name} = {expr([x.name for x in operands])};")
             self.values[result] = Val("uniform", name, shape, elem)
             return
-        parents = {x.layout for x in operands if x.kind in ("chunk", "rowred")}
+        parents = {x.layout for x in operands if x.kind in ("chunk", "rowred", "colred")}
         kinds = {x.kind for x in operands if x.kind != "uniform"}
+        if kinds == {"colred"} and len(parents) == 1:
+            (lay,) = parents
+            assert lay is not None
+            name = self.fresh("cr")
+            self.line(f"{ctype} {name}[{lay.v}];")
+            for j in range(lay.v):
+                self.line(f"{name}[{j}] = {expr([self.slot(x, 0, j) for x in operands])};")
+            self.values[result] = Val("colred", name, shape, elem, lay)
+            return
         if kinds <= {"chunk"} and len(parents) == 1 or kinds <= {"rowred"} and len(parents) == 1:
             (lay,) = parents
             assert lay is not None

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import MemRefType, TensorType
 from xdsl.ir import BlockArgument, Operation
 
 from fuseopt.backends.cuda import op_table
+from fuseopt.backends.cuda.index_facts import UNKNOWN, IndexFact
 from fuseopt.backends.cuda.index_vectors import index_along, iota_expression
 from fuseopt.backends.cuda.values import Buffer, Layout, Val, c_size
 from fuseopt.dialects import tile
@@ -31,15 +32,38 @@ class ChunkAccess:
     After `open()` the current scope defines `fo_g` (global index of the chunk's first
     element), `fo_ok` (every dim but the last in bounds, and the chunk inside the
     tile) and `fo_c` (the buffer coordinate of the chunk's first element along the
-    last dim); `elem_ok(j)` and `whole()` test the last dim.
+    last dim); `elem_ok(j)` and `whole()` test the last dim, `aligned(bytes)` the
+    chunk's address.
+
+    `facts` (one `index_facts.IndexFact` per offset; unknown when omitted) drop the
+    bounds tests that hold for every program, and when every chunk's first index is a
+    multiple of the chunk's length, alignment is tested on the buffer's pointer (one
+    test a kernel, after the compiler's common subexpressions) instead of per chunk.
     """
 
-    def __init__(self, buf: Buffer, offsets: list[str], lay: Layout, prefix: str = "fo"):
+    def __init__(
+        self,
+        buf: Buffer,
+        offsets: list[str],
+        lay: Layout,
+        prefix: str = "fo",
+        facts: list[IndexFact] | None = None,
+    ):
         self.buf, self.offsets, self.lay, self.p = buf, offsets, lay, prefix
         self.box = lay.shape
         self.lead = len(buf.shape) - len(self.box)
         if self.lead < 0:
             raise ValueError(f"a tile of rank {len(self.box)} does not fit {buf.shape}")
+        self.facts = facts if facts is not None else [UNKNOWN] * len(offsets)
+
+    def _inside(self, i: int, extent: int) -> bool:
+        """Whether offset `i` plus any coordinate below `extent` is inside dim `i` of
+        the buffer for every program."""
+        n, high = self.buf.shape[i], self.facts[i].high
+        return isinstance(n, int) and high is not None and high + extent <= n
+
+    def _last_extent(self) -> int:
+        return self.box[-1] if self.box else 1
 
     def lines(self, k: int, start: str | None = None, guard: str | None = None) -> list[str]:
         """Declarations of `<p>_g`, `<p>_ok` and `<p>_c` for chunk `k` (or for the chunk
@@ -56,7 +80,8 @@ class ChunkAccess:
         for i in range(self.lead):
             off = self.offsets[i]
             terms.append(f"{off} * {c_size(strides[i])}")
-            conds.append(f"{off} < {buf.shape[i]}")
+            if not self._inside(i, 1):
+                conds.append(f"{off} < {buf.shape[i]}")
         inner = 1
         coords: list[str] = [""] * len(box)
         for d in reversed(range(len(box))):
@@ -67,7 +92,7 @@ class ChunkAccess:
             i = self.lead + d
             pos = f"({self.offsets[i]} + {c})"
             terms.append(f"{pos} * {c_size(strides[i])}" if strides[i] != 1 else pos)
-            if i != last:
+            if i != last and not self._inside(i, box[d]):
                 conds.append(f"{pos} < {buf.shape[i]}")
         out.append(f"const long long {p}_g = {' + '.join(terms) or '0LL'};")
         out.append(f"const bool {p}_ok = {' && '.join(conds) or 'true'};")
@@ -84,11 +109,35 @@ class ChunkAccess:
 
     def elem_ok(self, j: int) -> str:
         """Element j of the chunk is in bounds."""
+        if self._inside(len(self.buf.shape) - 1, self._last_extent()):
+            return f"{self.p}_ok"
         return f"{self.p}_ok && {self.p}_c + {j} < {self.buf.shape[-1]}"
 
     def whole(self) -> str:
         """The whole chunk is in bounds."""
+        if self._inside(len(self.buf.shape) - 1, self._last_extent()):
+            return f"{self.p}_ok"
         return f"{self.p}_ok && {self.p}_c + {self.lay.v} <= {self.buf.shape[-1]}"
+
+    def aligned(self, vector_bytes: str) -> str:
+        """The chunk's address is a multiple of `vector_bytes` (a C expression)."""
+        base = self.buf.name if self._starts_at_multiples() else f"{self.buf.name} + {self.p}_g"
+        return f"fo_aligned({base}, {vector_bytes})"
+
+    def _starts_at_multiples(self) -> bool:
+        """Whether every chunk's first index is a multiple of the chunk length `v` for
+        every program: then the chunk is aligned exactly when the pointer is."""
+        v, strides, box = self.lay.v, self.buf.strides(), self.box
+        if v == 1:
+            return True
+        if self.buf.offset % v or (box and box[-1] % v):
+            return False
+        for i, (fact, stride) in enumerate(zip(self.facts, strides, strict=True)):
+            if not isinstance(stride, int) or (fact.multiple * stride) % v:
+                return False
+            if self.lead <= i < len(strides) - 1 and stride % v:
+                return False  # a box coordinate of any value along this dim
+        return not box or strides[-1] == 1
 
 
 def _vec(ctype: str, v: int) -> str:
@@ -107,7 +156,7 @@ def _load_chunk(em, acc: ChunkAccess, out: Val, k: int, fill: str, lines: list[s
         em.line(text)
     vector = lay.v > 1 and buf.unit_last
     if vector:
-        em.open(f"if ({acc.whole()} && fo_aligned({buf.name} + fo_g, {_vec(ctype, lay.v)}))")
+        em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
         em.line(f"fo_copy_vec<{ctype}, {lay.v}>(&{out.name}[{k * lay.v}], {buf.name} + fo_g);")
         em.close()
         em.open("else")
@@ -120,11 +169,19 @@ def _load_chunk(em, acc: ChunkAccess, out: Val, k: int, fill: str, lines: list[s
     em.close()
 
 
-def emit_load_into(em, buf: Buffer, offsets: list[str], out: Val, fill: str) -> None:  # noqa: ANN001
-    """Fill dist tile `out` from the box of `buf` at `offsets` (masked with `fill`)."""
+def emit_load_into(
+    em,  # noqa: ANN001
+    buf: Buffer,
+    offsets: list[str],
+    out: Val,
+    fill: str,
+    facts: list[IndexFact] | None = None,
+) -> None:
+    """Fill dist tile `out` from the box of `buf` at `offsets` (masked with `fill`;
+    `facts` of the offsets as `ChunkAccess` takes them)."""
     lay = out.layout
     assert lay is not None
-    acc = ChunkAccess(buf, offsets, lay)
+    acc = ChunkAccess(buf, offsets, lay, facts=facts)
     for k in range(lay.chunks):
         _load_chunk(em, acc, out, k, fill, acc.lines(k))
 
@@ -137,11 +194,11 @@ def emit_broadcast_load(em, x: Val, out: Val) -> bool:  # noqa: ANN001
     lay = out.layout
     if src is None or lay is None or not x.shape or x.shape[-1] % lay.v:
         return False
-    buf, offsets, fill = src
+    buf, offsets, fill, facts = src
     if buf.shared or not buf.readonly:
         return False
     xlay = Layout(x.shape, lay.nt, lay.v)
-    acc = ChunkAccess(buf, offsets, xlay)
+    acc = ChunkAccess(buf, offsets, xlay, facts=facts)
     for k in range(lay.chunks):
         guard = None
         if lay.guarded and (k + 1) * lay.nt * lay.v > lay.n:
@@ -151,11 +208,18 @@ def emit_broadcast_load(em, x: Val, out: Val) -> bool:  # noqa: ANN001
     return True
 
 
-def emit_store_from(em, x: Val, buf: Buffer, offsets: list[str]) -> None:  # noqa: ANN001
-    """Store dist tile `x` into the box of `buf` at `offsets` (skipping out-of-bounds)."""
+def emit_store_from(
+    em,  # noqa: ANN001
+    x: Val,
+    buf: Buffer,
+    offsets: list[str],
+    facts: list[IndexFact] | None = None,
+) -> None:
+    """Store dist tile `x` into the box of `buf` at `offsets` (skipping out-of-bounds;
+    `facts` of the offsets as `ChunkAccess` takes them)."""
     lay = x.layout
     assert lay is not None
-    acc = ChunkAccess(buf, offsets, lay)
+    acc = ChunkAccess(buf, offsets, lay, facts=facts)
     ctype = op_table.c_type(buf.elem)
     for k in range(lay.chunks):
         em.open("")
@@ -163,7 +227,7 @@ def emit_store_from(em, x: Val, buf: Buffer, offsets: list[str]) -> None:  # noq
             em.line(text)
         vector = lay.v > 1 and x.kind == "dist" and buf.unit_last
         if vector:
-            em.open(f"if ({acc.whole()} && fo_aligned({buf.name} + fo_g, {_vec(ctype, lay.v)}))")
+            em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
             em.line(f"fo_copy_vec<{ctype}, {lay.v}>({buf.name} + fo_g, &{x.name}[{k * lay.v}]);")
             em.close()
             em.open("else")
@@ -178,6 +242,10 @@ def _offsets(em, values) -> list[str]:  # noqa: ANN001
     return [em.scalar(v) for v in values]
 
 
+def _facts(em, values) -> list[IndexFact]:  # noqa: ANN001
+    return [em.index_facts.of(v) for v in values]
+
+
 def _emit_load(em, op: tile.LoadOp) -> None:  # noqa: ANN001
     buf = em.buffer(op.buffer)
     t = op.result.type
@@ -185,9 +253,9 @@ def _emit_load(em, op: tile.LoadOp) -> None:  # noqa: ANN001
     shape = tuple(t.get_shape())
     out = em.new_dist(shape, t.element_type, "ld")
     fill = op_table.literal(op.fill_value, t.element_type)
-    offsets = _offsets(em, op.offsets)
-    emit_load_into(em, buf, offsets, out, fill)
-    out.extra["load"] = (buf, offsets, fill)
+    offsets, facts = _offsets(em, op.offsets), _facts(em, op.offsets)
+    emit_load_into(em, buf, offsets, out, fill, facts)
+    out.extra["load"] = (buf, offsets, fill, facts)
     em.values[op.result] = out
 
 
@@ -222,7 +290,7 @@ def _emit_store(em, op: tile.StoreOp) -> None:  # noqa: ANN001
         x = Val("uniform", x.name, shape, x.elem, lay)
     elif not (x.kind in ("dist", "chunk") and x.layout == lay):
         x = em.as_dist(x, lay)
-    emit_store_from(em, x, buf, _offsets(em, op.offsets))
+    emit_store_from(em, x, buf, _offsets(em, op.offsets), _facts(em, op.offsets))
 
 
 def _emit_copy(em, op: tile.CopyOp) -> None:  # noqa: ANN001
@@ -235,8 +303,8 @@ def emit_copy(em, op: tile.CopyOp, use_async: bool = False) -> None:  # noqa: AN
     src, dst = em.buffer(op.source), em.buffer(op.dest)
     box = tuple(array_values(op.shape))
     lay = em.layout(box)
-    s = ChunkAccess(src, _offsets(em, op.src_offsets), lay, "fo_s")
-    d = ChunkAccess(dst, _offsets(em, op.dst_offsets), lay, "fo_d")
+    s = ChunkAccess(src, _offsets(em, op.src_offsets), lay, "fo_s", _facts(em, op.src_offsets))
+    d = ChunkAccess(dst, _offsets(em, op.dst_offsets), lay, "fo_d", _facts(em, op.dst_offsets))
     ctype = op_table.c_type(src.elem)
     if em.loop_depth and not _indexed_by_loop(op.dst_offsets):
         em.barrier()  # earlier iterations' readers of the destination are done
@@ -246,10 +314,7 @@ def emit_copy(em, op: tile.CopyOp, use_async: bool = False) -> None:  # noqa: AN
             em.line(text)
         if lay.v > 1:
             vb = _vec(ctype, lay.v)
-            em.open(
-                f"if ({s.whole()} && {d.whole()} && fo_aligned({src.name} + fo_s_g, {vb}) "
-                f"&& fo_aligned({dst.name} + fo_d_g, {vb}))"
-            )
+            em.open(f"if ({s.whole()} && {d.whole()} && {s.aligned(vb)} && {d.aligned(vb)})")
             if use_async and lay.v * op_table.element_bytes(src.elem) == 16:
                 em.line(f"fo_cp_async16({dst.name} + fo_d_g, {src.name} + fo_s_g);")
                 em.uses_cp_async = True
@@ -281,17 +346,22 @@ def _emit_mask(em, op: tile.MaskOp) -> None:  # noqa: ANN001
     assert isinstance(t, TensorType)
     shape = tuple(t.get_shape())
     bounds = [b if isinstance(b, int) else em.scalar(b) for b in op.bound_sizes]
-    offs = _offsets(em, op.offsets)
+    offs, facts = _offsets(em, op.offsets), _facts(em, op.offsets)
     out = em.new_dist(shape, t.element_type, "mask")
     lay = out.layout
     assert lay is not None
+    inside = [  # the dims whose test holds for every program and every element
+        isinstance(n, int) and f.high is not None and f.high + extent <= n
+        for n, f, extent in zip(bounds, facts, shape, strict=True)
+    ]
     for k in range(lay.chunks):
         for j in range(lay.v):
             flat = f"({lay.chunk_start(k)} + {j})"
             conds, inner = [], 1
             for d in reversed(range(len(shape))):
                 c = f"{flat} / {inner} % {shape[d]}" if inner > 1 else f"{flat} % {shape[d]}"
-                conds.append(f"{offs[d]} + {c} < {bounds[d]}")
+                if not inside[d]:
+                    conds.append(f"{offs[d]} + {c} < {bounds[d]}")
                 inner *= shape[d]
             em.line(f"{out.name}[{k * lay.v + j}] = {' && '.join(conds) or 'true'};")
     em.values[op.result] = out

@@ -241,7 +241,7 @@ def _copy_chunks(em, staged: dict, stage: str, asynchronous: bool) -> None:  # n
                 em.line(text)
             base = f"{name} + ({stage}) * {size}" if stage else name
             dst = f"{base} + (fo_f / {cols}) * {ldm} + fo_f % {cols}"
-            em.open(f"if ({acc_.whole()} && fo_aligned({buf.name} + fo_g, 16))")
+            em.open(f"if ({acc_.whole()} && {acc_.aligned('16')})")
             if asynchronous:
                 em.line(f"fo_cp_async16({dst}, {buf.name} + fo_g);")
             else:

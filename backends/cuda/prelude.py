@@ -68,8 +68,21 @@ template <> struct fo_to<bool> {
 };
 
 // ---- math with PyTorch's NaN rules (max/min/relu propagate NaN)
-static __device__ __forceinline__ float fo_max(float a, float b) { return (a > b || a != a) ? a : b; }
-static __device__ __forceinline__ float fo_min(float a, float b) { return (a < b || a != a) ? a : b; }
+// (sm_80 and later: one max.NaN / min.NaN instruction, which returns NaN when either is NaN)
+static __device__ __forceinline__ float fo_max(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
+#else
+  return (a > b || a != a) ? a : b;
+#endif
+}
+static __device__ __forceinline__ float fo_min(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
+#else
+  return (a < b || a != a) ? a : b;
+#endif
+}
 static __device__ __forceinline__ long long fo_max(long long a, long long b) { return a > b ? a : b; }
 static __device__ __forceinline__ long long fo_min(long long a, long long b) { return a < b ? a : b; }
 static __device__ __forceinline__ float fo_relu(float x) { return (x > 0.0f || x != x) ? x : 0.0f; }

@@ -13,6 +13,7 @@ or sanitized (`names`): input text never reaches the source.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import zip_longest
 from typing import IO
 
 from xdsl.context import Context
@@ -71,6 +72,22 @@ def _launch_grids(module: ModuleOp) -> dict[str, tuple[int, ...]]:
     return grids
 
 
+def _grid_bounds(module: ModuleOp) -> dict[str, tuple[int, ...] | None]:
+    """Per kernel, the largest grid any of its launches uses along each axis; None for
+    a kernel some launch gives a grid computed per call."""
+    bounds: dict[str, tuple[int, ...] | None] = {}
+    for op in module.walk():
+        if isinstance(op, tile.LaunchOp):
+            name = op.kernel.root_reference.data
+            sizes = op.grid_sizes
+            seen = bounds.get(name, ())
+            if seen is None or not all(isinstance(n, int) for n in sizes):
+                bounds[name] = None
+            else:
+                bounds[name] = tuple(max(a, b) for a, b in zip_longest(seen, sizes, fillvalue=0))
+    return bounds
+
+
 def _host_launcher(
     k: tile.KernelOp,
     c_name: str,
@@ -114,8 +131,15 @@ def _host_launcher(
     return "\n".join(lines) + "\n"
 
 
-def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) -> CudaKernel:
-    """Print one kernel as a self-contained translation unit. Buffers of dynamic size
+def print_kernel(
+    k: tile.KernelOp,
+    c_name: str,
+    grid: tuple[int, ...] | None,
+    grid_bound: tuple[int, ...] | None = None,
+) -> CudaKernel:
+    """Print one kernel as a self-contained translation unit. `grid` is the launcher's
+    grid; `grid_bound` the largest grid along each axis any launch of it uses (None:
+    unknown), which bounds its program ids. Buffers of dynamic size
     (`?`) are printed by the tile schedules; the whole-tensor and scan kernels, which
     pick their own grid from the sizes, refuse them (`SizeDependentLowering`, located:
     a caller compiles such a function per size)."""
@@ -139,7 +163,7 @@ def print_kernel(k: tile.KernelOp, c_name: str, grid: tuple[int, ...] | None) ->
         body, threads, blocks = whole
         smem, own_grid = 0, (blocks,)
     else:
-        em = KernelEmitter(k, c_name)
+        em = KernelEmitter(k, c_name, grid_bound)
         body = em.emit()
         threads, smem, wmma, tables = em.nt, em.smem_bytes, em.uses_wmma, em.constants
         cp_async, sizes = em.uses_cp_async, tuple(em.sizes)
@@ -197,7 +221,7 @@ def print_cuda(module: ModuleOp) -> list[CudaKernel]:
                 "the standard pipeline first (fuse-opt --pipeline standard -t cuda)",
             )
     names = NameTable()
-    grids = _launch_grids(module)
+    grids, bounds = _launch_grids(module), _grid_bounds(module)
     out = []
     for op in module.ops:
         if isinstance(op, tile.KernelOp):
@@ -205,7 +229,8 @@ def print_cuda(module: ModuleOp) -> list[CudaKernel]:
             while f"launch_{c_name}" in names.taken:  # another kernel's name is our launcher's
                 c_name = names.fresh(c_name)
             names.taken.add(f"launch_{c_name}")
-            out.append(print_kernel(op, c_name, grids.get(op.sym_name.data)))
+            name = op.sym_name.data
+            out.append(print_kernel(op, c_name, grids.get(name), bounds.get(name)))
         elif not isinstance(op, func.FuncOp):
             raise error_at(op, f"the cuda target cannot print {op.name} at module level")
     return out

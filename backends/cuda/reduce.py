@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Operation
 
 from fuseopt.backends.cuda import op_table
-from fuseopt.backends.cuda.values import Val
+from fuseopt.backends.cuda.values import Layout, Val
 from fuseopt.dialects import nn, tile
 
 COMBINE = {"sum": "({0} + {1})", "max": "fo_max({0}, {1})", "min": "fo_min({0}, {1})"}
@@ -179,6 +179,18 @@ def _columns(em, op, x: Val, kind: str, ck: str, acc_t: str) -> None:  # noqa: A
         holders, writer, row = em.warps, f"fo_lane < {g}", "fo_warp"
     else:
         holders, writer, row = lay.nt // g, None, f"(fo_tid / {g})"
+    t = op.result.type
+    assert isinstance(t, TensorType)
+    elem = t.element_type
+    ctype = op_table.c_type(elem)
+    columns = Layout((inner,), lay.nt, lay.v)
+    if holders == 1:  # every thread holds the totals of its columns
+        name = em.fresh("cr")
+        em.line(f"{ctype} {name}[{lay.v}];")
+        for j, p in enumerate(parts):
+            em.line(f"{name}[{j}] = {op_table.from_compute(p, elem)};")
+        em.values[op.result] = Val("colred", name, tuple(t.get_shape()), elem, columns)
+        return
     scratch = em.smem_alloc(acc_t, holders * inner, "cols")
     if em.loop_depth:
         em.barrier()
@@ -187,10 +199,6 @@ def _columns(em, op, x: Val, kind: str, ck: str, acc_t: str) -> None:  # noqa: A
         em.line(f"{scratch}[{row} * {inner} + (fo_tid % {g}) * {lay.v} + {j}] = {p};")
     em.close()
     em.barrier()
-    t = op.result.type
-    assert isinstance(t, TensorType)
-    elem = t.element_type
-    ctype = op_table.c_type(elem)
     out = em.smem_alloc(ctype, inner, "red")
     em.open(f"for (int fo_o = fo_tid; fo_o < {inner}; fo_o += {em.nt})")
     em.line(f"{acc_t} fo_a = {scratch}[fo_o];")
@@ -199,7 +207,12 @@ def _columns(em, op, x: Val, kind: str, ck: str, acc_t: str) -> None:  # noqa: A
     em.line(f"{out}[fo_o] = {op_table.from_compute('fo_a', elem)};")
     em.close()
     em.barrier()
-    em.values[op.result] = Val("array", out, tuple(t.get_shape()), elem, array_ctype=ctype)
+    array = Val("array", out, tuple(t.get_shape()), elem, array_ctype=ctype)
+    name = em.fresh("cr")  # each thread's columns back in registers, for its slots
+    em.line(f"{ctype} {name}[{lay.v}];")
+    for j in range(lay.v):
+        em.line(f"{name}[{j}] = {out}[(fo_tid % {g}) * {lay.v} + {j}];")
+    em.values[op.result] = Val("colred", name, array.shape, elem, columns, extra={"array": array})
 
 
 def _materialize(em, x: Val) -> Val:  # noqa: ANN001

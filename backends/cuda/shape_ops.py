@@ -32,7 +32,7 @@ def relabel(em: KernelEmitter, x: Val, result: SSAValue) -> None:
     t = result.type
     assert isinstance(t, TensorType)
     shape = tuple(t.get_shape())
-    if x.kind in ("uniform", "array", "rowred"):
+    if x.kind in ("uniform", "array", "rowred", "colred"):
         em.values[result] = Val(x.kind, x.name, shape, x.elem, x.layout, x.array_ctype)
         return
     em.values[result] = em.as_dist(x, em.layout(shape))
@@ -69,6 +69,9 @@ def emit_broadcast(em: KernelEmitter, x: Val, dims: list[int], result: SSAValue)
     if x.kind == "rowred" and x.layout is not None and x.layout.shape == shape and rows_only:
         em.values[result] = Val("chunk", x.name, shape, x.elem, x.layout)
         return
+    if x.kind == "colred" and _new_rows_only(x, shape, source):
+        em.values[result] = Val("colred", x.name, shape, x.elem, x.layout)
+        return
     lay = em.layout(shape)
     cols = shape[-1] if shape else 1
     only_last = all(s is None for s in source[:-1]) and shape and source[-1] is not None
@@ -96,6 +99,26 @@ def emit_broadcast(em: KernelEmitter, x: Val, dims: list[int], result: SSAValue)
         em.lines.pop()  # the unused declaration
         em.names.taken.discard(out.name)
     em.values[result] = gather(em, x, shape, source)
+
+
+def _new_rows_only(x: Val, shape: tuple[int, ...], source: list[int | None]) -> bool:
+    """Whether broadcasting colred tile `x` (its C columns once) to `shape` repeats its
+    columns as whole rows: trailing dims of C elements read x's non-unit dims in order,
+    and every dim before them is broadcast."""
+    assert x.layout is not None
+    columns = x.layout.n
+    if x.n != columns:
+        return False
+    first, inner = len(shape), 1
+    while first > 0 and inner < columns:
+        first -= 1
+        inner *= shape[first]
+    if inner != columns or any(source[d] is not None and shape[d] != 1 for d in range(first)):
+        return False
+    mapped = [source[d] for d in range(first, len(shape)) if shape[d] != 1]
+    if any(s is None for s in mapped) or mapped != sorted(mapped):  # type: ignore[type-var]
+        return False
+    return [x.shape[s] for s in mapped] == [n for n in x.shape if n != 1]  # type: ignore[index]
 
 
 def gather(em: KernelEmitter, x: Val, shape: tuple[int, ...], source: list[int | None]) -> Val:

@@ -14,6 +14,12 @@ shape S (n elements) is held in one of these forms (`Val.kind`):
   (a per-row value broadcast along rows);
 - **rowred**: per chunk of a parent dist layout, the value of that chunk's row of
   the parent tile: what a row reduction leaves in registers, ready to broadcast back;
+- **colred**: a tile whose element at flat index f depends only on its column
+  f % C, where `layout` is a dist layout of C elements whose round of chunks covers
+  whole rows (nt * v a multiple of C): thread t holds columns (t * v) % C .. + v in v
+  registers, which are its slots in every chunk of any such layout; what a
+  reduction over a leading axis leaves (`reduce.py`'s columns strategy), kept through
+  elementwise ops and broadcasts along new rows (`columns_fit`);
 - **array**: every element addressable in memory (shared memory or a `__device__`
   constant table), row-major; broadcasts, transposes and generic reductions read it;
 - **frag**: a matmul accumulator in WMMA fragments, each warp owning 16x16 blocks.
@@ -63,6 +69,21 @@ class Layout:
         """C expression: the flat index of the first element of chunk `k`."""
         base = k * self.nt * self.v
         return f"({base} + fo_tid * {self.v})" if base else f"(fo_tid * {self.v})"
+
+
+def columns_fit(x: Val, lay: Layout) -> bool:
+    """Whether colred tile `x` reads as dist layout `lay` of its shape with no data
+    movement: `lay` has x's threads and chunk length, and its rounds of chunks cover
+    whole rows of x's columns, so slot j of every chunk is the column x holds in j."""
+    per = x.layout
+    return (
+        x.kind == "colred"
+        and per is not None
+        and lay.nt == per.nt
+        and lay.v == per.v
+        and lay.n == x.n
+        and (lay.nt * lay.v) % per.n == 0
+    )
 
 
 def default_layout(shape: tuple[int, ...], nt: int, vector: int) -> Layout:

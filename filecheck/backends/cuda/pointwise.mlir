@@ -1,6 +1,9 @@
 // RUN: fuse-opt %s --pipeline standard -t cuda | filecheck %s
 // Pointwise schedule: 16-byte vector loads/stores with a masked scalar tail; the bf16
-// math runs in f32 and is rounded once, at the store (nn-widen-intermediates).
+// math runs in f32 and is rounded once, at the store (nn-widen-intermediates). Every
+// chunk starts at a multiple of 8 elements, so the 16-byte alignment is tested on the
+// pointer (the same test for every chunk) and only the ragged last column block is
+// tested against the row's end.
 
 func.func @main(%x: tensor<64x1000xbf16>, %b: tensor<1000xbf16>) -> tensor<64x1000xbf16> {
   %bb = nn.broadcast %b : tensor<1000xbf16> -> tensor<64x1000xbf16>
@@ -15,7 +18,8 @@ func.func @main(%x: tensor<64x1000xbf16>, %b: tensor<1000xbf16>) -> tensor<64x10
 // CHECK: #include <cuda_bf16.h>
 // CHECK: extern "C" __global__ void __launch_bounds__([[T]])
 // CHECK-NEXT: fused_0_add_gelu(const __nv_bfloat16* __restrict__ [[B:p[0-9]]], const __nv_bfloat16* __restrict__ [[X:p[0-9]]], __nv_bfloat16* __restrict__ [[Y:p[0-9]]])
-// CHECK: if (fo_ok && fo_c + 8 <= 1000 && fo_aligned([[X]] + fo_g, fo_vec_bytes<__nv_bfloat16, 8>()))
+// CHECK-NOT: fo_aligned({{p[0-9]}} + fo_g
+// CHECK: if (fo_ok && fo_c + 8 <= 1000 && fo_aligned([[X]], fo_vec_bytes<__nv_bfloat16, 8>()))
 // CHECK-NEXT: fo_copy_vec<__nv_bfloat16, 8>(&{{.*}}, [[X]] + fo_g);
 // CHECK: else {
 // CHECK-NEXT: = (fo_ok && fo_c + 0 < 1000) ? [[X]][fo_g + 0] : fo_to<__nv_bfloat16>::of(0.0f);
