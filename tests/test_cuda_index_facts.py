@@ -154,3 +154,37 @@ def test_a_view_at_an_odd_offset_tests_each_chunk() -> None:
     src = _source(_kernel(64, 256, 16, 4, view))
     assert "fo_aligned(p0 + fo_g" in src
     assert "fo_aligned(p1, " in src  # the output is contiguous
+
+
+def _row_loop(rows: int, step: int) -> str:
+    """One program sums a rows x 64 f32 buffer's columns `step` rows a step."""
+    x, y = f"memref<{rows}x64xf32>", "memref<64xf32>"
+    return f"""
+builtin.module {{
+  tile.kernel @k grid 1 (%0: {x}, %1: {y}) attributes {{schedule = "row_reduction", num_warps = 1 : i64, num_stages = 1 : i64, vector_width = 4 : i64, shared_bytes = 0 : i64}} {{
+    %c0 = arith.constant 0 : index
+    %n = arith.constant {rows} : index
+    %s = arith.constant {step} : index
+    %z = nn.constant 0.0 : tensor<{step}x64xf32>
+    %acc = scf.for %i = %c0 to %n step %s iter_args(%a = %z) -> (tensor<{step}x64xf32>) {{
+      %t = tile.load %0[%i, %c0] : {x} -> tensor<{step}x64xf32>
+      %u = nn.add %a, %t : tensor<{step}x64xf32>
+      scf.yield %u : tensor<{step}x64xf32>
+    }}
+    %r = tile.reduce sum %acc axis 0 : tensor<{step}x64xf32> -> tensor<64xf32>
+    tile.store %r, %1[%c0] : tensor<64xf32>, {y}
+    tile.return
+  }}
+  func.func @main(%0: {x}, %1: {y} {{tile.output}}) {{
+    tile.launch @k grid [1] (%0, %1) : {x}, {y}
+    func.return
+  }}
+}}
+"""
+
+
+def test_a_loop_variable_is_bounded_by_its_last_value() -> None:
+    """Rows 0, 32, ..., 992 of 1024: the last block ends at the buffer's end, so the
+    row test goes; of 1000 rows the last block overhangs and it stays."""
+    assert "const bool fo_ok = true;" in _source(_row_loop(1024, 32))
+    assert "< 1000" in _source(_row_loop(1000, 32))

@@ -153,6 +153,8 @@ class IndexFacts:
         if step.low is None or step.low <= 0 or lb.low is None:
             return IndexFact(lb.low if step.low and step.low > 0 else None, None, 1)
         high = None if ub.high is None else ub.high - 1
+        if high is not None and lb.low == lb.high and step.low == step.high and high >= lb.low:
+            high = lb.low + (high - lb.low) // step.low * step.low  # the last value taken
         return IndexFact(lb.low, high, math.gcd(lb.multiple, step.multiple))
 
 

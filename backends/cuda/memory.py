@@ -5,7 +5,11 @@ Every access goes chunk by chunk through a dist layout (`values.Layout`): a chun
 A chunk that is wholly in bounds and whose address is aligned is moved by one
 vector access (16 bytes where the chunk is 16 bytes: `fo_copy_vec`); any other chunk
 (the ragged edge, a misaligned view) goes element by element under the bounds mask,
-which is the scalar tail. Coordinates inside a tile are `int`; global element
+which is the scalar tail. The tail is a rolled loop (`#pragma unroll 1`) through a
+small local array: unrolled, ptxas turns the branch into predicated code, so every
+chunk issues the tail's scalar loads too (a looped column sum ran 1.5x slower that
+way once its bounds tests were dropped); a loop cannot be predicated, and the vector
+path keeps its registers. Coordinates inside a tile are `int`; global element
 indices are `long long`, since buffers may exceed 2^31 elements.
 """
 
@@ -102,12 +106,15 @@ class ChunkAccess:
             out.append(f"const long long {p}_c = {self.offsets[last]};")
         return out
 
-    def at(self, j: int) -> str:
-        """The index of element j of the chunk (its last-dim stride apart)."""
+    def at(self, j: int | str) -> str:
+        """The index of element j of the chunk (its last-dim stride apart; `j` a number
+        or a C expression)."""
         step = self.buf.strides()[-1] if self.buf.shape else 1
-        return f"{self.p}_g + {j * step if isinstance(step, int) else f'{j} * ({step})'}"
+        if isinstance(j, int) and isinstance(step, int):
+            return f"{self.p}_g + {j * step}"
+        return f"{self.p}_g + {j}" if step == 1 else f"{self.p}_g + {j} * ({step})"
 
-    def elem_ok(self, j: int) -> str:
+    def elem_ok(self, j: int | str) -> str:
         """Element j of the chunk is in bounds."""
         if self._inside(len(self.buf.shape) - 1, self._last_extent()):
             return f"{self.p}_ok"
@@ -155,17 +162,27 @@ def _load_chunk(em, acc: ChunkAccess, out: Val, k: int, fill: str, lines: list[s
     for text in lines:
         em.line(text)
     vector = lay.v > 1 and buf.unit_last
-    if vector:
-        em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
-        em.line(f"fo_copy_vec<{ctype}, {lay.v}>(&{out.name}[{k * lay.v}], {buf.name} + fo_g);")
+    if not vector:
+        for j in range(lay.v):
+            em.line(
+                f"{out.name}[{k * lay.v + j}] = ({acc.elem_ok(j)}) ? "
+                f"{buf.name}[{acc.at(j)}] : {fill};"
+            )
         em.close()
-        em.open("else")
+        return
+    em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
+    em.line(f"fo_copy_vec<{ctype}, {lay.v}>(&{out.name}[{k * lay.v}], {buf.name} + fo_g);")
+    em.close()
+    em.open("else")  # the scalar tail, a rolled loop (module doc)
+    em.line(f"{ctype} fo_e[{lay.v}];")
+    em.line("#pragma unroll 1")
+    em.line(
+        f"for (int fo_j = 0; fo_j < {lay.v}; ++fo_j) "
+        f"fo_e[fo_j] = ({acc.elem_ok('fo_j')}) ? {buf.name}[{acc.at('fo_j')}] : {fill};"
+    )
     for j in range(lay.v):
-        em.line(
-            f"{out.name}[{k * lay.v + j}] = ({acc.elem_ok(j)}) ? {buf.name}[{acc.at(j)}] : {fill};"
-        )
-    if vector:
-        em.close()
+        em.line(f"{out.name}[{k * lay.v + j}] = fo_e[{j}];")
+    em.close()
     em.close()
 
 
@@ -226,15 +243,24 @@ def emit_store_from(
         for text in acc.lines(k):
             em.line(text)
         vector = lay.v > 1 and x.kind == "dist" and buf.unit_last
-        if vector:
-            em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
-            em.line(f"fo_copy_vec<{ctype}, {lay.v}>({buf.name} + fo_g, &{x.name}[{k * lay.v}]);")
+        if not vector:
+            for j in range(lay.v):
+                em.line(f"if ({acc.elem_ok(j)}) {buf.name}[{acc.at(j)}] = {em.slot(x, k, j)};")
             em.close()
-            em.open("else")
+            continue
+        em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
+        em.line(f"fo_copy_vec<{ctype}, {lay.v}>({buf.name} + fo_g, &{x.name}[{k * lay.v}]);")
+        em.close()
+        em.open("else")  # the scalar tail, a rolled loop (module doc)
+        em.line(f"{ctype} fo_e[{lay.v}];")
         for j in range(lay.v):
-            em.line(f"if ({acc.elem_ok(j)}) {buf.name}[{acc.at(j)}] = {em.slot(x, k, j)};")
-        if vector:
-            em.close()
+            em.line(f"fo_e[{j}] = {em.slot(x, k, j)};")
+        em.line("#pragma unroll 1")
+        em.line(
+            f"for (int fo_j = 0; fo_j < {lay.v}; ++fo_j) "
+            f"if ({acc.elem_ok('fo_j')}) {buf.name}[{acc.at('fo_j')}] = fo_e[fo_j];"
+        )
+        em.close()
         em.close()
 
 
@@ -321,14 +347,19 @@ def emit_copy(em, op: tile.CopyOp, use_async: bool = False) -> None:  # noqa: AN
             else:
                 em.line(f"fo_copy_vec<{ctype}, {lay.v}>({dst.name} + fo_d_g, {src.name} + fo_s_g);")
             em.close()
-            em.open("else")
-        for j in range(lay.v):
+            em.open("else")  # the scalar tail, a rolled loop (module doc)
+            em.line("#pragma unroll 1")
             em.line(
-                f"if (({s.elem_ok(j)}) && ({d.elem_ok(j)})) "
-                f"{dst.name}[fo_d_g + {j}] = {src.name}[fo_s_g + {j}];"
+                f"for (int fo_j = 0; fo_j < {lay.v}; ++fo_j) "
+                f"if (({s.elem_ok('fo_j')}) && ({d.elem_ok('fo_j')})) "
+                f"{dst.name}[fo_d_g + fo_j] = {src.name}[fo_s_g + fo_j];"
             )
-        if lay.v > 1:
             em.close()
+        else:
+            em.line(
+                f"if (({s.elem_ok(0)}) && ({d.elem_ok(0)})) "
+                f"{dst.name}[fo_d_g + 0] = {src.name}[fo_s_g + 0];"
+            )
         em.close()
 
 
