@@ -188,3 +188,12 @@ def test_a_loop_variable_is_bounded_by_its_last_value() -> None:
     row test goes; of 1000 rows the last block overhangs and it stays."""
     assert "const bool fo_ok = true;" in _source(_row_loop(1024, 32))
     assert "< 1000" in _source(_row_loop(1000, 32))
+
+
+def test_the_scalar_tail_is_rolled_inside_loops_only() -> None:
+    """In a loop the misaligned-or-ragged tail is a rolled loop (ptxas would predicate
+    an unrolled one into every iteration); outside loops it stays unrolled."""
+    looped = _source(_row_loop(1000, 32))
+    assert "#pragma unroll 1" in looped
+    straight = _source(_kernel(60, 256, 16, 4, block_cols=256))
+    assert "#pragma unroll 1" not in straight and "fo_e[" not in straight

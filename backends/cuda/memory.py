@@ -5,12 +5,15 @@ Every access goes chunk by chunk through a dist layout (`values.Layout`): a chun
 A chunk that is wholly in bounds and whose address is aligned is moved by one
 vector access (16 bytes where the chunk is 16 bytes: `fo_copy_vec`); any other chunk
 (the ragged edge, a misaligned view) goes element by element under the bounds mask,
-which is the scalar tail. The tail is a rolled loop (`#pragma unroll 1`) through a
-small local array: unrolled, ptxas turns the branch into predicated code, so every
-chunk issues the tail's scalar loads too (a looped column sum ran 1.5x slower that
-way once its bounds tests were dropped); a loop cannot be predicated, and the vector
-path keeps its registers. Coordinates inside a tile are `int`; global element
-indices are `long long`, since buffers may exceed 2^31 elements.
+which is the scalar tail. Inside a loop the tail is a rolled loop (`#pragma unroll 1`)
+through a small local array: unrolled, ptxas turns the branch into predicated code,
+so every chunk of every iteration issues the tail's scalar loads too (a looped column
+sum ran 1.5x slower that way once its bounds tests were dropped); a loop cannot be
+predicated. Outside loops the tail stays unrolled: there the predicated form costs
+once, and the rolled one cost a row-of-8 LayerNorm kernel registers, occupancy and
+a third of its speed (H200, `benchmarks/results`). Coordinates inside a tile are
+`int`; global element indices are `long long`, since buffers may exceed 2^31
+elements.
 """
 
 from __future__ import annotations
@@ -162,12 +165,19 @@ def _load_chunk(em, acc: ChunkAccess, out: Val, k: int, fill: str, lines: list[s
     for text in lines:
         em.line(text)
     vector = lay.v > 1 and buf.unit_last
-    if not vector:
+    if not vector or not em.loop_depth:
+        if vector:
+            em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
+            em.line(f"fo_copy_vec<{ctype}, {lay.v}>(&{out.name}[{k * lay.v}], {buf.name} + fo_g);")
+            em.close()
+            em.open("else")
         for j in range(lay.v):
             em.line(
                 f"{out.name}[{k * lay.v + j}] = ({acc.elem_ok(j)}) ? "
                 f"{buf.name}[{acc.at(j)}] : {fill};"
             )
+        if vector:
+            em.close()
         em.close()
         return
     em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
@@ -243,9 +253,18 @@ def emit_store_from(
         for text in acc.lines(k):
             em.line(text)
         vector = lay.v > 1 and x.kind == "dist" and buf.unit_last
-        if not vector:
+        if not vector or not em.loop_depth:
+            if vector:
+                em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
+                em.line(
+                    f"fo_copy_vec<{ctype}, {lay.v}>({buf.name} + fo_g, &{x.name}[{k * lay.v}]);"
+                )
+                em.close()
+                em.open("else")
             for j in range(lay.v):
                 em.line(f"if ({acc.elem_ok(j)}) {buf.name}[{acc.at(j)}] = {em.slot(x, k, j)};")
+            if vector:
+                em.close()
             em.close()
             continue
         em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
@@ -347,8 +366,9 @@ def emit_copy(em, op: tile.CopyOp, use_async: bool = False) -> None:  # noqa: AN
             else:
                 em.line(f"fo_copy_vec<{ctype}, {lay.v}>({dst.name} + fo_d_g, {src.name} + fo_s_g);")
             em.close()
-            em.open("else")  # the scalar tail, a rolled loop (module doc)
-            em.line("#pragma unroll 1")
+            em.open("else")  # the scalar tail (module doc)
+            if em.loop_depth:
+                em.line("#pragma unroll 1")
             em.line(
                 f"for (int fo_j = 0; fo_j < {lay.v}; ++fo_j) "
                 f"if (({s.elem_ok('fo_j')}) && ({d.elem_ok('fo_j')})) "

@@ -14,7 +14,7 @@
 // CHECK:      // fuseopt CUDA kernel `rows` (schedule: row_reduction)
 // CHECK:      rows(const float* __restrict__ p0, float* __restrict__ p1, const long long p0_n0, const long long p1_n0) {
 // CHECK:      mask[0] = 0LL + ((fo_tid * 4) + 0) % 128 < 100 && i + ((fo_tid * 4) + 0) / 128 % 2 < p0_n0;
-// CHECK:      if (fo_ok && fo_c + fo_j < p1_n0) p1[fo_g + fo_j] = fo_e[fo_j];
+// CHECK:      if (fo_ok && fo_c + 0 < p1_n0) p1[fo_g + 0] = t_1[0];
 
 tile.kernel @double grid 1 (%x: memref<?x100xf32>, %y: memref<?x100xf32>) attributes {schedule = "pointwise", num_warps = 4 : i64, num_stages = 1 : i64, vector_width = 4 : i64} {
   %p = tile.program_id 0
