@@ -150,6 +150,7 @@ CUDA = TargetDescription(
     attention_query_tiles=1,
     attention="eager",
     scan=False,
+    warp_per_row=True,
 )
 """CUDA: a looped row reduction whose rows fit tile-promote's shared-memory row cache
 (`row_cache_bytes`, the same number as tile-promote's ROW_CACHE_BUDGET) keeps one loop
@@ -169,7 +170,13 @@ prefill took 6.7 ms instead of 2.3. A variance over a non-innermost dim keeps it
 statistics per lane in one pass, as on Triton: with its step count one uniform register
 (`cuda/uniform_carries.py`) the loop has no barrier (H200, bf16, kernel us, one device
 call: `x.var(0)` of 65536 x 1024 107 -> 64, `x.var(1)` of 64 x 1024 x 1024 104 -> 60,
-against a loop per level that reads the input twice)."""
+against a loop per level that reads the input twice). Whole-row reductions get fewer
+warps (`warp_per_row`), as on Triton, since a column reduction's totals stay in the
+lanes' registers (`reduce.py`'s colred) and one warp needs no shared memory at all:
+H200, bf16, kernel us, one device call (benchmarks/results/nvidia-h200/
+cuda_chunk_addressing_5ea1c47), four warps -> warp_per_row: `x.var(1)` of
+1024 x 64 x 512 56.4 -> 24.9, `x.sum(1)` of the same 27.1 -> 20.5, `x.var(0)` of
+65536 x 1024 66.2 -> 60.3, `x.sum(0)` of 64 x 1024 x 1024 52.7 -> 46.1."""
 
 TARGETS = {t.name: t for t in (TRITON, CUDA)}
 """The GPU backends' targets, by backend name."""

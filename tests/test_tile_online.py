@@ -292,7 +292,7 @@ def cuda_kernel_loops(text: str) -> int:
     (before tile-promote adds the row-prefetch loop)."""
     from fuseopt.backends.cuda.backend import tile_pipeline
 
-    spec = tile_pipeline().removesuffix(",tile-promote")
+    spec = tile_pipeline().rsplit(",tile-promote", 1)[0]
     return loops(fuseopt.run_pipeline(fuseopt.parse(text), spec))
 
 
