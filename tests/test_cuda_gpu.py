@@ -145,6 +145,30 @@ def test_ragged_mlp_matches_eager(m: int, d: int, di: int, dtype: torch.dtype) -
     _check(f"mlp-{m}x{d}x{di}-{dtype}", model, (x,))
 
 
+@pytest.mark.parametrize(
+    ("name", "fn"),
+    [
+        ("amax-rows", lambda x: x.amax(-1)),
+        ("amin-columns", lambda x: x.amin(0)),
+        ("amax-middle", lambda x: x.view(8, 16, -1).amax(1)),
+        ("maximum-relu", lambda x: torch.maximum(x, x.flip(0)).relu()),
+    ],
+)
+def test_max_and_min_propagate_nan_on_the_gpu(name: str, fn) -> None:  # noqa: ANN001
+    """fo_max / fo_min (one max.NaN / min.NaN instruction on sm_80+) return NaN when
+    either operand is NaN, as PyTorch does, in row, column and middle-axis reductions
+    and elementwise; the rest of the result is exact."""
+    import fuseopt
+
+    torch.manual_seed(7)
+    x = torch.randn(128, 96, device="cuda", dtype=torch.bfloat16)
+    x[3, 5] = x[100, 0] = x[64, 95] = float("nan")
+    compiled = fuseopt.compile(fn, (x,), backend="cuda", strict=True)
+    got, expected = compiled(x), fn(x)
+    assert got.isnan().any(), name
+    torch.testing.assert_close(got, expected, rtol=0, atol=0, equal_nan=True)
+
+
 def test_warm_compile_comes_from_the_cache() -> None:
     import fuseopt
 
