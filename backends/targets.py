@@ -174,7 +174,7 @@ against a loop per level that reads the input twice). Whole-row reductions get f
 warps (`warp_per_row`), as on Triton, since a column reduction's totals stay in the
 lanes' registers (`reduce.py`'s colred) and one warp needs no shared memory at all:
 H200, bf16, kernel us, one device call (benchmarks/results/nvidia-h200/
-cuda_chunk_addressing_5ea1c47), four warps -> warp_per_row: `x.var(1)` of
+cuda_chunk_addressing_086db57, call 3 at 5ea1c47), four warps -> warp_per_row: `x.var(1)` of
 1024 x 64 x 512 56.4 -> 24.9, `x.sum(1)` of the same 27.1 -> 20.5, `x.var(0)` of
 65536 x 1024 66.2 -> 60.3, `x.sum(0)` of 64 x 1024 x 1024 52.7 -> 46.1."""
 

@@ -10,10 +10,10 @@ through a small local array: unrolled, ptxas turns the branch into predicated co
 so every chunk of every iteration issues the tail's scalar loads too (a looped column
 sum ran 1.5x slower that way once its bounds tests were dropped); a loop cannot be
 predicated. Outside loops the tail stays unrolled: there the predicated form costs
-once, and the rolled one cost a row-of-8 LayerNorm kernel registers, occupancy and
-a third of its speed (H200, `benchmarks/results`). Coordinates inside a tile are
-`int`; global element indices are `long long`, since buffers may exceed 2^31
-elements.
+once, and the rolled one cost a row-of-8 LayerNorm kernel registers, occupancy and a
+third of its speed (H200: benchmarks/results/nvidia-h200/cuda_chunk_addressing_086db57).
+Coordinates inside a tile are `int`; global element indices are `long long`, since
+buffers may exceed 2^31 elements.
 """
 
 from __future__ import annotations
