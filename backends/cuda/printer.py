@@ -163,7 +163,8 @@ def print_kernel(
         body, threads, blocks = whole
         smem, own_grid = 0, (blocks,)
     else:
-        em = KernelEmitter(k, c_name, grid_bound)
+        # a kernel of dynamic size takes its grid from its caller (`dim3 grid`): no bound
+        em = KernelEmitter(k, c_name, None if dynamic else grid_bound)
         body = em.emit()
         threads, smem, wmma, tables = em.nt, em.smem_bytes, em.uses_wmma, em.constants
         cp_async, sizes = em.uses_cp_async, tuple(em.sizes)
