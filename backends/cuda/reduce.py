@@ -15,7 +15,9 @@ per row, `nt` threads):
   after it, G chunks a row dividing `nt`: each thread holds the same v columns in
   every chunk): each thread folds its chunks in registers, lanes holding the same
   columns combine by shuffles (G < 32), and the partials of the warps (or of the
-  threads G apart) meet in shared memory; the result is a shared array of C elements;
+  threads G apart) meet in shared memory; each thread then holds its columns' totals
+  in registers (a `colred` value: no exchange at all when one warp, or one thread
+  per column chunk, holds them already);
 - **generic** (another axis, odd shapes): the tile goes to shared memory and each
   thread reduces whole output elements serially.
 
