@@ -165,34 +165,28 @@ def _load_chunk(em, acc: ChunkAccess, out: Val, k: int, fill: str, lines: list[s
     for text in lines:
         em.line(text)
     vector = lay.v > 1 and buf.unit_last
-    if not vector or not em.loop_depth:
-        if vector:
-            em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
-            em.line(f"fo_copy_vec<{ctype}, {lay.v}>(&{out.name}[{k * lay.v}], {buf.name} + fo_g);")
-            em.close()
-            em.open("else")
+    if vector:
+        em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
+        em.line(f"fo_copy_vec<{ctype}, {lay.v}>(&{out.name}[{k * lay.v}], {buf.name} + fo_g);")
+        em.close()
+        em.open("else")
+    if vector and em.loop_depth:  # the scalar tail, a rolled loop (module doc)
+        em.line(f"{ctype} fo_e[{lay.v}];")
+        em.line("#pragma unroll 1")
+        em.line(
+            f"for (int fo_j = 0; fo_j < {lay.v}; ++fo_j) "
+            f"fo_e[fo_j] = ({acc.elem_ok('fo_j')}) ? {buf.name}[{acc.at('fo_j')}] : {fill};"
+        )
+        for j in range(lay.v):
+            em.line(f"{out.name}[{k * lay.v + j}] = fo_e[{j}];")
+    else:
         for j in range(lay.v):
             em.line(
                 f"{out.name}[{k * lay.v + j}] = ({acc.elem_ok(j)}) ? "
                 f"{buf.name}[{acc.at(j)}] : {fill};"
             )
-        if vector:
-            em.close()
+    if vector:
         em.close()
-        return
-    em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
-    em.line(f"fo_copy_vec<{ctype}, {lay.v}>(&{out.name}[{k * lay.v}], {buf.name} + fo_g);")
-    em.close()
-    em.open("else")  # the scalar tail, a rolled loop (module doc)
-    em.line(f"{ctype} fo_e[{lay.v}];")
-    em.line("#pragma unroll 1")
-    em.line(
-        f"for (int fo_j = 0; fo_j < {lay.v}; ++fo_j) "
-        f"fo_e[fo_j] = ({acc.elem_ok('fo_j')}) ? {buf.name}[{acc.at('fo_j')}] : {fill};"
-    )
-    for j in range(lay.v):
-        em.line(f"{out.name}[{k * lay.v + j}] = fo_e[{j}];")
-    em.close()
     em.close()
 
 
@@ -253,33 +247,25 @@ def emit_store_from(
         for text in acc.lines(k):
             em.line(text)
         vector = lay.v > 1 and x.kind == "dist" and buf.unit_last
-        if not vector or not em.loop_depth:
-            if vector:
-                em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
-                em.line(
-                    f"fo_copy_vec<{ctype}, {lay.v}>({buf.name} + fo_g, &{x.name}[{k * lay.v}]);"
-                )
-                em.close()
-                em.open("else")
+        if vector:
+            em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
+            em.line(f"fo_copy_vec<{ctype}, {lay.v}>({buf.name} + fo_g, &{x.name}[{k * lay.v}]);")
+            em.close()
+            em.open("else")
+        if vector and em.loop_depth:  # the scalar tail, a rolled loop (module doc)
+            em.line(f"{ctype} fo_e[{lay.v}];")
+            for j in range(lay.v):
+                em.line(f"fo_e[{j}] = {em.slot(x, k, j)};")
+            em.line("#pragma unroll 1")
+            em.line(
+                f"for (int fo_j = 0; fo_j < {lay.v}; ++fo_j) "
+                f"if ({acc.elem_ok('fo_j')}) {buf.name}[{acc.at('fo_j')}] = fo_e[fo_j];"
+            )
+        else:
             for j in range(lay.v):
                 em.line(f"if ({acc.elem_ok(j)}) {buf.name}[{acc.at(j)}] = {em.slot(x, k, j)};")
-            if vector:
-                em.close()
+        if vector:
             em.close()
-            continue
-        em.open(f"if ({acc.whole()} && {acc.aligned(_vec(ctype, lay.v))})")
-        em.line(f"fo_copy_vec<{ctype}, {lay.v}>({buf.name} + fo_g, &{x.name}[{k * lay.v}]);")
-        em.close()
-        em.open("else")  # the scalar tail, a rolled loop (module doc)
-        em.line(f"{ctype} fo_e[{lay.v}];")
-        for j in range(lay.v):
-            em.line(f"fo_e[{j}] = {em.slot(x, k, j)};")
-        em.line("#pragma unroll 1")
-        em.line(
-            f"for (int fo_j = 0; fo_j < {lay.v}; ++fo_j) "
-            f"if ({acc.elem_ok('fo_j')}) {buf.name}[{acc.at('fo_j')}] = fo_e[fo_j];"
-        )
-        em.close()
         em.close()
 
 
