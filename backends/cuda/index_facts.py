@@ -36,6 +36,11 @@ class IndexFact:
         """Whether the value is a multiple of `n` for every program."""
         return self.multiple % n == 0
 
+    def fits(self, extent: int, n: int | str) -> bool:
+        """Whether the value plus any coordinate below `extent` stays below `n` (a
+        static size; a dynamic one, a C name, never fits) for every program."""
+        return isinstance(n, int) and self.high is not None and self.high + extent <= n
+
 
 UNKNOWN = IndexFact(None, None, 1)
 
@@ -110,8 +115,8 @@ def _extreme(a: IndexFact, b: IndexFact, pick) -> IndexFact:  # noqa: ANN001 - m
 
 class IndexFacts:
     """The facts of one kernel's index values, computed on demand and memoized.
-    `grid` is the launch grid when every launch of the kernel has the same static one
-    (None: program ids are unbounded above)."""
+    `grid` is the largest grid any launch of the kernel uses along each axis (None:
+    program ids are unbounded above)."""
 
     def __init__(self, grid: tuple[int, ...] | None):
         self.grid = grid

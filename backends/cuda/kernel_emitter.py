@@ -422,25 +422,19 @@ class KernelEmitter:
             self.line(f"const {ctype} {name} = {expr([x.name for x in operands])};")
             self.values[result] = Val("uniform", name, shape, elem)
             return
-        parents = {x.layout for x in operands if x.kind in ("chunk", "rowred", "colred")}
         kinds = {x.kind for x in operands if x.kind != "uniform"}
-        if kinds == {"colred"} and len(parents) == 1:
-            (lay,) = parents
+        parents = {x.layout for x in operands if x.kind != "uniform"}
+        if len(kinds) == 1 and kinds <= {"chunk", "rowred", "colred"} and len(parents) == 1:
+            (kind,), (lay,) = kinds, parents
             assert lay is not None
-            name = self.fresh("cr")
-            self.line(f"{ctype} {name}[{lay.v}];")
-            for j in range(lay.v):
-                self.line(f"{name}[{j}] = {expr([self.slot(x, 0, j) for x in operands])};")
-            self.values[result] = Val("colred", name, shape, elem, lay)
-            return
-        if kinds <= {"chunk"} and len(parents) == 1 or kinds <= {"rowred"} and len(parents) == 1:
-            (lay,) = parents
-            assert lay is not None
-            name = self.fresh("r")
-            self.line(f"{ctype} {name}[{lay.chunks}];")
-            for k in range(lay.chunks):
-                self.line(f"{name}[{k}] = {expr([self.slot(x, k, 0) for x in operands])};")
-            self.values[result] = Val(kinds.pop(), name, shape, elem, lay)
+            # the form's registers: one per chunk, or (colred) one per slot of a chunk
+            count = lay.v if kind == "colred" else lay.chunks
+            name = self.fresh("cr" if kind == "colred" else "r")
+            self.line(f"{ctype} {name}[{count}];")
+            for i in range(count):
+                k, j = (0, i) if kind == "colred" else (i, 0)
+                self.line(f"{name}[{i}] = {expr([self.slot(x, k, j) for x in operands])};")
+            self.values[result] = Val(kind, name, shape, elem, lay)
             return
         lay = next((x.layout for x in operands if x.kind == "dist"), None) or self.layout(shape)
         if lay.shape != shape:

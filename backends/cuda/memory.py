@@ -62,15 +62,17 @@ class ChunkAccess:
         if self.lead < 0:
             raise ValueError(f"a tile of rank {len(self.box)} does not fit {buf.shape}")
         self.facts = facts if facts is not None else [UNKNOWN] * len(offsets)
+        last = len(buf.shape) - 1
+        self.last_inside = self._inside(last, self.box[-1] if self.box else 1)
+        """Every element of every chunk is inside the last dim, for every program."""
+        self.starts_at_multiples = self._starts_at_multiples()
+        """Every chunk's first index is a multiple of the chunk length `v`, for every
+        program: then a chunk is aligned exactly when the pointer is."""
 
     def _inside(self, i: int, extent: int) -> bool:
         """Whether offset `i` plus any coordinate below `extent` is inside dim `i` of
         the buffer for every program."""
-        n, high = self.buf.shape[i], self.facts[i].high
-        return isinstance(n, int) and high is not None and high + extent <= n
-
-    def _last_extent(self) -> int:
-        return self.box[-1] if self.box else 1
+        return self.facts[i].fits(extent, self.buf.shape[i])
 
     def lines(self, k: int, start: str | None = None, guard: str | None = None) -> list[str]:
         """Declarations of `<p>_g`, `<p>_ok` and `<p>_c` for chunk `k` (or for the chunk
@@ -119,24 +121,22 @@ class ChunkAccess:
 
     def elem_ok(self, j: int | str) -> str:
         """Element j of the chunk is in bounds."""
-        if self._inside(len(self.buf.shape) - 1, self._last_extent()):
+        if self.last_inside:
             return f"{self.p}_ok"
         return f"{self.p}_ok && {self.p}_c + {j} < {self.buf.shape[-1]}"
 
     def whole(self) -> str:
         """The whole chunk is in bounds."""
-        if self._inside(len(self.buf.shape) - 1, self._last_extent()):
+        if self.last_inside:
             return f"{self.p}_ok"
         return f"{self.p}_ok && {self.p}_c + {self.lay.v} <= {self.buf.shape[-1]}"
 
     def aligned(self, vector_bytes: str) -> str:
         """The chunk's address is a multiple of `vector_bytes` (a C expression)."""
-        base = self.buf.name if self._starts_at_multiples() else f"{self.buf.name} + {self.p}_g"
+        base = self.buf.name if self.starts_at_multiples else f"{self.buf.name} + {self.p}_g"
         return f"fo_aligned({base}, {vector_bytes})"
 
     def _starts_at_multiples(self) -> bool:
-        """Whether every chunk's first index is a multiple of the chunk length `v` for
-        every program: then the chunk is aligned exactly when the pointer is."""
         v, strides, box = self.lay.v, self.buf.strides(), self.box
         if v == 1:
             return True
@@ -387,10 +387,8 @@ def _emit_mask(em, op: tile.MaskOp) -> None:  # noqa: ANN001
     out = em.new_dist(shape, t.element_type, "mask")
     lay = out.layout
     assert lay is not None
-    inside = [  # the dims whose test holds for every program and every element
-        isinstance(n, int) and f.high is not None and f.high + extent <= n
-        for n, f, extent in zip(bounds, facts, shape, strict=True)
-    ]
+    # the dims whose test holds for every program and every element
+    inside = [f.fits(extent, n) for n, f, extent in zip(bounds, facts, shape, strict=True)]
     for k in range(lay.chunks):
         for j in range(lay.v):
             flat = f"({lay.chunk_start(k)} + {j})"

@@ -62,30 +62,26 @@ class CudaKernel:
         return f"{self.c_name}.cu"
 
 
-def _launch_grids(module: ModuleOp) -> dict[str, tuple[int, ...]]:
+def _launch_grids(
+    module: ModuleOp,
+) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...] | None]]:
+    """Per kernel, the grid of its first launch of static grid (its printed launcher's),
+    and the largest grid any of its launches uses along each axis (None for a kernel
+    some launch gives a grid computed per call: its program ids are not bounded)."""
     grids: dict[str, tuple[int, ...]] = {}
-    for op in module.walk():
-        if isinstance(op, tile.LaunchOp):
-            sizes = op.grid_sizes
-            if all(isinstance(n, int) for n in sizes):  # a computed grid: refused above
-                grids.setdefault(op.kernel.root_reference.data, sizes)  # type: ignore[arg-type]
-    return grids
-
-
-def _grid_bounds(module: ModuleOp) -> dict[str, tuple[int, ...] | None]:
-    """Per kernel, the largest grid any of its launches uses along each axis; None for
-    a kernel some launch gives a grid computed per call."""
     bounds: dict[str, tuple[int, ...] | None] = {}
     for op in module.walk():
         if isinstance(op, tile.LaunchOp):
-            name = op.kernel.root_reference.data
-            sizes = op.grid_sizes
+            name, sizes = op.kernel.root_reference.data, op.grid_sizes
             seen = bounds.get(name, ())
-            if seen is None or not all(isinstance(n, int) for n in sizes):
+            if not all(isinstance(n, int) for n in sizes):  # a computed grid
                 bounds[name] = None
-            else:
-                bounds[name] = tuple(max(a, b) for a, b in zip_longest(seen, sizes, fillvalue=0))
-    return bounds
+                continue
+            grids.setdefault(name, sizes)  # type: ignore[arg-type]
+            if seen is not None:
+                widest = zip_longest(seen, sizes, fillvalue=0)
+                bounds[name] = tuple(max(a, b) for a, b in widest)  # type: ignore[type-var]
+    return grids, bounds
 
 
 def _host_launcher(
@@ -222,7 +218,7 @@ def print_cuda(module: ModuleOp) -> list[CudaKernel]:
                 "the standard pipeline first (fuse-opt --pipeline standard -t cuda)",
             )
     names = NameTable()
-    grids, bounds = _launch_grids(module), _grid_bounds(module)
+    grids, bounds = _launch_grids(module)
     out = []
     for op in module.ops:
         if isinstance(op, tile.KernelOp):
