@@ -34,7 +34,9 @@ class TargetDescription:
       whole before a row reduction loops over chunks;
     - `row_chunk`: columns per step of such a loop;
     - `statistics_row_block`, `statistics_row_chunk`: the same two for kernels that
-      compute a normalization's mean and variance (0: as other rows);
+      compute a normalization's mean and variance (0: as other rows); the first also
+      for kernels that store only a softmax's per-row statistics (a loss's
+      log-sum-exp, `heuristics.group_options`);
     - `row_cache_bytes`: shared memory per program the target's row cache holds (0: no
       row cache); the tiler keeps one loop per reduction level for rows that fit;
     - `shared_bytes`: shared memory one program may use (memory promotion's budget);

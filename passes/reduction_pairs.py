@@ -153,3 +153,35 @@ def computes_variance(ops: Sequence[Operation]) -> bool:
         if pair is not None and pair.kind == VARIANCE and pair.first in members:
             return True
     return False
+
+
+def softmax_exponentials(ops: Sequence[Operation]) -> set[nn.ExpOp]:
+    """The f32 `exp(a - broadcast(reduce_max(a)))` of `ops` whose every use is the sum
+    of a softmax pair among `ops`: exponentials that are only added up, never stored.
+
+    The tiler computes these as `exp2((a - max) * log2(e))` (`exp2` is one hardware
+    ex2 with the subnormal range scaled; `exp` is libm's polynomial, several times the
+    instructions). The product's rounding adds at most |a - max| * log2(e) * 2^-24
+    relative error to a term (base e: |a - max| * 2^-24), largest for the smallest
+    terms; a sum weighted by the terms themselves stays within about (1 + ln n) *
+    2^-24 of eager's for n terms. What a kernel stores (a softmax's probabilities)
+    keeps `exp`."""
+    members = set(ops)
+    found: set[nn.ExpOp] = set()
+    for op in ops:
+        if not isinstance(op, nn.ExpOp):
+            continue
+        t = op.results[0].type
+        if not isinstance(t, TensorType) or not isinstance(t.element_type, Float32Type):
+            continue
+        uses = list(op.results[0].uses)
+        if uses and all(_is_softmax_sum(u.operation, members) for u in uses):
+            found.add(op)
+    return found
+
+
+def _is_softmax_sum(op: Operation, members: set[Operation]) -> bool:
+    if not isinstance(op, nn.SumOp) or op not in members:
+        return False
+    pair = match_pair(op)
+    return pair is not None and pair.kind == SOFTMAX and pair.first in members

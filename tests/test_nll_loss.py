@@ -67,6 +67,27 @@ def test_cross_entropy_on_triton(reduction: str, dtype: torch.dtype) -> None:
         _compare(compiled(x, TARGETS), fn(x, TARGETS), dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_cross_entropy_over_a_long_vocabulary_on_triton(dtype: torch.dtype, tmp_path) -> None:  # noqa: ANN001
+    """Rows longer than the Triton target's statistics row block (8192), ragged (9001),
+    loop once: the log-sum-exp's max and sum online, the summed exponentials in base 2,
+    no row stored; a row of equal logits, a row with one dominant class and a target on
+    the last class, against eager."""
+    x = (randn(3, 9001, seed=4) * 4).to(dtype)
+    x[1] = 2.5
+    x[2, 9000] = 60.0
+    targets = torch.tensor([17, 4000, 9000])
+    fn = _loss("none", False, -100)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, backend="triton", strict=True)
+        _compare(compiled(x, targets), fn(x, targets), dtype)
+    compiled.save(tmp_path)
+    rows = [p.read_text() for p in tmp_path.glob("*.py") if "reduce_max" in p.name]
+    assert len(rows) == 1 and "row_reduction_looped" in rows[0]
+    assert rows[0].count("for k in range") == 1 and "fuseopt_exp2(" in rows[0]
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_one_sample_and_all_ignored(reduction: str) -> None:
     x = randn(10, seed=4)

@@ -329,3 +329,71 @@ def test_cuda_looped_kernels_match_the_reference(text: str, tmp_path: Path) -> N
     if not emulator_available():
         pytest.skip("g++ is not installed")
     run_emulated(text, tmp_path, "bf16")
+
+
+def _log_sum_exp(rows: int, cols: int) -> str:
+    """Each row's log-sum-exp of an f32 [rows, cols] (a loss's statistics), stored
+    alone: per-row results only."""
+    x, r, o = t((rows, cols), "f32"), t((rows, 1), "f32"), t((rows,), "f32")
+    return f"""func.func @main(%x: {x}) -> {o} {{
+  %m = nn.reduce_max %x [1] keepdim : {x} -> {r}
+  %mb = nn.broadcast %m : {r} -> {x}
+  %d = nn.sub %x, %mb : {x}
+  %e = nn.exp %d : {x}
+  %s = nn.sum %e [1] : {x} -> {o}
+  %l = nn.log %s : {o}
+  %mr = nn.reshape %m : {r} -> {o}
+  %y = nn.add %l, %mr : {o}
+  func.return %y : {o}
+}}"""
+
+
+def _kernel_ops(module) -> list[str]:  # noqa: ANN001
+    """Names of the ops of the module's kernels that make tiles of rows (rank 2: the
+    per-row rescaling of an online sum is rank 1)."""
+    return [
+        op.name
+        for k in module.walk()
+        if isinstance(k, tile.KernelOp)
+        for op in k.walk()
+        if op.results and len(getattr(op.results[0].type, "shape", ())) == 2
+    ]
+
+
+@pytest.mark.parametrize("shape", [(3, 100), (1, 1), (5, 17), (2, 64)], ids=str)
+def test_log_sum_exp_rows_loop_once_in_base_2(shape: tuple) -> None:
+    """A kernel that stores only a softmax's per-row statistics loops past the
+    statistics' row block (one pass: online max and sum) where other rows stay whole,
+    and its exponentials, only summed, are exp2 of the deviation times log2(e). Ragged,
+    one-element and whole-chunk rows, rows with -inf entries, a row all -inf (as
+    the reference: NaN, every term exp(-inf - -inf) being NaN) and a large spread
+    (terms down to exp(-100)) against the reference."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(shape) * 20).astype(np.float32)
+    if shape[1] > 1:
+        x[0, : shape[1] // 2] = -np.inf
+    if shape[0] > 1:
+        x[1] = -np.inf
+    spec = "nn-fuse,convert-nn-to-tile{statistics-row-block=16},tile-promote"
+    expected, actual, tiled = run(_log_sum_exp(*shape), [x], spec)
+    ops = _kernel_ops(tiled)
+    assert loops(tiled) == (1 if shape[1] > 16 else 0)
+    if shape[1] > 1:  # a row of one is no reduction at all
+        assert "nn.exp2" in ops and "nn.exp" not in ops
+    np.testing.assert_allclose(actual[0], expected[0], rtol=2e-6, atol=0)
+
+
+def test_stored_softmax_keeps_exp() -> None:
+    """A softmax that stores its probabilities keeps `exp` for them, whole rows (the
+    exponentials are also the outputs) or looped (only the statistics' loop sums in
+    base 2), and keeps its rows whole under a small statistics row block."""
+    text = softmax(3, 100).replace("bf16", "f32")
+    spec = "nn-fuse,convert-nn-to-tile{statistics-row-block=16},tile-promote"
+    _, _, whole = run(text, [np.zeros((3, 100), np.float32)], spec)
+    assert loops(whole) == 0
+    assert "nn.exp" in _kernel_ops(whole) and "nn.exp2" not in _kernel_ops(whole)
+    x = np.random.default_rng(8).standard_normal((3, 100)).astype(np.float32) * 10
+    expected, actual, looped = run(text, [x])
+    assert loops(looped) == 2
+    assert {"nn.exp", "nn.exp2"} <= set(_kernel_ops(looped))
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-6, atol=1e-7)

@@ -4,6 +4,7 @@
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{max-row-block=32 row-chunk=32}' | filecheck %s --check-prefix=CHUNK
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{max-row-block=32 online-stats=false}' | filecheck %s --check-prefix=PERLEVEL
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-cols=32}' | filecheck %s --check-prefix=COLS
+// RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{statistics-row-block=32}' | filecheck %s --check-prefix=STATS
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-m=48}' 2>&1 | filecheck %s --check-prefix=BADSIZE
 // BADSIZE: error: convert-nn-to-tile: block-m=48 must be a positive power of two
 // BADSIZE-NOT: Traceback
@@ -101,6 +102,9 @@ func.func @pointwise_broadcast(%x: tensor<5x37xf32>, %b: tensor<37xf32>) -> tens
 // sum of exponentials share one loop (online softmax: the running sum is rescaled by
 // exp(m - m') when the running max grows; a max of -inf is read as 0), accumulators
 // as iter_args, then a last loop that stores the row: two passes; one row per program.
+// A row whose max ends -inf (all -inf) sums to NaN, as every exp(-inf - -inf) is.
+// In the first loop the exponentials are only summed: exp2((x - m') * log2(e)), one
+// hardware ex2 (the stores' loop keeps exp).
 // CHECK-LABEL: tile.kernel @softmax grid 1
 // CHECK-SAME:  schedule = "row_reduction", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 8, 128>, reduce_dim = 1 : i64
 // CHECK-SAME:  candidates = [{"block-rows" = 1 : i64}, {"block-rows" = 2 : i64}, {"block-rows" = 4 : i64}, {"block-rows" = 8 : i64}]
@@ -130,16 +134,20 @@ func.func @pointwise_broadcast(%x: tensor<5x37xf32>, %b: tensor<37xf32>) -> tens
 // LOOPED:         %[[SAFE:.*]] = nn.select %[[NINF]], %{{.*}}, %[[MNEW]] : tensor<1xf32>
 // LOOPED-NEXT:    %[[MB:.*]] = tile.broadcast %[[SAFE]] dims [0] : tensor<1xf32> -> tensor<1x128xf32>
 // LOOPED-NEXT:    %[[D:.*]] = nn.sub %[[X]], %[[MB]] : tensor<1x128xf32>
-// LOOPED-NEXT:    nn.exp %[[D]] : tensor<1x128xf32>
+// LOOPED-NEXT:    %[[LOG2E:.*]] = nn.constant 1.4426950408889634 : tensor<1x128xf32>
+// LOOPED-NEXT:    %[[D2:.*]] = nn.mul %[[D]], %[[LOG2E]] : tensor<1x128xf32>
+// LOOPED-NEXT:    nn.exp2 %[[D2]] : tensor<1x128xf32>
 // LOOPED:         %[[CSUM:.*]] = tile.reduce sum %{{.*}} axis 1 : tensor<1x128xf32> -> tensor<1xf32>
 // LOOPED-NEXT:    %[[SHIFT:.*]] = nn.sub %[[M]], %[[SAFE]] : tensor<1xf32>
 // LOOPED-NEXT:    %[[ALPHA:.*]] = nn.exp %[[SHIFT]] : tensor<1xf32>
 // LOOPED-NEXT:    %[[SCALED:.*]] = nn.mul %[[S]], %[[ALPHA]] : tensor<1xf32>
 // LOOPED-NEXT:    %[[SNEW:.*]] = nn.add %[[SCALED]], %[[CSUM]] : tensor<1xf32>
 // LOOPED-NEXT:    scf.yield %[[MNEW]], %[[SNEW]] : tensor<1xf32>, tensor<1xf32>
+// LOOPED:       %[[EMPTY:.*]] = nn.compare eq, %[[MAX]], %{{.*}} : tensor<1xf32>
+// LOOPED:       %[[NANSUM:.*]] = nn.select %[[EMPTY]], %{{.*}}, %[[SUM]] : tensor<1xf32>
 // LOOPED:       scf.for %[[K2:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // LOOPED:         tile.broadcast %[[MAX]] dims [0]
-// LOOPED:         tile.broadcast %[[SUM]] dims [0]
+// LOOPED:         tile.broadcast %[[NANSUM]] dims [0]
 // LOOPED:         tile.store %{{.*}}, %{{.*}}[%[[ROW]], %[[K2]]] : tensor<1x128xf32>, memref<6x100xf32>
 // LOOPED-NOT:   scf.for
 // LOOPED:       tile.launch @softmax grid [6]
@@ -182,6 +190,46 @@ func.func @row_reduction(%x: tensor<6x100xf32>) -> tensor<6x100xf32> {
     nn.yield %y : tensor<6x100xf32>
   }
   func.return %0 : tensor<6x100xf32>
+}
+
+// -----
+
+// A row's log-sum-exp stored alone (a loss's statistics): its exponentials are only
+// summed, so they are exp2 of the deviation in base 2, whole rows or looped. With
+// statistics-row-block=32 such a kernel loops (a looped softmax's statistics take one
+// pass, so a whole row reads no less), while the softmax above, which stores rows,
+// stays whole.
+// CHECK-LABEL: tile.kernel @log_sum_exp grid 1
+// CHECK-SAME:  schedule = "row_reduction", iteration_sizes = array<i64: 6, 100>
+// CHECK:       %[[D:.*]] = nn.sub %{{.*}}, %{{.*}} : tensor<8x128xf32>
+// CHECK-NEXT:  %[[LOG2E:.*]] = nn.constant 1.4426950408889634 : tensor<8x128xf32>
+// CHECK-NEXT:  %[[D2:.*]] = nn.mul %[[D]], %[[LOG2E]] : tensor<8x128xf32>
+// CHECK-NEXT:  %[[E:.*]] = nn.exp2 %[[D2]] : tensor<8x128xf32>
+// CHECK-NOT:   nn.exp {{.*}} : tensor<8x128xf32>
+// CHECK:       tile.reduce sum
+// CHECK:       nn.log
+// STATS-LABEL: tile.kernel @softmax grid 1
+// STATS-SAME:  schedule = "row_reduction", iteration_sizes = array<i64: 6, 100>
+// STATS-LABEL: tile.kernel @log_sum_exp grid 1
+// STATS-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 1, 128>
+// STATS:       scf.for
+// STATS:         nn.exp2
+// STATS-NOT:   scf.for
+// STATS:       tile.store
+func.func @lse_rows(%x: tensor<6x100xf32>) -> tensor<6xf32> {
+  %0 = nn.fusion ins(%x : tensor<6x100xf32>) -> tensor<6xf32> attributes {kernel_name = "log_sum_exp", kind = "reduction", route = "kernel"} {
+  ^bb0(%a: tensor<6x100xf32>):
+    %m = nn.reduce_max %a [1] keepdim : tensor<6x100xf32> -> tensor<6x1xf32>
+    %mb = nn.broadcast %m : tensor<6x1xf32> -> tensor<6x100xf32>
+    %d = nn.sub %a, %mb : tensor<6x100xf32>
+    %e = nn.exp %d : tensor<6x100xf32>
+    %s = nn.sum %e [1] : tensor<6x100xf32> -> tensor<6xf32>
+    %l = nn.log %s : tensor<6xf32>
+    %mr = nn.reshape %m : tensor<6x1xf32> -> tensor<6xf32>
+    %r = nn.add %l, %mr : tensor<6xf32>
+    nn.yield %r : tensor<6xf32>
+  }
+  func.return %0 : tensor<6xf32>
 }
 
 // -----

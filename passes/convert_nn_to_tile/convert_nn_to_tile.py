@@ -91,7 +91,7 @@ from fuseopt.passes.convert_nn_to_tile.heuristics import (
     Blocks,
     TileOptions,
     choose_blocks,
-    for_statistics,
+    group_options,
     largest_tile,
 )
 from fuseopt.passes.convert_nn_to_tile.scan import scan_launches
@@ -103,7 +103,6 @@ from fuseopt.passes.convert_nn_to_tile.strided_views import (
     slice_view,
 )
 from fuseopt.passes.convert_nn_to_tile.whole_tensor import whole_tensor_kernel
-from fuseopt.passes.reduction_pairs import computes_variance
 
 MAX_GRID = 2**31 - 1
 """Most programs in one launch (CUDA's grid.x limit)."""
@@ -124,9 +123,11 @@ class ConvertNNToTilePass(TileOptions, ModulePass):
     `max-row-block` (longest
     row kept whole before a reduction loops over chunks), `row-chunk` (the chunk such a
     loop reads per step, default 2048), `statistics-row-block` / `statistics-row-chunk`
-    (the same two for a kernel computing a normalization's mean and variance; default:
-    as other rows), `column-statistics` (false: a variance over a non-innermost dim keeps
-    a loop per level instead of accumulating per lane in one), `online-stats` (false: a
+    (the same two for a kernel computing a normalization's mean and variance, the
+    first also for one storing only a softmax's per-row statistics; default: as other
+    rows; `heuristics.group_options`), `column-statistics` (false: a variance over a
+    non-innermost dim keeps a loop per level instead of accumulating per lane in one),
+    `online-stats` (false: a
     looped softmax or variance keeps one loop per reduction level instead of computing
     its statistics in one pass; see `online`), `row-cache-bytes` (the shared
     memory a backend's row cache will hold per program, 0 for none: a looped reduction
@@ -530,7 +531,7 @@ class HostLowering:
             group, ins, views = peel_input_reshapes(group, ins, views)
         try:
             space = analyze(group, {v: view.layout for v, view in (views or {}).items()})
-            opts = for_statistics(self.opts) if computes_variance(group.ops) else self.opts
+            opts = group_options(space, group.ops, group.outputs, self.opts)
             blocks = choose_blocks(space, opts)
             self._check_tile_size(group, space, blocks)
             emitter = KernelEmitter(

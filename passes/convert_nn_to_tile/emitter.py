@@ -63,6 +63,7 @@ from fuseopt.passes.convert_nn_to_tile.analysis import (
 from fuseopt.passes.convert_nn_to_tile.heuristics import Blocks, candidates, tiled_dims
 from fuseopt.passes.convert_nn_to_tile.index_constants import IndexConstants
 from fuseopt.passes.convert_nn_to_tile.matmul import emit_matmul
+from fuseopt.passes.reduction_pairs import softmax_exponentials
 
 REDUCE_KIND = {nn.SumOp: "sum", nn.MeanOp: "sum", nn.ReduceMaxOp: "max", nn.ReduceMinOp: "min"}
 COMBINE = {"sum": nn.AddOp, "max": nn.MaxOp, "min": nn.MinOp}
@@ -109,6 +110,7 @@ class KernelEmitter:
         self.operands = {v for m in space.matmuls for v in (m.lhs, m.rhs)}
         self.varies = self._part_dependent()
         self.part_offsets: dict[tuple[SSAValue, int, int], SSAValue] = {}
+        self.summed_exps = softmax_exponentials(group.ops)
 
     def _part_dependent(self) -> set[SSAValue]:
         """Values whose tiles differ between parts of the split dim (a broadcast along
@@ -416,6 +418,8 @@ class KernelEmitter:
             xs.append((yield self._emit_steps(x, ctx, p)))
         if isinstance(op, nn.SliceOp | nn.ConcatOp | nn.TransposeOp):
             return xs[0]  # tiles are in iteration order: a transpose only moves loads
+        if op in self.summed_exps:
+            return self.summed_exp(ctx, xs[0])
         if isinstance(op, ELEMENTWISE):
             new = type(op).build(
                 operands=xs, result_types=[self.tile_type(r)], attributes=dict(op.attributes)
@@ -428,6 +432,14 @@ class KernelEmitter:
         if isinstance(op, nn.ReductionOp):  # over unit or untiled axes only
             return xs[0]
         raise Untileable(op, f"{op.name} cannot be lowered here")
+
+    def summed_exp(self, ctx: Context, x: SSAValue) -> SSAValue:
+        """`exp(x)` of an f32 tile whose terms are only added up (a softmax's sum of
+        exponentials): `exp2(x * log2(e))`, see `reduction_pairs.softmax_exponentials`."""
+        t = x.type
+        assert isinstance(t, TensorType)
+        log2e = self.splat(ctx, math.log2(math.e), t)
+        return self.add(ctx, nn.Exp2Op(self.add(ctx, nn.MulOp(x, log2e))))
 
     def _broadcast(self, ctx: Context, x: SSAValue, src: SSAValue, dst: SSAValue) -> SSAValue:
         src_dims = [d for d in self.space.span(src) if d in self.tiled]

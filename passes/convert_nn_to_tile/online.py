@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import Float32Type, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn, tile
@@ -160,7 +160,7 @@ def update(
         is_ninf = em.add(ctx, nn.CompareOp("eq", m_new, ninf))
         m_safe = em.add(ctx, nn.SelectOp(is_ninf, em.splat(ctx, 0.0, t), m_new))
         ctx.cache[(first.results[0], 0)] = em._finish_reduce(first, m_safe, ctx)
-        terms = em._partial_reduce(pair.second, em.emit(pair.second.operands[0], ctx), ctx)
+        terms = em._partial_reduce(pair.second, _exponentials(em, ctx, pair), ctx)
         alpha = em.add(ctx, nn.ExpOp(em.add(ctx, nn.SubOp(m, m_safe))))
         s_new = em.add(ctx, nn.AddOp(em.add(ctx, nn.MulOp(s, alpha)), terms))
         return [m_new, s_new]
@@ -186,6 +186,18 @@ def update(
         nn.AddOp(em.add(ctx, nn.AddOp(m2, chunk_m2)), em.add(ctx, nn.MulOp(spread, ratio))),
     )
     return [n_new, mean_new, m2_new]
+
+
+def _exponentials(em: KernelEmitter, ctx: Context, pair: StatisticsPair) -> SSAValue:
+    """This chunk's terms of a softmax's sum: in base 2 where they are f32 (in this
+    loop they are only added up, whatever else reads the exponentials after it:
+    `reduction_pairs.softmax_exponentials`)."""
+    exp = pair.second.operands[0]
+    t = exp.type
+    assert isinstance(t, TensorType) and isinstance(exp.owner, nn.ExpOp)
+    if not isinstance(t.element_type, Float32Type):
+        return em.emit(exp, ctx)
+    return em.summed_exp(ctx, em.emit(exp.owner.operands[0], ctx))
 
 
 def _lane_update(
@@ -289,6 +301,11 @@ def finish(em: KernelEmitter, ctx: Context, pair: StatisticsPair, results: list[
     first, second = pair.first.results[0], pair.second.results[0]
     if pair.kind == SOFTMAX:
         m, s = results
+        # a row all -inf: every term exp(-inf - -inf) is NaN, so is the sum (the loop
+        # read its max as 0 to keep rows that start with -inf exact)
+        t = _row_type(em, pair)
+        empty = em.add(ctx, nn.CompareOp("eq", m, em.splat(ctx, -math.inf, t)))
+        s = em.add(ctx, nn.SelectOp(empty, em.splat(ctx, math.nan, t), s))
         ctx.cache[(first, 0)] = em._finish_reduce(pair.first, m, ctx)
         ctx.cache[(second, 0)] = em._finish_reduce(pair.second, s, ctx)
         return
