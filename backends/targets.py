@@ -54,6 +54,9 @@ class TargetDescription:
       memory and a barrier once per reduce, and spreads warps over a tile's outer dims,
       which a column reduction reduces; the CUDA printer's column reductions go
       through shared memory anyway);
+    - `exp2_sums`: whether a softmax's exponentials that a kernel only sums are `exp2`
+      of the deviation in base 2 (one hardware ex2 where the printer's `exp2` is
+      that; `heuristics.TileOptions.exp2_sums`);
     - `attention`: the frontend's default `attention` option on this target ("fused":
       PyTorch's SDPA becomes nn.attention and this target's kernel; "eager": PyTorch's
       own kernel runs it).
@@ -71,6 +74,7 @@ class TargetDescription:
     attention: str = "fused"
     scan: bool = True
     warp_per_row: bool = False
+    exp2_sums: bool = True
 
     @property
     def defaults(self) -> LoweringOptions:
@@ -85,6 +89,7 @@ class TargetDescription:
             attention_block_n=self.attention_blocks[1] or None,
             attention_query_tiles=self.attention_query_tiles or None,
             scan=self.scan,
+            exp2_sums=self.exp2_sums,
         )
         return LoweringOptions(
             tile,
@@ -153,6 +158,7 @@ CUDA = TargetDescription(
     attention="eager",
     scan=False,
     warp_per_row=True,
+    exp2_sums=False,
 )
 """CUDA: a looped row reduction whose rows fit tile-promote's shared-memory row cache
 (`row_cache_bytes`, the same number as tile-promote's ROW_CACHE_BUDGET) keeps one loop
@@ -178,7 +184,12 @@ lanes' registers (`reduce.py`'s colred) and one warp needs no shared memory at a
 H200, bf16, kernel us, one device call (benchmarks/results/nvidia-h200/
 cuda_chunk_addressing_086db57, call 3 at 5ea1c47), four warps -> warp_per_row: `x.var(1)` of
 1024 x 64 x 512 56.4 -> 24.9, `x.sum(1)` of the same 27.1 -> 20.5, `x.var(0)` of
-65536 x 1024 66.2 -> 60.3, `x.sum(0)` of 64 x 1024 x 1024 52.7 -> 46.1."""
+65536 x 1024 66.2 -> 60.3, `x.sum(0)` of 64 x 1024 x 1024 52.7 -> 46.1. A softmax's summed
+exponentials stay `expf` (`exp2_sums=False`): this printer's `exp2f` keeps subnormal
+results, which nvcc compiles to a compare, a predicated scaling and the ex2 per element
+sharing one predicate register, a chain that made the looped cross-entropy kernels
+slower although shorter (H200, bf16, kernel us, one device call, `expf` -> `exp2f`:
+4096 x 128256 logits 584 -> 695, 2048 x 151936 357 -> 426, 8192 x 32000 275 -> 267)."""
 
 TARGETS = {t.name: t for t in (TRITON, CUDA)}
 """The GPU backends' targets, by backend name."""

@@ -159,9 +159,9 @@ def softmax_exponentials(ops: Sequence[Operation]) -> set[nn.ExpOp]:
     """The f32 `exp(a - broadcast(reduce_max(a)))` of `ops` whose every use is the sum
     of a softmax pair among `ops`: exponentials that are only added up, never stored.
 
-    The tiler computes these as `exp2((a - max) * log2(e))` (`exp2` is one hardware
-    ex2 with the subnormal range scaled; `exp` is libm's polynomial, several times the
-    instructions). The product's rounding adds at most |a - max| * log2(e) * 2^-24
+    The tiler computes these as `exp2((a - max) * log2(e))` on targets that ask for it
+    (`exp2_sums`; Triton's `exp2` is one hardware ex2, `exp` libm's polynomial, several
+    times the instructions). The product's rounding adds at most |a - max| * log2(e) * 2^-24
     relative error to a term (base e: |a - max| * 2^-24), largest for the smallest
     terms; a sum weighted by the terms themselves stays within about (1 + ln n) *
     2^-24 of eager's for n terms. What a kernel stores (a softmax's probabilities)

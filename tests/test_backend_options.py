@@ -89,7 +89,7 @@ def test_lowering_options_build_pass_objects() -> None:
     assert CUDA.defaults.spec() == (
         "nn-widen-intermediates,convert-nn-to-tile{row_chunk=4096 attention_block_m=64 "
         "attention_block_n=32 attention_query_tiles=1 "
-        "row_cache_bytes=98304 scan=false},"
+        "row_cache_bytes=98304 scan=false exp2_sums=false},"
         "tile-promote{warp_per_row=true}"
     )
 
@@ -108,6 +108,15 @@ def test_triton_loops_normalization_statistics_past_8192() -> None:
     forced = TRITON.lowering({"max_row_block": 32768}).tile
     assert forced.statistics_row_block is None and forced.max_row_block == 32768
     assert CUDA.defaults.tile.statistics_row_block is None
+
+
+def test_summed_exponentials_in_base_2_on_triton_only() -> None:
+    """A softmax's exponentials that a kernel only sums are exp2 on Triton (one ex2:
+    libdevice flushes subnormals there) and stay exp on CUDA, whose exp2f keeps them
+    at a cost (backends/targets.py)."""
+    assert TRITON.defaults.tile.exp2_sums and not CUDA.defaults.tile.exp2_sums
+    assert "exp2_sums=false" in CUDA.defaults.spec()
+    assert "exp2_sums" not in TRITON.defaults.spec()
 
 
 def test_triton_keeps_short_reduced_runs_in_one_warp() -> None:

@@ -5,6 +5,7 @@
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{max-row-block=32 online-stats=false}' | filecheck %s --check-prefix=PERLEVEL
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-cols=32}' | filecheck %s --check-prefix=COLS
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{statistics-row-block=32}' | filecheck %s --check-prefix=STATS
+// RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{exp2-sums=false}' | filecheck %s --check-prefix=NOEXP2
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-m=48}' 2>&1 | filecheck %s --check-prefix=BADSIZE
 // BADSIZE: error: convert-nn-to-tile: block-m=48 must be a positive power of two
 // BADSIZE-NOT: Traceback
@@ -14,7 +15,7 @@
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{online-stats=maybe}' 2>&1 | filecheck %s --check-prefix=BADBOOL
 // BADBOOL: error: convert-nn-to-tile: option online-stats=maybe must be bool
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{blok=64}' 2>&1 | filecheck %s --check-prefix=BADNAME
-// BADNAME: error: convert-nn-to-tile: unknown option blok (options: attention-block-m, attention-block-n, attention-query-tiles, block, block-cols, block-k, block-m, block-n, block-rows, column-statistics, group-m, max-row-block, online-stats, row-cache-bytes, row-chunk, scan, statistics-row-block, statistics-row-chunk)
+// BADNAME: error: convert-nn-to-tile: unknown option blok (options: attention-block-m, attention-block-n, attention-query-tiles, block, block-cols, block-k, block-m, block-n, block-rows, column-statistics, exp2-sums, group-m, max-row-block, online-stats, row-cache-bytes, row-chunk, scan, statistics-row-block, statistics-row-chunk)
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{row-chunk=48}' 2>&1 | filecheck %s --check-prefix=BADCHUNK
 // BADCHUNK: error: convert-nn-to-tile: row-chunk=48 must be a positive power of two
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block=2097152}' 2>&1 | filecheck %s --check-prefix=HUGE
@@ -208,6 +209,12 @@ func.func @row_reduction(%x: tensor<6x100xf32>) -> tensor<6x100xf32> {
 // CHECK-NOT:   nn.exp {{.*}} : tensor<8x128xf32>
 // CHECK:       tile.reduce sum
 // CHECK:       nn.log
+// With exp2-sums=false (the CUDA target) the summed exponentials stay exp:
+// NOEXP2-LABEL: tile.kernel @log_sum_exp grid 1
+// NOEXP2-NOT:   nn.exp2
+// NOEXP2:       nn.exp %{{.*}} : tensor<8x128xf32>
+// NOEXP2-NOT:   nn.exp2
+// NOEXP2:       tile.launch @log_sum_exp
 // STATS-LABEL: tile.kernel @softmax grid 1
 // STATS-SAME:  schedule = "row_reduction", iteration_sizes = array<i64: 6, 100>
 // STATS-LABEL: tile.kernel @log_sum_exp grid 1

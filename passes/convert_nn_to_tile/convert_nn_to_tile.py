@@ -132,7 +132,9 @@ class ConvertNNToTilePass(TileOptions, ModulePass):
     its statistics in one pass; see `online`), `row-cache-bytes` (the shared
     memory a backend's row cache will hold per program, 0 for none: a looped reduction
     whose rows fit keeps one loop per level, since the cache makes re-reads cheap),
-    `scan` (false: `nn.cumsum` is a whole-tensor kernel instead of a scan, `scan.py`).
+    `scan` (false: `nn.cumsum` is a whole-tensor kernel instead of a scan, `scan.py`),
+    `exp2-sums` (false: a softmax's exponentials that a kernel only sums stay `exp`
+    instead of `exp2` of the deviation in base 2).
     """
 
     name = "convert-nn-to-tile"
@@ -542,6 +544,7 @@ class HostLowering:
                 online_stats=self.opts.online_stats,
                 column_statistics=self.opts.column_statistics,
                 row_cache_bytes=self.opts.row_cache_bytes,
+                exp2_sums=self.opts.exp2_sums,
             )
             kernel, grid = emitter.build()
         except Untileable as e:

@@ -100,6 +100,7 @@ class KernelEmitter:
         online_stats: bool = True,
         column_statistics: bool = True,
         row_cache_bytes: int = 0,
+        exp2_sums: bool = True,
     ):
         self.name, self.group, self.space, self.blocks = name, group, space, blocks
         self.online_stats = online_stats
@@ -110,7 +111,8 @@ class KernelEmitter:
         self.operands = {v for m in space.matmuls for v in (m.lhs, m.rhs)}
         self.varies = self._part_dependent()
         self.part_offsets: dict[tuple[SSAValue, int, int], SSAValue] = {}
-        self.summed_exps = softmax_exponentials(group.ops)
+        self.exp2_sums = exp2_sums
+        self.summed_exps = softmax_exponentials(group.ops) if exp2_sums else set()
 
     def _part_dependent(self) -> set[SSAValue]:
         """Values whose tiles differ between parts of the split dim (a broadcast along

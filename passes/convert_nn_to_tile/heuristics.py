@@ -127,6 +127,9 @@ class TileOptions:
     scan: bool = True
     """`nn.cumsum` as a scan kernel (`scan.py`); false: a one-program whole-tensor
     kernel (for a backend that cannot print a scan of a tile)."""
+    exp2_sums: bool = True
+    """A softmax's exponentials that a kernel only sums are `exp2` of the deviation
+    times log2(e) (`reduction_pairs.softmax_exponentials`); false: `exp`."""
 
     def check(self) -> None:
         """Raise ValueError for a forced size that is not a positive power of two (or a

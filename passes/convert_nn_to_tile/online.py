@@ -195,7 +195,7 @@ def _exponentials(em: KernelEmitter, ctx: Context, pair: StatisticsPair) -> SSAV
     exp = pair.second.operands[0]
     t = exp.type
     assert isinstance(t, TensorType) and isinstance(exp.owner, nn.ExpOp)
-    if not isinstance(t.element_type, Float32Type):
+    if not em.exp2_sums or not isinstance(t.element_type, Float32Type):
         return em.emit(exp, ctx)
     return em.summed_exp(ctx, em.emit(exp.owner.operands[0], ctx))
 
