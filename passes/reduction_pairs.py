@@ -161,11 +161,11 @@ def softmax_exponentials(ops: Sequence[Operation]) -> set[nn.ExpOp]:
 
     The tiler computes these as `exp2((a - max) * log2(e))` on targets that ask for it
     (`exp2_sums`; Triton's `exp2` is one hardware ex2, `exp` libm's polynomial, several
-    times the instructions). The product's rounding adds at most |a - max| * log2(e) * 2^-24
-    relative error to a term (base e: |a - max| * 2^-24), largest for the smallest
-    terms; a sum weighted by the terms themselves stays within about (1 + ln n) *
-    2^-24 of eager's for n terms. What a kernel stores (a softmax's probabilities)
-    keeps `exp`."""
+    times the instructions). The product's rounding moves a term's base-2 exponent by up
+    to |a - max| * log2(e) * 2^-24, its value relatively by |a - max| * 2^-24 (largest
+    for the smallest terms); with ex2's own couple of ulps, a sum weighted by its terms
+    stays within a few times (1 + ln n) * 2^-24 of eager's for n terms. What a kernel
+    stores (a softmax's probabilities) keeps `exp`."""
     members = set(ops)
     found: set[nn.ExpOp] = set()
     for op in ops:

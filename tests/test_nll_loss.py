@@ -7,6 +7,8 @@ of range gives NaN, never a finite loss."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -85,7 +87,7 @@ def test_cross_entropy_over_a_long_vocabulary_on_triton(dtype: torch.dtype, tmp_
     compiled.save(tmp_path)
     rows = [p.read_text() for p in tmp_path.glob("*.py") if "reduce_max" in p.name]
     assert len(rows) == 1 and "row_reduction_looped" in rows[0]
-    assert rows[0].count("for k in range") == 1 and "fuseopt_exp2(" in rows[0]
+    assert len(re.findall(r"for k\w* in range", rows[0])) == 1 and "fuseopt_exp2(" in rows[0]
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])

@@ -374,13 +374,49 @@ def test_log_sum_exp_rows_loop_once_in_base_2(shape: tuple) -> None:
         x[0, : shape[1] // 2] = -np.inf
     if shape[0] > 1:
         x[1] = -np.inf
-    spec = "nn-fuse,convert-nn-to-tile{statistics-row-block=16},tile-promote"
+    spec = "nn-fuse,convert-nn-to-tile{statistics-row-block=16},tile-promote"  # chunks of 16
     expected, actual, tiled = run(_log_sum_exp(*shape), [x], spec)
     ops = _kernel_ops(tiled)
     assert loops(tiled) == (1 if shape[1] > 16 else 0)
     if shape[1] > 1:  # a row of one is no reduction at all
         assert "nn.exp2" in ops and "nn.exp" not in ops
     np.testing.assert_allclose(actual[0], expected[0], rtol=2e-6, atol=0)
+
+
+def _two_sums_of_one_max(rows: int, cols: int) -> str:
+    """Two sums of the same exponentials (one keepdim: cse keeps both), stored per row."""
+    x, r, o = t((rows, cols), "f32"), t((rows, 1), "f32"), t((rows,), "f32")
+    return f"""func.func @main(%x: {x}) -> ({o}, {r}) {{
+  %m = nn.reduce_max %x [1] keepdim : {x} -> {r}
+  %mb = nn.broadcast %m : {r} -> {x}
+  %d = nn.sub %x, %mb : {x}
+  %e = nn.exp %d : {x}
+  %s = nn.sum %e [1] : {x} -> {o}
+  %k = nn.sum %e [1] keepdim : {x} -> {r}
+  func.return %s, %k : {o}, {r}
+}}"""
+
+
+@pytest.mark.parametrize(
+    "text,options",
+    [
+        (_log_sum_exp(3, 100), "online-stats=false"),
+        (_log_sum_exp(3, 100), "row-cache-bytes=98304"),
+        (_two_sums_of_one_max(3, 100), ""),
+    ],
+    ids=["per_level_loops", "row_cache", "one_max_two_sums"],
+)
+def test_statistics_rows_stay_whole_unless_one_pass(text: str, options: str) -> None:
+    """Per-row softmax statistics loop past the statistics row block only where the
+    loop takes one pass: not with a loop per level (online-stats=false, or a row cache
+    that makes re-reads cheap), nor when one max has two sums (the online form pairs a
+    max with one); those keep whole rows, and the results are the reference's."""
+    x = np.random.default_rng(9).standard_normal((3, 100)).astype(np.float32) * 5
+    spec = f"nn-fuse,convert-nn-to-tile{{statistics-row-block=16 {options}}},tile-promote"
+    expected, actual, tiled = run(text, [x], spec)
+    assert loops(tiled) == 0
+    for got, want in zip(actual, expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
 def test_stored_softmax_keeps_exp() -> None:

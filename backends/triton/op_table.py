@@ -200,8 +200,9 @@ def fuseopt_exp(x):
 """,
     "fuseopt_exp2": """@triton.jit
 def fuseopt_exp2(x):
-    # GPU: libdevice's exp2f, eager's own (2 ulps: one ex2.approx with the subnormal
-    # range scaled). The CPU interpreter has no libdevice: numpy's exp2 there
+    # GPU: libdevice's exp2f, eager's own (2 ulps: one ex2.approx, the subnormal range
+    # scaled unless Triton links libdevice flushing to zero, as recent releases do by
+    # default). The CPU interpreter has no libdevice: numpy's exp2 there
     if INTERPRETED:
         return tl.exp2(x)
     else:

@@ -6,6 +6,7 @@
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-cols=32}' | filecheck %s --check-prefix=COLS
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{statistics-row-block=32}' | filecheck %s --check-prefix=STATS
 // RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{exp2-sums=false}' | filecheck %s --check-prefix=NOEXP2
+// RUN: fuse-opt %s --split-input-file -p 'convert-nn-to-tile{exp2-sums=false max-row-block=32}' | filecheck %s --check-prefix=NOEXP2LOOP
 // RUN: not fuse-opt %s --split-input-file -p 'convert-nn-to-tile{block-m=48}' 2>&1 | filecheck %s --check-prefix=BADSIZE
 // BADSIZE: error: convert-nn-to-tile: block-m=48 must be a positive power of two
 // BADSIZE-NOT: Traceback
@@ -197,9 +198,9 @@ func.func @row_reduction(%x: tensor<6x100xf32>) -> tensor<6x100xf32> {
 
 // A row's log-sum-exp stored alone (a loss's statistics): its exponentials are only
 // summed, so they are exp2 of the deviation in base 2, whole rows or looped. With
-// statistics-row-block=32 such a kernel loops (a looped softmax's statistics take one
-// pass, so a whole row reads no less), while the softmax above, which stores rows,
-// stays whole.
+// statistics-row-block=32 such a kernel loops in chunks of 32 (a looped softmax's
+// statistics take one pass, so a whole row reads no less), while the softmax above,
+// which stores rows, stays whole.
 // CHECK-LABEL: tile.kernel @log_sum_exp grid 1
 // CHECK-SAME:  schedule = "row_reduction", iteration_sizes = array<i64: 6, 100>
 // CHECK:       %[[D:.*]] = nn.sub %{{.*}}, %{{.*}} : tensor<8x128xf32>
@@ -215,10 +216,18 @@ func.func @row_reduction(%x: tensor<6x100xf32>) -> tensor<6x100xf32> {
 // NOEXP2:       nn.exp %{{.*}} : tensor<8x128xf32>
 // NOEXP2-NOT:   nn.exp2
 // NOEXP2:       tile.launch @log_sum_exp
+// and so do the online loop's terms:
+// NOEXP2LOOP-LABEL: tile.kernel @log_sum_exp grid 1
+// NOEXP2LOOP-SAME:  schedule = "row_reduction_looped"
+// NOEXP2LOOP-NOT:   nn.exp2
+// NOEXP2LOOP:       scf.for
+// NOEXP2LOOP:         nn.exp %{{.*}} : tensor<1x32xf32>
+// NOEXP2LOOP-NOT:   nn.exp2
+// NOEXP2LOOP:       tile.launch @log_sum_exp
 // STATS-LABEL: tile.kernel @softmax grid 1
 // STATS-SAME:  schedule = "row_reduction", iteration_sizes = array<i64: 6, 100>
 // STATS-LABEL: tile.kernel @log_sum_exp grid 1
-// STATS-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 1, 128>
+// STATS-SAME:  schedule = "row_reduction_looped", iteration_sizes = array<i64: 6, 100>, block_sizes = array<i64: 1, 32>
 // STATS:       scf.for
 // STATS:         nn.exp2
 // STATS-NOT:   scf.for

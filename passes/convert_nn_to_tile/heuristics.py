@@ -35,7 +35,9 @@ Backends set some of these knobs through the same options, from their target
 descriptions (backends/targets.py), not rules of their own:
 - Triton passes `max-row-block=32768` (TRITON): Triton has no shared-memory row cache,
   so keeping rows up to 32768 whole in one program reads them from HBM once, where
-  looping would read them twice;
+  looping would read them twice; kernels whose loop reads them once all the same (a
+  normalization's statistics, per lane; a softmax's statistics stored per row, online)
+  loop past `statistics-row-block=8192` (`group_options`);
 - Triton asks tile-promote for `warp-per-row` (`warp_per_row_warps`);
 - CUDA passes `row-cache-bytes` = tile-promote's row-cache budget: a looped reduction
   whose rows its row cache holds keeps one loop per reduction level (re-reads hit
@@ -209,8 +211,9 @@ def group_options(
     """The options a fusion group's blocks are chosen with: `for_statistics` for a
     kernel that computes a normalization's mean and variance; for one that stores only
     per-row results of a softmax's statistics (`softmax_statistics_only`: a loss's
-    log-sum-exp), the statistics' longest whole row with the usual chunk; `opts` for
-    the others.
+    log-sum-exp), the statistics' longest whole row with the usual chunk (no longer than
+    that row), where the loop computes them online (`online_stats`, no row cache); `opts`
+    for the others.
 
     A looped softmax's statistics take one pass (online), so such a kernel reads its
     rows once whether they are whole or looped, and the whole row buys nothing: a
@@ -222,9 +225,10 @@ def group_options(
     (8192 x 32000: 115 us whole, 119 looped by 4096)."""
     if computes_variance(ops):
         return for_statistics(opts)
-    if softmax_statistics_only(space, ops, outputs):
+    online = opts.online_stats and opts.row_cache_bytes == 0  # else a loop per level
+    if online and softmax_statistics_only(space, ops, outputs):
         longest = min(opts.max_row_block, opts.statistics_row_block or opts.max_row_block)
-        return replace(opts, max_row_block=longest)
+        return replace(opts, max_row_block=longest, row_chunk=min(opts.row_chunk, longest))
     return opts
 
 
@@ -235,7 +239,8 @@ def softmax_statistics_only(
     concatenations) to per-row results only, through a softmax's max and sum of
     exponentials: no output spans the row, and every reduction along the row that reads
     another one's result is the sum of a softmax pair whose max is in the group (the
-    looped schedule's online statistics, `online`), read by no further one."""
+    looped schedule's online statistics, `online`), read by no further one, and each max
+    pairs with one sum (as `online.online_pairs` pairs them)."""
     k = space.reduce_dim
     if space.kind != REDUCTION or k != len(space.sizes) - 1 or space.split_dim is not None:
         return False
@@ -243,7 +248,7 @@ def softmax_statistics_only(
         return False
     members = set(ops)
     level: dict[SSAValue, int] = {}
-    softmax = False
+    paired: set[Operation] = set()
     for op in ops:
         lv = max((level.get(x, 0) for x in op.operands), default=0)
         for r in op.results:
@@ -256,9 +261,11 @@ def softmax_statistics_only(
             pair = match_pair(op)
             if pair is None or pair.kind != SOFTMAX or pair.first not in members:
                 return False
-            softmax = True
+            if pair.first in paired:
+                return False
+            paired.add(pair.first)
         level[op.results[0]] = lv + 1
-    return softmax
+    return bool(paired)
 
 
 def choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:

@@ -11,7 +11,9 @@ outputs) instead of three:
   sum `s` per row; per chunk `m' = max(m, max(chunk))`, `s' = s * exp(m - m') +
   sum(exp(chunk - m'))`, with `m' = -inf` read as 0 so that rows starting with -inf
   (masked scores) stay exact. The chunk terms are the group's own ops, emitted with
-  the max replaced by `m'`, so casts and masks are the usual ones;
+  the max replaced by `m'`, so casts and masks are the usual ones, and in f32 their
+  exponentials in base 2 where the target asks (`exp2_sums`: only summed here). A row
+  whose max ends -inf (all -inf) sums to NaN, as every exp(-inf - -inf) is;
 - variance, `mean|sum((a - broadcast(m))^2)` with f32 statistics, where `m` is
   `mean(a)` or nn-decompose's `row_mean` (the row's value where `reduce_min(a) ==
   reduce_max(a)`, else `mean(a)`), along rows or columns. Where the chunk tile stays in
