@@ -563,15 +563,7 @@ class KernelEmitter:
         last loop that stores the full-row outputs; per-row outputs are stored after."""
         sp, k = self.space, self.space.reduce_dim
         assert k is not None
-        level: dict[SSAValue, int] = {v: 0 for v in self.group.inputs}
-        phases: dict[int, list[nn.ReductionOp]] = {}
-        for op in self.group.ops:
-            lv = max((level.get(x, 0) for x in op.operands), default=0)
-            for r in op.results:
-                level[r] = lv
-            if isinstance(op, nn.ReductionOp) and k in sp.span(op.operands[0]):
-                phases.setdefault(lv, []).append(op)
-                level[op.results[0]] = lv + 1
+        phases = online.reduction_phases(sp, self.group.ops)
         pairs = []
         # Online statistics along rows merge each chunk's partial reductions, a
         # cross-thread reduction per iteration; across columns (the reduce dim not

@@ -53,9 +53,10 @@ from dataclasses import dataclass, fields, replace
 
 from xdsl.ir import Operation, SSAValue
 
-from fuseopt.dialects import nn, tile
+from fuseopt.dialects import tile
 from fuseopt.passes.convert_nn_to_tile.analysis import MATMUL, POINTWISE, REDUCTION, IterationSpace
-from fuseopt.passes.reduction_pairs import SOFTMAX, computes_variance, match_pair
+from fuseopt.passes.convert_nn_to_tile.online import softmax_statistics_only
+from fuseopt.passes.reduction_pairs import computes_variance
 
 MAX_ROW_BLOCK = 8192
 """Longest row (elements, a power of two) kept whole in one program's registers."""
@@ -210,7 +211,7 @@ def group_options(
 ) -> TileOptions:
     """The options a fusion group's blocks are chosen with: `for_statistics` for a
     kernel that computes a normalization's mean and variance; for one that stores only
-    per-row results of a softmax's statistics (`softmax_statistics_only`: a loss's
+    per-row results of a softmax's statistics (`online.softmax_statistics_only`: a loss's
     log-sum-exp), the statistics' longest whole row with the usual chunk (no longer than
     that row), where the loop computes them online (`online_stats`, no row cache); `opts`
     for the others.
@@ -230,42 +231,6 @@ def group_options(
         longest = min(opts.max_row_block, opts.statistics_row_block or opts.max_row_block)
         return replace(opts, max_row_block=longest, row_chunk=min(opts.row_chunk, longest))
     return opts
-
-
-def softmax_statistics_only(
-    space: IterationSpace, ops: Sequence[Operation], outputs: Sequence[SSAValue]
-) -> bool:
-    """Whether a group reduces rows (the innermost dim, without slices or
-    concatenations) to per-row results only, through a softmax's max and sum of
-    exponentials: no output spans the row, and every reduction along the row that reads
-    another one's result is the sum of a softmax pair whose max is in the group (the
-    looped schedule's online statistics, `online`), read by no further one, and each max
-    pairs with one sum (as `online.online_pairs` pairs them)."""
-    k = space.reduce_dim
-    if space.kind != REDUCTION or k != len(space.sizes) - 1 or space.split_dim is not None:
-        return False
-    if any(k in space.span(v) for v in outputs):
-        return False
-    members = set(ops)
-    level: dict[SSAValue, int] = {}
-    paired: set[Operation] = set()
-    for op in ops:
-        lv = max((level.get(x, 0) for x in op.operands), default=0)
-        for r in op.results:
-            level[r] = lv
-        if not isinstance(op, nn.ReductionOp) or k not in space.span(op.operands[0]):
-            continue
-        if lv > 1:
-            return False
-        if lv == 1:
-            pair = match_pair(op)
-            if pair is None or pair.kind != SOFTMAX or pair.first not in members:
-                return False
-            if pair.first in paired:
-                return False
-            paired.add(pair.first)
-        level[op.results[0]] = lv + 1
-    return bool(paired)
 
 
 def choose_blocks(space: IterationSpace, opts: TileOptions) -> Blocks:

@@ -39,6 +39,7 @@ says no.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import Float32Type, TensorType
@@ -46,6 +47,7 @@ from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn, tile
 from fuseopt.dialects.dtypes import element_bytes
+from fuseopt.passes.convert_nn_to_tile.analysis import REDUCTION, IterationSpace
 from fuseopt.passes.reduction_pairs import SOFTMAX, VARIANCE, StatisticsPair, match_pair
 
 if TYPE_CHECKING:
@@ -70,6 +72,45 @@ def rows_fit_cache(em: KernelEmitter) -> bool:
         rows = math.prod(em.tile_shape(v)) // em.blocks.dims[k]
         total += rows * em.space.extent(v, k) * element_bytes(t.element_type)
     return total <= em.row_cache_bytes
+
+
+def reduction_phases(
+    space: IterationSpace, ops: Sequence[Operation]
+) -> dict[int, list[nn.ReductionOp]]:
+    """The reductions of `ops` along the reduce dim, by level: level 0 reads no other
+    one's result, level n + 1 reads a level-n result (a looped schedule runs one loop
+    per level, less the pairs `online_pairs` merges)."""
+    k = space.reduce_dim
+    level: dict[SSAValue, int] = {}
+    phases: dict[int, list[nn.ReductionOp]] = {}
+    for op in ops:
+        lv = max((level.get(x, 0) for x in op.operands), default=0)
+        for r in op.results:
+            level[r] = lv
+        if isinstance(op, nn.ReductionOp) and k in space.span(op.operands[0]):
+            phases.setdefault(lv, []).append(op)
+            level[op.results[0]] = lv + 1
+    return phases
+
+
+def softmax_statistics_only(
+    space: IterationSpace, ops: Sequence[Operation], outputs: Sequence[SSAValue]
+) -> bool:
+    """Whether a group reduces rows (the innermost dim, without slices or
+    concatenations) to per-row results only, through a softmax's max and sum of
+    exponentials that a loop computes in one pass: no output spans the row, and the
+    reductions along it are two levels, every second-level one the sum of a softmax
+    pair `online_pairs` merges into the first level's loop."""
+    k = space.reduce_dim
+    if space.kind != REDUCTION or k != len(space.sizes) - 1 or space.split_dim is not None:
+        return False
+    if any(k in space.span(v) for v in outputs):
+        return False
+    phases = reduction_phases(space, ops)
+    if set(phases) != {0, 1}:
+        return False
+    pairs = online_pairs(phases[0], phases[1])
+    return len(pairs) == len(phases[1]) and all(p.kind == SOFTMAX for p in pairs)
 
 
 def online_pairs(
