@@ -90,7 +90,7 @@ from xdsl.pattern_rewriter import (
 from fuseopt.dialects import nn
 from fuseopt.dialects.syntax import is_float
 from fuseopt.passes.convert_nn_to_tile.heuristics import COLUMN_BLOCK
-from fuseopt.passes.reduction_pairs import match_pair
+from fuseopt.passes.reduction_pairs import INDEX, match_pair
 from fuseopt.passes.split_shapes import (
     SplitPlan,
     plan_column_split,
@@ -303,8 +303,9 @@ class NNSplitReductionsPass(ModulePass):
         hint = op.attributes.get(nn.SIZE_HINT_ATTR)
         size = hint.value.data if isinstance(hint, IntegerAttr) else None
         paired: set[Operation] = set()  # members of statistics pairs left unsplit above
-        for red in op.walk():
-            if isinstance(red, nn.ReductionOp) and (pair := match_pair(red)) is not None:
+        for red in op.walk():  # (an argmax's max and min split apart exactly, even ragged)
+            pair = match_pair(red) if isinstance(red, nn.ReductionOp) else None
+            if pair is not None and pair.kind != INDEX:
                 paired.update((pair.first, pair.second))
                 if pair.bounds is not None:  # a row mean's min and max go with it
                     paired.update((pair.bounds.low, pair.bounds.high))

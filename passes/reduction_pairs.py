@@ -1,13 +1,17 @@
 """Two-level row statistics recognized in nn IR: a softmax's max and sum of
-exponentials, and a normalization's mean and variance.
+exponentials, a normalization's mean and variance, and an argmax's max and first index.
 
-Both are a level-0 reduction of `a` and a level-1 reduction of a value computed from
+Each is a level-0 reduction of `a` and a level-1 reduction of a value computed from
 `a` and the level-0 result:
 
 - softmax, `sum(exp(a - broadcast(reduce_max(a))))`;
 - variance, `mean|sum((a - broadcast(m))^2)` in f32, where `m` is `mean(a)` or
   nn-decompose's `row_mean` (the row's value where `reduce_min(a) == reduce_max(a)`,
-  else `mean(a)`).
+  else `mean(a)`);
+- extreme index, `reduce_min(select(a != a, i, select(a == broadcast(e), i, p)))` with
+  `e` the reduce_max (or reduce_min) of `a`, `i` positions that do not depend on `e`
+  and `p` a splat constant (the NaN test only for floats): the first position holding
+  the extreme, or the first NaN, as the frontend builds argmax/argmin and max.dim.
 
 The tiler runs such a pair in one pass over a long row (`convert_nn_to_tile/online.py`);
 nn-split-reductions splits a pair over few long rows into chunk statistics and their
@@ -19,12 +23,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import Float32Type, TensorType
+from xdsl.dialects.builtin import Float32Type, IntegerType, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from fuseopt.dialects import nn
+from fuseopt.dialects.syntax import is_float
 
-SOFTMAX, VARIANCE = "softmax", "variance"
+SOFTMAX, VARIANCE, INDEX = "softmax", "variance", "index"
 """Kinds of statistics pairs."""
 
 
@@ -40,6 +45,24 @@ class MeanBounds:
 
 
 @dataclass(frozen=True)
+class IndexCandidates:
+    """What an extreme-index pair's level-1 reduction takes the least of, per element:
+    its `index` where the element equals the extreme (or is NaN, with `nan_first`), else
+    `past`, one value for every element."""
+
+    index: SSAValue
+    past: int
+    nan_first: bool
+    extreme: SSAValue
+    """The extreme broadcast to the elements (what they are compared with)."""
+    ordered: bool = False
+    """Whether the positions increase strictly along the reduced axis and stay below
+    `past` (an arange, as the frontend's, plus offsets constant along it): the first
+    element holding a lane's extreme is then its least candidate, so a loop keeps it by
+    a comparison (`online._ordered_update`)."""
+
+
+@dataclass(frozen=True)
 class StatisticsPair:
     """A level-0 reduction and the level-1 reduction that reads its result."""
 
@@ -50,6 +73,8 @@ class StatisticsPair:
     """The sum of exponentials, or the mean/sum of squared deviations."""
     bounds: MeanBounds | None = None
     """For a variance around a `row_mean`: its min and max."""
+    candidates: IndexCandidates | None = None
+    """For an extreme index: the positions and the value of the others."""
 
     @property
     def source(self) -> SSAValue:
@@ -125,9 +150,122 @@ def _row_mean(m: SSAValue, a: SSAValue) -> tuple[nn.ReductionOp, MeanBounds] | N
     return mean, MeanBounds(low, high, m)  # type: ignore[arg-type]
 
 
+def _extreme_index(second: nn.ReductionOp) -> StatisticsPair | None:
+    """The extreme-index pair whose level-1 reduction is `second` (a reduce_min), or
+    None (see the module docstring)."""
+    outer = _owner(second.operands[0], nn.SelectOp)
+    if outer is None:
+        return None
+    cond, index, rest = outer.operands
+    nan = _owner(cond, nn.CompareOp)
+    nan_first = nan is not None and nan.predicate.data == "ne" and nan.lhs is nan.rhs
+    inner = _owner(rest, nn.SelectOp) if nan_first else outer
+    if inner is None or inner.operands[1] is not index:
+        return None
+    hit = _owner(inner.operands[0], nn.CompareOp)
+    past = _owner(inner.operands[2], nn.ConstantOp)
+    if hit is None or hit.predicate.data != "eq" or past is None:
+        return None
+    a, bcast = hit.lhs, _owner(hit.rhs, nn.BroadcastOp)
+    extreme = _owner(bcast.operands[0], nn.ReduceMaxOp | nn.ReduceMinOp) if bcast else None
+    if extreme is None or extreme.operands[0] is not a or (nan_first and nan.lhs is not a):
+        return None
+    if extreme.axis_list != second.axis_list or not _broadcasts_back(bcast.operands[0], extreme):
+        return None
+    value = past.splat_value
+    it, at = index.type, a.type
+    assert isinstance(it, TensorType) and isinstance(at, TensorType)
+    if not isinstance(value, int) or not isinstance(it.element_type, IntegerType):
+        return None
+    if is_float(at.element_type) != nan_first or _reads(index, extreme.results[0]):
+        return None
+    axes = second.axis_list
+    positions = _positions(index, axes[0]) if len(axes) == 1 else None
+    ordered = positions is not None and positions[0] == _RISING and positions[1] < value
+    candidates = IndexCandidates(index, value, nan_first, hit.rhs, ordered)
+    return StatisticsPair(INDEX, extreme, second, candidates=candidates)  # type: ignore[arg-type]
+
+
+_FLAT, _RISING = "flat", "rising"
+"""How positions run along an axis: constant, or strictly increasing."""
+
+
+def _positions(v: SSAValue, axis: int | None) -> tuple[str, int] | None:
+    """(how `v` runs along `axis`, its largest value) for integer positions built from
+    aranges and splats (nn.constant), broadcasts, reshapes that add or drop unit dims,
+    and sums; None for anything else. `axis` None: along no axis (flat)."""
+    op, t = v.owner, v.type
+    assert isinstance(t, TensorType)
+    shape = t.get_shape()
+    if axis is not None and shape[axis] == 1:
+        axis = None
+    if isinstance(op, nn.ConstantOp):
+        splat = op.splat_value
+        if isinstance(splat, int):
+            return _FLAT, splat
+        found = op.arange
+        if found is None:
+            return None
+        (start, step), along = found, max(range(len(shape)), key=lambda d: shape[d])
+        top = max(start, start + step * (shape[along] - 1))
+        if along != axis:
+            return _FLAT, top
+        return (_RISING, top) if step > 0 else None
+    if isinstance(op, nn.BroadcastOp | nn.ReshapeOp):
+        src = op.operands[0].type
+        assert isinstance(src, TensorType)
+        at = _source_axis(op, src.get_shape(), shape, axis)
+        return None if at == -1 else _positions(op.operands[0], at)
+    if isinstance(op, nn.AddOp):
+        a, b = _positions(op.lhs, axis), _positions(op.rhs, axis)
+        if a is None or b is None:
+            return None
+        return (_RISING if _RISING in (a[0], b[0]) else _FLAT), a[1] + b[1]
+    return None
+
+
+def _source_axis(
+    op: Operation, src: Sequence[int], dst: Sequence[int], axis: int | None
+) -> int | None:
+    """The axis of a broadcast's or unit reshape's input that `axis` of its result
+    reads (None: along no axis, as a broadcast along `axis`); -1 when the reshape moves
+    elements between non-unit dims (then no position is known)."""
+    if axis is None:
+        return None
+    if isinstance(op, nn.BroadcastOp):  # trailing dims align
+        at = axis - (len(dst) - len(src))
+        return at if at >= 0 and src[at] == dst[axis] else None
+    kept_src = [d for d, n in enumerate(src) if n != 1]
+    kept_dst = [d for d, n in enumerate(dst) if n != 1]
+    if [src[d] for d in kept_src] != [dst[d] for d in kept_dst]:
+        return -1
+    return kept_src[kept_dst.index(axis)]
+
+
+def _reads(v: SSAValue, target: SSAValue, limit: int = 64) -> bool:
+    """Whether `v` is computed from `target` (or the walk passes `limit` ops: then
+    assumed so)."""
+    seen: set[int] = set()
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        if x is target:
+            return True
+        op = x.owner
+        if not isinstance(op, Operation) or id(op) in seen:
+            continue
+        seen.add(id(op))
+        if len(seen) > limit:
+            return True
+        todo.extend(op.operands)
+    return False
+
+
 def match_pair(second: nn.ReductionOp) -> StatisticsPair | None:
     """The pair whose level-1 reduction is `second`, or None."""
     x = second.operands[0]
+    if isinstance(second, nn.ReduceMinOp):
+        return _extreme_index(second)
     exp = _owner(x, nn.ExpOp)
     if isinstance(second, nn.SumOp) and exp is not None:
         dev = _deviation(exp.operands[0])

@@ -1,10 +1,11 @@
-"""Softmax and variance statistics of few long rows or columns, in chunks, then combined
-(a pattern of nn-split-reductions).
+"""Softmax, variance and argmax statistics of few long rows or columns, in chunks, then
+combined (a pattern of nn-split-reductions).
 
 A softmax or normalization over a handful of rows of millions of elements has two
 dependent reductions (`reduction_pairs`): the sum of exponentials needs the max, the
-variance needs the mean. Splitting each reduction alone would leave the level-1 one
-reading `a - max` or `a - mean`, a value the size of the input that the normalization
+variance needs the mean (an argmax's first position needs the max too, and splits the
+same way). Splitting each reduction alone would leave the level-1 one reading
+`a - max` or `a - mean`, a value the size of the input that the normalization
 also reads, so it would be written to memory in f32 and read twice. Instead the pair
 splits as one: with the row of length S * C seen as [S, C] (`plan_split`),
 
@@ -16,12 +17,17 @@ splits as one: with the row of length S * C seen as [S, C] (`plan_split`),
   `s = sum(sc * exp(mc - m))`; variance `m = mean(mc)` (again a `row_mean` of the chunk
   means, exact when they are all one value), `M2 = sum(M2c) + C * sum((mc - m)^2)`
   (Chan et al.'s combination of equal-count groups), the variance `M2 / (S * C)` or the
-  sum of squares `M2`.
+  sum of squares `M2`;
+- an extreme index (argmax) is its own combination: stage one is the pair on each chunk
+  (the chunk's max `mc` and first position `ic` holding it, or its first NaN), stage
+  two the pair on the chunks, `ic` as the positions: `m = max(mc)`, the least `ic`
+  among chunks with `mc == m` (or NaN). Any element type splits (a max is exact).
 
 The row's max or mean replaces the level-0 result for every other use (the
 normalization that follows reads `a` again, fused with its own elementwise ops), the
 combination replaces the level-1 result, and the old reductions are erased. Only f32
-statistics split (nn-decompose computes narrow floats' statistics in f32). The ops of
+softmax and variance statistics split (nn-decompose computes narrow floats' statistics
+in f32). The ops of
 the split are located at the level-1 reduction.
 """
 
@@ -37,7 +43,13 @@ from xdsl.rewriter import InsertPoint
 
 from fuseopt.dialects import nn
 from fuseopt.passes.nn_builder import NNBuilder
-from fuseopt.passes.reduction_pairs import SOFTMAX, StatisticsPair, match_pair
+from fuseopt.passes.reduction_pairs import (
+    INDEX,
+    SOFTMAX,
+    IndexCandidates,
+    StatisticsPair,
+    match_pair,
+)
 from fuseopt.passes.split_shapes import SplitPlan, reshaped
 
 Planner = Callable[[tuple[int, ...], tuple[int, ...]], SplitPlan | None]
@@ -45,7 +57,7 @@ Planner = Callable[[tuple[int, ...], tuple[int, ...]], SplitPlan | None]
 
 
 class SplitStatistics(RewritePattern):
-    """Rewrites a softmax or variance pair of reductions into chunk statistics and their
+    """Rewrites a softmax, variance or extreme-index pair into chunk statistics and their
     combination when `plan` splits the level-0 reduction (see the module docstring)."""
 
     def __init__(self, plan: Planner):
@@ -57,7 +69,8 @@ class SplitStatistics(RewritePattern):
         if pair is None or pair.first.axis_list != op.axis_list or _earliest(pair) is None:
             return
         t = pair.source.type
-        if not isinstance(t, TensorType) or not isinstance(t.element_type, Float32Type):
+        assert isinstance(t, TensorType)
+        if pair.kind != INDEX and not isinstance(t.element_type, Float32Type):
             return
         shape = tuple(t.get_shape())
         plan = self.plan(shape, tuple(op.axis_list))
@@ -68,6 +81,8 @@ class SplitStatistics(RewritePattern):
         split_axis, chunk_axis = plan.first, plan.first + 1
         if pair.kind == SOFTMAX:
             center, total = _softmax(b, a, split_axis, chunk_axis)
+        elif pair.kind == INDEX:
+            center, total = _extreme_index(b, pair, a, plan, op, split_axis, chunk_axis)
         else:
             center, total = _variance(b, pair, a, split_axis, chunk_axis, plan)
         center = _as_type(b, center, pair.center)
@@ -92,6 +107,46 @@ def _softmax(b: NNBuilder, a: SSAValue, split: int, chunk: int) -> tuple[SSAValu
     row_max = b.reduce(nn.ReduceMaxOp, chunk_max, [split])
     rescale = b.unary(nn.ExpOp, b.binary(nn.SubOp, chunk_max, row_max))
     return row_max, b.reduce(nn.SumOp, b.add(nn.MulOp(chunk_sum, rescale)), [split])
+
+
+def _extreme_index(
+    b: NNBuilder,
+    pair: StatisticsPair,
+    a: SSAValue,
+    plan: SplitPlan,
+    op: nn.ReductionOp,
+    split: int,
+    chunk: int,
+) -> tuple[SSAValue, SSAValue]:
+    """(extreme, first position holding it) of each row of `a` [..., S, C], keepdim
+    [..., 1, 1]: the pair on each chunk, then on the chunks' results."""
+    cand = pair.candidates
+    assert cand is not None
+    kind = type(pair.first)
+    index = reshaped(cand.index, plan, b.add, op)
+    chunk_extreme = b.reduce(kind, a, [chunk])
+    chunk_first = b.reduce(
+        nn.ReduceMinOp, _index_candidates(b, cand, a, chunk_extreme, index), [chunk]
+    )
+    row_extreme = b.reduce(kind, chunk_extreme, [split])
+    candidates = _index_candidates(b, cand, chunk_extreme, row_extreme, chunk_first)
+    return row_extreme, b.reduce(nn.ReduceMinOp, candidates, [split])
+
+
+def _index_candidates(
+    b: NNBuilder, cand: IndexCandidates, a: SSAValue, extreme: SSAValue, index: SSAValue
+) -> SSAValue:
+    """`select(a != a, index, select(a == extreme, index, past))` in `a`'s shape (the
+    NaN test as the pair has it)."""
+    index = b.broadcast(index, a)
+    it = index.type
+    assert isinstance(it, TensorType)
+    past = b.add(nn.ConstantOp(cand.past, it))
+    hit = b.add(nn.CompareOp("eq", a, b.broadcast(extreme, a)))
+    candidates = b.add(nn.SelectOp(hit, index, past))
+    if cand.nan_first:
+        candidates = b.add(nn.SelectOp(b.add(nn.CompareOp("ne", a, a)), index, candidates))
+    return candidates
 
 
 def _zero_where_infinite(b: NNBuilder, m: SSAValue) -> SSAValue:
@@ -149,6 +204,13 @@ def _earliest(pair: StatisticsPair) -> Operation | None:
 
 def _replaced_ops(pair: StatisticsPair) -> list[Operation]:
     """The pair's ops, users before what they use, for erasing those left unused."""
+    if pair.candidates is not None:  # selects and compares, then the broadcast extreme
+        found: list[Operation] = [pair.second]
+        value = pair.second.operands[0]
+        while isinstance(select := value.owner, nn.SelectOp):
+            found += [select, select.operands[0].owner]  # type: ignore[list-item]
+            value = select.operands[2]
+        return [*found, pair.candidates.extreme.owner, pair.first]  # type: ignore[list-item]
     ops: list[Operation] = [pair.second]
     value = pair.second.operands[0]
     while isinstance(value.owner, Operation) and value.owner not in ops:

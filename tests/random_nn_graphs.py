@@ -10,6 +10,8 @@ test can parse it, make random inputs and compare two pipelines with
 - broadcasts (new leading dims, size-1 dims expanded), splat constants, index vectors
   (an arange along one axis, broadcast);
 - reductions (sum, reduce_max, reduce_min, mean) over random axes, with or without keepdim;
+- argmax / argmin along a random axis as the frontend builds them (the extreme, the
+  positions holding it or NaN, their least), the index cast back to f32;
 - matmuls (fresh weight arguments, optional transpose_b, batched or not);
 - shape ops: reshape, transpose, slice, concat;
 - prefix sums (`nn.cumsum`) along a random axis;
@@ -160,6 +162,7 @@ def _add_op(b: _Builder) -> None:
                 "index_vector",
                 "take",
                 "cumsum",
+                "argmax",
             ]
         )
     )
@@ -240,12 +243,48 @@ def _add_op(b: _Builder) -> None:
         b.emit(f"nn.add {x}, {v} : {t}", shape)
     elif kind == "take":
         _add_take(b, x, shape)
+    elif kind == "argmax" and rank >= 1:
+        _add_argmax(b, x, shape, draw(st.integers(0, rank - 1)), draw(st.booleans()))
     elif kind == "cumsum" and rank >= 1:
         axis = draw(st.integers(0, rank - 1))
         b.emit(f"nn.cumsum {x} axis {axis} : {t} -> {t}", shape)
     else:  # constant (and kinds that did not apply to this rank)
         c = b.emit(f"nn.constant {draw(st.sampled_from([0.5, -1.5, 2.0]))} : {t}", shape)
         b.emit(f"nn.mul {x}, {c} : {t}", shape)
+
+
+def _add_argmax(b: _Builder, x: str, shape: tuple[int, ...], axis: int, largest: bool) -> None:
+    """The frontend's argmax (argmin) of f32 `x` along `axis`, keepdim: the least
+    position holding the extreme, or the first NaN; cast to f32."""
+    t, it = type_str(shape), type_str(shape, "i64")
+    kept = tuple(1 if i == axis else d for i, d in enumerate(shape))
+    kind = "reduce_max" if largest else "reduce_min"
+    m = b.emit(f"nn.{kind} {x} [{axis}] keepdim : {t} -> {type_str(kept)}", kept)
+    n = shape[axis]
+    positions = b.emit(
+        f"nn.constant dense<[{', '.join(map(str, range(n)))}]> : {type_str((n,), 'i64')}",
+        (n,),
+        "i64",
+    )
+    along = tuple(n if i == axis else 1 for i in range(len(shape)))
+    if along != (n,):
+        reshape = f"nn.reshape {positions} : {type_str((n,), 'i64')} -> {type_str(along, 'i64')}"
+        positions = b.emit(reshape, along, "i64")
+    if along != shape:
+        broadcast = f"nn.broadcast {positions} : {type_str(along, 'i64')} -> {it}"
+        positions = b.emit(broadcast, shape, "i64")
+    past = b.emit(f"nn.constant {n} : {it}", shape, "i64")
+    extreme = b.emit(f"nn.broadcast {m} : {type_str(kept)} -> {t}", shape)
+    hit = b.emit(f"nn.compare eq, {x}, {extreme} : {t}", shape, "i1")
+    candidate = b.emit(f"nn.select {hit}, {positions}, {past} : {it}", shape, "i64")
+    nan = b.emit(f"nn.compare ne, {x}, {x} : {t}", shape, "i1")
+    candidate = b.emit(f"nn.select {nan}, {positions}, {candidate} : {it}", shape, "i64")
+    first = b.emit(
+        f"nn.reduce_min {candidate} [{axis}] keepdim : {it} -> {type_str(kept, 'i64')}",
+        kept,
+        "i64",
+    )
+    b.emit(f"nn.cast {first} : {type_str(kept, 'i64')} -> {type_str(kept)}", kept)
 
 
 def _add_take(b: _Builder, x: str, shape: tuple[int, ...]) -> None:

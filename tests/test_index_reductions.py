@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 import torch
 from test_frontend_common import randn
+from test_tile_lowering import PRE_FUSE
 
 import fuseopt
 
@@ -113,3 +115,180 @@ def test_argmax_over_an_empty_axis_is_left_to_pytorch() -> None:
     torch._dynamo.reset()
     with pytest.raises((IndexError, RuntimeError)):
         fuseopt.compile(fn, backend="interpret")(torch.zeros(3, 0))
+
+
+def _nn_text(fn: Callable[[torch.Tensor], object], x: torch.Tensor) -> str:
+    """The nn IR the frontend imports for `fn(x)`, its function named @main."""
+    torch._dynamo.reset()
+    compiled = fuseopt.compile(fn, (x,), backend="interpret", strict=True)
+    (region,) = compiled.regions
+    func_name = region.imported.body.block.first_op.sym_name.data
+    return str(region.imported).replace(f"@{func_name}", "@main")
+
+
+def _loops_and_reduces(module) -> tuple[int, int]:  # noqa: ANN001
+    """(scf.for loops directly in kernel bodies, tile.reduce ops inside those loops)."""
+    from xdsl.dialects import scf
+
+    from fuseopt.dialects import tile
+
+    loops = [
+        op
+        for k in module.walk()
+        if isinstance(k, tile.KernelOp)
+        for op in k.body.block.ops
+        if isinstance(op, scf.ForOp)
+    ]
+    reduces = [r for loop in loops for r in loop.walk() if isinstance(r, tile.ReduceOp)]
+    return len(loops), len(reduces)
+
+
+LOOPED = "nn-fuse,convert-nn-to-tile{max-row-block=16 block-cols=16 block-rows=16},tile-promote"
+"""Rows and columns past one 16-element block: a looped kernel."""
+
+
+@pytest.mark.parametrize(
+    ("name", "shape", "want"),
+    [
+        ("argmin_first_keepdim", (100, 7), (1, 0)),  # columns, per lane, ragged steps
+        ("argmax_first", (96, 70), (1, 0)),  # whole steps, a ragged column block
+        ("argmax_last", (6, 100), (2, 0)),  # rows: the max, then the positions
+        ("max_dim", (6, 96), (2, 0)),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_looped_index_reductions(
+    name: str, shape: tuple[int, ...], want: tuple[int, int], dtype: torch.dtype
+) -> None:
+    """A looped argmax across columns keeps each lane's running extreme and first
+    position in one loop, no reduction inside it: one read of the input instead of two
+    (the extreme, then the positions holding it); rows keep a loop per level (measured
+    faster). Checked exactly against the nn reference and eager on the tile
+    interpreter: a constant line, NaNs (the first wins), -inf and +inf, a line all
+    -inf, ties (the first wins), integers."""
+    x = _hard_rows(shape, dtype) if dtype.is_floating_point else _integers(shape)
+    if dtype.is_floating_point:
+        x.view(-1, shape[-1])[4] = float("-inf")  # a row all -inf: its first position
+        x[:, 3] = float("-inf")  # a column all -inf
+        x.view(-1)[-1] = float("nan")  # a NaN in the last (ragged) step
+    fn = CASES[name]
+    reference = fuseopt.run_pipeline(fuseopt.parse(_nn_text(fn, x)), PRE_FUSE)
+    expected = fuseopt.interpret(reference, "main", x.numpy())
+    tiled = fuseopt.run_pipeline(reference.clone(), LOOPED)
+    actual = fuseopt.interpret(tiled, "main", x.numpy())
+    assert _loops_and_reduces(tiled) == want
+    eager = fn(x)
+    eager = eager if isinstance(eager, tuple) else (eager,)
+    for a, e, w in zip(actual, expected, eager, strict=True):
+        np.testing.assert_array_equal(a, e)
+        np.testing.assert_array_equal(np.asarray(a).reshape(w.shape), w.numpy())
+
+
+def _integers(shape: tuple[int, ...]) -> torch.Tensor:
+    """Small random integers (many ties)."""
+    return (randn(*shape, seed=4) * 3).round().long()
+
+
+def _column_argmax(positions: str) -> str:
+    """The frontend's argmax over the 40 rows of an f32 [40, 4], its positions `%i`
+    (a tensor<40x4xi64>) defined by `positions` (reading `%m`, the max, if it likes)."""
+    return f"""func.func @main(%x: tensor<40x4xf32>) -> tensor<1x4xi64> {{
+  %m = nn.reduce_max %x [0] keepdim : tensor<40x4xf32> -> tensor<1x4xf32>
+  %mb = nn.broadcast %m : tensor<1x4xf32> -> tensor<40x4xf32>
+{positions}
+  %p = nn.constant 40 : tensor<40x4xi64>
+  %hit = nn.compare eq, %x, %mb : tensor<40x4xf32>
+  %c = nn.select %hit, %i, %p : tensor<40x4xi64>
+  %n = nn.compare ne, %x, %x : tensor<40x4xf32>
+  %d = nn.select %n, %i, %c : tensor<40x4xi64>
+  %y = nn.reduce_min %d [0] keepdim : tensor<40x4xi64> -> tensor<1x4xi64>
+  func.return %y : tensor<1x4xi64>
+}}"""
+
+
+def _looped_like_reference(text: str, x: np.ndarray) -> tuple[int, int]:
+    """`_loops_and_reduces` of `text` tiled by LOOPED, after asserting its result
+    equals the reference's."""
+    reference = fuseopt.run_pipeline(fuseopt.parse(text), PRE_FUSE)
+    tiled = fuseopt.run_pipeline(reference.clone(), LOOPED)
+    np.testing.assert_array_equal(
+        fuseopt.interpret(tiled, "main", x)[0], fuseopt.interpret(reference, "main", x)[0]
+    )
+    return _loops_and_reduces(tiled)
+
+
+def test_positions_that_do_not_rise_take_the_general_update() -> None:
+    """Positions that are not an arange along the reduced axis (here reversed) are no
+    ordered pair: the lanes take the least candidate under the running extreme, still
+    one loop and exact (ties and a NaN)."""
+    reversed_positions = ", ".join(str(39 - i) for i in range(40))
+    text = _column_argmax(f"""  %r = nn.constant dense<[{reversed_positions}]> : tensor<40xi64>
+  %rr = nn.reshape %r : tensor<40xi64> -> tensor<40x1xi64>
+  %i = nn.broadcast %rr : tensor<40x1xi64> -> tensor<40x4xi64>""")
+    x = (randn(40, 4, seed=8) * 2).round().numpy()  # ties
+    x[7, 2], x[30, 2] = np.nan, np.nan
+    assert _looped_like_reference(text, x) == (1, 0)
+
+
+def test_an_index_reading_the_extreme_is_not_a_pair() -> None:
+    """Positions computed from the extreme itself (not an argmax) are not merged into
+    the extreme's loop: two loops, still the reference's result."""
+    text = _column_argmax("  %i = nn.cast %mb : tensor<40x4xf32> -> tensor<40x4xi64>")
+    assert _looped_like_reference(text, (randn(40, 4, seed=8) * 4).numpy())[0] == 2
+
+
+@pytest.mark.parametrize("name", ["argmax_last", "argmin_first_keepdim", "max_dim"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_looped_index_reductions_on_triton(name: str, dtype: torch.dtype) -> None:
+    """Looped index reductions printed to Triton (CPU interpreter) equal eager on the
+    hard rows: rows (a loop per level) and columns (one loop per lane) of 37 in blocks
+    of 16."""
+    x = (
+        _hard_rows((37, 37), dtype)
+        if dtype.is_floating_point
+        else (randn(37, 37, seed=4) * 3).round().long()
+    )
+    fn = CASES[name]
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(
+            fn, backend="triton", strict=True, max_row_block=16, block_rows=16, block_cols=16
+        )
+        got, expected = compiled(x), fn(x)
+    _assert_same(got, expected)
+    assert [k.schedule for k in compiled.kernels] == ["row_reduction_looped"]
+
+
+def test_ordered_positions_are_recognized() -> None:
+    """The frontend's argmax positions (an arange along the reduced axis, plus chunk
+    offsets after a split) rise along it and stay below `past`: the cheap update."""
+    from fuseopt.dialects import nn
+    from fuseopt.passes.reduction_pairs import INDEX, match_pair
+
+    x = randn(8192, 32, seed=1)
+    module = fuseopt.run_pipeline(fuseopt.parse(_nn_text(lambda x: x.argmax(0), x)), PRE_FUSE)
+    pairs = [match_pair(op) for op in module.walk() if isinstance(op, nn.ReduceMinOp)]
+    found = [(p.candidates.past, p.candidates.ordered) for p in pairs if p and p.kind == INDEX]
+    assert found == [(8192, True), (8192, False)]  # stage one ordered; stage two by chunk
+
+
+@pytest.mark.parametrize(
+    ("name", "shape"),
+    [
+        ("argmax_last", (3, 50000)),
+        ("argmin_first_keepdim", (3000, 24)),
+        ("argmax_flat", (4, 70000)),
+    ],
+    ids=str,
+)
+def test_index_reductions_emulated_on_cuda(
+    name: str, shape: tuple[int, ...], tmp_path: object
+) -> None:
+    """The CUDA backend's kernels (emulated on the CPU) match the reference: long rows,
+    columns per lane, a split flat argmax (stage one and two both pairs)."""
+    from test_cuda_emulated import emulator_available, run_emulated
+
+    if not emulator_available():
+        pytest.skip("g++ is not installed")
+    run_emulated(_nn_text(CASES[name], randn(*shape, seed=2)), tmp_path, "f32")  # type: ignore[arg-type]

@@ -313,33 +313,44 @@ def test_column_split_kernels(name: str, kernels: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("fn", "shape"),
+    ("fn", "shape", "count"),
     [
-        (lambda x: x.argmax(0), (8192, 32)),  # a column split
-        (lambda x: x.argmin(-1, keepdim=True), (2, 1 << 16)),  # a row split
-        (lambda x: x.argmax(1), (2, 16384, 8)),  # a column split over the middle axis
+        (lambda x: x.argmax(0), (8192, 32), 2),  # a column split
+        (lambda x: x.argmin(-1, keepdim=True), (2, 1 << 16), 2),  # a row split
+        (lambda x: x.argmax(1), (2, 16384, 8), 2),  # a column split over the middle axis
+        (lambda x: x.max(-1), (2, 1 << 16), 2),  # values and indices
+        (lambda x: x.argmax(), (65537,), 4),  # ragged: the max and the index apart
     ],
-    ids=["argmax_columns", "argmin_long_rows", "argmax_middle"],
+    ids=["argmax_columns", "argmin_long_rows", "argmax_middle", "max_dim", "argmax_prime"],
 )
 def test_split_index_reductions_compute_their_positions(
-    fn: Callable[[torch.Tensor], torch.Tensor], shape: tuple[int, ...]
+    fn: Callable[[torch.Tensor], torch.Tensor], shape: tuple[int, ...], count: int
 ) -> None:
     """argmax / argmin over split axes equal eager's (bf16: ties everywhere, the first
-    index wins), lower to four kernels (the max's two stages, the index's two), and
-    the positions they compare are computed in the kernels from the
-    split shape (`split_index_broadcast`): before, the index vector reshaped to the
-    split shape was a constant along two axes, written by a kernel of its own and read
-    back by the reduction."""
+    index wins) and split as one pair: stage one each chunk's extreme and first
+    position holding it, stage two the same over the chunks (two kernels, the input
+    read once); a ragged split (a prime length) splits the extreme and the index
+    apart (four kernels: the max's two stages, the index's two). The positions they
+    compare are computed in the kernels from the split shape
+    (`split_index_broadcast`): before, the index vector reshaped to the split shape was
+    a constant along two axes, written by a kernel of its own and read back by the
+    reduction."""
     x = randn(*shape, dtype=torch.bfloat16, seed=3)
     torch._dynamo.reset()
     with torch.no_grad():
         compiled = fuseopt.compile(fn, (x,), backend="interpret", strict=True)
         got = compiled(x)
-    assert torch.equal(got, fn(x))
+    expected = fn(x)
+    for g, e in zip(
+        got if isinstance(got, tuple) else (got,),
+        expected if isinstance(expected, tuple) else (expected,),
+        strict=True,
+    ):
+        assert torch.equal(g, e)
     lowered = fuseopt.run_pipeline(compiled.regions[0].imported.clone(), "standard")
     kernels = [op for op in lowered.walk() if isinstance(op, tile.KernelOp)]
     names = [k.sym_name.data for k in kernels]
-    assert len(names) == 4 and not [n for n in names if "constant" in n], names
+    assert len(names) == count and not [n for n in names if "constant" in n], names
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

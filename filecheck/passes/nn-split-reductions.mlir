@@ -458,3 +458,44 @@ func.func @masked_positions(%x: tensor<16xf32>) -> tensor<f32> {
   %s = nn.sum %m [0] : tensor<16xf32> -> tensor<f32>
   func.return %s : tensor<f32>
 }
+
+// -----
+
+// An argmax (the frontend's form) splits as a pair: stage one the max of each chunk and
+// the least position holding it (positions offset by the chunk), stage two the same
+// over the chunks with those positions, so the input is read once; the extreme and
+// the index are never split apart (their stage ones would each read it).
+// SMALL-LABEL: func.func @argmax_rows
+// SMALL:         %[[A:.*]] = nn.reshape %x : tensor<2x16xf32> -> tensor<2x4x4xf32>
+// SMALL:         %[[AT:.*]] = nn.add
+// SMALL:         %[[POS:.*]] = nn.broadcast %[[AT]] : tensor<1x4x4xi64> -> tensor<2x4x4xi64>
+// SMALL:         %[[CM:.*]] = nn.reduce_max %[[A]] [2] keepdim
+// SMALL:         %[[CB:.*]] = nn.broadcast %[[CM]] : tensor<2x4x1xf32> -> tensor<2x4x4xf32>
+// SMALL:         %[[HIT:.*]] = nn.compare eq, %[[A]], %[[CB]]
+// SMALL:         %[[C1:.*]] = nn.select %[[HIT]], %[[POS]], %{{.*}} : tensor<2x4x4xi64>
+// SMALL:         %[[NAN:.*]] = nn.compare ne, %[[A]], %[[A]]
+// SMALL:         %[[C2:.*]] = nn.select %[[NAN]], %[[POS]], %[[C1]]
+// SMALL:         %[[CI:.*]] = nn.reduce_min %[[C2]] [2] keepdim : tensor<2x4x4xi64> -> tensor<2x4x1xi64>
+// SMALL:         %[[RM:.*]] = nn.reduce_max %[[CM]] [1] keepdim : tensor<2x4x1xf32> -> tensor<2x1x1xf32>
+// SMALL:         %[[RB:.*]] = nn.broadcast %[[RM]]
+// SMALL:         %[[HIT2:.*]] = nn.compare eq, %[[CM]], %[[RB]]
+// SMALL:         %[[D1:.*]] = nn.select %[[HIT2]], %[[CI]], %{{.*}} : tensor<2x4x1xi64>
+// SMALL:         %[[NAN2:.*]] = nn.compare ne, %[[CM]], %[[CM]]
+// SMALL:         %[[D2:.*]] = nn.select %[[NAN2]], %[[CI]], %[[D1]]
+// SMALL:         %[[RI:.*]] = nn.reduce_min %[[D2]] [1] keepdim : tensor<2x4x1xi64> -> tensor<2x1x1xi64>
+// SMALL:         %[[Y:.*]] = nn.reshape %[[RI]] : tensor<2x1x1xi64> -> tensor<2x1xi64>
+// SMALL:         func.return %[[Y]]
+func.func @argmax_rows(%x: tensor<2x16xf32>) -> tensor<2x1xi64> {
+  %m = nn.reduce_max %x [1] keepdim : tensor<2x16xf32> -> tensor<2x1xf32>
+  %r = nn.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]> : tensor<16xi64>
+  %rr = nn.reshape %r : tensor<16xi64> -> tensor<1x16xi64>
+  %i = nn.broadcast %rr : tensor<1x16xi64> -> tensor<2x16xi64>
+  %p = nn.constant 16 : tensor<2x16xi64>
+  %mb = nn.broadcast %m : tensor<2x1xf32> -> tensor<2x16xf32>
+  %hit = nn.compare eq, %x, %mb : tensor<2x16xf32>
+  %c = nn.select %hit, %i, %p : tensor<2x16xi64>
+  %n = nn.compare ne, %x, %x : tensor<2x16xf32>
+  %d = nn.select %n, %i, %c : tensor<2x16xi64>
+  %y = nn.reduce_min %d [1] keepdim : tensor<2x16xi64> -> tensor<2x1xi64>
+  func.return %y : tensor<2x1xi64>
+}

@@ -577,7 +577,7 @@ class KernelEmitter:
             pairs = [
                 p
                 for p in online.online_pairs(phases[0], phases[1])
-                if innermost or (self.column_statistics and online.per_lane(self, p))
+                if online.merges(self, p, innermost)
             ]
             merged = {id(p.second) for p in pairs}
             phases[1] = [r for r in phases[1] if id(r) not in merged]

@@ -119,10 +119,11 @@ class TileOptions:
     """Independent query tiles per attention program (1: one; None: the tiler's choice,
     `attention.takes_query_tiles`)."""
     online_stats: bool = True
-    """Looped softmax/variance statistics in one pass (`online`)."""
+    """Looped softmax/variance/argmax statistics in one pass (`online`)."""
     column_statistics: bool = True
-    """A variance over a non-innermost dim accumulates per lane in its mean's loop (one
-    read of the input; `online.per_lane`); false: a loop per level (two reads)."""
+    """A variance or an argmax over a non-innermost dim accumulates per lane in its
+    first level's loop (one read of the input; `online.per_lane`); false: a loop per
+    level (two reads)."""
     row_cache_bytes: int = 0
     """Shared memory per program of the backend's row cache (tile-promote's budget; 0:
     no row cache). A looped reduction whose input rows fit keeps one loop per level
