@@ -13,7 +13,8 @@ Each is a level-0 reduction of `a` and a level-1 reduction of a value computed f
   and `p` a splat constant (the NaN test only for floats): the first position holding
   the extreme, or the first NaN, as the frontend builds argmax/argmin and max.dim.
 
-The tiler runs such a pair in one pass over a long row (`convert_nn_to_tile/online.py`);
+The tiler runs such a pair in one pass over a long row, or across columns per lane
+(`convert_nn_to_tile/online.py`, `merges`: an extreme index only across columns);
 nn-split-reductions splits a pair over few long rows into chunk statistics and their
 combination (`split_statistics.py`).
 """
@@ -181,7 +182,7 @@ def _extreme_index(second: nn.ReductionOp) -> StatisticsPair | None:
         return None
     axes = second.axis_list
     positions = _positions(index, axes[0]) if len(axes) == 1 else None
-    ordered = positions is not None and positions[0] == _RISING and positions[1] < value
+    ordered = positions is not None and positions[0] == _RISING and positions[2] < value
     candidates = IndexCandidates(index, value, nan_first, hit.rhs, ordered)
     return StatisticsPair(INDEX, extreme, second, candidates=candidates)  # type: ignore[arg-type]
 
@@ -189,11 +190,15 @@ def _extreme_index(second: nn.ReductionOp) -> StatisticsPair | None:
 _FLAT, _RISING = "flat", "rising"
 """How positions run along an axis: constant, or strictly increasing."""
 
+_I64 = (-(1 << 63), (1 << 63) - 1)
+"""The range of i64 positions (a sum outside it wraps)."""
 
-def _positions(v: SSAValue, axis: int | None) -> tuple[str, int] | None:
-    """(how `v` runs along `axis`, its largest value) for integer positions built from
-    aranges and splats (nn.constant), broadcasts, reshapes that add or drop unit dims,
-    and sums; None for anything else. `axis` None: along no axis (flat)."""
+
+def _positions(v: SSAValue, axis: int | None) -> tuple[str, int, int] | None:
+    """(how `v` runs along `axis`, a lower and an upper bound of its values) for integer
+    positions built from aranges and splats (nn.constant), broadcasts, reshapes that
+    add or drop unit dims, and sums that cannot wrap; None for anything else. `axis`
+    None: along no axis (flat)."""
     op, t = v.owner, v.type
     assert isinstance(t, TensorType)
     shape = t.get_shape()
@@ -202,15 +207,16 @@ def _positions(v: SSAValue, axis: int | None) -> tuple[str, int] | None:
     if isinstance(op, nn.ConstantOp):
         splat = op.splat_value
         if isinstance(splat, int):
-            return _FLAT, splat
+            return _FLAT, splat, splat
         found = op.arange
         if found is None:
             return None
         (start, step), along = found, max(range(len(shape)), key=lambda d: shape[d])
-        top = max(start, start + step * (shape[along] - 1))
+        end = start + step * (shape[along] - 1)
+        low, high = min(start, end), max(start, end)
         if along != axis:
-            return _FLAT, top
-        return (_RISING, top) if step > 0 else None
+            return _FLAT, low, high
+        return (_RISING, low, high) if step > 0 else None
     if isinstance(op, nn.BroadcastOp | nn.ReshapeOp):
         src = op.operands[0].type
         assert isinstance(src, TensorType)
@@ -220,7 +226,10 @@ def _positions(v: SSAValue, axis: int | None) -> tuple[str, int] | None:
         a, b = _positions(op.lhs, axis), _positions(op.rhs, axis)
         if a is None or b is None:
             return None
-        return (_RISING if _RISING in (a[0], b[0]) else _FLAT), a[1] + b[1]
+        low, high = a[1] + b[1], a[2] + b[2]
+        if low < _I64[0] or high > _I64[1]:
+            return None
+        return (_RISING if _RISING in (a[0], b[0]) else _FLAT), low, high
     return None
 
 

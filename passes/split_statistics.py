@@ -27,8 +27,10 @@ The row's max or mean replaces the level-0 result for every other use (the
 normalization that follows reads `a` again, fused with its own elementwise ops), the
 combination replaces the level-1 result, and the old reductions are erased. Only f32
 softmax and variance statistics split (nn-decompose computes narrow floats' statistics
-in f32). The ops of
-the split are located at the level-1 reduction.
+in f32). The split's ops go before the earliest level-0 reduction, or for an argmax
+whose positions are defined after its max (as the frontend builds them), after those,
+when every other use of the pair's results follows. They are located at the level-1
+reduction.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ class SplitStatistics(RewritePattern):
         pair = match_pair(op)
         if pair is None or pair.first.axis_list != op.axis_list or _earliest(pair) is None:
             return
+        anchor = _insertion_point(pair, op)
+        if anchor is None:
+            return
         t = pair.source.type
         assert isinstance(t, TensorType)
         if pair.kind != INDEX and not isinstance(t.element_type, Float32Type):
@@ -89,9 +94,7 @@ class SplitStatistics(RewritePattern):
         total = _as_type(b, total, op.results[0])
         for new in b.ops:
             new.location = op.location
-        earliest = _earliest(pair)
-        assert earliest is not None
-        rewriter.insert(b.ops, InsertPoint.before(earliest))
+        rewriter.insert(b.ops, InsertPoint.before(anchor))
         rewriter.replace_all_uses_with(pair.center, center)
         rewriter.replace_all_uses_with(op.results[0], total)
         for old in _replaced_ops(pair):
@@ -200,6 +203,32 @@ def _earliest(pair: StatisticsPair) -> Operation | None:
     if block is None or any(o.parent_block() is not block for o in ops):
         return None
     return min(ops, key=block.get_operation_index)
+
+
+def _insertion_point(pair: StatisticsPair, second: nn.ReductionOp) -> Operation | None:
+    """The op the split's ops go before: the pair's earliest reduction, or for an
+    argmax whose positions are defined after it (the frontend builds them after the
+    max), the op after their definition, when every other use of the pair's results
+    follows it; None when no such point exists (the pair is then left alone)."""
+    earliest = _earliest(pair)
+    block = earliest.parent_block() if earliest is not None else None
+    if earliest is None or block is None:
+        return None
+    at = block.get_operation_index(earliest)
+    index = pair.candidates.index.owner if pair.candidates is not None else None
+    if isinstance(index, Operation):
+        if index.parent_block() is not block:
+            return None
+        at = max(at, block.get_operation_index(index) + 1)
+    replaced = set(_replaced_ops(pair))
+    for value in (pair.center, second.results[0]):
+        for use in value.uses:
+            user = use.operation
+            if user in replaced:
+                continue
+            if user.parent_block() is not block or block.get_operation_index(user) < at:
+                return None
+    return list(block.ops)[at]
 
 
 def _replaced_ops(pair: StatisticsPair) -> list[Operation]:

@@ -292,3 +292,137 @@ def test_index_reductions_emulated_on_cuda(
     if not emulator_available():
         pytest.skip("g++ is not installed")
     run_emulated(_nn_text(CASES[name], randn(*shape, seed=2)), tmp_path, "f32")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: (x.var(0), x.argmax(0)), lambda x: (x.argmax(0), x.std(0), x.argmin(0))],
+    ids=["var_argmax", "argmax_std_argmin"],
+)
+def test_column_variance_beside_argmax(fn: Callable[[torch.Tensor], object]) -> None:
+    """A column variance and an argmax over the same columns share the max (the
+    variance's exact row mean reads it as a bound, after CSE): both pairs join one
+    loop, the argmax's extreme finished first, in either order of the outputs."""
+    x = randn(1000, 64, seed=7)
+    x[:, 5] = 2.5  # a constant column: variance 0, argmax 0
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = fuseopt.compile(fn, backend="triton", strict=True, block_rows=64, block_cols=16)
+        got, expected = compiled(x), fn(x)
+    for g, e in zip(got, expected, strict=True):
+        if e.is_floating_point():
+            torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5)
+        else:
+            assert torch.equal(g, e)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_unwidened_16_bit_column_argmax(dtype: torch.dtype) -> None:
+    """Without nn-widen-intermediates (`precision="eager"`) a 16-bit column argmax
+    accumulates in f32 per lane and compares the lanes' f32 maxima with the column's
+    (no 16-bit broadcast of an f32 value): equal to the reference and eager on the tile
+    interpreter, NaN and ties included."""
+    x = _hard_rows((100, 37), dtype)
+    fn = CASES["argmax_first"]
+    reference = fuseopt.run_pipeline(fuseopt.parse(_nn_text(fn, x)), PRE_FUSE)
+    tiled = fuseopt.run_pipeline(reference.clone(), LOOPED)
+    assert _loops_and_reduces(tiled) == (1, 0)
+    args = x.float().numpy()
+    actual = fuseopt.interpret(tiled, "main", args)[0]
+    np.testing.assert_array_equal(actual, fuseopt.interpret(reference, "main", args)[0])
+    np.testing.assert_array_equal(actual, fn(x).numpy())
+
+
+def test_positions_defined_after_the_max_are_not_split() -> None:
+    """An argmax whose positions are defined after its max (hand-written IR) is not
+    split as a pair (the split's ops would read them before their definition); it
+    still splits as two reductions and equals the reference."""
+    text = """func.func @main(%x: tensor<2x16xf32>, %o: tensor<2x16xi64>) -> (tensor<2x1xi64>, tensor<2x16xi64>) {
+  %m = nn.reduce_max %x [1] keepdim : tensor<2x16xf32> -> tensor<2x1xf32>
+  %z = nn.constant 0 : tensor<2x16xi64>
+  %i = nn.add %o, %z : tensor<2x16xi64>
+  %p = nn.constant 16 : tensor<2x16xi64>
+  %mb = nn.broadcast %m : tensor<2x1xf32> -> tensor<2x16xf32>
+  %hit = nn.compare eq, %x, %mb : tensor<2x16xf32>
+  %c = nn.select %hit, %i, %p : tensor<2x16xi64>
+  %n = nn.compare ne, %x, %x : tensor<2x16xf32>
+  %d = nn.select %n, %i, %c : tensor<2x16xi64>
+  %y = nn.reduce_min %d [1] keepdim : tensor<2x16xi64> -> tensor<2x1xi64>
+  func.return %y, %i : tensor<2x1xi64>, tensor<2x16xi64>
+}"""
+    split = "nn-split-reductions{min-length=8 min-chunk=4 max-chunk=4 programs=2}"
+    module = fuseopt.run_pipeline(fuseopt.parse(text), split)
+    x = (randn(2, 16, seed=3) * 2).round().numpy()
+    o = np.arange(32, dtype=np.int64).reshape(2, 16) % 5
+    reference = fuseopt.parse(text)
+    for got, want in zip(
+        fuseopt.interpret(module, "main", x, o),
+        fuseopt.interpret(reference, "main", x, o),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(got, want)
+
+
+def _pair_of(text: str):  # noqa: ANN202 - a StatisticsPair or None
+    from fuseopt.dialects import nn
+    from fuseopt.passes.reduction_pairs import match_pair
+
+    module = fuseopt.parse(text)
+    (last,) = [op for op in module.walk() if isinstance(op, nn.ReduceMinOp)]
+    return match_pair(last)
+
+
+@pytest.mark.parametrize(
+    ("positions", "ordered"),
+    [
+        ("%r = nn.constant dense<[0, 1, 2, 3]> : tensor<4xi64>", True),
+        ("%r = nn.constant dense<[3, 2, 1, 0]> : tensor<4xi64>", False),  # falling
+        ("%r = nn.constant dense<[0, 2, 1, 3]> : tensor<4xi64>", False),  # no arange
+        ("%r = nn.constant dense<[1, 3, 5, 7]> : tensor<4xi64>", False),  # 7 >= past 4
+        ("%r = nn.constant 1 : tensor<4xi64>", False),  # constant along the axis
+    ],
+    ids=["arange", "falling", "shuffled", "past_too_small", "flat"],
+)
+def test_which_positions_rise(positions: str, ordered: bool) -> None:
+    """`ordered` holds only for positions that rise strictly along the reduced axis and
+    stay below `past`; any of these is still a pair (exact by the general update)."""
+    text = f"""func.func @main(%x: tensor<4x3xf32>) -> tensor<1x3xi64> {{
+  %m = nn.reduce_max %x [0] keepdim : tensor<4x3xf32> -> tensor<1x3xf32>
+  {positions}
+  %rr = nn.reshape %r : tensor<4xi64> -> tensor<4x1xi64>
+  %i = nn.broadcast %rr : tensor<4x1xi64> -> tensor<4x3xi64>
+  %p = nn.constant 4 : tensor<4x3xi64>
+  %mb = nn.broadcast %m : tensor<1x3xf32> -> tensor<4x3xf32>
+  %hit = nn.compare eq, %x, %mb : tensor<4x3xf32>
+  %c = nn.select %hit, %i, %p : tensor<4x3xi64>
+  %n = nn.compare ne, %x, %x : tensor<4x3xf32>
+  %d = nn.select %n, %i, %c : tensor<4x3xi64>
+  %y = nn.reduce_min %d [0] keepdim : tensor<4x3xi64> -> tensor<1x3xi64>
+  func.return %y : tensor<1x3xi64>
+}}"""
+    pair = _pair_of(text)
+    assert pair is not None and pair.candidates is not None
+    assert pair.candidates.ordered == ordered
+
+
+def test_positions_whose_sum_may_wrap_are_not_ordered() -> None:
+    """Positions that add an offset near the i64 limit may wrap: not ordered (the
+    general update stays exact under wrapping)."""
+    text = """func.func @main(%x: tensor<4x3xf32>) -> tensor<1x3xi64> {
+  %m = nn.reduce_max %x [0] keepdim : tensor<4x3xf32> -> tensor<1x3xf32>
+  %r = nn.constant dense<[-5, -4, -3, -2]> : tensor<4xi64>
+  %rr = nn.reshape %r : tensor<4xi64> -> tensor<4x1xi64>
+  %a = nn.broadcast %rr : tensor<4x1xi64> -> tensor<4x3xi64>
+  %low = nn.constant -9223372036854775808 : tensor<4x3xi64>
+  %i = nn.add %a, %low : tensor<4x3xi64>
+  %p = nn.constant 4 : tensor<4x3xi64>
+  %mb = nn.broadcast %m : tensor<1x3xf32> -> tensor<4x3xf32>
+  %hit = nn.compare eq, %x, %mb : tensor<4x3xf32>
+  %c = nn.select %hit, %i, %p : tensor<4x3xi64>
+  %n = nn.compare ne, %x, %x : tensor<4x3xf32>
+  %d = nn.select %n, %i, %c : tensor<4x3xi64>
+  %y = nn.reduce_min %d [0] keepdim : tensor<4x3xi64> -> tensor<1x3xi64>
+  func.return %y : tensor<1x3xi64>
+}"""
+    pair = _pair_of(text)
+    assert pair is not None and pair.candidates is not None and not pair.candidates.ordered

@@ -443,13 +443,22 @@ class KernelEmitter:
         log2e = self.splat(ctx, math.log2(math.e), t)
         return self.add(ctx, nn.Exp2Op(self.add(ctx, nn.MulOp(x, log2e))))
 
-    def _broadcast(self, ctx: Context, x: SSAValue, src: SSAValue, dst: SSAValue) -> SSAValue:
+    def _broadcast(
+        self,
+        ctx: Context,
+        x: SSAValue,
+        src: SSAValue,
+        dst: SSAValue,
+        element: Attribute | None = None,
+    ) -> SSAValue:
+        """Tile `x` (of nn value `src`'s dims) broadcast to `dst`'s tile, in `dst`'s
+        element type or `element`."""
         src_dims = [d for d in self.space.span(src) if d in self.tiled]
         dst_dims = [d for d in self.space.span(dst) if d in self.tiled]
         if src_dims == dst_dims:
             return x
         positions = [dst_dims.index(d) for d in src_dims]
-        return self.add(ctx, tile.BroadcastOp(x, positions, self.tile_type(dst)))
+        return self.add(ctx, tile.BroadcastOp(x, positions, self.tile_type(dst, element)))
 
     # ------------------------------------------------------------------ reductions
 
@@ -569,7 +578,8 @@ class KernelEmitter:
         # cross-thread reduction per iteration; across columns (the reduce dim not
         # innermost) two passes of whole-tile accumulation (`_defers`) cost one more
         # read and no such reduction, which is faster. A per-lane variance (Welford,
-        # `online.per_lane`) has neither cost, and joins the first loop either way.
+        # `online.per_lane`) has neither cost, and joins the first loop either way; a
+        # per-lane argmax joins it across columns only (`online.merges`).
         innermost = k == len(sp.sizes) - 1
         online_ok = self.online_stats and not online.rows_fit_cache(self)
         if online_ok and sp.split_dim is None and 0 in phases and 1 in phases:
@@ -628,10 +638,11 @@ class KernelEmitter:
                     kind = REDUCE_KIND[type(r)]
                     total = self.add(outer, tile.ReduceOp(kind, total, axes[id(r)]))
                 outer.cache[(r.results[0], q)] = self._finish_reduce(r, total, outer)
-            at = len(accs)
+            at, finished = len(accs), []
             for pair, n in zip(lv_pairs, widths, strict=True):
-                online.finish(self, outer, pair, list(loop.results[at : at + n]))
+                finished.append((pair, list(loop.results[at : at + n])))
                 at += n
+            online.finish_all(self, outer, finished)
         full = [i for i, v in enumerate(self.group.outputs) if k in sp.span(v)]
         rows = [i for i, v in enumerate(self.group.outputs) if k not in sp.span(v)]
         if full:

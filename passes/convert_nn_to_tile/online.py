@@ -309,7 +309,8 @@ def _ordered_update(
     that rise along the loop (`IndexCandidates.ordered`): the element replaces them
     where it is strictly beyond the extreme, a NaN where the extreme is not NaN yet, or
     the lane has seen nothing (the first element, -inf included); ties keep the earlier
-    position. Two compares and two selects an element, no min over candidates."""
+    position. A few compares and selects an element (one i64 select), no min over
+    candidates."""
     cand = pair.candidates
     assert cand is not None
     x, _ = em._reduction_input(pair.first, em.emit(pair.source, ctx), ctx)
@@ -359,7 +360,9 @@ def _index_finish(
     lanes_m, lanes_i = results
     axis = em.reduce_axis(pair.source)
     m = em.add(ctx, tile.ReduceOp(_extreme_kind(pair), lanes_m, axis))
-    row_m = em._broadcast(ctx, m, pair.first.results[0], pair.source)
+    mt = lanes_m.type
+    assert isinstance(mt, TensorType)
+    row_m = em._broadcast(ctx, m, pair.first.results[0], pair.source, mt.element_type)
     kept = _kept_index(em, ctx, pair, lanes_m, lanes_i, row_m)
     i = em.add(ctx, tile.ReduceOp("min", kept, axis))
     ctx.cache[(pair.first.results[0], 0)] = em._finish_reduce(pair.first, m, ctx)
@@ -469,6 +472,16 @@ def _chunk_count(em: KernelEmitter, ctx: Context, pair: StatisticsPair, t: Tenso
         return em.splat(ctx, float(block), t)
     ones = em.splat(ctx, 1.0, em.tile_type(pair.source, t.element_type))
     return em._partial_reduce(pair.first, ones, ctx)
+
+
+def finish_all(
+    em: KernelEmitter, ctx: Context, finished: list[tuple[StatisticsPair, list[SSAValue]]]
+) -> None:
+    """`finish` each (pair, its loop results), extreme-index pairs first: a variance's
+    row mean may read their extreme as its upper bound (`x.var(0)` beside
+    `x.argmax(0)`, the max shared after CSE)."""
+    for pair, results in sorted(finished, key=lambda f: f[0].kind != INDEX):
+        finish(em, ctx, pair, results)
 
 
 def finish(em: KernelEmitter, ctx: Context, pair: StatisticsPair, results: list[SSAValue]) -> None:
