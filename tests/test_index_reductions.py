@@ -368,39 +368,37 @@ def _pair_of(text: str):  # noqa: ANN202 - a StatisticsPair or None
     from fuseopt.passes.reduction_pairs import match_pair
 
     module = fuseopt.parse(text)
-    (last,) = [op for op in module.walk() if isinstance(op, nn.ReduceMinOp)]
+    last = [op for op in module.walk() if isinstance(op, nn.ReduceMinOp)][-1]
     return match_pair(last)
 
 
+def _positions_along_rows(values: str, name: str = "%i") -> str:
+    """Lines defining `name`, a tensor<40x4xi64> of the 40 `values` (a dense list or a
+    splat) along the rows."""
+    return f"""  %r = nn.constant {values} : tensor<40xi64>
+  %rr = nn.reshape %r : tensor<40xi64> -> tensor<40x1xi64>
+  {name} = nn.broadcast %rr : tensor<40x1xi64> -> tensor<40x4xi64>"""
+
+
+def _dense(values: list[int]) -> str:
+    return f"dense<[{', '.join(map(str, values))}]>"
+
+
 @pytest.mark.parametrize(
-    ("positions", "ordered"),
+    ("values", "ordered"),
     [
-        ("%r = nn.constant dense<[0, 1, 2, 3]> : tensor<4xi64>", True),
-        ("%r = nn.constant dense<[3, 2, 1, 0]> : tensor<4xi64>", False),  # falling
-        ("%r = nn.constant dense<[0, 2, 1, 3]> : tensor<4xi64>", False),  # no arange
-        ("%r = nn.constant dense<[1, 3, 5, 7]> : tensor<4xi64>", False),  # 7 >= past 4
-        ("%r = nn.constant 1 : tensor<4xi64>", False),  # constant along the axis
+        (_dense(list(range(40))), True),
+        (_dense(list(range(39, -1, -1))), False),  # falling
+        (_dense([1, 0, *range(2, 40)]), False),  # no arange
+        (_dense(list(range(0, 80, 2))), False),  # up to 78: not below past (40)
+        ("1", False),  # constant along the axis
     ],
     ids=["arange", "falling", "shuffled", "past_too_small", "flat"],
 )
-def test_which_positions_rise(positions: str, ordered: bool) -> None:
+def test_which_positions_rise(values: str, ordered: bool) -> None:
     """`ordered` holds only for positions that rise strictly along the reduced axis and
     stay below `past`; any of these is still a pair (exact by the general update)."""
-    text = f"""func.func @main(%x: tensor<4x3xf32>) -> tensor<1x3xi64> {{
-  %m = nn.reduce_max %x [0] keepdim : tensor<4x3xf32> -> tensor<1x3xf32>
-  {positions}
-  %rr = nn.reshape %r : tensor<4xi64> -> tensor<4x1xi64>
-  %i = nn.broadcast %rr : tensor<4x1xi64> -> tensor<4x3xi64>
-  %p = nn.constant 4 : tensor<4x3xi64>
-  %mb = nn.broadcast %m : tensor<1x3xf32> -> tensor<4x3xf32>
-  %hit = nn.compare eq, %x, %mb : tensor<4x3xf32>
-  %c = nn.select %hit, %i, %p : tensor<4x3xi64>
-  %n = nn.compare ne, %x, %x : tensor<4x3xf32>
-  %d = nn.select %n, %i, %c : tensor<4x3xi64>
-  %y = nn.reduce_min %d [0] keepdim : tensor<4x3xi64> -> tensor<1x3xi64>
-  func.return %y : tensor<1x3xi64>
-}}"""
-    pair = _pair_of(text)
+    pair = _pair_of(_column_argmax(_positions_along_rows(values)))
     assert pair is not None and pair.candidates is not None
     assert pair.candidates.ordered == ordered
 
@@ -408,21 +406,8 @@ def test_which_positions_rise(positions: str, ordered: bool) -> None:
 def test_positions_whose_sum_may_wrap_are_not_ordered() -> None:
     """Positions that add an offset near the i64 limit may wrap: not ordered (the
     general update stays exact under wrapping)."""
-    text = """func.func @main(%x: tensor<4x3xf32>) -> tensor<1x3xi64> {
-  %m = nn.reduce_max %x [0] keepdim : tensor<4x3xf32> -> tensor<1x3xf32>
-  %r = nn.constant dense<[-5, -4, -3, -2]> : tensor<4xi64>
-  %rr = nn.reshape %r : tensor<4xi64> -> tensor<4x1xi64>
-  %a = nn.broadcast %rr : tensor<4x1xi64> -> tensor<4x3xi64>
-  %low = nn.constant -9223372036854775808 : tensor<4x3xi64>
-  %i = nn.add %a, %low : tensor<4x3xi64>
-  %p = nn.constant 4 : tensor<4x3xi64>
-  %mb = nn.broadcast %m : tensor<1x3xf32> -> tensor<4x3xf32>
-  %hit = nn.compare eq, %x, %mb : tensor<4x3xf32>
-  %c = nn.select %hit, %i, %p : tensor<4x3xi64>
-  %n = nn.compare ne, %x, %x : tensor<4x3xf32>
-  %d = nn.select %n, %i, %c : tensor<4x3xi64>
-  %y = nn.reduce_min %d [0] keepdim : tensor<4x3xi64> -> tensor<1x3xi64>
-  func.return %y : tensor<1x3xi64>
-}"""
-    pair = _pair_of(text)
+    low = "  %low = nn.constant -9223372036854775808 : tensor<40x4xi64>"
+    add = "  %i = nn.add %a, %low : tensor<40x4xi64>"
+    rising = _positions_along_rows(_dense(list(range(-5, 35))), "%a")
+    pair = _pair_of(_column_argmax(f"{rising}\n{low}\n{add}"))
     assert pair is not None and pair.candidates is not None and not pair.candidates.ordered
