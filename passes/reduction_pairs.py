@@ -60,7 +60,7 @@ class IndexCandidates:
     """Whether the positions increase strictly along the reduced axis and stay below
     `past` (an arange, as the frontend's, plus offsets constant along it): the first
     element holding a lane's extreme is then its least candidate, so a loop keeps it by
-    a comparison (`online._ordered_update`)."""
+    a comparison (`online_index._ordered_update`)."""
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ class SplitStatistics(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.ReductionOp, rewriter: PatternRewriter) -> None:
         pair = match_pair(op)
-        if pair is None or pair.first.axis_list != op.axis_list or _earliest(pair) is None:
+        if pair is None or pair.first.axis_list != op.axis_list:
             return
         anchor = _insertion_point(pair, op)
         if anchor is None:
@@ -211,15 +211,18 @@ def _insertion_point(pair: StatisticsPair, second: nn.ReductionOp) -> Operation 
     max), the op after their definition, when every other use of the pair's results
     follows it; None when no such point exists (the pair is then left alone)."""
     earliest = _earliest(pair)
-    block = earliest.parent_block() if earliest is not None else None
-    if earliest is None or block is None:
-        return None
-    at = block.get_operation_index(earliest)
     index = pair.candidates.index.owner if pair.candidates is not None else None
-    if isinstance(index, Operation):
-        if index.parent_block() is not block:
-            return None
-        at = max(at, block.get_operation_index(index) + 1)
+    if earliest is None or not isinstance(index, Operation):
+        return earliest
+    block = earliest.parent_block()
+    assert block is not None
+    if index.parent_block() is not block:
+        return None
+    if block.get_operation_index(index) < block.get_operation_index(earliest):
+        return earliest
+    anchor = index.next_op
+    assert anchor is not None  # the positions are used by the pair, after them
+    at = block.get_operation_index(anchor)
     replaced = set(_replaced_ops(pair))
     for value in (pair.center, second.results[0]):
         for use in value.uses:
@@ -228,7 +231,7 @@ def _insertion_point(pair: StatisticsPair, second: nn.ReductionOp) -> Operation 
                 continue
             if user.parent_block() is not block or block.get_operation_index(user) < at:
                 return None
-    return list(block.ops)[at]
+    return anchor
 
 
 def _replaced_ops(pair: StatisticsPair) -> list[Operation]:
