@@ -66,6 +66,9 @@ if TYPE_CHECKING:
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 """The values `mode` may take (besides None), as in `torch.compile`."""
 
+GRAPH_MODES = ("reduce-overhead", "max-autotune")
+"""The modes that replay CUDA graphs (`backends/cuda_graphs.py`)."""
+
 
 @dataclass(frozen=True)
 class KernelRecord:

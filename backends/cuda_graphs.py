@@ -9,13 +9,21 @@ whose address held from one call to the next (weights, a static cache) in place 
 copies the others (activations, made fresh every call) into buffers of its own; outputs
 are returned as aliases of the graph's buffers (see the class for how results are never
 overwritten under the caller).
+
+Graphs nest: a function wrapped with `encloses=True` (a whole compiled ATen graph,
+`frontends/fx/whole_graph.py`) records one graph over everything it runs, and the
+CudaGraphFunctions called inside it (its regions) run plainly while it runs, records
+or replays, so they record nothing of their own; if its capture fails, they replay
+their own graphs as before.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +32,24 @@ import torch
 from fuseopt.backends.host_memory import storage_uses
 
 log = logging.getLogger("fuseopt")
+
+_ENCLOSING = threading.local()
+"""`depth`: how many enclosing functions (`encloses=True`) run on this thread now."""
+
+
+def _enclosed() -> bool:
+    """Does an enclosing function run on this thread (inner graphs run plainly)?"""
+    return getattr(_ENCLOSING, "depth", 0) > 0
+
+
+@contextmanager
+def _enclosing() -> Iterator[None]:
+    """Mark the calls inside as run by an enclosing function."""
+    _ENCLOSING.depth = getattr(_ENCLOSING, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _ENCLOSING.depth -= 1
 
 
 class GraphInstance:
@@ -168,6 +194,9 @@ class CudaGraphFunction:
       they run plainly from then on, logged once.
     A capture that fails falls back to plain launches; CPU inputs run the plain
     function.
+
+    `encloses`: `fn` calls other CudaGraphFunctions (a whole graph calling its
+    regions); they run plainly inside its plain runs and recordings (module doc).
     """
 
     MAX_SEEN = 1024
@@ -175,8 +204,9 @@ class CudaGraphFunction:
     MAX_RECORDS = 8
     """Recordings per input shapes before they run plainly."""
 
-    def __init__(self, fn: Any, max_graphs: int = 8, instances: int = 2):
+    def __init__(self, fn: Any, max_graphs: int = 8, instances: int = 2, encloses: bool = False):
         self.fn = fn
+        self.encloses = encloses
         self.book = GraphBook(max_graphs, instances, self.MAX_RECORDS, self.MAX_SEEN)
         self.sized = any(d < 0 for shape, _ in getattr(fn, "inputs", ()) for d in shape)
         self.said_cpu = False
@@ -206,7 +236,7 @@ class CudaGraphFunction:
                 self.said_cpu = True
                 log.info("reduce-overhead: CUDA graphs need CUDA inputs; running plain launches")
             return self.fn(*xs)
-        if torch.cuda.is_current_stream_capturing() or self.broken:
+        if torch.cuda.is_current_stream_capturing() or self.broken or _enclosed():
             return self.fn(*xs)
         key: tuple[Any, ...] = (torch.cuda.current_device(),)
         if self.sized:
@@ -215,12 +245,19 @@ class CudaGraphFunction:
         if decision.kind == "replay":
             return decision.instance.replay(xs)
         if decision.kind == "plain":
-            return self.fn(*xs)
+            return self._plain(xs)
         instance = self._record(xs, decision.stable)
         if instance is None:
-            return self.fn(*xs)
+            return self.fn(*xs)  # broken: inner functions replay their own graphs
         self.book.add(key, instance)
         return instance.replay(xs)
+
+    def _plain(self, xs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        """The plain launches (inner graph functions plain too, when this one encloses)."""
+        if not self.encloses:
+            return self.fn(*xs)
+        with _enclosing():
+            return self.fn(*xs)
 
     def _record(self, xs: Sequence[torch.Tensor], stable: tuple[bool, ...]) -> GraphInstance | None:
         """A graph of the host function reading the inputs marked `stable` in place and
@@ -233,7 +270,7 @@ class CudaGraphFunction:
         for i, b in zip(copied, buffers, strict=True):
             inputs[i] = b
         try:
-            with torch.cuda.device(device):  # the host allocates on the current device
+            with torch.cuda.device(device), _enclosing() if self.encloses else nullcontext():
                 side = torch.cuda.Stream(device)
                 side.wait_stream(torch.cuda.current_stream(device))
                 with torch.cuda.stream(side):
@@ -243,7 +280,14 @@ class CudaGraphFunction:
                 with torch.cuda.graph(graph):
                     outputs = host(*inputs, device=device)
         except RuntimeError as e:  # an op that cannot be captured (a host copy, say)
-            log.warning("reduce-overhead: CUDA graph capture failed, launching plainly: %s", e)
+            if self.encloses:
+                log.warning(
+                    "reduce-overhead: the graph cannot be captured whole (%s); its compiled "
+                    "regions replay graphs of their own",
+                    str(e).strip().split("\n", 1)[0],
+                )
+            else:
+                log.warning("reduce-overhead: CUDA graph capture failed, launching plainly: %s", e)
             self.broken = True
             torch.cuda.synchronize(device)
             return None

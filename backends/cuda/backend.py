@@ -25,7 +25,7 @@ import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from fuseopt.backends.contract import KernelRecord, partly_checked, shape_matches
+from fuseopt.backends.contract import GRAPH_MODES, KernelRecord, partly_checked, shape_matches
 from fuseopt.backends.cuda.host_function import print_cuda_host
 from fuseopt.backends.cuda.printer import CudaKernel, print_cuda
 from fuseopt.backends.cuda.runtime import LoadedKernel, check_gpu, compile_cubin, device_arch
@@ -327,7 +327,7 @@ class CudaBackend:
         # a SizedFunction has no one text to re-lower per candidate: its heuristic tiling
         if sized is None and mode in ("max-autotune", "max-autotune-no-cudagraphs"):
             fn = CudaAutotunedFunction(fn, text, func_name, lowering)
-        if mode in ("reduce-overhead", "max-autotune") and launches > 1:
+        if mode in GRAPH_MODES and launches > 1:
             # one launch: replaying a graph costs more host time than the direct launch
             return CudaGraphFunction(fn)
         return fn

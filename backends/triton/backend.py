@@ -27,7 +27,7 @@ import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from fuseopt.backends.contract import KernelRecord
+from fuseopt.backends.contract import GRAPH_MODES, KernelRecord
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
 from fuseopt.backends.kernel_cache import KernelCache, cache_key
 from fuseopt.backends.per_size import PerSizeFunction, parse_specialized
@@ -292,7 +292,7 @@ def compile_module(
         from fuseopt.backends.autotune import AutotunedFunction
 
         fn = AutotunedFunction(fn, text, func_name, lowering, cache, key)  # type: ignore[assignment]
-    if mode in ("reduce-overhead", "max-autotune") and len(compiled.index["launches"]) > 1:
+    if mode in GRAPH_MODES and len(compiled.index["launches"]) > 1:
         # one launch: replaying a graph costs more host time than the direct launch
         return CudaGraphFunction(fn)
     return fn

@@ -41,6 +41,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch.fx import GraphModule, Node
 from xdsl.dialects.builtin import ModuleOp
 
+from fuseopt.backends.cuda_graphs import CudaGraphFunction
 from fuseopt.diagnostics import ConfigurationError
 from fuseopt.frontends.fx import norm_decompositions
 from fuseopt.frontends.fx.attention_call import (
@@ -63,6 +64,7 @@ from fuseopt.frontends.fx.shape_versions import (
     traced_inputs,
 )
 from fuseopt.frontends.fx.symbolic_sizes import graph_symbol, graph_symbols
+from fuseopt.frontends.fx.whole_graph import WholeGraph, whole_graph_refusal
 from fuseopt.passes.generalize_sizes import HINTS, SizedFunction
 from fuseopt.passes.nn_decompose import decompose_every_attention
 
@@ -148,6 +150,7 @@ def fuseopt_backend(
     option or mode.
     """
     from fuseopt.backends.contract import (
+        GRAPH_MODES,
         check_mode,
         default_attention,
         resolve_backend,
@@ -167,6 +170,7 @@ def fuseopt_backend(
         )
     eager = dict.fromkeys(FUSED_ATTENTION, ATTENTION_REASON) if attention == "eager" else {}
     replaying = (mode if mode is not None else settings.get("mode")) == "reduce-overhead"
+    graphing = (mode if mode is not None else settings.get("mode")) in GRAPH_MODES
     merging = settings.pop("merge_linears", not replaying)  # CUDA graphs launch for free
     if not isinstance(merging, bool):
         raise ConfigurationError(f"option 'merge_linears' must be True or False, got {merging!r}")
@@ -228,6 +232,11 @@ def fuseopt_backend(
             merged = merge_repeated_calls(aten_gm)  # one value per layer-repeated call
             if merged:
                 logger.debug("fuseopt: %s: merged %d repeated call(s)", name, merged)
+            refusal = "not a graph without gradients whose inputs the frame's guards pin"
+            if graphing and kind == "inference" and guarded:
+                refusal = whole_graph_refusal(aten_gm, inputs)
+            if graphing and refusal is not None:
+                logger.debug("fuseopt: %s: a CUDA graph per region (%s)", name, refusal)
             compiled = compile_graph_module(
                 aten_gm,
                 name,
@@ -238,7 +247,11 @@ def fuseopt_backend(
                 symbol=symbol,
                 output_views=kind == "inference",
             )
-            return make_boxed_func(align_attention_biases(compiled).forward)
+            forward = align_attention_biases(compiled).forward
+            if graphing and refusal is None:  # one CUDA graph over regions and PyTorch ops
+                forward = CudaGraphFunction(WholeGraph(forward, name), encloses=True)
+                log.whole_graphs[name] = forward
+            return make_boxed_func(forward)
 
         return compile_aten_graph
 

@@ -146,12 +146,15 @@ class RegionRecord:
 class CompileRecord:
     """What compiling a model produced, across all its graphs (forward, backward,
     recompilations): the compiled regions, the backends' kernel records, the eager
-    fallbacks and the names of the ATen graphs seen."""
+    fallbacks, the names of the ATen graphs seen and those replayed whole."""
 
     kernels: list[Any] = field(default_factory=list)
     fallbacks: list[FallbackRecord] = field(default_factory=list)
     graphs: list[str] = field(default_factory=list)
     regions: list[RegionRecord] = field(default_factory=list)
+    whole_graphs: dict[str, Any] = field(default_factory=dict)
+    """Per ATen graph name, the CUDA-graph function replaying it whole (mode
+    "reduce-overhead" or "max-autotune": `whole_graph`)."""
 
 
 def unsupported_reason(node: Node) -> str | None:

@@ -1,0 +1,89 @@
+"""mode="reduce-overhead" over a whole ATen graph: one CUDA graph a call.
+
+Without it each compiled region replays a CUDA graph of its own and every op between
+regions (a PyTorch attention kernel, a KV cache's `cat`, an op without a lowering)
+runs as Python and a launch of its own: a Llama decode step on the CUDA backend, whose
+attention runs in PyTorch, paid more host time under reduce-overhead than
+torch.compile's CUDA graphs, which capture the whole graph. `WholeGraph` presents a
+compiled ATen graph (regions and PyTorch ops, as `partition.compile_graph_module`
+leaves it) as the function `backends/cuda_graphs.CudaGraphFunction` replays, with
+`encloses=True`: one graph over all of it, recorded at the second call, the regions'
+own graph functions running plainly inside it (and replaying their own graphs if the
+whole graph cannot be captured: logged).
+
+`whole_graph_refusal` says why a graph is not replayed whole; such graphs keep a graph
+per region. Only graphs without gradients whose inputs Dynamo's guards pin (the
+frame's inputs: sizes, strides, dtypes fixed; `dynamo_backend.frame_inputs`) are
+taken, all of them CUDA tensors of static sizes, with no op that writes in place (an
+input written in place would be written in the graph's copy of it) and no host step
+(packed parameters move parameters when they run, which a replay would skip).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch.fx import GraphModule
+
+
+class WholeGraph:
+    """A compiled ATen graph as `CudaGraphFunction` wants a function: `check` takes the
+    inputs as they are (Dynamo's guards checked them), `host` runs the graph."""
+
+    inputs: tuple[Any, ...] = ()
+    """No input of dynamic size: the graphs are not kept per shapes."""
+
+    kernels: tuple[Any, ...] = ()
+    """The kernels are the regions' (in the compile record)."""
+
+    def __init__(self, forward: Callable[..., Sequence[Any]], name: str):
+        self.forward = forward
+        self.name = name
+
+    def check(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        """The inputs, unchecked: the frame's guards pin their sizes, strides and dtypes."""
+        return tuple(inputs)
+
+    def host(self, interpret: bool) -> Callable[..., Sequence[torch.Tensor]]:  # noqa: ARG002
+        """The graph as a host function `run(*inputs, device=...)`; an output that is not
+        a tensor cannot be replayed (a RuntimeError, as a failed capture)."""
+
+        def run(*inputs: torch.Tensor, device: torch.device) -> Sequence[torch.Tensor]:  # noqa: ARG001
+            outputs = self.forward(*inputs)
+            if not all(isinstance(o, torch.Tensor) for o in outputs):
+                raise RuntimeError(f"{self.name} returns a value that is not a tensor")
+            return outputs
+
+        return run
+
+    def __call__(self, *inputs: torch.Tensor) -> Sequence[Any]:
+        """The graph's plain run."""
+        return self.forward(*inputs)
+
+
+def whole_graph_refusal(aten_gm: GraphModule, example_inputs: Sequence[Any]) -> str | None:
+    """None when the inference graph `aten_gm` (whose placeholders the frame's guards
+    pin) can be replayed as one CUDA graph, else why not (module doc)."""
+    if not example_inputs:
+        return "no inputs"
+    for x in example_inputs:
+        if not isinstance(x, torch.Tensor):
+            return f"an input is a {type(x).__name__}, not a tensor"
+        if x.device.type != "cuda":
+            return f"an input is on {x.device.type}"
+        if any(not isinstance(d, int) for d in x.shape):
+            return "an input has a symbolic size"
+    for node in aten_gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        schema = getattr(node.target, "_schema", None)
+        if schema is not None and schema.is_mutable:
+            return f"{node.target} writes in place"
+        if getattr(node.target, "host_step", False):
+            return f"{node.name} is a host step"
+    return None
+
+
+__all__ = ["WholeGraph", "whole_graph_refusal"]

@@ -1,0 +1,190 @@
+"""mode="reduce-overhead" over a whole ATen graph (`frontends/fx/whole_graph.py`), on the
+CPU: which graphs are replayed whole, the wiring through the Dynamo backend, and the
+nesting rule of `CudaGraphFunction(encloses=True)` (regions run plainly inside it, and
+replay their own graphs when its capture failed). The recording and replaying
+themselves are checked on the GPU (test_whole_graph_gpu.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx import symbolic_trace
+
+import fuseopt
+from fuseopt.backends import cuda_graphs
+from fuseopt.backends.cuda_graphs import CudaGraphFunction
+from fuseopt.frontends.fx import dynamo_backend
+from fuseopt.frontends.fx.packed_parameters import PackedParameters
+from fuseopt.frontends.fx.whole_graph import WholeGraph, whole_graph_refusal
+
+
+def _cuda_fakes(*shapes: tuple[int, ...]) -> list[torch.Tensor]:
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        return [torch.empty(s, device="cuda") for s in shapes]
+
+
+def _graph(fn: object) -> torch.fx.GraphModule:
+    return symbolic_trace(fn)  # type: ignore[arg-type]
+
+
+def test_a_graph_of_cuda_tensors_without_writes_is_replayed_whole() -> None:
+    gm = _graph(lambda x, w: torch.relu(x @ w) + 1)
+    assert whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8))) is None
+
+
+@pytest.mark.parametrize(
+    "inputs,words",
+    [
+        (lambda: [torch.zeros(4, 8), torch.zeros(8, 8)], "on cpu"),
+        (lambda: [*_cuda_fakes((4, 8)), 3], "an input is a int"),
+        (lambda: [], "no inputs"),
+    ],
+    ids=["cpu", "scalar", "none"],
+)
+def test_inputs_a_graph_cannot_replay_whole(inputs: object, words: str) -> None:
+    gm = _graph(lambda x, w: torch.relu(x @ w) + 1)
+    assert words in (whole_graph_refusal(gm, inputs()) or "")  # type: ignore[operator]
+
+
+def test_a_graph_writing_in_place_or_running_a_host_step_is_not_replayed_whole() -> None:
+    """An input written in place would be written in the graph's copy of it; a host step
+    (packed parameters) would not run at a replay."""
+    aten = torch.ops.aten
+    gm = _graph(lambda x, w: torch.relu(x @ w))
+    relu = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch.relu)
+    relu.target = aten.relu_.default
+    gm.recompile()
+    assert "writes in place" in (whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8))) or "")
+
+    relu.target = PackedParameters("packed")
+    gm.recompile()
+    assert "host step" in (whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8))) or "")
+
+
+def test_the_whole_graph_host_function_refuses_outputs_that_are_not_tensors() -> None:
+    whole = WholeGraph(lambda x: (x, 3), "g")
+    with pytest.raises(RuntimeError, match="not a tensor"):
+        whole.host(False)(torch.zeros(2), device=torch.device("cpu"))
+    x = torch.zeros(2)
+    assert whole.check([x]) == (x,)
+
+
+def _as_if_on_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compile as if the inputs were CUDA tensors (the graphs run plainly on the CPU)."""
+    original = dynamo_backend.whole_graph_refusal
+
+    def refusal(gm: torch.fx.GraphModule, inputs: object) -> str | None:
+        cpu = original(gm, inputs)  # type: ignore[arg-type]
+        return None if cpu is not None and cpu.endswith("on cpu") else cpu
+
+    monkeypatch.setattr(dynamo_backend, "whole_graph_refusal", refusal)
+
+
+@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune", None])
+def test_inference_graphs_are_replayed_whole_under_the_graph_modes(
+    monkeypatch: pytest.MonkeyPatch, mode: str | None
+) -> None:
+    """Under reduce-overhead and max-autotune an inference graph (a PyTorch op between
+    two compiled regions) is one CUDA-graph function enclosing its regions' own; the
+    default mode keeps none; results are eager's."""
+    _as_if_on_cuda(monkeypatch)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+
+    def program(x: torch.Tensor) -> torch.Tensor:
+        h = model(x)
+        return torch.sort(h, dim=-1).values * 2 + 1  # sort: run in PyTorch
+
+    x = torch.randn(5, 8)
+    with torch.no_grad():
+        compiled = fuseopt.compile(program, x, backend="triton", mode=mode)
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), program(x), rtol=1e-4, atol=1e-4)
+    wholes = compiled.record.whole_graphs
+    if mode is None:
+        assert not wholes
+        return
+    (whole,) = wholes.values()
+    assert isinstance(whole, CudaGraphFunction) and whole.encloses
+    assert isinstance(whole.fn, WholeGraph)
+    assert len(compiled.regions) == 2 and any("sort" in f.target for f in compiled.fallbacks)
+
+
+def test_a_training_graph_keeps_a_graph_per_region(monkeypatch: pytest.MonkeyPatch) -> None:
+    _as_if_on_cuda(monkeypatch)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    x = torch.randn(5, 8)
+    compiled = fuseopt.compile(model, x, backend="triton", mode="reduce-overhead")
+    compiled(x).sum().backward()
+    assert not compiled.record.whole_graphs
+
+
+class _FakeCuda:
+    """A tensor as CudaGraphFunction's bookkeeping sees it (device and address)."""
+
+    device = SimpleNamespace(type="cuda")
+
+    def __init__(self, address: int):
+        self.address = address
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+class _Counting:
+    """A compiled function: counts its plain runs, checks nothing."""
+
+    inputs = ()
+
+    def __init__(self, inner: object = None):
+        self.inner, self.runs = inner, 0
+
+    def check(self, inputs: object) -> tuple:
+        return tuple(inputs)  # type: ignore[arg-type]
+
+    def __call__(self, *xs: object) -> tuple:
+        self.runs += 1
+        return self.inner(*xs) if self.inner is not None else xs  # type: ignore[operator]
+
+    def host(self, interpret: bool) -> object:  # noqa: ARG002
+        return lambda *xs, device: self(*xs)  # noqa: ARG005
+
+
+def test_regions_run_plainly_inside_an_enclosing_function_and_graph_their_own_after_it_broke(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A region's graph function records nothing while the whole graph runs plainly or
+    records; once the whole graph's capture failed, the region records its own."""
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    region = CudaGraphFunction(_Counting())
+    recorded: list[object] = []
+
+    def record_region(self: CudaGraphFunction, xs: object, stable: object) -> None:
+        recorded.append(self)
+        return None  # as a failed capture: plain launches
+
+    whole = CudaGraphFunction(_Counting(region), encloses=True)
+    attempts: list[bool] = []
+
+    def record_whole(self: CudaGraphFunction, xs: object, stable: object) -> None:
+        with cuda_graphs._enclosing():
+            attempts.append(cuda_graphs._enclosed())
+            self.fn(*xs)  # the warm-up and capture run the regions
+        self.broken = True
+        return None
+
+    def record(self: CudaGraphFunction, xs: object, stable: object) -> None:
+        return (record_whole if self.encloses else record_region)(self, xs, stable)
+
+    monkeypatch.setattr(CudaGraphFunction, "_record", record)
+    x = _FakeCuda(100)
+    whole(x)  # first sight: plain, the region plain inside it
+    assert region.fn.runs == 1 and not region.book.previous  # the region saw nothing
+    whole(x)  # second: the whole graph records (and fails here), then runs plainly
+    assert attempts == [True] and not recorded
+    assert region.fn.runs == 3 and region.book.previous  # that plain run was its first sight
+    whole(x)  # its second: it records
+    assert recorded == [region]
