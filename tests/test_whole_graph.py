@@ -16,7 +16,7 @@ from torch.fx import symbolic_trace
 import fuseopt
 from fuseopt.backends import cuda_graphs
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
-from fuseopt.frontends.fx import dynamo_backend
+from fuseopt.frontends.fx import whole_graph
 from fuseopt.frontends.fx.packed_parameters import PackedParameters
 from fuseopt.frontends.fx.whole_graph import WholeGraph, whole_graph_refusal
 
@@ -32,7 +32,7 @@ def _graph(fn: object) -> torch.fx.GraphModule:
 
 def test_a_graph_of_cuda_tensors_without_writes_is_replayed_whole() -> None:
     gm = _graph(lambda x, w: torch.relu(x @ w) + 1)
-    assert whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8))) is None
+    assert whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {}) is None
 
 
 @pytest.mark.parametrize(
@@ -46,7 +46,7 @@ def test_a_graph_of_cuda_tensors_without_writes_is_replayed_whole() -> None:
 )
 def test_inputs_a_graph_cannot_replay_whole(inputs: object, words: str) -> None:
     gm = _graph(lambda x, w: torch.relu(x @ w) + 1)
-    assert words in (whole_graph_refusal(gm, inputs()) or "")  # type: ignore[operator]
+    assert words in (whole_graph_refusal(gm, inputs(), {}) or "")  # type: ignore[operator]
 
 
 def test_a_graph_writing_in_place_or_running_a_host_step_is_not_replayed_whole() -> None:
@@ -57,11 +57,17 @@ def test_a_graph_writing_in_place_or_running_a_host_step_is_not_replayed_whole()
     relu = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch.relu)
     relu.target = aten.relu_.default
     gm.recompile()
-    assert "writes in place" in (whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8))) or "")
+    assert "writes in place" in (whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {}) or "")
 
     relu.target = PackedParameters("packed")
     gm.recompile()
-    assert "host step" in (whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8))) or "")
+    assert "host step" in (whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {}) or "")
+
+
+def test_a_graph_of_one_launch_runs_it_directly() -> None:
+    """One kernel: a replay costs more host time than the launch (views are free)."""
+    gm = _graph(lambda x: torch.relu(x).t().reshape(-1))
+    assert whole_graph_refusal(gm, _cuda_fakes((4, 8)), {}) == "one launch"
 
 
 def test_the_whole_graph_host_function_refuses_outputs_that_are_not_tensors() -> None:
@@ -74,13 +80,13 @@ def test_the_whole_graph_host_function_refuses_outputs_that_are_not_tensors() ->
 
 def _as_if_on_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     """Compile as if the inputs were CUDA tensors (the graphs run plainly on the CPU)."""
-    original = dynamo_backend.whole_graph_refusal
+    original = whole_graph.whole_graph_refusal
 
-    def refusal(gm: torch.fx.GraphModule, inputs: object) -> str | None:
-        cpu = original(gm, inputs)  # type: ignore[arg-type]
+    def refusal(gm: torch.fx.GraphModule, inputs: object, kernels: object) -> str | None:
+        cpu = original(gm, inputs, kernels)  # type: ignore[arg-type]
         return None if cpu is not None and cpu.endswith("on cpu") else cpu
 
-    monkeypatch.setattr(dynamo_backend, "whole_graph_refusal", refusal)
+    monkeypatch.setattr(whole_graph, "whole_graph_refusal", refusal)
 
 
 @pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune", None])

@@ -41,7 +41,6 @@ from torch._dynamo.backends.common import aot_autograd
 from torch.fx import GraphModule, Node
 from xdsl.dialects.builtin import ModuleOp
 
-from fuseopt.backends.cuda_graphs import CudaGraphFunction
 from fuseopt.diagnostics import ConfigurationError
 from fuseopt.frontends.fx import norm_decompositions
 from fuseopt.frontends.fx.attention_call import (
@@ -64,7 +63,7 @@ from fuseopt.frontends.fx.shape_versions import (
     traced_inputs,
 )
 from fuseopt.frontends.fx.symbolic_sizes import graph_symbol, graph_symbols
-from fuseopt.frontends.fx.whole_graph import WholeGraph, whole_graph_refusal
+from fuseopt.frontends.fx.whole_graph import replayed_whole
 from fuseopt.passes.generalize_sizes import HINTS, SizedFunction
 from fuseopt.passes.nn_decompose import decompose_every_attention
 
@@ -232,11 +231,6 @@ def fuseopt_backend(
             merged = merge_repeated_calls(aten_gm)  # one value per layer-repeated call
             if merged:
                 logger.debug("fuseopt: %s: merged %d repeated call(s)", name, merged)
-            refusal = "not a graph without gradients whose inputs the frame's guards pin"
-            if graphing and kind == "inference" and guarded:
-                refusal = whole_graph_refusal(aten_gm, inputs)
-            if graphing and refusal is not None:
-                logger.debug("fuseopt: %s: a CUDA graph per region (%s)", name, refusal)
             compiled = compile_graph_module(
                 aten_gm,
                 name,
@@ -248,9 +242,10 @@ def fuseopt_backend(
                 output_views=kind == "inference",
             )
             forward = align_attention_biases(compiled).forward
-            if graphing and refusal is None:  # one CUDA graph over regions and PyTorch ops
-                forward = CudaGraphFunction(WholeGraph(forward, name), encloses=True)
-                log.whole_graphs[name] = forward
+            if graphing:  # one CUDA graph over its regions and PyTorch ops, where it can
+                forward = replayed_whole(
+                    forward, compiled, name, inputs, log, kind == "inference" and guarded
+                )
             return make_boxed_func(forward)
 
         return compile_aten_graph

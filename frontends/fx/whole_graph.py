@@ -16,16 +16,26 @@ per region. Only graphs without gradients whose inputs Dynamo's guards pin (the
 frame's inputs: sizes, strides, dtypes fixed; `dynamo_backend.frame_inputs`) are
 taken, all of them CUDA tensors of static sizes, with no op that writes in place (an
 input written in place would be written in the graph's copy of it) and no host step
-(packed parameters move parameters when they run, which a replay would skip).
+(packed parameters move parameters when they run, which a replay would skip); a graph
+of one launch (`launches`) runs it directly, as a region of one kernel does: a replay
+costs more host time than one launch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+import operator
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 from torch.fx import GraphModule
+
+from fuseopt.backends.cuda_graphs import CudaGraphFunction
+from fuseopt.frontends.fx.partition import DATA_MOVEMENT, CompiledRegion, CompileRecord
+
+logger = logging.getLogger("fuseopt")
 
 
 class WholeGraph:
@@ -63,9 +73,31 @@ class WholeGraph:
         return self.forward(*inputs)
 
 
-def whole_graph_refusal(aten_gm: GraphModule, example_inputs: Sequence[Any]) -> str | None:
-    """None when the inference graph `aten_gm` (whose placeholders the frame's guards
-    pin) can be replayed as one CUDA graph, else why not (module doc)."""
+def launches(compiled_gm: GraphModule, region_kernels: Mapping[str, int]) -> int:
+    """The launches one call of `compiled_gm` makes (as `partition.compile_graph_module`
+    leaves it): its regions' kernels (`region_kernels`, by function name) and every
+    PyTorch op that is not a view or a host step."""
+    count = 0
+    for node in compiled_gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if isinstance(node.target, CompiledRegion):
+            count += region_kernels.get(node.target.__name__, 1)
+        elif not (
+            node.target in DATA_MOVEMENT
+            or node.target is operator.getitem
+            or getattr(node.target, "host_step", False)
+        ):
+            count += 1
+    return count
+
+
+def whole_graph_refusal(
+    compiled_gm: GraphModule, example_inputs: Sequence[Any], region_kernels: Mapping[str, int]
+) -> str | None:
+    """None when the compiled inference graph `compiled_gm` (whose placeholders the
+    frame's guards pin) is worth replaying as one CUDA graph and can be, else why not
+    (module doc)."""
     if not example_inputs:
         return "no inputs"
     for x in example_inputs:
@@ -75,7 +107,7 @@ def whole_graph_refusal(aten_gm: GraphModule, example_inputs: Sequence[Any]) -> 
             return f"an input is on {x.device.type}"
         if any(not isinstance(d, int) for d in x.shape):
             return "an input has a symbolic size"
-    for node in aten_gm.graph.nodes:
+    for node in compiled_gm.graph.nodes:
         if node.op != "call_function":
             continue
         schema = getattr(node.target, "_schema", None)
@@ -83,7 +115,33 @@ def whole_graph_refusal(aten_gm: GraphModule, example_inputs: Sequence[Any]) -> 
             return f"{node.target} writes in place"
         if getattr(node.target, "host_step", False):
             return f"{node.name} is a host step"
+    if launches(compiled_gm, region_kernels) < 2:
+        return "one launch"
     return None
 
 
-__all__ = ["WholeGraph", "whole_graph_refusal"]
+def replayed_whole(
+    forward: Callable[..., Sequence[Any]],
+    compiled_gm: GraphModule,
+    name: str,
+    example_inputs: Sequence[Any],
+    record: CompileRecord,
+    pinned_inputs: bool,
+) -> Callable[..., Sequence[Any]]:
+    """`forward` (of `compiled_gm`, the ATen graph `name`) as one CUDA-graph function
+    enclosing its regions' (kept in `record.whole_graphs`), or as it is where
+    `whole_graph_refusal` refuses it, or when it is not an inference graph whose inputs
+    the frame's guards pin (`pinned_inputs`); logged at DEBUG."""
+    refusal = "not a graph without gradients whose inputs the frame's guards pin"
+    if pinned_inputs:
+        kernels = Counter(k.region for k in record.kernels)
+        refusal = whole_graph_refusal(compiled_gm, example_inputs, kernels)
+    if refusal is not None:
+        logger.debug("fuseopt: %s: not one CUDA graph (%s)", name, refusal)
+        return forward
+    whole = CudaGraphFunction(WholeGraph(forward, name), encloses=True)
+    record.whole_graphs[name] = whole
+    return whole
+
+
+__all__ = ["WholeGraph", "launches", "replayed_whole", "whole_graph_refusal"]
