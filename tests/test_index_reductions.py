@@ -411,3 +411,60 @@ def test_positions_whose_sum_may_wrap_are_not_ordered() -> None:
     rising = _positions_along_rows(_dense(list(range(-5, 35))), "%a")
     pair = _pair_of(_column_argmax(f"{rising}\n{low}\n{add}"))
     assert pair is not None and pair.candidates is not None and not pair.candidates.ordered
+
+
+INT64_MIN = -(2**63)
+
+LINES_OF_INT64_MIN = {
+    "amax_rows": lambda x: x.amax(1),
+    "amax_columns": lambda x: x.amax(0),
+    "argmax_rows": lambda x: x.argmax(1),
+    "argmax_columns": lambda x: x.argmax(0),
+}
+"""Reductions over integer lines all INT64_MIN: a max's identity above INT64_MIN
+(it was INT64_MIN + 1) made the max come out above every element and the argmax out
+of range (the length of the line)."""
+
+
+def _int64_min_lines(shape: tuple[int, ...]) -> torch.Tensor:
+    x = torch.full(shape, INT64_MIN, dtype=torch.int64)
+    x[-1, -1] = INT64_MIN + 5  # one line that is not all INT64_MIN
+    return x
+
+
+@pytest.mark.parametrize("name", sorted(LINES_OF_INT64_MIN))
+def test_lines_of_int64_min_on_the_tile_interpreter_and_triton(name: str) -> None:
+    """Looped and masked (37 in blocks of 16): tile interpreter and Triton (CPU
+    interpreter) equal eager."""
+    fn = LINES_OF_INT64_MIN[name]
+    x = _int64_min_lines((37, 37))
+    reference = fuseopt.run_pipeline(fuseopt.parse(_nn_text(fn, x)), PRE_FUSE)
+    tiled = fuseopt.run_pipeline(reference.clone(), LOOPED)
+    (actual,) = fuseopt.interpret(tiled, "main", x.numpy())
+    np.testing.assert_array_equal(np.asarray(actual).reshape(-1), fn(x).numpy())
+    torch._dynamo.reset()
+    compiled = fuseopt.compile(
+        fn, backend="triton", strict=True, max_row_block=16, block_rows=16, block_cols=16
+    )
+    _assert_same(compiled(x), fn(x))
+
+
+@pytest.mark.parametrize(
+    ("name", "shape"), [("argmax_rows", (3, 50000)), ("amax_columns", (3000, 5))]
+)
+def test_lines_of_int64_min_emulated_on_cuda(
+    name: str, shape: tuple[int, ...], tmp_path: object
+) -> None:
+    """The CUDA backend's looped kernels (emulated on the CPU) on lines of INT64_MIN."""
+    from test_cuda_emulated import emulator_available
+
+    from fuseopt.backends.cuda.backend import CudaBackend
+    from fuseopt.backends.cuda.emulation import EmulatedFunction
+
+    if not emulator_available():
+        pytest.skip("g++ is not installed")
+    fn = LINES_OF_INT64_MIN[name]
+    x = _int64_min_lines(shape)
+    compiled = CudaBackend().compile(fuseopt.parse(_nn_text(fn, x)), "main", {})
+    (got,) = EmulatedFunction(compiled, tmp_path)(x)
+    assert torch.equal(got.reshape(-1), fn(x))

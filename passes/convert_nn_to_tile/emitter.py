@@ -466,10 +466,13 @@ class KernelEmitter:
         return f32 if is_float(element) else i64
 
     def _identity(self, kind: str, element: Attribute) -> float | int:
+        """The identity of reduction `kind` in its accumulator (f32 or i64): the max of
+        integers starts at INT64_MIN, which a column of INT64_MIN must be able to equal."""
         if kind == "sum":
             return 0
-        big: float | int = math.inf if is_float(element) else 2**63 - 1
-        return -big if kind == "max" else big
+        if is_float(element):
+            return -math.inf if kind == "max" else math.inf
+        return -(2**63) if kind == "max" else 2**63 - 1
 
     def _reduce_parts(self, op: nn.ReductionOp, ctx: Context, part: int) -> SSAValue:
         """This context's partial reduction for part `part` of `op`'s result: over every
