@@ -139,12 +139,7 @@ def promote_kernel(
     # others decide (each tile's layout takes gcd(vector width, its own last dim)); a
     # gather reads element by element, so its tile's last dim does not narrow the vector
     inner = [s[-1] for s in shapes if s and s[-1] > 1] or [1]
-    buffers = [o.buffer.type for o in tiles if isinstance(o, tile.LoadOp | tile.StoreOp)]
-    globals_ = [
-        b
-        for b in buffers
-        if isinstance(b, MemRefType) and tile.memory_space(b) == tile.MemorySpace.GLOBAL
-    ]
+    globals_ = _vector_buffers(kernel)
     narrow = min((element_bytes(b.element_type) for b in globals_), default=4)
     inner_size = min(
         (b.get_shape()[-1] for b in globals_ if b.get_shape() and b.get_shape()[-1] > 1),
@@ -323,6 +318,34 @@ def _ancestors(op: Operation) -> list[Operation]:
         found.append(parent)
         parent = parent.parent_op()
     return found
+
+
+def _vector_buffers(kernel: tile.KernelOp) -> list[MemRefType]:
+    """The global buffers whose accesses decide the vector width: those a load, store or
+    row-cache copy moves more than one element per row of (a row reduction's result,
+    one element per row, moves no vector: an i64 argmax or a row count of 300 narrowed
+    the vector of the 32000-wide rows read beside it to 2 or 4 elements); all global
+    buffers when none is."""
+    moving: list[Attribute] = []
+    every: list[Attribute] = []
+    for op in kernel.walk():
+        if isinstance(op, tile.LoadOp | tile.StoreOp):
+            every.append(op.buffer.type)
+            if _tile_shape(op)[-1:] not in ((), (1,)):
+                moving.append(op.buffer.type)
+        elif isinstance(op, tile.CopyOp):
+            every.append(op.source.type)
+            if tuple(op.shape.get_values())[-1:] not in ((), (1,)):
+                moving.append(op.source.type)
+
+    def global_(types: list[Attribute]) -> list[MemRefType]:
+        return [
+            b
+            for b in types
+            if isinstance(b, MemRefType) and tile.memory_space(b) == tile.MemorySpace.GLOBAL
+        ]
+
+    return global_(moving) or global_(every)
 
 
 def _tile_shape(op: Operation) -> tuple[int, ...]:

@@ -495,3 +495,28 @@ def test_transposed_kernels_in_triton_and_cuda(case: str, tmp_path: Path) -> Non
     check_each_kernel(fuseopt.run_pipeline(fuseopt.parse(text), STANDARD), tmp_path)
     if emulator_available():
         run_emulated(text, tmp_path, "bf16")
+
+
+@pytest.mark.parametrize(
+    ("fn", "shape", "vector"),
+    [
+        (lambda x: x.argmax(1), (300, 32000), 8),  # an i64 per row, rows cached: 2 before
+        (lambda x: x.sum(1), (4095, 4096), 8),  # the results' length 4095 made it 1
+        (lambda x: x.amax(1), (64, 4004), 4),  # 8 would leave odd rows misaligned
+    ],
+    ids=["argmax", "odd_rows", "rows_of_4004"],
+)
+def test_row_results_do_not_narrow_the_vector(
+    fn: object, shape: tuple[int, int], vector: int
+) -> None:
+    """tile-promote's vector width comes from the buffers moved more than one element per
+    row (and a row cache's source): a row reduction's results, one per row, narrowed it."""
+    import torch
+
+    from fuseopt.backends.cuda.backend import tile_pipeline
+
+    torch._dynamo.reset()
+    x = torch.zeros(shape, dtype=torch.bfloat16)
+    (region,) = fuseopt.compile(fn, (x,), backend="interpret", strict=True).regions
+    lowered = fuseopt.run_pipeline(region.imported.clone(), tile_pipeline())
+    assert [k.vector_width.value.data for k in kernels(lowered)] == [vector]
