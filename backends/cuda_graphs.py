@@ -12,9 +12,10 @@ overwritten under the caller).
 
 Graphs nest: a function wrapped with `encloses=True` (a whole compiled ATen graph,
 `frontends/fx/whole_graph.py`) records one graph over everything it runs, and the
-CudaGraphFunctions called inside it (its regions) run plainly while it runs, records
-or replays, so they record nothing of their own; if its capture fails, they replay
-their own graphs as before.
+CudaGraphFunctions called inside it (its regions) run plainly while it records and
+in its plain runs before that, so they record nothing of their own; if its capture
+fails, or when it runs plainly after recording (its results still held by the
+caller), they replay their own graphs.
 """
 
 from __future__ import annotations
@@ -245,16 +246,19 @@ class CudaGraphFunction:
         if decision.kind == "replay":
             return decision.instance.replay(xs)
         if decision.kind == "plain":
-            return self._plain(xs)
+            return self._plain(xs, key)
         instance = self._record(xs, decision.stable)
         if instance is None:
             return self.fn(*xs)  # broken: inner functions replay their own graphs
         self.book.add(key, instance)
         return instance.replay(xs)
 
-    def _plain(self, xs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        """The plain launches (inner graph functions plain too, when this one encloses)."""
-        if not self.encloses:
+    def _plain(self, xs: Sequence[torch.Tensor], key: tuple[Any, ...]) -> tuple[torch.Tensor, ...]:
+        """The plain launches. When this function encloses others, they run plainly too
+        until its first recording for `key` (the calls before it need no graph of
+        theirs); later plain runs (its graphs' results still held by the caller, inputs
+        that keep moving) let them replay their own."""
+        if not self.encloses or self.book.records.get(key, 0):
             return self.fn(*xs)
         with _enclosing():
             return self.fn(*xs)
@@ -279,7 +283,7 @@ class CudaGraphFunction:
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph):
                     outputs = host(*inputs, device=device)
-        except RuntimeError as e:  # an op that cannot be captured (a host copy, say)
+        except Exception as e:  # an op that cannot be captured (a host copy, say)
             if self.encloses:
                 log.warning(
                     "reduce-overhead: the graph cannot be captured whole (%s); its compiled "

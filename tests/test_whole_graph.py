@@ -38,7 +38,7 @@ def test_a_graph_of_cuda_tensors_without_writes_is_replayed_whole() -> None:
 @pytest.mark.parametrize(
     "inputs,words",
     [
-        (lambda: [torch.zeros(4, 8), torch.zeros(8, 8)], "on cpu"),
+        (lambda: [torch.zeros(4, 8), torch.zeros(8, 8)], "tensors are on cpu"),
         (lambda: [*_cuda_fakes((4, 8)), 3], "an input is a int"),
         (lambda: [], "no inputs"),
     ],
@@ -64,6 +64,37 @@ def test_a_graph_writing_in_place_or_running_a_host_step_is_not_replayed_whole()
     assert "host step" in (whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {}) or "")
 
 
+@pytest.mark.parametrize(
+    ("device", "words"), [("cuda:1", "cuda:0, cuda:1"), ("cpu", "cpu, cuda:0")], ids=str
+)
+def test_values_on_another_device_are_not_replayed_whole(device: str, words: str) -> None:
+    """Kernels on a second GPU would not be captured, and CPU work would run once, at
+    the recording: every value must be on the inputs' one device."""
+    gm = _graph(lambda x, w: torch.relu(x @ w) + 1)
+    relu = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch.relu)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        relu.meta["val"] = torch.empty(4, 8, device=device)
+    refusal = whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {})
+    assert refusal == f"its tensors are on {words}"
+
+
+def test_a_graph_reading_an_input_by_strides_is_not_replayed_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`as_strided` of an offset input reads its storage: a graph reading the graph's
+    copy of the input (another storage) would read other elements."""
+    _as_if_on_cuda(monkeypatch)
+
+    def program(x: torch.Tensor) -> torch.Tensor:
+        return (x.as_strided((4,), (1,), 1) * 2).sin() + 1
+
+    x = torch.arange(10.0)[1:]
+    with torch.no_grad():
+        compiled = fuseopt.compile(program, x, backend="triton", mode="reduce-overhead")
+        torch.testing.assert_close(compiled(x), program(x))
+    assert not compiled.record.whole_graphs
+
+
 def test_a_graph_of_one_launch_runs_it_directly() -> None:
     """One kernel: a replay costs more host time than the launch (views are free)."""
     gm = _graph(lambda x: torch.relu(x).t().reshape(-1))
@@ -83,10 +114,35 @@ def _as_if_on_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     original = whole_graph.whole_graph_refusal
 
     def refusal(gm: torch.fx.GraphModule, inputs: object, kernels: object) -> str | None:
-        cpu = original(gm, inputs, kernels)  # type: ignore[arg-type]
-        return None if cpu is not None and cpu.endswith("on cpu") else cpu
+        return original(gm, inputs, kernels, device_type="cpu")  # type: ignore[arg-type]
 
     monkeypatch.setattr(whole_graph, "whole_graph_refusal", refusal)
+
+
+def test_linears_of_one_input_stay_apart_under_the_graph_modes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Merged linear layers pack their weights at run time (a host step a replay would
+    skip): under the graph modes they are not merged by default, so the graph replays
+    whole."""
+    _as_if_on_cuda(monkeypatch)
+
+    class TwoHeads(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q, self.k = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.relu(self.q(x)) * self.k(x)
+            return torch.sort(y, dim=-1).values + 1  # sort: run in PyTorch (two launches)
+
+    model, x = TwoHeads(), torch.randn(4, 8)
+    with torch.no_grad():
+        for mode in ("reduce-overhead", "max-autotune"):
+            torch._dynamo.reset()
+            compiled = fuseopt.compile(model, x, backend="triton", mode=mode)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+            assert compiled.record.whole_graphs, mode
 
 
 @pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune", None])
@@ -156,6 +212,37 @@ class _Counting:
 
     def host(self, interpret: bool) -> object:  # noqa: ARG002
         return lambda *xs, device: self(*xs)  # noqa: ARG005
+
+
+def test_regions_decide_for_themselves_once_the_enclosing_function_has_recorded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the whole graph's first recording, a plain run (its replays' results still
+    held by the caller) lets the regions replay graphs of their own."""
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    region = CudaGraphFunction(_Counting())
+    whole = CudaGraphFunction(_Counting(region), encloses=True, instances=1)
+    held = SimpleNamespace(pinned=((0, 100),), matches=lambda p: True, free=lambda: False)
+
+    def record(self: CudaGraphFunction, xs: object, stable: object) -> object:
+        assert self.encloses, "the region recorded while the whole graph ran"
+        with cuda_graphs._enclosing():
+            self.fn(*xs)
+        return held
+
+    monkeypatch.setattr(CudaGraphFunction, "_record", record)
+    monkeypatch.setattr(
+        cuda_graphs.GraphInstance, "replay", lambda self, xs: ()
+    )  # not reached: `held` is never free
+    x = _FakeCuda(100)
+    whole(x)  # plain, the region plain inside it
+    assert not region.book.previous
+    monkeypatch.setattr(held, "replay", lambda xs: (), raising=False)
+    whole(x)  # records (the region still plain inside), then replays the record
+    assert not region.book.previous
+    whole(x)  # its one instance is held: plain, and the region sees its inputs
+    assert region.book.previous
 
 
 def test_regions_run_plainly_inside_an_enclosing_function_and_graph_their_own_after_it_broke(

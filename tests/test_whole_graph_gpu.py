@@ -79,8 +79,16 @@ def test_one_graph_replays_regions_and_pytorch_attention(backend: str) -> None:
         for got, want in held:  # the same kernels: bit for bit; none overwritten
             torch.testing.assert_close(got, want, rtol=0, atol=0)
         torch.testing.assert_close(held[-1][0], model(fresh), rtol=2e-2, atol=2e-2)
+        del held, got, want
+        (whole,) = graphed.record.whole_graphs.values()
+        records = dict(whole.book.records)
+        for seed in range(12, 18):  # results dropped: the recorded graphs replay new data
+            fresh = _x(seed)
+            torch.testing.assert_close(graphed(fresh), plain(fresh), rtol=0, atol=0)
+            x.copy_(_x(seed + 10))
+            torch.testing.assert_close(graphed(x), plain(x), rtol=0, atol=0)
+        assert whole.book.records == records, "the later calls recorded again"
     assert any("attention" in f.target for f in graphed.fallbacks), graphed.fallbacks
-    (whole,) = graphed.record.whole_graphs.values()
     assert isinstance(whole.fn, WholeGraph)
     instances = [g for pool in whole.graphs.values() for g in pool]
     assert instances, "no whole graph was recorded"
@@ -114,6 +122,8 @@ def test_a_buffer_updated_in_place_ends_as_eagers() -> None:
             x = _x(seed)[0, :8, :64].float()
             torch.testing.assert_close(graphed(x), eager(x), rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(model.total, eager.total, rtol=1e-4, atol=1e-4)
+    (whole,) = graphed.record.whole_graphs.values()
+    assert any(whole.graphs.values()), "the graph was not replayed whole"
 
 
 def test_regions_replay_their_own_graphs_when_the_whole_graph_cannot_be_captured(

@@ -16,10 +16,10 @@ backend, whose attention kernel is still slow); every other key is passed to the
 backend, which rejects keys it does not know with a ConfigurationError;
 `symbolic` (how a graph Dynamo traced with symbolic sizes is compiled: "auto", the
 default, "dynamic", "partition" or "specialize"; see `compile_symbolic`);
-`merge_linears` (default True, False under mode="reduce-overhead", where CUDA graphs
-make launches free: in graphs that need no gradient, linear layers reading one input
-run as one GEMM over their weights, which move into one buffer at the first call;
-`merged_linears`).
+`merge_linears` (default True, False under mode="reduce-overhead" and "max-autotune",
+where CUDA graphs make launches free: in graphs that need no gradient, linear layers
+reading one input run as one GEMM over their weights, which move into one buffer at the
+first call; `merged_linears`).
 The registration is the `torch_dynamo_backends` entry point `fuseopt` in pyproject.toml.
 
 A graph traced on meta-device inputs runs eagerly in PyTorch (logged at INFO): meta
@@ -168,9 +168,9 @@ def fuseopt_backend(
             f"option 'attention' must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}"
         )
     eager = dict.fromkeys(FUSED_ATTENTION, ATTENTION_REASON) if attention == "eager" else {}
-    replaying = (mode if mode is not None else settings.get("mode")) == "reduce-overhead"
     graphing = (mode if mode is not None else settings.get("mode")) in GRAPH_MODES
-    merging = settings.pop("merge_linears", not replaying)  # CUDA graphs launch for free
+    # CUDA graphs launch for free, and a graph of packed parameters is not replayed whole
+    merging = settings.pop("merge_linears", not graphing)
     if not isinstance(merging, bool):
         raise ConfigurationError(f"option 'merge_linears' must be True or False, got {merging!r}")
     symbolic = settings.pop("symbolic", "auto")

@@ -25,7 +25,8 @@ A group is merged only where that changes nothing the program can see:
   rows cannot): the group is left as it is otherwise.
 
 The option `merge_linears=False` (`torch.compile(..., options={...})`) turns this off;
-it is off by default under mode="reduce-overhead", where CUDA graphs launch for free.
+it is off by default under mode="reduce-overhead" and "max-autotune", where CUDA graphs
+launch for free (and a graph with packed parameters is not replayed whole).
 """
 
 from __future__ import annotations

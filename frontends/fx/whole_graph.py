@@ -14,9 +14,11 @@ whole graph cannot be captured: logged).
 `whole_graph_refusal` says why a graph is not replayed whole; such graphs keep a graph
 per region. Only graphs without gradients whose inputs Dynamo's guards pin (the
 frame's inputs: sizes, strides, dtypes fixed; `dynamo_backend.frame_inputs`) are
-taken, all of them CUDA tensors of static sizes, with no op that writes in place (an
-input written in place would be written in the graph's copy of it) and no host step
-(packed parameters move parameters when they run, which a replay would skip); a graph
+taken, their inputs and values all tensors of static sizes on one CUDA device, with no
+op that writes in place (an input written in place would be written in the graph's
+copy of it), none that reads memory by strides (`as_strided` of an input would read
+the copy's storage) and no host step (packed parameters move parameters when they run,
+which a replay would skip); a graph
 of one launch (`launches`) runs it directly, as a region of one kernel does: a replay
 costs more host time than one launch.
 """
@@ -26,14 +28,20 @@ from __future__ import annotations
 import logging
 import operator
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
+from torch.utils._pytree import tree_leaves
 
 from fuseopt.backends.cuda_graphs import CudaGraphFunction
-from fuseopt.frontends.fx.partition import DATA_MOVEMENT, CompiledRegion, CompileRecord
+from fuseopt.frontends.fx.partition import (
+    DATA_MOVEMENT,
+    STRIDE_DEPENDENT,
+    CompiledRegion,
+    CompileRecord,
+)
 
 logger = logging.getLogger("fuseopt")
 
@@ -73,12 +81,19 @@ class WholeGraph:
         return self.forward(*inputs)
 
 
+def _nodes(compiled_gm: GraphModule) -> Iterator[Node]:
+    """The nodes of `compiled_gm` and of the submodules it calls (regions left eager)."""
+    for module in compiled_gm.modules():
+        if isinstance(module, GraphModule):
+            yield from module.graph.nodes
+
+
 def launches(compiled_gm: GraphModule, region_kernels: Mapping[str, int]) -> int:
     """The launches one call of `compiled_gm` makes (as `partition.compile_graph_module`
     leaves it): its regions' kernels (`region_kernels`, by function name) and every
-    PyTorch op that is not a view or a host step."""
+    PyTorch op that is not a view or a host step, in it or in an eager submodule."""
     count = 0
-    for node in compiled_gm.graph.nodes:
+    for node in _nodes(compiled_gm):
         if node.op != "call_function":
             continue
         if isinstance(node.target, CompiledRegion):
@@ -92,29 +107,51 @@ def launches(compiled_gm: GraphModule, region_kernels: Mapping[str, int]) -> int
     return count
 
 
+def _devices(node: Node) -> set[torch.device]:
+    """The devices of the tensors in `node`'s value (nested tuples and lists); a 0-d
+    constant on the CPU is none (a kernel reads it as an argument, the same at every
+    replay)."""
+    return {
+        t.device
+        for t in tree_leaves(node.meta.get("val"))
+        if isinstance(t, torch.Tensor)
+        and not (node.op == "get_attr" and t.dim() == 0 and t.device.type == "cpu")
+    }
+
+
 def whole_graph_refusal(
-    compiled_gm: GraphModule, example_inputs: Sequence[Any], region_kernels: Mapping[str, int]
+    compiled_gm: GraphModule,
+    example_inputs: Sequence[Any],
+    region_kernels: Mapping[str, int],
+    device_type: str = "cuda",
 ) -> str | None:
     """None when the compiled inference graph `compiled_gm` (whose placeholders the
     frame's guards pin) is worth replaying as one CUDA graph and can be, else why not
-    (module doc)."""
+    (module doc). Every input and every value the graph computes must be on one device
+    of `device_type`: kernels on another device would not be captured, and work on the
+    CPU would run once, at the recording."""
     if not example_inputs:
         return "no inputs"
     for x in example_inputs:
         if not isinstance(x, torch.Tensor):
             return f"an input is a {type(x).__name__}, not a tensor"
-        if x.device.type != "cuda":
-            return f"an input is on {x.device.type}"
-        if any(not isinstance(d, int) for d in x.shape):
-            return "an input has a symbolic size"
-    for node in compiled_gm.graph.nodes:
+        if any(not isinstance(d, int) for d in (*x.shape, *x.stride())):
+            return "an input has a symbolic size or stride"
+    devices = {x.device for x in example_inputs}
+    for node in _nodes(compiled_gm):
+        if node.op in ("call_function", "call_method", "get_attr"):
+            devices |= _devices(node)
         if node.op != "call_function":
             continue
+        if node.target in STRIDE_DEPENDENT:  # reads an input's storage, not its values
+            return f"{node.target} reads memory by strides"
         schema = getattr(node.target, "_schema", None)
         if schema is not None and schema.is_mutable:
             return f"{node.target} writes in place"
         if getattr(node.target, "host_step", False):
             return f"{node.name} is a host step"
+    if len(devices) != 1 or next(iter(devices)).type != device_type:
+        return f"its tensors are on {', '.join(sorted(map(str, devices)))}"
     if launches(compiled_gm, region_kernels) < 2:
         return "one launch"
     return None
