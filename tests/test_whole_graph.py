@@ -65,17 +65,24 @@ def test_a_graph_writing_in_place_or_running_a_host_step_is_not_replayed_whole()
 
 
 @pytest.mark.parametrize(
-    ("device", "words"), [("cuda:1", "cuda:0, cuda:1"), ("cpu", "cpu, cuda:0")], ids=str
+    ("device", "shape", "words"),
+    [
+        ("cuda:1", (4, 8), "its tensors are on cuda:0, cuda:1"),
+        ("cpu", (4, 8), "its tensors are on cpu, cuda:0"),
+        ("cpu", (), None),  # a number beside the results (an attention's RNG seed)
+    ],
+    ids=str,
 )
-def test_values_on_another_device_are_not_replayed_whole(device: str, words: str) -> None:
+def test_values_on_another_device_are_not_replayed_whole(
+    device: str, shape: tuple[int, ...], words: str | None
+) -> None:
     """Kernels on a second GPU would not be captured, and CPU work would run once, at
-    the recording: every value must be on the inputs' one device."""
+    the recording: every value but 0-d CPU numbers must be on the inputs' one device."""
     gm = _graph(lambda x, w: torch.relu(x @ w) + 1)
     relu = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch.relu)
     with FakeTensorMode(allow_non_fake_inputs=True):
-        relu.meta["val"] = torch.empty(4, 8, device=device)
-    refusal = whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {})
-    assert refusal == f"its tensors are on {words}"
+        relu.meta["val"] = (torch.empty(4, 8, device="cuda"), torch.empty(shape, device=device))
+    assert whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {}) == words
 
 
 def test_a_graph_reading_an_input_by_strides_is_not_replayed_whole(

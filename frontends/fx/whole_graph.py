@@ -108,14 +108,14 @@ def launches(compiled_gm: GraphModule, region_kernels: Mapping[str, int]) -> int
 
 
 def _devices(node: Node) -> set[torch.device]:
-    """The devices of the tensors in `node`'s value (nested tuples and lists); a 0-d
-    constant on the CPU is none (a kernel reads it as an argument, the same at every
-    replay)."""
+    """The devices of the tensors in `node`'s value (nested tuples and lists). A 0-d
+    tensor on the CPU counts as none: a constant, or a number an op returns beside its
+    results (PyTorch's flash and cuDNN attention return their RNG seed and offset so),
+    which a kernel reading it takes as an argument."""
     return {
         t.device
         for t in tree_leaves(node.meta.get("val"))
-        if isinstance(t, torch.Tensor)
-        and not (node.op == "get_attr" and t.dim() == 0 and t.device.type == "cpu")
+        if isinstance(t, torch.Tensor) and not (t.dim() == 0 and t.device.type == "cpu")
     }
 
 
