@@ -288,3 +288,18 @@ def test_regions_run_plainly_inside_an_enclosing_function_and_graph_their_own_af
     assert region.fn.runs == 3 and region.book.previous  # that plain run was its first sight
     whole(x)  # its second: it records
     assert recorded == [region]
+
+
+def test_as_strided_of_a_value_the_graph_computes_replays_whole() -> None:
+    """Only an input's storage differs in the graph's copy: `as_strided` of a value the
+    graph computes reads the graph's own memory at every replay."""
+    gm = _graph(lambda x, w: torch.relu(x @ w) + 1)
+    relu = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch.relu)
+    with gm.graph.inserting_after(relu):
+        strided = gm.graph.call_function(torch.ops.aten.as_strided.default, (relu, (4,), (1,), 1))
+    assert whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {}) is None
+    x = next(n for n in gm.graph.nodes if n.op == "placeholder")
+    with gm.graph.inserting_after(strided):
+        view = gm.graph.call_function(torch.ops.aten.view.default, (x, (32,)))
+        gm.graph.call_function(torch.ops.aten.as_strided.default, (view, (4,), (1,), 1))
+    assert "by strides" in (whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {}) or "")

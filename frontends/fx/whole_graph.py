@@ -45,6 +45,10 @@ from fuseopt.frontends.fx.partition import (
 
 logger = logging.getLogger("fuseopt")
 
+VIEWS = DATA_MOVEMENT - {torch.ops.aten.clone.default}
+"""The ops of DATA_MOVEMENT whose result may share its first argument's memory (a
+`getitem` of a split or unbind, a reshape that can view)."""
+
 
 class WholeGraph:
     """A compiled ATen graph as `CudaGraphFunction` wants a function: `check` takes the
@@ -119,6 +123,19 @@ def _devices(node: Node) -> set[torch.device]:
     }
 
 
+def _views_an_input(value: object) -> bool:
+    """Whether `value` (a node's argument) is a graph input or a view of one: an op that
+    reads it by strides reads the input's storage, which a graph replaying on its own
+    copy of the input does not have."""
+    while isinstance(value, Node):
+        if value.op == "placeholder":
+            return True
+        if value.op != "call_function" or value.target not in VIEWS or not value.args:
+            return False
+        value = value.args[0]
+    return False
+
+
 def whole_graph_refusal(
     compiled_gm: GraphModule,
     example_inputs: Sequence[Any],
@@ -143,8 +160,8 @@ def whole_graph_refusal(
             devices |= _devices(node)
         if node.op != "call_function":
             continue
-        if node.target in STRIDE_DEPENDENT:  # reads an input's storage, not its values
-            return f"{node.target} reads memory by strides"
+        if node.target in STRIDE_DEPENDENT and _views_an_input(node.args[0]):
+            return f"{node.target} reads an input's memory by strides"
         schema = getattr(node.target, "_schema", None)
         if schema is not None and schema.is_mutable:
             return f"{node.target} writes in place"
