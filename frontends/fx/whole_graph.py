@@ -144,9 +144,9 @@ def whole_graph_refusal(
 ) -> str | None:
     """None when the compiled inference graph `compiled_gm` (whose placeholders the
     frame's guards pin) is worth replaying as one CUDA graph and can be, else why not
-    (module doc). Every input and every value the graph computes must be on one device
-    of `device_type`: kernels on another device would not be captured, and work on the
-    CPU would run once, at the recording."""
+    (module doc). Every input and every value the graph computes (0-d CPU numbers
+    aside) must be on one device of `device_type`: kernels on another device would not
+    be captured, and work on the CPU would run once, at the recording."""
     if not example_inputs:
         return "no inputs"
     for x in example_inputs:
