@@ -197,7 +197,8 @@ class CudaGraphFunction:
     function.
 
     `encloses`: `fn` calls other CudaGraphFunctions (a whole graph calling its
-    regions); they run plainly inside its plain runs and recordings (module doc).
+    regions); they run plainly inside its recordings and the plain runs before its
+    first one (module doc).
     """
 
     MAX_SEEN = 1024
