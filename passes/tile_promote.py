@@ -138,7 +138,7 @@ def promote_kernel(
     # a tile of one element per row (a row reduction's result) moves no vector; the
     # others decide (each tile's layout takes gcd(vector width, its own last dim)); a
     # gather reads element by element, so its tile's last dim does not narrow the vector
-    inner = [s[-1] for s in shapes if s and s[-1] > 1] or [1]
+    inner = [s[-1] for s in shapes if _moves_vectors(s)] or [1]
     globals_ = _vector_buffers(kernel)
     narrow = min((element_bytes(b.element_type) for b in globals_), default=4)
     inner_size = min(
@@ -320,6 +320,12 @@ def _ancestors(op: Operation) -> list[Operation]:
     return found
 
 
+def _moves_vectors(shape: tuple[int, ...]) -> bool:
+    """Whether a tile of `shape` moves more than one element per row (a row
+    reduction's result, one element per row, moves no vector)."""
+    return bool(shape) and shape[-1] > 1
+
+
 def _vector_buffers(kernel: tile.KernelOp) -> list[MemRefType]:
     """The global buffers whose accesses decide the vector width: those a load, store or
     row-cache copy moves more than one element per row of (a row reduction's result,
@@ -331,11 +337,11 @@ def _vector_buffers(kernel: tile.KernelOp) -> list[MemRefType]:
     for op in kernel.walk():
         if isinstance(op, tile.LoadOp | tile.StoreOp):
             every.append(op.buffer.type)
-            if _tile_shape(op)[-1:] not in ((), (1,)):
+            if _moves_vectors(_tile_shape(op)):
                 moving.append(op.buffer.type)
         elif isinstance(op, tile.CopyOp):
             every.append(op.source.type)
-            if tuple(op.shape.get_values())[-1:] not in ((), (1,)):
+            if _moves_vectors(tuple(op.shape.get_values())):
                 moving.append(op.source.type)
 
     def global_(types: list[Attribute]) -> list[MemRefType]:

@@ -168,7 +168,8 @@ def fuseopt_backend(
             f"option 'attention' must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}"
         )
     eager = dict.fromkeys(FUSED_ATTENTION, ATTENTION_REASON) if attention == "eager" else {}
-    graphing = (mode if mode is not None else settings.get("mode")) in GRAPH_MODES
+    asked_mode = mode if mode is not None else settings.get("mode")
+    graphing = asked_mode in GRAPH_MODES
     # CUDA graphs launch for free, and a graph of packed parameters is not replayed whole
     merging = settings.pop("merge_linears", not graphing)
     if not isinstance(merging, bool):
@@ -178,7 +179,7 @@ def fuseopt_backend(
         raise ConfigurationError(
             f"option 'symbolic' must be one of {', '.join(SYMBOLIC_MODES)}, got {symbolic!r}"
         )
-    check_mode(mode if mode is not None else settings.get("mode"))
+    check_mode(asked_mode)
     if mode is not None:
         settings["mode"] = mode
     log = record if record is not None else CompileRecord()

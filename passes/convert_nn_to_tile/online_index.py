@@ -87,7 +87,7 @@ def _ordered_update(
         is_nan = em.add(ctx, nn.CompareOp("ne", x, x))
         holds_number = em.add(ctx, nn.CompareOp("eq", m, m))
         beyond = em.add(ctx, nn.SelectOp(is_nan, holds_number, beyond))
-    unseen = _unseen(em, ctx, i)
+    unseen = _unseen(em, ctx, i, _nothing(em, ctx, i))
     take = em.add(ctx, nn.SelectOp(unseen, unseen, beyond))
     mask = em.chunk_mask(pair.source, ctx)
     if mask is not None:  # elements past the row are never taken
@@ -98,13 +98,16 @@ def _ordered_update(
     return [em.add(ctx, nn.SelectOp(take, x, m)), em.add(ctx, nn.SelectOp(take, position, i))]
 
 
-def _unseen(em: KernelEmitter, ctx: Context, i: SSAValue) -> SSAValue:
-    """Lanes whose position `i` is still the min's identity: they have seen nothing."""
+def _nothing(em: KernelEmitter, ctx: Context, i: SSAValue) -> SSAValue:
+    """The position of a lane that has seen nothing: the min's identity, in `i`'s type."""
     it = i.type
     assert isinstance(it, TensorType)
-    return em.add(
-        ctx, nn.CompareOp("eq", i, em.splat(ctx, em._identity("min", it.element_type), it))
-    )
+    return em.splat(ctx, em._identity("min", it.element_type), it)
+
+
+def _unseen(em: KernelEmitter, ctx: Context, i: SSAValue, nothing: SSAValue) -> SSAValue:
+    """Lanes whose position `i` is still `nothing` (`_nothing`)."""
+    return em.add(ctx, nn.CompareOp("eq", i, nothing))
 
 
 def _kept_index(
@@ -118,8 +121,10 @@ def _kept_index(
     assert cand is not None
     it = i.type
     assert isinstance(it, TensorType)
-    nothing = em.splat(ctx, em._identity("min", it.element_type), it)
-    moved = em.add(ctx, nn.SelectOp(_unseen(em, ctx, i), nothing, em.splat(ctx, cand.past, it)))
+    nothing = _nothing(em, ctx, i)
+    moved = em.add(
+        ctx, nn.SelectOp(_unseen(em, ctx, i, nothing), nothing, em.splat(ctx, cand.past, it))
+    )
     kept = em.add(ctx, nn.SelectOp(em.add(ctx, nn.CompareOp("eq", m, m_new)), i, moved))
     if cand.nan_first:
         kept = em.add(ctx, nn.SelectOp(em.add(ctx, nn.CompareOp("ne", m, m)), i, kept))
