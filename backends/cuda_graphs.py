@@ -103,9 +103,21 @@ class GraphBook:
     plain launches run (see `CudaGraphFunction` for the rules). An instance needs
     `matches(pointers)`, `free()` and `pinned` ((position, address) pairs)."""
 
-    def __init__(self, max_graphs: int, instances: int, max_records: int, max_seen: int):
+    def __init__(
+        self,
+        max_graphs: int,
+        instances: int,
+        max_records: int,
+        max_seen: int,
+        packed_inputs: frozenset[int] = frozenset(),
+    ):
         self.max_graphs, self.instances = max_graphs, instances
         self.max_records, self.max_seen = max_records, max_seen
+        self.packed_inputs = packed_inputs
+        """Input positions a plain run moves into a buffer of its own (parameters packed
+        for merged linear layers): when one has moved (a parameter replaced), the call
+        runs plainly, which packs it again, and the next call records reading it in
+        place; never copied."""
         self.graphs: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
         """The graphs recorded per key, most recently used last."""
         self.previous: dict[tuple[Any, ...], tuple[int, ...]] = {}
@@ -134,9 +146,14 @@ class GraphBook:
                     return Decision("replay", instance)
             stale = [g for g in pool if not g.matches(pointers)]
             moved = self.moved.setdefault(key, set())
+            repack = False
             for g in stale:  # inputs it read in place moved: copy them from now on
-                moved.update(i for i, p in g.pinned if pointers[i] != p)
+                gone = {i for i, p in g.pinned if pointers[i] != p}
+                repack |= bool(gone & self.packed_inputs)
+                moved.update(gone - self.packed_inputs)
             pool[:] = [g for g in pool if g.matches(pointers)]
+            if repack:
+                return Decision("plain")
         if previous is None or self.records.get(key, 0) >= self.max_records:
             return Decision("plain")
         if pool is None:
@@ -166,6 +183,13 @@ class GraphBook:
         )
         return Decision("record", stable=stable)
 
+    def ran(self, key: tuple[Any, ...], pointers: tuple[int, ...]) -> None:
+        """The input addresses after a plain run under `key`, where the function may
+        have moved an input (packed parameters move theirs at the first call): the next
+        call compares its addresses with these."""
+        if key in self.previous:
+            self.previous[key] = pointers
+
     def add(self, key: tuple[Any, ...], instance: Any) -> None:
         """Keep `instance`, recorded for a "record" decision under `key`."""
         self.graphs.setdefault(key, []).append(instance)
@@ -180,8 +204,9 @@ class CudaGraphFunction:
       autotunes) outside any capture, and a decode step over a growing cache, which
       meets each length once, never pays for a recording it would not replay.
     - At the second call with those shapes a graph is recorded: an input at the
-      address it had in the call before is read in place (weights, a static KV
-      cache: nothing copied, no second copy in memory); the others are copied into
+      address it had at the end of the call before (a plain run may move one: packed
+      parameters) is read in place (weights, a static KV cache: nothing copied, no
+      second copy in memory); the others are copied into
       the graph's own buffers at every replay. A graph replays while its in-place
       inputs stay where they were; when one moves, a new graph is recorded that
       copies that input from then on.
@@ -209,7 +234,8 @@ class CudaGraphFunction:
     def __init__(self, fn: Any, max_graphs: int = 8, instances: int = 2, encloses: bool = False):
         self.fn = fn
         self.encloses = encloses
-        self.book = GraphBook(max_graphs, instances, self.MAX_RECORDS, self.MAX_SEEN)
+        packed = frozenset(getattr(fn, "packed_inputs", ()))
+        self.book = GraphBook(max_graphs, instances, self.MAX_RECORDS, self.MAX_SEEN, packed)
         self.sized = any(d < 0 for shape, _ in getattr(fn, "inputs", ()) for d in shape)
         self.said_cpu = False
         self.broken = False
@@ -247,7 +273,9 @@ class CudaGraphFunction:
         if decision.kind == "replay":
             return decision.instance.replay(xs)
         if decision.kind == "plain":
-            return self._plain(xs, key)
+            outputs = self._plain(xs, key)
+            self.book.ran(key, tuple(x.data_ptr() for x in xs))
+            return outputs
         instance = self._record(xs, decision.stable)
         if instance is None:
             return self.fn(*xs)  # broken: inner functions replay their own graphs

@@ -77,6 +77,33 @@ def test_an_input_that_moves_is_copied_from_then_on() -> None:
     assert book.records[("s",)] == 2
 
 
+def test_an_input_a_plain_run_moved_is_pinned_where_it_ended() -> None:
+    """Packed parameters move the weights into one buffer during the first (plain) call:
+    the recording compares with the addresses after that call, so the weights are read
+    in place, not copied at every replay."""
+    book = _book()
+    assert _call(book, ("s",), (100, 1)) == "plain"
+    book.ran(("s",), (500, 1))  # the weight moved to 500 while the call ran
+    d = book.choose(("s",), (500, 2))
+    assert d.kind == "record" and d.stable == (True, False)
+    book.ran(("t",), (1, 2))  # a key never chosen is not remembered
+    assert ("t",) not in book.previous
+
+
+def test_a_packed_input_that_moved_is_packed_again_by_a_plain_run_then_pinned() -> None:
+    """A parameter of a packed buffer replaced by the user: the call runs plainly (the
+    packing moves it into a new buffer) and the next records it read in place, where a
+    moved activation is copied from then on."""
+    book = GraphBook(8, 2, 8, 1024, packed_inputs=frozenset({0}))
+    _call(book, ("s",), (100, 1))
+    assert _call(book, ("s",), (100, 2)) == "record"  # the weight pinned, the activation not
+    assert _call(book, ("s",), (300, 3)) == "plain"  # the weight replaced: packed again
+    book.ran(("s",), (600, 3))  # where the plain run packed it
+    d = book.choose(("s",), (600, 4))
+    assert d.kind == "record" and d.stable == (True, False)
+    assert 0 not in book.moved[("s",)]
+
+
 def test_keys_that_vary_more_than_the_graphs_kept_stop_recording() -> None:
     """A decode loop meets each cache length once per call of generate: after as many
     graphs were dropped as are kept, new lengths run plainly, recorded ones replay."""

@@ -51,17 +51,24 @@ def test_inputs_a_graph_cannot_replay_whole(inputs: object, words: str) -> None:
 
 def test_a_graph_writing_in_place_or_running_a_host_step_is_not_replayed_whole() -> None:
     """An input written in place would be written in the graph's copy of it; a host step
-    (packed parameters) would not run at a replay."""
+    (packed parameters) would not run at a replay: allowed only over the graph's own
+    inputs, whose addresses a replay checks."""
     aten = torch.ops.aten
-    gm = _graph(lambda x, w: torch.relu(x @ w))
+    gm = _graph(lambda x, w: torch.relu(x @ w) + 1)
     relu = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch.relu)
     relu.target = aten.relu_.default
     gm.recompile()
     assert "writes in place" in (whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {}) or "")
 
-    relu.target = PackedParameters("packed")
+    relu.target = PackedParameters("packed")  # over the matmul's result
     gm.recompile()
-    assert "host step" in (whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {}) or "")
+    words = whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {}) or ""
+    assert "host step over values the graph computes" in words
+
+    x, w = (n for n in gm.graph.nodes if n.op == "placeholder")
+    relu.args = (w, w)  # over inputs: packed once, then a view the replay reads in place
+    gm.recompile()
+    assert whole_graph_refusal(gm, _cuda_fakes((4, 8), (8, 8)), {}) is None
 
 
 @pytest.mark.parametrize(
@@ -150,6 +157,17 @@ def test_linears_of_one_input_stay_apart_under_the_graph_modes(
             compiled = fuseopt.compile(model, x, backend="triton", mode=mode)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
             assert compiled.record.whole_graphs, mode
+        torch._dynamo.reset()  # merged on request: the packing reads inputs, still whole
+        compiled = fuseopt.compile(
+            model, x, backend="triton", mode="reduce-overhead", merge_linears=True
+        )
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        (whole,) = compiled.record.whole_graphs.values()
+        assert len(whole.fn.packed_inputs) == 4  # both weights and both biases
+        assert model.q.weight.untyped_storage().data_ptr() == (
+            model.k.weight.untyped_storage().data_ptr()
+        ), "the weights were not packed into one buffer"
 
 
 @pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune", None])

@@ -5,9 +5,10 @@ Skipped without a CUDA GPU. An attention block whose attention runs in PyTorch
 (attention="eager") between compiled regions, on both backends: results equal the
 plain compiled model's exactly, on repeated and fresh input buffers, with earlier
 results held by the caller; the whole graph records one graph that copies the fresh
-activation and reads the weights in place, the regions record none of their own; a
-buffer the model updates in place ends as eager's; a whole graph whose capture fails
-leaves the regions to replay graphs of their own.
+activation and reads the weights in place, the regions record none of their own while
+the caller drops results (held results run the whole graph plainly, and the regions
+then replay their own graphs); a buffer the model updates in place ends as eager's; a
+whole graph whose capture fails leaves the regions to replay graphs of their own.
 """
 
 from __future__ import annotations
@@ -69,31 +70,34 @@ def test_one_graph_replays_regions_and_pytorch_attention(backend: str) -> None:
         graphed = fuseopt.compile(
             model, x, backend=backend, mode="reduce-overhead", attention="eager", strict=True
         )
-        held = []
-        for seed in range(2, 7):  # the same buffer, new data
+        for seed in range(2, 6):  # results dropped: the same buffer, then fresh ones
             x.copy_(_x(seed))
-            held.append((graphed(x), plain(x)))
-        for seed in range(7, 12):  # fresh activations: copied into the graph's buffer
+            torch.testing.assert_close(graphed(x), plain(x), rtol=0, atol=0)
+            fresh = _x(seed + 10)  # copied into the graph's buffer
+            torch.testing.assert_close(graphed(fresh), plain(fresh), rtol=0, atol=0)
+        (whole,) = graphed.record.whole_graphs.values()
+        instances = [g for pool in whole.graphs.values() for g in pool]
+        assert instances, "no whole graph was recorded"
+        assert max(len(g.copied) for g in instances) == 1  # the activation; weights in place
+        assert not any(_region_graphs(graphed)), "a region recorded a graph of its own"
+
+        held = []  # results held: a second instance, then plain runs (regions' own graphs)
+        for seed in range(20, 30):
             fresh = _x(seed)
             held.append((graphed(fresh), plain(fresh)))
         for got, want in held:  # the same kernels: bit for bit; none overwritten
             torch.testing.assert_close(got, want, rtol=0, atol=0)
         torch.testing.assert_close(held[-1][0], model(fresh), rtol=2e-2, atol=2e-2)
         del held, got, want
-        (whole,) = graphed.record.whole_graphs.values()
         records = dict(whole.book.records)
-        for seed in range(12, 18):  # results dropped: the recorded graphs replay new data
+        regions = _region_graphs(graphed)
+        for seed in range(30, 36):  # results dropped again: the recorded graphs replay
             fresh = _x(seed)
             torch.testing.assert_close(graphed(fresh), plain(fresh), rtol=0, atol=0)
-            x.copy_(_x(seed + 10))
-            torch.testing.assert_close(graphed(x), plain(x), rtol=0, atol=0)
         assert whole.book.records == records, "the later calls recorded again"
+        assert _region_graphs(graphed) == regions, "a region recorded while the whole replayed"
     assert any("attention" in f.target for f in graphed.fallbacks), graphed.fallbacks
     assert isinstance(whole.fn, WholeGraph)
-    instances = [g for pool in whole.graphs.values() for g in pool]
-    assert instances, "no whole graph was recorded"
-    assert max(len(g.copied) for g in instances) == 1  # the activation; weights in place
-    assert not any(_region_graphs(graphed)), "a region recorded a graph of its own"
 
 
 def test_a_buffer_updated_in_place_ends_as_eagers() -> None:
@@ -148,3 +152,35 @@ def test_regions_replay_their_own_graphs_when_the_whole_graph_cannot_be_captured
     (whole,) = graphed.record.whole_graphs.values()
     assert whole.broken
     assert any(_region_graphs(graphed)), "no region recorded a graph after the failure"
+
+
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_merged_linears_replay_whole_reading_the_packed_weights_in_place(backend: str) -> None:
+    """Three linear layers of one input merged into one GEMM over packed weights: the
+    weights move into one buffer at the first call, and the whole graph recorded after
+    it reads that buffer in place (it copies only the activation)."""
+
+    class ThreeHeads(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q, self.k, self.v = (nn.Linear(256, 256) for _ in range(3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            s = torch.sort(self.q(x) * torch.sigmoid(self.k(x)), dim=-1).values  # PyTorch
+            return s + self.v(x)
+
+    torch.manual_seed(0)
+    model = ThreeHeads().to("cuda", torch.bfloat16).eval()
+    with torch.no_grad():
+        want = [model(_x(seed)) for seed in range(2, 10)]
+        graphed = fuseopt.compile(
+            model, _x(1), backend=backend, mode="reduce-overhead", merge_linears=True, strict=True
+        )
+        for seed, w in zip(range(2, 10), want, strict=True):
+            torch.testing.assert_close(graphed(_x(seed)), w, rtol=2e-2, atol=2e-2)
+    storages = {p.untyped_storage().data_ptr() for p in (model.q.weight, model.k.weight)}
+    assert len(storages) == 1, "the weights were not packed"
+    (whole,) = graphed.record.whole_graphs.values()
+    instances = [g for pool in whole.graphs.values() for g in pool]
+    copied = [[tuple(b.shape) for b in g.buffers] for g in instances]
+    assert copied and all(c == [(2, 64, 256)] for c in copied), copied  # the activation

@@ -170,7 +170,7 @@ def fuseopt_backend(
     eager = dict.fromkeys(FUSED_ATTENTION, ATTENTION_REASON) if attention == "eager" else {}
     asked_mode = mode if mode is not None else settings.get("mode")
     graphing = asked_mode in GRAPH_MODES
-    # CUDA graphs launch for free, and a graph of packed parameters is not replayed whole
+    # CUDA graphs launch for free
     merging = settings.pop("merge_linears", not graphing)
     if not isinstance(merging, bool):
         raise ConfigurationError(f"option 'merge_linears' must be True or False, got {merging!r}")

@@ -26,7 +26,7 @@ A group is merged only where that changes nothing the program can see:
 
 The option `merge_linears=False` (`torch.compile(..., options={...})`) turns this off;
 it is off by default under mode="reduce-overhead" and "max-autotune", where CUDA graphs
-launch for free (and a graph with packed parameters is not replayed whole).
+launch for free (merged on request, a graph is still replayed whole: `whole_graph`).
 """
 
 from __future__ import annotations

@@ -17,10 +17,13 @@ frame's inputs: sizes, strides, dtypes fixed; `dynamo_backend.frame_inputs`) are
 taken, their inputs and values all tensors of static sizes on one CUDA device, with no
 op that writes in place (an input written in place would be written in the graph's
 copy of it), none that reads memory by strides (`as_strided` of an input would read
-the copy's storage) and no host step (packed parameters move parameters when they run,
-which a replay would skip); a graph
-of one launch (`launches`) runs it directly, as a region of one kernel does: a replay
-costs more host time than one launch.
+the copy's storage) and no host step but packed parameters over the graph's own
+inputs (they move the parameters into one buffer at the first call, a plain run, and
+later only return a view of it: a replay, which checks that its inputs are where they
+were recorded, may skip them; a parameter replaced since is packed again by one plain
+run, then recorded in place, `WholeGraph.packed_inputs`); a graph of one launch
+(`launches`) runs it directly, as a region of one kernel does: a replay costs more
+host time than one launch.
 """
 
 from __future__ import annotations
@@ -60,9 +63,17 @@ class WholeGraph:
     kernels: tuple[Any, ...] = ()
     """The kernels are the regions' (in the compile record)."""
 
-    def __init__(self, forward: Callable[..., Sequence[Any]], name: str):
+    def __init__(
+        self,
+        forward: Callable[..., Sequence[Any]],
+        name: str,
+        packed_inputs: frozenset[int] = frozenset(),
+    ):
         self.forward = forward
         self.name = name
+        self.packed_inputs = packed_inputs
+        """The positions of the inputs packed parameters read (`packed_inputs`): a
+        replaced one is packed again by a plain run, not copied (`GraphBook`)."""
 
     def check(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         """The inputs, unchecked: the frame's guards pin their sizes, strides and dtypes."""
@@ -123,6 +134,29 @@ def _devices(node: Node) -> set[torch.device]:
     }
 
 
+def packed_inputs(compiled_gm: GraphModule) -> frozenset[int]:
+    """The positions among `compiled_gm`'s inputs of those its host steps (packed
+    parameters) read."""
+    placeholders = [n for n in compiled_gm.graph.nodes if n.op == "placeholder"]
+    read = {
+        a
+        for n in compiled_gm.graph.nodes
+        if n.op == "call_function" and getattr(n.target, "host_step", False)
+        for a in (*n.args, *n.kwargs.values())
+    }
+    return frozenset(i for i, p in enumerate(placeholders) if p in read)
+
+
+def _over_inputs(node: Node, compiled_gm: GraphModule) -> bool:
+    """Whether host step `node` (packed parameters) reads only inputs of `compiled_gm`
+    itself: a replay skips it, which is right while those inputs stay where the graph
+    was recorded with them (the replay checks their addresses), as the parameters it
+    packed into one buffer at the first call then are."""
+    return node.graph is compiled_gm.graph and all(
+        isinstance(a, Node) and a.op == "placeholder" for a in (*node.args, *node.kwargs.values())
+    )
+
+
 def _views_an_input(value: object) -> bool:
     """Whether `value` (a node's argument) is a graph input or a view of one: an op that
     reads it by strides reads the input's storage, which a graph replaying on its own
@@ -165,8 +199,8 @@ def whole_graph_refusal(
         schema = getattr(node.target, "_schema", None)
         if schema is not None and schema.is_mutable:
             return f"{node.target} writes in place"
-        if getattr(node.target, "host_step", False):
-            return f"{node.name} is a host step"
+        if getattr(node.target, "host_step", False) and not _over_inputs(node, compiled_gm):
+            return f"{node.name} is a host step over values the graph computes"
     if len(devices) != 1 or next(iter(devices)).type != device_type:
         return f"its tensors are on {', '.join(sorted(map(str, devices)))}"
     if launches(compiled_gm, region_kernels) < 2:
@@ -193,9 +227,9 @@ def replayed_whole(
     if refusal is not None:
         logger.debug("fuseopt: %s: not one CUDA graph (%s)", name, refusal)
         return forward
-    whole = CudaGraphFunction(WholeGraph(forward, name), encloses=True)
+    whole = CudaGraphFunction(WholeGraph(forward, name, packed_inputs(compiled_gm)), encloses=True)
     record.whole_graphs[name] = whole
     return whole
 
 
-__all__ = ["WholeGraph", "launches", "replayed_whole", "whole_graph_refusal"]
+__all__ = ["WholeGraph", "launches", "packed_inputs", "replayed_whole", "whole_graph_refusal"]
