@@ -123,15 +123,23 @@ def test_every_biased_attention_call_gets_the_aligned_bias() -> None:
     call goes through `aligned_bias` first; other calls are left alone."""
     graph = Graph()
     q, k, v, bias = (graph.placeholder(n) for n in ("q", "k", "v", "bias"))
-    outs = [graph.call_function(t, (q, k, v, bias, False)) for t in BIASED_ATTENTION]
+    outs = [  # the bias at its position, the other arguments q (not read here)
+        graph.call_function(t, tuple(bias if i == at else q for i in range(at + 1)))
+        for t, at in BIASED_ATTENTION.items()
+    ]
     other = graph.call_function(torch.ops.aten.add.Tensor, (bias, bias))
     graph.output((*outs, other))
     gm = align_attention_biases(GraphModule(torch.nn.Module(), graph))
+    seen = 0
     for node in gm.graph.nodes:
         if node.target in BIASED_ATTENTION:
-            assert node.args[3].target is aligned_bias, node.args
+            at = BIASED_ATTENTION[node.target]
+            assert node.args[at].target is aligned_bias, node.args
+            assert all(a is q for a in node.args[:at]), node.args
+            seen += 1
         if node.target is torch.ops.aten.add.Tensor:
             assert node.args == (bias, bias)
+    assert seen == 4  # forward and backward, memory-efficient and cuDNN
 
 
 def test_a_shared_bias_is_aligned_once() -> None:
@@ -139,7 +147,7 @@ def test_a_shared_bias_is_aligned_once() -> None:
     first attention, and every call reads that aligned bias; another bias gets its own."""
     graph = Graph()
     q, k, v, bias, other = (graph.placeholder(n) for n in ("q", "k", "v", "bias", "other"))
-    target = BIASED_ATTENTION[0]
+    target = next(iter(BIASED_ATTENTION))
     outs = [graph.call_function(target, (q, k, v, bias, False)) for _ in range(3)]
     outs.append(graph.call_function(target, (q, k, v, other, False)))
     graph.output(tuple(outs))

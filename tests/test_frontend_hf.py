@@ -197,7 +197,8 @@ def test_llama_bf16(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_llama_gradients() -> None:
-    """Backward of a Llama decoder layer through fuseopt.compile: gradients match."""
+    """Backward of a Llama decoder layer (eager attention, written out) through
+    fuseopt.compile: gradients match."""
     torch._dynamo.reset()
     layer, (x,), kwargs = _decoder("llama", "eager", torch.float32)
     weights = torch.linspace(-1, 1, HIDDEN)
@@ -213,8 +214,10 @@ def test_llama_gradients() -> None:
     actual = grads(compiled)
     for a, e in zip(actual, expected, strict=True):
         torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-4)
-    graphs = {f.graph for f in compiled.fallbacks}
-    assert not [g for g in graphs if g.startswith("backward")], compiled.fusion_report()
+    # the eager attention, written out, runs as PyTorch's SDPA (its backward keeps no
+    # L x S scores); every other op of the backward is compiled
+    backward = [f.target for f in compiled.fallbacks if f.graph.startswith("backward")]
+    assert backward and all("scaled_dot_product" in t for t in backward), backward
     assert any(k.region.startswith("backward") for k in compiled.kernels)
 
 

@@ -16,8 +16,8 @@ signature that AOTAutograd keeps as one node and the frontend converts to
 `F.scaled_dot_product_attention` itself. It has no backward, so the substitution is for
 graphs that need no gradient (`needs_no_gradient`); training graphs keep PyTorch's call.
 
-PyTorch's memory-efficient and cuDNN kernels, where they run in PyTorch
-(`attention="eager"`, training graphs), need a bias whose strides are multiples of 16
+PyTorch's memory-efficient and cuDNN kernels, forward and backward, where they run in
+PyTorch (`attention="eager"`, training graphs), need a bias whose strides are multiples of 16
 bytes: the traced graph pads the mask and slices it back, and a compiled region that
 computes the slice returns it contiguous (a decode step's mask of 129 keys: "attn_bias
 is not correctly aligned"). `align_attention_biases` gives each such call an aligned
@@ -92,11 +92,15 @@ def substitute_attention(gm: GraphModule) -> GraphModule:
     return substitute_calls(gm, {F.scaled_dot_product_attention: ATTENTION_OP})
 
 
-BIASED_ATTENTION = (
-    torch.ops.aten._scaled_dot_product_efficient_attention.default,
-    torch.ops.aten._scaled_dot_product_cudnn_attention.default,
-)
-"""PyTorch's attention kernels that take a bias (argument 3) with aligned strides."""
+BIASED_ATTENTION = {
+    torch.ops.aten._scaled_dot_product_efficient_attention.default: 3,
+    torch.ops.aten._scaled_dot_product_cudnn_attention.default: 3,
+    torch.ops.aten._scaled_dot_product_efficient_attention_backward.default: 4,
+    torch.ops.aten._scaled_dot_product_cudnn_attention_backward.default: 8,
+}
+"""PyTorch's attention kernels that take a bias with aligned strides, forward and
+backward (a training graph's backward reads the bias its forward saved), with the
+position of the bias (`attn_bias`) among their arguments."""
 
 
 def aligned_bias(bias: torch.Tensor | None) -> torch.Tensor | None:
@@ -130,7 +134,8 @@ def align_attention_biases(gm: GraphModule) -> GraphModule:
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target not in BIASED_ATTENTION:
             continue
-        bias = node.args[3] if len(node.args) > 3 else node.kwargs.get("attn_bias")
+        at = BIASED_ATTENTION[node.target]
+        bias = node.args[at] if len(node.args) > at else node.kwargs.get("attn_bias")
         if not isinstance(bias, Node):
             continue
         if bias not in aligned_of:

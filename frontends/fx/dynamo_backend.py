@@ -4,7 +4,9 @@ Dynamo captures Python-level graphs; AOTAutograd functionalizes them into ATen g
 (forward, and backward when gradients are needed), applying the decompositions below
 so that backward ops reach the importer as ATen primitives. Each ATen graph goes
 through the fallback partitioner: regions the op table takes are imported to nn and
-compiled by the chosen fuseopt backend; everything else runs eagerly.
+compiled by the chosen fuseopt backend; everything else runs eagerly. Before
+AOTAutograd, a graph that needs gradients has its written-out attention replaced by
+PyTorch's SDPA (`explicit_attention`, except under attention="nn").
 
 Options (`torch.compile(..., options={...})`): `backend` (fuseopt backend name,
 default "triton"); `strict` (default False: a region the backend fails on runs eagerly
@@ -50,6 +52,7 @@ from fuseopt.frontends.fx.attention_call import (
 )
 from fuseopt.frontends.fx.common_calls import merge_repeated_calls
 from fuseopt.frontends.fx.errors import RegionFallback, first_line
+from fuseopt.frontends.fx.explicit_attention import sdpa_from_explicit
 from fuseopt.frontends.fx.grouped_heads import read_keys_values_unrepeated
 from fuseopt.frontends.fx.merged_linears import merge_linears, pack_at_run_time
 from fuseopt.frontends.fx.ops_attention import FUSED_ATTENTION
@@ -263,6 +266,8 @@ def fuseopt_backend(
     inference = needs_no_gradient(gm, example_inputs)
     if attention != "eager" and inference:
         gm = substitute_attention(gm)  # one node whatever kernel the device would pick
+    elif not inference and attention != "nn":
+        gm = sdpa_from_explicit(gm)  # no L x S scores kept for the backward
     packs = merge_linears(gm, example_inputs) if merging and inference else set()
     if has_symbolic_shapes(example_inputs):
         # decomposed attention over a symbolic key length sums over it in a GEMM, which

@@ -1,0 +1,313 @@
+"""Attention written out as ops, in a graph that needs gradients, becomes PyTorch's SDPA.
+
+In inference `nn-match-attention` finds `softmax(q @ k^T * s + mask) @ v` among the nn
+ops and fuses it into one flash-attention kernel. A graph that needs gradients is
+differentiated by AOTAutograd before fuseopt sees its ops, and the backward of the
+written-out chain keeps the L x S probabilities of every layer for the backward pass
+and computes the L x S gradients in memory (what eager does). `sdpa_from_explicit`
+rewrites the chain, in Dynamo's torch-level graph before AOTAutograd traces it, into
+`F.scaled_dot_product_attention`: PyTorch's fused kernels (flash, memory-efficient,
+cuDNN) then run the forward and the backward without the scores in memory, and its
+math kernel where none applies (the CPU).
+
+A chain is taken, from the second matmul back, when each value it drops is used by the
+chain alone (attention weights a model returns or reuses keep the ops) and Dynamo's
+example values give q `[..., L, E]`, k `[..., S, E]` and v `[..., S, Ev]` of one dtype
+and the same leading dims:
+- `scores = q @ kT`, kT being k with its last two dims swapped (`transpose`, `mT`);
+- optionally `scores * c`, `c * scores` or `scores / c` for a Python number c (the
+  SDPA scale; 1 without one: SDPA's default would be 1/sqrt(E));
+- optionally `+ mask` (a tensor of q's dtype, broadcast to the scores) or
+  `masked_fill(drop, -inf)` with a boolean `drop` (SDPA keeps where `drop` is false);
+  a finite fill (`finfo.min`) is not taken: a row masked whole would differ;
+- optionally casts to float32 around the softmax and back to q's dtype (SDPA computes
+  in float32 and rounds once);
+- softmax over the last dim; optionally dropout with p = 0 or training off;
+- `probs @ v`.
+Anything else (dropout that drops, a mask added before the scale, another order) stays
+as written.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.fx import GraphModule, Node
+
+logger = logging.getLogger("fuseopt")
+
+_FUNCTIONS: dict[Callable[..., Any], str] = {
+    operator.matmul: "matmul",
+    torch.matmul: "matmul",
+    operator.mul: "mul",
+    torch.mul: "mul",
+    operator.truediv: "div",
+    torch.div: "div",
+    torch.true_divide: "div",
+    operator.add: "add",
+    torch.add: "add",
+    torch.softmax: "softmax",
+    F.softmax: "softmax",
+    torch.transpose: "transpose",
+    torch.masked_fill: "masked_fill",
+    F.dropout: "dropout",
+    getattr: "getattr",
+}
+"""The torch-level calls of the chain, by the name of the operation they spell."""
+
+_METHODS = {
+    "matmul": "matmul",
+    "mul": "mul",
+    "__mul__": "mul",
+    "div": "div",
+    "__truediv__": "div",
+    "add": "add",
+    "__add__": "add",
+    "softmax": "softmax",
+    "transpose": "transpose",
+    "masked_fill": "masked_fill",
+    "to": "cast",
+    "type_as": "cast",
+    "float": "cast",
+}
+"""The same operations as Tensor methods (`x.softmax(-1)`, `x.to(dtype)`)."""
+
+
+def _kind(node: object) -> str | None:
+    """The operation `node` spells (`_FUNCTIONS`, `_METHODS`), else None."""
+    if not isinstance(node, Node):
+        return None
+    if node.op == "call_function":
+        return _FUNCTIONS.get(node.target)  # type: ignore[arg-type]
+    if node.op == "call_method":
+        return _METHODS.get(node.target)  # type: ignore[arg-type]
+    return None
+
+
+def _value(node: object) -> torch.Tensor | None:
+    """Dynamo's example value of `node` when it is a tensor."""
+    value = node.meta.get("example_value") if isinstance(node, Node) else None
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def _arg(node: Node, index: int, name: str, default: object = None) -> object:
+    """Argument `index` (counting `self` of a method) or keyword `name` of `node`."""
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def _only_use(node: Node, user: Node) -> bool:
+    """Is `user` the one node using `node`?"""
+    return list(node.users) == [user]
+
+
+def _swapped_key(node: object) -> Node | None:
+    """k when `node` is k with its last two dims swapped (`k.transpose(-2, -1)` in any
+    spelling of the dims, `k.mT`), used only by the scores' matmul."""
+    if not isinstance(node, Node) or len(node.users) != 1:
+        return None
+    kind = _kind(node)
+    k = node.args[0] if node.args else None
+    value = _value(k)
+    if value is None or value.dim() < 2:
+        return None
+    rank = value.dim()
+    if kind == "transpose":
+        dims = {_arg(node, 1, "dim0"), _arg(node, 2, "dim1")}
+        if all(isinstance(d, int) for d in dims) and {d % rank for d in dims} == {
+            rank - 2,
+            rank - 1,
+        }:
+            return k  # type: ignore[return-value]
+    if kind == "getattr" and len(node.args) == 2 and node.args[1] == "mT":
+        return k  # type: ignore[return-value]
+    return None
+
+
+def _cast(node: Node, dtype: torch.dtype) -> bool:
+    """Is `node` a cast (`to`, `type_as`, `float`) of its first argument to `dtype`,
+    keeping its shape and device?"""
+    before, after = _value(node.args[0] if node.args else None), _value(node)
+    return (
+        _kind(node) == "cast"
+        and before is not None
+        and after is not None
+        and after.dtype == dtype
+        and after.shape == before.shape
+        and after.device == before.device
+    )
+
+
+def _softmax_dim_ok(node: Node, rank: int) -> bool:
+    """A softmax over the last of `rank` dims, in its input's dtype or float32."""
+    dim = _arg(node, 1, "dim")
+    dtype = node.kwargs.get("dtype", node.args[3] if len(node.args) > 3 else None)
+    if node.op == "call_method" or node.target is torch.softmax:
+        dtype = _arg(node, 2, "dtype")
+    return isinstance(dim, int) and dim % rank == rank - 1 and dtype in (None, torch.float32)
+
+
+def _no_drop(node: Node) -> bool:
+    """F.dropout that drops nothing: p = 0 or training off."""
+    p, training = _arg(node, 1, "p", 0.5), _arg(node, 2, "training", True)
+    inplace = _arg(node, 3, "inplace", False)
+    return not inplace and isinstance(p, int | float) and (p == 0 or training is False)
+
+
+class _Chain:
+    """One matched chain: SDPA's arguments and the nodes it replaces."""
+
+    def __init__(self, q: Node, k: Node, v: Node, mask: Node | None, keep: bool, scale: float):
+        self.q, self.k, self.v = q, k, v
+        self.mask, self.mask_keeps, self.scale = mask, keep, scale
+
+
+def _match(out: Node) -> _Chain | None:
+    """The chain ending at matmul `out` (module doc), else None."""
+    if _kind(out) != "matmul" or len(out.args) != 2:
+        return None
+    probs, v = out.args
+    node = probs
+    if not isinstance(node, Node) or not _only_use(node, out):
+        return None
+    q_value, v_value = None, _value(v)
+    if v_value is None or v_value.dim() < 3:
+        return None
+    dtype, rank = v_value.dtype, v_value.dim()
+    if _kind(node) == "dropout":
+        if not _no_drop(node):
+            return None
+        node = node.args[0]
+        if not isinstance(node, Node) or len(node.users) != 1:
+            return None
+    if _kind(node) == "cast":
+        if not _cast(node, dtype):
+            return None
+        node = node.args[0]
+        if not isinstance(node, Node) or len(node.users) != 1:
+            return None
+    if _kind(node) != "softmax" or not _softmax_dim_ok(node, rank):
+        return None
+    node = node.args[0]
+    if not isinstance(node, Node) or len(node.users) != 1:
+        return None
+    if _kind(node) == "cast" and _cast(node, torch.float32):
+        node = node.args[0]
+        if not isinstance(node, Node) or len(node.users) != 1:
+            return None
+    mask, keep = None, False
+    if _kind(node) == "masked_fill":
+        fill = _arg(node, 2, "value")
+        drop = _arg(node, 1, "mask")
+        drop_value = _value(drop)
+        if not (isinstance(fill, float) and math.isinf(fill) and fill < 0):
+            return None
+        if drop_value is None or drop_value.dtype != torch.bool:
+            return None
+        mask, keep, node = drop, True, node.args[0]
+    elif _kind(node) == "add" and len(node.args) == 2:
+        a, b = node.args
+        for scores_side, other in ((a, b), (b, a)):
+            other_value, scores = _value(other), _value(scores_side)
+            if (
+                isinstance(scores_side, Node)
+                and other_value is not None
+                and scores is not None
+                and other_value.dtype == dtype
+                and _value(node) is not None
+                and _value(node).shape == scores.shape  # the mask broadcasts to the scores
+                and _kind(scores_side) in ("matmul", "mul", "div")
+            ):
+                mask, node = other, scores_side
+                break
+        else:
+            return None
+    if not isinstance(node, Node) or len(node.users) != 1:
+        return None
+    scale = 1.0
+    if _kind(node) in ("mul", "div") and len(node.args) == 2:
+        a, b = node.args
+        if _kind(node) == "mul" and isinstance(a, int | float) and not isinstance(a, bool):
+            a, b = b, a
+        if not isinstance(b, int | float) or isinstance(b, bool) or not isinstance(a, Node):
+            return None
+        if _kind(node) == "div" and b == 0:
+            return None
+        scale = float(b) if _kind(node) == "mul" else 1.0 / float(b)
+        node = a
+        if len(node.users) != 1:
+            return None
+    if _kind(node) != "matmul" or len(node.args) != 2:
+        return None
+    q, key_t = node.args
+    k = _swapped_key(key_t)
+    q_value, k_value = _value(q), _value(k)
+    if k is None or q_value is None or k_value is None or not isinstance(q, Node):
+        return None
+    if not (q_value.dim() == k_value.dim() == rank):
+        return None
+    if {q_value.dtype, k_value.dtype} != {dtype} or not dtype.is_floating_point:
+        return None
+    if q_value.shape[:-2] != k_value.shape[:-2] or k_value.shape[:-2] != v_value.shape[:-2]:
+        return None
+    if q_value.shape[-1] != k_value.shape[-1] or k_value.shape[-2] != v_value.shape[-2]:
+        return None
+    return _Chain(q, k, v, mask, keep, scale)  # type: ignore[arg-type]
+
+
+def _erase_unused(graph: torch.fx.Graph, node: Node) -> None:
+    """Erase `node` (replaced) and, walking back through its arguments, every call of
+    the chain left without a user (the ops `_match` checked are used by the chain
+    alone; anything else still used stays)."""
+    pending = [node]
+    while pending:
+        n = pending.pop()
+        if n.users or n.op not in ("call_function", "call_method") or _kind(n) is None:
+            continue
+        args = [a for a in (*n.args, *n.kwargs.values()) if isinstance(a, Node)]
+        graph.erase_node(n)
+        pending.extend(args)
+
+
+def sdpa_from_explicit(gm: GraphModule) -> GraphModule:
+    """Dynamo's graph `gm` with each written-out attention chain (module doc) replaced
+    by one `F.scaled_dot_product_attention` call: a new GraphModule over a copy of its
+    graph (`gm` itself, which Dynamo may still hold, keeps its ops), or `gm` itself
+    when there is none."""
+    if not any(_match(n) is not None for n in gm.graph.nodes):
+        return gm
+    graph = copy.deepcopy(gm.graph)
+    replaced = 0
+    for out in list(graph.nodes):
+        chain = _match(out)
+        if chain is None:
+            continue
+        with graph.inserting_before(out):
+            mask = chain.mask
+            if mask is not None and chain.mask_keeps:
+                kept = graph.call_function(torch.logical_not, (mask,))
+                kept.meta["example_value"] = mask.meta.get("example_value")
+                mask = kept
+            sdpa = graph.call_function(
+                F.scaled_dot_product_attention,
+                (chain.q, chain.k, chain.v),
+                {"attn_mask": mask, "dropout_p": 0.0, "is_causal": False, "scale": chain.scale},
+            )
+        sdpa.meta = dict(out.meta)
+        out.replace_all_uses_with(sdpa)
+        _erase_unused(graph, out)
+        replaced += 1
+    graph.lint()
+    logger.debug("fuseopt: %d written-out attention(s) run as PyTorch's SDPA", replaced)
+    return GraphModule(gm, graph)
+
+
+__all__ = ["sdpa_from_explicit"]
