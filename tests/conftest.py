@@ -1,4 +1,5 @@
-"""pytest configuration shared by every test module: Hypothesis profiles.
+"""pytest configuration shared by every test module: Hypothesis profiles, and torch's
+CPU threads split between pytest-xdist's workers (`pytest -n 2`).
 
 The property tests (random nn graphs) run under one of two profiles:
 
@@ -12,7 +13,14 @@ The property tests (random nn graphs) run under one of two profiles:
 
 from __future__ import annotations
 
+import os
+
+import torch
 from hypothesis import settings
+
+_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _workers > 1:  # `pytest -n N`: N processes share the cores; one pool of threads each
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // _workers))
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)
