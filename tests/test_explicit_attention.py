@@ -32,9 +32,12 @@ def _dynamo_graph(fn: Callable[..., torch.Tensor], *inputs: torch.Tensor) -> Gra
     return gm
 
 
-def _run(gm: GraphModule, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """`gm` called with q, k, v in its placeholders' order (Dynamo's: first use)."""
-    named = {"L_q_": q, "L_k_": k, "L_v_": v}
+def _run(
+    gm: GraphModule, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **more: torch.Tensor
+) -> torch.Tensor:
+    """`gm` called with q, k, v (and tensors `more` it reads by name) in its
+    placeholders' order (Dynamo's: first use)."""
+    named = {"L_q_": q, "L_k_": k, "L_v_": v, **{f"L_{n}_": t for n, t in more.items()}}
     (out,) = gm(*(named[n.target] for n in gm.graph.nodes if n.op == "placeholder"))
     return out
 
@@ -112,6 +115,20 @@ KEPT = {
     ),
     "softmax_over_queries": lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1), dim=-2) @ v,
     "keys_not_transposed": lambda q, k, v: torch.softmax(q @ k[..., :E, :], dim=-1) @ v,
+    "softmax_operand_by_keyword": lambda q, k, v: F.softmax(input=q @ k.mT, dim=-1) @ v,
+    "add_with_alpha": lambda q, k, v: (
+        torch.softmax(torch.add(q @ k.mT, _bias(), alpha=3.0), -1) @ v
+    ),
+    "rounding_division": lambda q, k, v: (
+        torch.softmax(torch.div(q @ k.mT, 2.0, rounding_mode="floor"), -1) @ v
+    ),
+    "one_dimensional_mask": lambda q, k, v: torch.softmax(q @ k.mT + _bias()[0, 0, 0], -1) @ v,
+    "mask_enlarging_the_scores": lambda q, k, v: (
+        torch.softmax(
+            (q[0] @ k[0].mT).masked_fill(_causal_drop().expand(4, H, L, S), -math.inf), -1
+        )
+        @ v[0]
+    ),
 }
 
 
@@ -135,6 +152,25 @@ def test_chains_that_are_not_sdpa_stay_as_written(name: str) -> None:
         k = torch.randn(B, H, E + 1, S)
     gm = _dynamo_graph(KEPT[name], q, k, v)
     assert sdpa_from_explicit(gm) is gm
+
+
+def test_rows_masked_whole_come_out_as_sdpa_defines_them() -> None:
+    """Eager's written-out softmax gives NaN for a query with every key dropped; the
+    rewritten graph gives what PyTorch's SDPA gives (module doc of explicit_attention)."""
+    drop = torch.zeros(L, S, dtype=torch.bool)
+    drop[1] = True
+
+    def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.softmax((q @ k.mT).masked_fill(drop, -math.inf), dim=-1) @ v
+
+    q, k, v = _qkv(1)
+    rewritten = sdpa_from_explicit(_dynamo_graph(fn, q, k, v))
+    assert _sdpa_calls(rewritten) == 1
+    got = _run(rewritten, q, k, v, drop=drop)
+    assert fn(q, k, v)[:, :, 1].isnan().all()
+    sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=~drop, scale=1.0)
+    torch.testing.assert_close(got, sdpa, equal_nan=True)
+    torch.testing.assert_close(got[:, :, 0], fn(q, k, v)[:, :, 0], rtol=1e-5, atol=1e-5)
 
 
 class CausalBlock(nn.Module):

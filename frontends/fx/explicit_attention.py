@@ -18,14 +18,19 @@ and the same leading dims:
 - optionally `scores * c`, `c * scores` or `scores / c` for a Python number c (the
   SDPA scale; 1 without one: SDPA's default would be 1/sqrt(E));
 - optionally `+ mask` (a tensor of q's dtype, broadcast to the scores) or
-  `masked_fill(drop, -inf)` with a boolean `drop` (SDPA keeps where `drop` is false);
-  a finite fill (`finfo.min`) is not taken: a row masked whole would differ;
+  `masked_fill(drop, -inf)` with a boolean `drop` (SDPA keeps where `drop` is false),
+  at least 2-D, on the scores' device, not enlarging the scores; a finite fill
+  (`finfo.min`) is not taken;
 - optionally casts to float32 around the softmax and back to q's dtype (SDPA computes
   in float32 and rounds once);
 - softmax over the last dim; optionally dropout with p = 0 or training off;
 - `probs @ v`.
-Anything else (dropout that drops, a mask added before the scale, another order) stays
-as written.
+Anything else (dropout that drops, a mask added before the scale, another order, a
+keyword that changes an op: `alpha`, `rounding_mode`) stays as written.
+
+One difference is SDPA's own: a query row whose every key is masked (-inf) comes out
+as PyTorch's SDPA defines it (zeros in torch 2.13's CPU kernel), where eager's
+written-out softmax gives NaN for that row and its gradients.
 """
 
 from __future__ import annotations
@@ -79,16 +84,36 @@ _METHODS = {
 }
 """The same operations as Tensor methods (`x.softmax(-1)`, `x.to(dtype)`)."""
 
+_KEYWORDS: dict[str, frozenset[str]] = {
+    "matmul": frozenset(),
+    "mul": frozenset(),
+    "div": frozenset(),  # rounding_mode would round
+    "add": frozenset(),  # alpha would scale the mask
+    "softmax": frozenset({"dim", "dtype", "_stacklevel"}),
+    "transpose": frozenset({"dim0", "dim1"}),
+    "masked_fill": frozenset({"mask", "value"}),
+    "dropout": frozenset({"p", "training", "inplace"}),
+    "cast": frozenset({"dtype", "non_blocking", "copy", "memory_format"}),
+    "getattr": frozenset(),
+}
+"""The keywords each operation may be spelled with; any other keyword changes what it
+computes (or names its operand), and the node is not taken."""
+
 
 def _kind(node: object) -> str | None:
-    """The operation `node` spells (`_FUNCTIONS`, `_METHODS`), else None."""
+    """The operation `node` spells (`_FUNCTIONS`, `_METHODS`), else None; None too when
+    its operand is not its first positional argument or it has a keyword `_KEYWORDS`
+    does not allow (`torch.add(s, m, alpha=2)`, `F.softmax(input=s, dim=-1)`)."""
     if not isinstance(node, Node):
         return None
+    kind = None
     if node.op == "call_function":
-        return _FUNCTIONS.get(node.target)  # type: ignore[arg-type]
-    if node.op == "call_method":
-        return _METHODS.get(node.target)  # type: ignore[arg-type]
-    return None
+        kind = _FUNCTIONS.get(node.target)  # type: ignore[arg-type]
+    elif node.op == "call_method":
+        kind = _METHODS.get(node.target)  # type: ignore[arg-type]
+    if kind is None or not node.args or not set(node.kwargs) <= _KEYWORDS[kind]:
+        return None
+    return kind
 
 
 def _value(node: object) -> torch.Tensor | None:
@@ -155,6 +180,22 @@ def _softmax_dim_ok(node: Node, rank: int) -> bool:
     return isinstance(dim, int) and dim % rank == rank - 1 and dtype in (None, torch.float32)
 
 
+def _fits(mask: object, scores: object, masked: Node, dtype: torch.dtype) -> bool:
+    """Whether `mask` is a tensor of `dtype` SDPA takes as the mask of `scores` (which
+    `masked` computes from both): at least 2-D, on the scores' device, broadcast to the
+    scores' shape without enlarging it."""
+    m, s, out = _value(mask), _value(scores), _value(masked)
+    return (
+        m is not None
+        and s is not None
+        and out is not None
+        and m.dtype == dtype
+        and m.dim() >= 2
+        and m.device == s.device
+        and out.shape == s.shape
+    )
+
+
 def _no_drop(node: Node) -> bool:
     """F.dropout that drops nothing: p = 0 or training off."""
     p, training = _arg(node, 1, "p", 0.5), _arg(node, 2, "training", True)
@@ -207,24 +248,16 @@ def _match(out: Node) -> _Chain | None:
     if _kind(node) == "masked_fill":
         fill = _arg(node, 2, "value")
         drop = _arg(node, 1, "mask")
-        drop_value = _value(drop)
         if not (isinstance(fill, float) and math.isinf(fill) and fill < 0):
             return None
-        if drop_value is None or drop_value.dtype != torch.bool:
+        if not _fits(drop, node.args[0], node, torch.bool):
             return None
         mask, keep, node = drop, True, node.args[0]
     elif _kind(node) == "add" and len(node.args) == 2:
         a, b = node.args
         for scores_side, other in ((a, b), (b, a)):
-            other_value, scores = _value(other), _value(scores_side)
-            if (
-                isinstance(scores_side, Node)
-                and other_value is not None
-                and scores is not None
-                and other_value.dtype == dtype
-                and _value(node) is not None
-                and _value(node).shape == scores.shape  # the mask broadcasts to the scores
-                and _kind(scores_side) in ("matmul", "mul", "div")
+            if _kind(scores_side) in ("matmul", "mul", "div") and _fits(
+                other, scores_side, node, dtype
             ):
                 mask, node = other, scores_side
                 break
