@@ -115,9 +115,10 @@ class GraphBook:
         self.max_records, self.max_seen = max_records, max_seen
         self.packed_inputs = packed_inputs
         """Input positions a plain run moves into a buffer of its own (parameters packed
-        for merged linear layers): when one has moved (a parameter replaced), the call
-        runs plainly, which packs it again, and the next call records reading it in
-        place; never copied."""
+        for merged linear layers): when one has moved since the last call (a parameter
+        replaced), the call runs plainly, which packs it again, and the next call
+        records reading it in place; never copied. Each such recording counts toward
+        `max_records`."""
         self.graphs: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
         """The graphs recorded per key, most recently used last."""
         self.previous: dict[tuple[Any, ...], tuple[int, ...]] = {}
@@ -172,15 +173,17 @@ class GraphBook:
                 self.evictions += 1
         if len(pool) >= self.instances:
             return Decision("plain")
-        self.records[key] = self.records.get(key, 0) + 1
-        if self.records[key] == self.max_records and not self.said_moving:
-            self.said_moving = True
-            log.info("reduce-overhead: inputs keep moving; these shapes run plain launches")
         moved = self.moved.get(key, set())
         stable = tuple(
             p == q and i not in moved
             for i, (p, q) in enumerate(zip(pointers, previous, strict=True))
         )
+        if any(not stable[i] for i in self.packed_inputs):  # replaced: packed again first
+            return Decision("plain")
+        self.records[key] = self.records.get(key, 0) + 1
+        if self.records[key] == self.max_records and not self.said_moving:
+            self.said_moving = True
+            log.info("reduce-overhead: inputs keep moving; these shapes run plain launches")
         return Decision("record", stable=stable)
 
     def ran(self, key: tuple[Any, ...], pointers: tuple[int, ...]) -> None:
@@ -280,6 +283,7 @@ class CudaGraphFunction:
         if instance is None:
             return self.fn(*xs)  # broken: inner functions replay their own graphs
         self.book.add(key, instance)
+        self.book.ran(key, tuple(x.data_ptr() for x in xs))  # its warm-up may have packed
         return instance.replay(xs)
 
     def _plain(self, xs: Sequence[torch.Tensor], key: tuple[Any, ...]) -> tuple[torch.Tensor, ...]:

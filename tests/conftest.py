@@ -20,7 +20,7 @@ from hypothesis import settings
 
 _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _workers > 1:  # `pytest -n N`: N processes share the cores; one pool of threads each
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // _workers))
+    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // _workers))
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)

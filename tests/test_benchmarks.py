@@ -251,7 +251,7 @@ def test_hung_system_is_stopped_and_the_suite_goes_on():
         return y
 
     config = RunConfig(
-        device=CPU, dtype=torch.bfloat16, quick=True, warm_compile=False, system_timeout_s=0.5
+        device=CPU, dtype=torch.bfloat16, quick=True, warm_compile=False, system_timeout_s=3
     )
     started = time.perf_counter()
     result = run_instance(
@@ -264,7 +264,7 @@ def test_hung_system_is_stopped_and_the_suite_goes_on():
     )
     assert time.perf_counter() - started < 15
     entry = result["systems"]["hangs"]
-    assert entry["status"] == "skipped" and "per-system limit of 0.5 s" in entry["reason"]
+    assert entry["status"] == "skipped" and "per-system limit of 3 s" in entry["reason"]
     assert "time_us" not in entry and result["systems"]["eager"]["status"] == "ok"
 
 

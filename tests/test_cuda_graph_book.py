@@ -104,6 +104,19 @@ def test_a_packed_input_that_moved_is_packed_again_by_a_plain_run_then_pinned() 
     assert 0 not in book.moved[("s",)]
 
 
+def test_a_packed_input_replaced_before_the_first_recording_is_packed_again_first() -> None:
+    """Replaced between the first (packing) call and the second: not recorded as a copy
+    (the capture would then concatenate the copies at every replay)."""
+    book = GraphBook(8, 2, 8, 1024, packed_inputs=frozenset({0}))
+    _call(book, ("s",), (100, 1))
+    book.ran(("s",), (500, 1))  # packed during the first call
+    assert _call(book, ("s",), (700, 2)) == "plain"  # replaced since: packed again
+    book.ran(("s",), (900, 2))
+    d = book.choose(("s",), (900, 3))
+    assert d.kind == "record" and d.stable == (True, False)
+    assert book.records[("s",)] == 1
+
+
 def test_keys_that_vary_more_than_the_graphs_kept_stop_recording() -> None:
     """A decode loop meets each cache length once per call of generate: after as many
     graphs were dropped as are kept, new lengths run plainly, recorded ones replay."""
