@@ -158,7 +158,7 @@ def test_regions_replay_their_own_graphs_when_the_whole_graph_cannot_be_captured
 def test_merged_linears_replay_whole_reading_the_packed_weights_in_place(backend: str) -> None:
     """Three linear layers of one input merged into one GEMM over packed weights: the
     weights move into one buffer at the first call, and the whole graph recorded after
-    it reads that buffer in place (it copies only the activation)."""
+    it reads that buffer in place (it copies the activation at most)."""
 
     class ThreeHeads(nn.Module):
         def __init__(self) -> None:
@@ -183,4 +183,6 @@ def test_merged_linears_replay_whole_reading_the_packed_weights_in_place(backend
     (whole,) = graphed.record.whole_graphs.values()
     instances = [g for pool in whole.graphs.values() for g in pool]
     copied = [[tuple(b.shape) for b in g.buffers] for g in instances]
-    assert copied and all(c == [(2, 64, 256)] for c in copied), copied  # the activation
+    # the activation at most (a fresh one often reuses the freed one's address: pinned
+    # then, until it moves), never a weight
+    assert copied and all(c in ([], [(2, 64, 256)]) for c in copied), copied
