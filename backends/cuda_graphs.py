@@ -209,10 +209,10 @@ class CudaGraphFunction:
     - At the second call with those shapes a graph is recorded: an input at the
       address it had at the end of the call before (a plain run may move one: packed
       parameters) is read in place (weights, a static KV cache: nothing copied, no
-      second copy in memory); the others are copied into
-      the graph's own buffers at every replay. A graph replays while its in-place
-      inputs stay where they were; when one moves, a new graph is recorded that
-      copies that input from then on.
+      second copy in memory); the others are copied into the graph's own buffers at
+      every replay. A graph replays while its in-place inputs stay where they were;
+      when one moves, a new graph is recorded that copies that input from then on
+      (a packed parameter is packed again by a plain run instead: `GraphBook`).
     - Outputs are returned without a copy, as aliases of the graph's buffers; a graph
       replays only when no alias of its previous outputs is still alive (storage use
       counts), else another instance is recorded (up to `instances` per shapes) or
