@@ -195,6 +195,34 @@ class CausalBlock(nn.Module):
         return self.out(y.transpose(1, 2).contiguous().view(b, t, d))
 
 
+Tolerance = tuple[float, float]
+"""rtol, atol."""
+
+
+def _matches_eagers_training_step(
+    eager: nn.Module,
+    model: nn.Module,
+    compiled: fuseopt.CompiledModule,
+    x: torch.Tensor,
+    outputs: Tolerance,
+    input_grad: Tolerance,
+    weight_grads: Tolerance,
+) -> None:
+    """One forward and backward of `eager` and of `compiled` (of `model`, eager's
+    weights): outputs, the input's gradient and every weight's gradient are close."""
+    xe, xc = x.clone().requires_grad_(), x.clone().requires_grad_()
+    want, got = eager(xe), compiled(xc)
+    grad = torch.randn_like(want)
+    want.backward(grad)
+    got.backward(grad)
+    torch.testing.assert_close(got, want, rtol=outputs[0], atol=outputs[1])
+    torch.testing.assert_close(xc.grad, xe.grad, rtol=input_grad[0], atol=input_grad[1])
+    for (name, p), (_, pe) in zip(model.named_parameters(), eager.named_parameters(), strict=True):
+        torch.testing.assert_close(
+            p.grad, pe.grad, rtol=weight_grads[0], atol=weight_grads[1], msg=name
+        )
+
+
 @pytest.mark.parametrize("attention", ["fused", "nn"])
 def test_a_training_step_runs_the_attention_as_sdpa_with_eagers_gradients(attention: str) -> None:
     """Outputs and every gradient match eager's; the fallbacks name PyTorch's SDPA
@@ -206,15 +234,8 @@ def test_a_training_step_runs_the_attention_as_sdpa_with_eagers_gradients(attent
     x = torch.randn(2, 16, 32)
     torch._dynamo.reset()
     compiled = fuseopt.compile(model, backend="triton", attention=attention)
-    xe, xc = x.clone().requires_grad_(), x.clone().requires_grad_()
-    want, got = eager(xe), compiled(xc)
-    grad = torch.randn_like(want)
-    want.backward(grad)
-    got.backward(grad)
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(xc.grad, xe.grad, rtol=1e-5, atol=1e-5)
-    for (name, p), (_, pe) in zip(model.named_parameters(), eager.named_parameters(), strict=True):
-        torch.testing.assert_close(p.grad, pe.grad, rtol=1e-5, atol=1e-5, msg=name)
+    tight = (1e-5, 1e-5)
+    _matches_eagers_training_step(eager, model, compiled, x, tight, tight, tight)
     sdpa = [f.target for f in compiled.fallbacks if "scaled_dot_product" in f.target]
     assert (len(sdpa) == 2) == (attention == "fused"), compiled.fallbacks
 
@@ -232,13 +253,7 @@ def test_a_bf16_training_step_on_the_gpu_matches_eager(length: int) -> None:
     x = torch.randn(4, length, 256, device="cuda", dtype=torch.bfloat16)
     torch._dynamo.reset()
     compiled = fuseopt.compile(model, backend="triton")
-    xe, xc = x.clone().requires_grad_(), x.clone().requires_grad_()
-    want, got = eager(xe), compiled(xc)
-    grad = torch.randn_like(want)
-    want.backward(grad)
-    got.backward(grad)
-    torch.testing.assert_close(got, want, rtol=3e-2, atol=3e-2)
-    torch.testing.assert_close(xc.grad, xe.grad, rtol=5e-2, atol=5e-2)
-    for (name, p), (_, pe) in zip(model.named_parameters(), eager.named_parameters(), strict=True):
-        torch.testing.assert_close(p.grad, pe.grad, rtol=5e-2, atol=1e-1, msg=name)
+    _matches_eagers_training_step(
+        eager, model, compiled, x, (3e-2, 3e-2), (5e-2, 5e-2), (5e-2, 1e-1)
+    )
     assert any("scaled_dot_product" in f.target for f in compiled.fallbacks), compiled.fallbacks

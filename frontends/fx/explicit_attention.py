@@ -174,9 +174,9 @@ def _cast(node: Node, dtype: torch.dtype) -> bool:
 def _softmax_dim_ok(node: Node, rank: int) -> bool:
     """A softmax over the last of `rank` dims, in its input's dtype or float32."""
     dim = _arg(node, 1, "dim")
-    dtype = node.kwargs.get("dtype", node.args[3] if len(node.args) > 3 else None)
-    if node.op == "call_method" or node.target is torch.softmax:
-        dtype = _arg(node, 2, "dtype")
+    # F.softmax(input, dim, _stacklevel, dtype); torch.softmax and the method: dtype third
+    dtype_at = 3 if node.target is F.softmax else 2
+    dtype = _arg(node, dtype_at, "dtype")
     return isinstance(dim, int) and dim % rank == rank - 1 and dtype in (None, torch.float32)
 
 
@@ -203,6 +203,13 @@ def _no_drop(node: Node) -> bool:
     return not inplace and isinstance(p, int | float) and (p == 0 or training is False)
 
 
+def _operand(node: Node) -> Node | None:
+    """`node`'s operand (its first argument: `_kind` took it) when the chain alone uses
+    it, else None."""
+    operand = node.args[0]
+    return operand if isinstance(operand, Node) and len(operand.users) == 1 else None
+
+
 class _Chain:
     """One matched chain: SDPA's arguments and the nodes it replaces."""
 
@@ -219,31 +226,20 @@ def _match(out: Node) -> _Chain | None:
     node = probs
     if not isinstance(node, Node) or not _only_use(node, out):
         return None
-    q_value, v_value = None, _value(v)
+    v_value = _value(v)
     if v_value is None or v_value.dim() < 3:
         return None
     dtype, rank = v_value.dtype, v_value.dim()
-    if _kind(node) == "dropout":
-        if not _no_drop(node):
-            return None
-        node = node.args[0]
-        if not isinstance(node, Node) or len(node.users) != 1:
-            return None
-    if _kind(node) == "cast":
-        if not _cast(node, dtype):
-            return None
-        node = node.args[0]
-        if not isinstance(node, Node) or len(node.users) != 1:
-            return None
+    if _kind(node) == "dropout" and (not _no_drop(node) or (node := _operand(node)) is None):
+        return None
+    if _kind(node) == "cast" and (not _cast(node, dtype) or (node := _operand(node)) is None):
+        return None
     if _kind(node) != "softmax" or not _softmax_dim_ok(node, rank):
         return None
-    node = node.args[0]
-    if not isinstance(node, Node) or len(node.users) != 1:
+    if (node := _operand(node)) is None:
         return None
-    if _kind(node) == "cast" and _cast(node, torch.float32):
-        node = node.args[0]
-        if not isinstance(node, Node) or len(node.users) != 1:
-            return None
+    if _kind(node) == "cast" and _cast(node, torch.float32) and (node := _operand(node)) is None:
+        return None
     mask, keep = None, False
     if _kind(node) == "masked_fill":
         fill = _arg(node, 2, "value")
