@@ -17,7 +17,7 @@ aligned pointers; vector loads want more).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -135,3 +135,35 @@ def pointer_aliases(host: HostFunction) -> dict[SSAValue, SSAValue]:
         if launch_only(value) and not view.offset and not dynamic:
             aliases[value] = aliases.get(view.source, view.source)
     return aliases
+
+
+def kernel_only_temporaries(
+    host: HostFunction,
+    plan: WorkspacePlan,
+    aliases: dict[SSAValue, SSAValue],
+    tensor_args: Callable[[Launch], Collection[int]],
+) -> set[SSAValue]:
+    """The workspace temporaries no step reads as a tensor: kernel launches take their
+    data pointer (or a pointer alias's, `pointer_aliases`), and nothing else uses them.
+
+    Their pointer is the workspace's plus their offset, an integer add per call: the
+    host function makes no tensor for them (a view through PyTorch costs a microsecond
+    or two of host time, per temporary, per call). `tensor_args(launch)` gives the
+    argument positions a backend's launch reads as tensors (a launcher call, a size
+    read from a shape); a library GEMM, a PyTorch call, a view of its own or a
+    shape-reading step needs the tensor too."""
+    needs_tensor: set[SSAValue] = set()
+    pointer_read: set[SSAValue] = set()
+    for step in host.steps:
+        if isinstance(step, Launch):
+            read = tensor_args(step)
+            used = [a for i, a in enumerate(step.args) if i in read]
+            pointer_read.update(aliases.get(a, a) for i, a in enumerate(step.args) if i not in read)
+        elif isinstance(step, View) and step.value in aliases:
+            continue  # the same pointer as its source: nothing read
+        elif isinstance(step, View):
+            used = [step.source]
+        else:
+            used = list(step_buffers(step))
+        needs_tensor.update(aliases.get(v, v) for v in used)
+    return {v for v in plan.offsets if v in pointer_read and v not in needs_tensor}

@@ -8,13 +8,15 @@ their dynamic dims read from the inputs: `tile.dims_from`) and one workspace for
 temporaries (`host_memory.plan_workspace`), computes the host's index arithmetic as
 plain integer expressions, makes views, calls library GEMMs through their `out=`
 variants and PyTorch ops kept as calls, and returns the outputs. Nothing is looked up
-per call and no list of steps is walked: every step is a line.
+per call and no list of steps is walked: every step is a line. A temporary that only
+kernels read through their data pointers (`host_memory.kernel_only_temporaries`) gets
+no tensor: its pointer is the workspace's plus its offset (`KernelPointers`).
 
 How a kernel is launched is the backend's (`LaunchPrinter`): the Triton module's own
 host function calls the kernel's launcher (`triton/printer.py` TritonLaunches); the
 CUDA backend's host function and the Triton backend's run form (`triton/host_runs.py`)
-store each launch's arguments and launch runs of kernels with one call of a C loop
-(`launch_loop.py`). The printed text refers to the
+store a run's arguments with one line (`RunValues`) and launch its kernels with one
+call of a C loop (`launch_loop.py`). The printed text refers to the
 helpers of `HOST_HELPERS` (`fuseopt_empty`, `fuseopt_reinterpret`) and, where a padded
 GEMM runs, `PADDED_GEMM`; every other identifier is generated (`python_names`).
 """
@@ -22,6 +24,7 @@ GEMM runs, `PADDED_GEMM`; every other identifier is generated (`python_names`).
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -29,7 +32,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import SSAValue
 
-from fuseopt.backends.host_memory import contiguous_strides, plan_workspace, pointer_aliases
+from fuseopt.backends.host_memory import (
+    contiguous_strides,
+    kernel_only_temporaries,
+    plan_workspace,
+    pointer_aliases,
+)
 from fuseopt.backends.library_gemm import gemm_columns, gemm_depth, padded_outputs
 from fuseopt.backends.python_names import NameTable
 from fuseopt.diagnostics import error_at
@@ -80,14 +88,70 @@ class HostInfo:
     op kept as a call."""
 
 
+@dataclass
+class KernelPointers:
+    """The temporaries a host function makes no tensor for (`host_memory.
+    kernel_only_temporaries`): each one's data pointer as a Python expression (the
+    workspace's pointer plus its offset) and the line that makes its tensor, for a
+    launch path that needs one after all (a fallback through launchers)."""
+
+    pointer: dict[SSAValue, str] = field(default_factory=dict)
+    tensor_line: dict[SSAValue, str] = field(default_factory=dict)
+
+    def of(self, value: SSAValue, expr: dict[SSAValue, str]) -> str:
+        """The Python expression of `value`'s data pointer."""
+        return self.pointer.get(value) or f"{expr[value]}.data_ptr()"
+
+    def tensors(self, values: list[SSAValue], made: set[str]) -> list[str]:
+        """Lines making the tensors of those of `values` that have none, but for the
+        lines in `made` (lines already printed on the same path; the new ones join it)."""
+        lines = [self.tensor_line[v] for v in values if v in self.tensor_line]
+        lines = [line for line in dict.fromkeys(lines) if line not in made]
+        made.update(lines)
+        return lines
+
+
+class RunValues:
+    """The argument values of a pending run's launches (`launch_loop`), as Python
+    expressions, stored by one line when the run is issued: one store into the run's
+    `values` array per run, not per launch. The expressions only read names bound
+    before the run is issued, never rebound, so storing them late reads the same."""
+
+    def __init__(self) -> None:
+        self.values: list[str] = []
+
+    def add(self, values: list[str]) -> None:
+        """Append a launch's values (its slots follow the previous launch's)."""
+        self.values += values
+
+    def store(self, run: int) -> list[str]:
+        """The line storing every value of run `run` (none for a run of no values);
+        the next run starts empty."""
+        values, self.values = self.values, []
+        if not values:
+            return []
+        return [f"fuseopt_run{run}_values[0:{len(values)}] = {tuple_source(values)}"]
+
+
 class LaunchPrinter(Protocol):
     """How a backend prints its kernel launches into a host function."""
 
+    def tensor_args(self, step: tile_host.Launch) -> Collection[int]:
+        """The positions of `step`'s arguments its printed lines read as tensors (a
+        launcher call, a size read from a shape); the others only as data pointers
+        (`KernelPointers.of`)."""
+        ...
+
     def launch(
-        self, step: tile_host.Launch, expr: dict[SSAValue, str], local: NameTable
+        self,
+        step: tile_host.Launch,
+        expr: dict[SSAValue, str],
+        local: NameTable,
+        pointers: KernelPointers,
     ) -> tuple[list[str], str]:
         """Lines launching `step` (buffers and sizes are the Python expressions `expr`
-        gives), and the name the launch is recorded under (`HostInfo.launches`)."""
+        gives; a temporary in `pointers` has a pointer and no tensor), and the name
+        the launch is recorded under (`HostInfo.launches`)."""
         ...
 
     def flush(self, local: NameTable) -> list[str]:
@@ -153,6 +217,11 @@ def print_host(
     workspace = local.fresh("workspace")
     if plan.offsets:
         body.append(f"{workspace} = {empty}(({plan.nbytes},), (1,), torch.uint8)")
+    kernel_only = kernel_only_temporaries(host, plan, aliases, launches.tensor_args)
+    pointers = KernelPointers()
+    workspace_pointer = local.fresh("workspace_pointer")
+    if kernel_only:
+        body.append(f"{workspace_pointer} = {workspace}.data_ptr()")
     typed: dict[str, str] = {}  # dtype -> the workspace viewed as that dtype
     for step in host.steps:
         if isinstance(step, tile_host.Index):
@@ -164,6 +233,15 @@ def print_host(
             shape_of = tuple(n if n >= 0 else expr[next(sizes)] for n in step.shape)
             dtype = buffer_spec(step.value.type)[1]
             body.append(f"{expr[step.value]} = {_output_allocation(empty, shape_of, dtype, None)}")
+        elif isinstance(step, tile_host.Alloc) and step.value in kernel_only:
+            shape, dtype = buffer_spec(step.value.type)
+            name = expr[step.value] = local.fresh(step.value.name_hint or "tmp")
+            nbytes = plan.offsets[step.value]
+            pointers.pointer[step.value] = workspace_pointer + (f" + {nbytes}" if nbytes else "")
+            pointers.tensor_line[step.value] = (
+                f"{name} = fuseopt_reinterpret({workspace}.view({dtype}), {shape!r}, "
+                f"{contiguous_strides(shape)!r}, {nbytes // element_bytes(step.element)})"
+            )
         elif isinstance(step, tile_host.Alloc):
             shape, dtype = buffer_spec(step.value.type)
             if dtype not in typed:
@@ -177,11 +255,14 @@ def print_host(
             )
         elif isinstance(step, tile_host.View) and step.value in aliases:
             expr[step.value] = expr[step.source]  # kernels read the pointer: no view
+            if step.source in pointers.pointer:
+                pointers.pointer[step.value] = pointers.pointer[step.source]
+                pointers.tensor_line[step.value] = pointers.tensor_line[step.source]
         elif isinstance(step, tile_host.View):
             expr[step.value] = local.fresh(step.value.name_hint or "view")
             body.append(f"{expr[step.value]} = {_view_expr(step, expr)}")
         elif isinstance(step, tile_host.Launch):
-            lines, launched = launches.launch(step, expr, local)
+            lines, launched = launches.launch(step, expr, local, pointers)
             body += lines
             info.launches.append(launched)
         elif isinstance(step, tile_host.TorchCall):
@@ -332,7 +413,9 @@ __all__ = [
     "HOST_HELPERS",
     "PADDED_GEMM",
     "HostInfo",
+    "KernelPointers",
     "LaunchPrinter",
+    "RunValues",
     "buffer_spec",
     "print_host",
     "tuple_source",

@@ -13,13 +13,18 @@ a full launch queue never blocks it). The host cost per launch is the slope,
 Systems: fuseopt per backend (and in mode="reduce-overhead"), eager PyTorch running the
 same chain (`x + x`, one ATen launch per op), and `triton-floor`: a Triton kernel doing
 the same add launched through its compiled launcher directly (`CompiledKernel.run`, what
-fuseopt's fast path calls), no Python around it: the least a Triton launch costs. The
-output of every system is checked against eager before it is timed. Needs a CUDA GPU.
+fuseopt's fast path once called), no Python around it: the least a launch through
+Triton's launcher costs; and `driver-floor`: the same kernel launched N times by one
+call of fuseopt's C launch loop with every argument stored beforehand, so its slope is
+`cuLaunchKernel` alone: what the driver costs per launch on this host, the floor of
+every system. The output of every system is checked against eager before it is
+timed. Needs a CUDA GPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import statistics
 import sys
 import time
@@ -63,15 +68,7 @@ def eager_chain(kernels: int) -> Callable[[torch.Tensor], tuple[torch.Tensor]]:
 
 def triton_floor(kernels: int) -> Callable[[torch.Tensor], tuple[torch.Tensor]]:
     """`kernels` launches of one Triton add kernel through `CompiledKernel.run` alone."""
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def add(x, y, n: tl.constexpr):
-        offsets = tl.arange(0, n)
-        v = tl.load(x + offsets)
-        tl.store(y + offsets, v + v)
-
+    add = _add_kernel()
     n = SHAPE[0] * SHAPE[1]
     compiled = None
 
@@ -92,6 +89,57 @@ def triton_floor(kernels: int) -> Callable[[torch.Tensor], tuple[torch.Tensor]]:
     return run
 
 
+def driver_floor(kernels: int) -> Callable[[torch.Tensor], tuple[torch.Tensor]]:
+    """`kernels` launches of the same Triton add kernel as one run of fuseopt's C launch
+    loop with every argument stored beforehand: one call from Python, then
+    `cuLaunchKernel` alone per launch (what the driver costs on this host)."""
+    from fuseopt.backends.launch_loop import (
+        LaunchRun,
+        RunLaunch,
+        c_launch_loop,
+        cu_launch_kernel,
+        raw_stream,
+    )
+    from fuseopt.backends.triton.host_runs import kernel_parameters
+
+    loop = c_launch_loop()
+    if loop is None:
+        raise RuntimeError("no C compiler to build the launch loop")
+    a, b = torch.empty(SHAPE, device="cuda"), torch.empty(SHAPE, device="cuda")
+    compiled = _add_kernel()[(1,)](a, b, SHAPE[0] * SHAPE[1])
+    function, threads, shared, trailing = kernel_parameters(compiled, 2, 0)
+    address = ctypes.cast(cu_launch_kernel(), ctypes.c_void_p).value or 0
+    one = RunLaunch(function, (1, 1, 1), threads, shared, 2, trailing)
+    run = LaunchRun([one] * kernels, address, aligned=range(2 * kernels))
+    for i in range(kernels):  # ping-pong: launch i reads one buffer, writes the other
+        source, target = (a, b) if i % 2 == 0 else (b, a)
+        run.values[2 * i : 2 * i + 2] = (source.data_ptr(), target.data_ptr())
+    out = b if kernels % 2 else a
+
+    def run_chain(x: torch.Tensor) -> tuple[torch.Tensor]:
+        a.copy_(x)
+        failed = loop(run.address, raw_stream(x.device.index or 0))
+        if failed:
+            raise RuntimeError(f"the launch loop failed: {failed}")
+        return (out.clone(),)
+
+    return run_chain
+
+
+def _add_kernel():  # noqa: ANN202 - a Triton JIT function
+    """The Triton kernel every floor launches: `y = x + x` over one tile."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add(x, y, n: tl.constexpr):
+        offsets = tl.arange(0, n)
+        v = tl.load(x + offsets)
+        tl.store(y + offsets, v + v)
+
+    return add
+
+
 def make_system(name: str, kernels: int) -> Callable[[torch.Tensor], tuple[torch.Tensor, ...]]:
     """The callable `name` stands for, running a chain of `kernels` launches."""
     import fuseopt
@@ -100,6 +148,8 @@ def make_system(name: str, kernels: int) -> Callable[[torch.Tensor], tuple[torch
         return eager_chain(kernels)
     if name == "triton-floor":
         return triton_floor(kernels)
+    if name == "driver-floor":
+        return driver_floor(kernels)
     backend, _, mode = name.removeprefix("fuseopt-").partition(" ")
     return fuseopt.load_mlir(chain_source(kernels), backend=backend, mode=mode or None)
 
@@ -139,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument(
         "--systems",
-        default="eager,triton-floor,fuseopt-triton,fuseopt-cuda",
-        help="comma-separated: eager, triton-floor, fuseopt-<backend>[ reduce-overhead]",
+        default="eager,driver-floor,triton-floor,fuseopt-triton,fuseopt-cuda",
+        help="comma-separated: eager, driver-floor, triton-floor, "
+        "fuseopt-<backend>[ reduce-overhead]",
     )
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)

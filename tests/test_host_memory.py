@@ -123,3 +123,32 @@ def test_pointer_aliases_skip_views_only_kernels_read() -> None:
     ]
     aliases = pointer_aliases(HostFunction("main", (), tuple(steps)))  # type: ignore[arg-type]
     assert aliases == {v1: a, v2: a, v4: v3}
+
+
+def test_kernel_only_temporaries_are_those_no_step_reads_as_a_tensor() -> None:
+    """a (read by launches, once through a pointer alias) needs no tensor; b is read by a
+    PyTorch call, c at a launch position the backend reads as a tensor, d by a view of
+    its own, e by nothing: they keep theirs."""
+    from fuseopt.backends.host_memory import kernel_only_temporaries, pointer_aliases
+    from fuseopt.dialects.tile_host import TorchCall
+
+    a, av, b, c, d, dv, e = (Value(n) for n in ("a", "av", "b", "c", "d", "dv", "e"))
+    f32 = ELEMENTS[0]
+    steps = [
+        *(Alloc(v, (8,), f32) for v in (a, b, c, d, e)),  # type: ignore[arg-type]
+        View(av, (2, 4), f32, source=a),  # type: ignore[arg-type]
+        View(dv, (4,), f32, source=d, offset=4),  # type: ignore[arg-type]
+        Launch("k", (1,), (a, b)),  # type: ignore[arg-type]
+        Launch("k", (1,), (av, c)),  # type: ignore[arg-type]
+        Launch("k", (1,), (dv, d)),  # type: ignore[arg-type]
+        TorchCall("aten.relu.default", "{}", (b,), ()),  # type: ignore[arg-type]
+    ]
+    host = HostFunction("main", (), tuple(steps))  # type: ignore[arg-type]
+    plan, aliases = plan_workspace(host), pointer_aliases(host)
+    assert aliases == {av: a}
+
+    def second_is_a_tensor(launch: Launch) -> set[int]:
+        return {1} if launch.args[1] is c else set()
+
+    assert kernel_only_temporaries(host, plan, aliases, second_is_a_tensor) == {a}
+    assert kernel_only_temporaries(host, plan, aliases, lambda launch: set()) == {a, c}

@@ -177,6 +177,39 @@ def test_a_misaligned_input_sends_its_run_through_the_launchers(kind: str) -> No
     assert [c[0] for c in driver.calls] == list(handles.values())[1:]  # the other run: C
 
 
+def test_temporaries_only_kernels_read_are_workspace_pointers() -> None:
+    """Between the GEMM and the return, the temporary the two kernels pass between them
+    is the workspace's pointer (no tensor per call); the GEMM's operands are tensors."""
+    form, _ = _form(THREE_KERNELS)
+    source = form["source"]
+    (run1,) = [line.strip() for line in source.splitlines() if "fuseopt_run1_values[" in line]
+    assert run1.startswith("fuseopt_run1_values[0:5] = (tmp_1.data_ptr(), in2.data_ptr(), ")
+    assert run1.endswith("workspace_pointer, workspace_pointer, out0.data_ptr(), )")
+    main_path = source.split("    if failed_1:")[0]  # the lines every call runs
+    assert main_path.count("fuseopt_reinterpret(") == 2  # the GEMM's input and output
+
+
+@pytest.mark.usefixtures("this_triton")
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_a_fallback_makes_the_temporaries_its_launchers_take(kind: str) -> None:
+    """A failed guard in the run after the GEMM: its launchers get the temporary the
+    run passes by pointer as a tensor, made in the fallback, the one the first kernel
+    writes and the second reads, aligned."""
+    form, kernels = _form(THREE_KERNELS)
+    driver = FakeDriver()
+    fn, handles, module = _bind(form, kernels, driver, kind)
+    storage = torch.randn(64 * 128 + 1)
+    b = storage[1:].view(64, 128)  # 4 bytes past an aligned address
+    x, w = torch.randn(64, 256), torch.randn(256, 128)
+    (out,) = fn(x, w, b, device=torch.device("cpu"))
+    second, third = list(kernels)[1:]
+    assert [c[0] for c in module.calls] == [second, third]
+    (_, written), (_, read) = module.calls
+    assert written[1] == b.data_ptr() and read[1] == out.data_ptr()
+    assert written[2] == read[0] and written[2] % 16 == 0
+    assert [c[0] for c in driver.calls] == [handles[list(kernels)[0]]]  # the first run: C
+
+
 @pytest.mark.usefixtures("this_triton")
 @pytest.mark.parametrize("kind", ["c", "python"])
 def test_a_dynamic_kernel_takes_its_grid_and_sizes_per_call(kind: str) -> None:

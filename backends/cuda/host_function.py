@@ -3,10 +3,11 @@
 `print_cuda_host` prints a host `func.func` of tile IR with the shared host printer
 (`backends/host_source.py`: allocations, views, index arithmetic, library GEMMs and
 PyTorch calls as lines of Python) and this backend's launches (`CudaLaunches`): the
-kernels between two library or PyTorch calls form a *run*; each launch stores its
-buffer pointers and dynamic sizes in the run's argument array (and a grid of dynamic
-size in the run's geometry), and the run is issued with one call of the C launch loop
-(`launch_loop.py`). The source is compiled to a code object once.
+kernels between two library or PyTorch calls form a *run*; the run's launches' buffer
+pointers and dynamic sizes are stored in its argument array by one line (a temporary
+only kernels read is the workspace's pointer plus its offset: no tensor is made for
+it), a grid of dynamic size in the run's geometry, and the run is issued with one call
+of the C launch loop (`launch_loop.py`). The source is compiled to a code object once.
 
 `CudaHost.bind` turns it into a function for one device and host thread: the run
 arrays hold that device's kernel handles, and the function's globals name them, so a
@@ -22,9 +23,9 @@ For a host function
 (k2 over buffers of dynamic size: it takes a size after its pointers) the printed body
 reads, in part:
 
-    fuseopt_run0_values[0:2] = (x.data_ptr(), t.data_ptr(), )
-    fuseopt_run0_values[2:5] = (t.data_ptr(), out.data_ptr(), t.shape[0], )
     fuseopt_run0_geometry[5:8] = (n, 1, 1, )
+    fuseopt_run0_values[0:5] = (
+        x.data_ptr(), t.data_ptr(), t.data_ptr(), out.data_ptr(), t.shape[0], )
     failed = fuseopt_launch_run(fuseopt_run0, fuseopt_stream(fuseopt_device_index))
     if failed:
         raise fuseopt_launch_failed(failed, 0)
@@ -47,6 +48,8 @@ from fuseopt.backends.host_source import (
     HOST_HELPERS,
     PADDED_GEMM,
     HostInfo,
+    KernelPointers,
+    RunValues,
     print_host,
     tuple_source,
 )
@@ -73,17 +76,26 @@ class CudaLaunches:
         self.kernels = kernels
         self.runs: list[list[PrintedLaunch]] = []
         self.pending: list[PrintedLaunch] = []
+        self.values = RunValues()
+
+    def tensor_args(self, step: tile_host.Launch) -> set[int]:
+        """The buffers whose sizes the kernel takes (read from their shapes)."""
+        return {i for i, _ in self.kernels[step.kernel].sizes}
 
     def launch(
-        self, step: tile_host.Launch, expr: dict[SSAValue, str], local: NameTable
+        self,
+        step: tile_host.Launch,
+        expr: dict[SSAValue, str],
+        local: NameTable,
+        pointers: KernelPointers,
     ) -> tuple[list[str], str]:
         """Store the launch's arguments (and a dynamic grid) in the pending run."""
         k = self.kernels[step.kernel]
         run, index = len(self.runs), len(self.pending)
-        at = sum(p.values for p in self.pending)
-        values = [f"{expr[a]}.data_ptr()" for a in step.args]
+        values = [pointers.of(a, expr) for a in step.args]
         values += [f"{expr[step.args[i]]}.shape[{d}]" for i, d in k.sizes]
-        lines = [f"fuseopt_run{run}_values[{at}:{at + len(values)}] = {tuple_source(values)}"]
+        self.values.add(values)
+        lines = []
         grid = k.grid or step.static_grid
         if grid is None:  # sizes read per call
             sizes = [expr[g] if isinstance(g, SSAValue) else str(g) for g in step.grid]
@@ -103,6 +115,7 @@ class CudaLaunches:
         failed = local.fresh("failed")
         stream = "fuseopt_stream(fuseopt_device_index)"
         return [
+            *self.values.store(run),
             f"{failed} = fuseopt_launch_run(fuseopt_run{run}, {stream})",
             f"if {failed}:",
             f"    raise fuseopt_launch_failed({failed}, {run})",

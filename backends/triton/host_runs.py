@@ -4,12 +4,14 @@ The printed module's host function (`printer.py`) calls one launcher per kernel,
 each launch goes through Triton's launcher: a Python frame or two and Triton's argument
 parsing, a few microseconds a kernel. The *run form* is the same host function printed
 with its launches batched into runs (`backends/launch_loop.py`), as the CUDA backend's
-host function is: each launch stores its buffer pointers and sizes into its run's
-arrays, and a run is issued by one call of the C loop over `cuLaunchKernel`.
+host function is: a run's buffer pointers and sizes are stored into its arrays by one
+line (a temporary only kernels read is the workspace's pointer plus its offset, its
+tensor made only where a failed guard's fallback needs it), and a run is issued by one
+call of the C loop over `cuLaunchKernel`.
 
-    fuseopt_run0_values[0:2] = (x.data_ptr(), t.data_ptr(), )
-    fuseopt_run0_values[2:5] = (t.data_ptr(), out.data_ptr(), t.shape[0], )
     fuseopt_run0_geometry[5:8] = (n, 1, 1, )
+    fuseopt_run0_values[0:5] = (
+        x.data_ptr(), t.data_ptr(), t.data_ptr(), out.data_ptr(), t.shape[0], )
     failed = fuseopt_launch_run(fuseopt_run0, fuseopt_stream(fuseopt_device_index))
     if failed:
         if failed != fuseopt_guard_failed:
@@ -29,7 +31,7 @@ the run form. Kernels that PyTorch runs (whole-tensor kernels) are called betwee
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +39,14 @@ import torch
 from xdsl.dialects import func
 from xdsl.ir import SSAValue
 
-from fuseopt.backends.host_source import HOST_HELPERS, PADDED_GEMM, print_host, tuple_source
+from fuseopt.backends.host_source import (
+    HOST_HELPERS,
+    PADDED_GEMM,
+    KernelPointers,
+    RunValues,
+    print_host,
+    tuple_source,
+)
 from fuseopt.backends.launch_loop import (
     GEOMETRY,
     GUARD_FAILED,
@@ -102,21 +111,35 @@ class TritonRunLaunches:
         self.calls = TritonLaunches(kernels, MODULE)
         self.runs: list[list[RunStep]] = []
         self.pending: list[RunStep] = []
+        self.values = RunValues()
         self.fallback: list[str] = []
+        self.made: set[str] = set()  # tensors the pending run's fallback makes
+
+    def tensor_args(self, step: tile_host.Launch) -> Collection[int]:
+        """The buffers whose sizes a Triton kernel takes; every buffer of a kernel
+        PyTorch runs (a call)."""
+        k = self.kernels[step.kernel]
+        if not k.triton:
+            return range(len(step.args))
+        return {i for i, _ in k.sizes}
 
     def launch(
-        self, step: tile_host.Launch, expr: dict[SSAValue, str], local: NameTable
+        self,
+        step: tile_host.Launch,
+        expr: dict[SSAValue, str],
+        local: NameTable,
+        pointers: KernelPointers,
     ) -> tuple[list[str], str]:
-        """Store the launch's arguments (and a dynamic grid) in the pending run."""
+        """Store the launch's arguments (and a dynamic grid) in the pending run; the
+        fallback's launcher call first makes the tensors of kernel-only temporaries."""
         call, name = self.calls.launch(step, expr, local)
         k = self.kernels[step.kernel]
         if not k.triton:
             return self.flush(local) + call, name
         run, index = len(self.runs), len(self.pending)
-        at = sum(p.buffers + p.sizes for p in self.pending)
         sizes = size_arguments(k, step, expr)
-        values = [f"{expr[a]}.data_ptr()" for a in step.args] + sizes
-        lines = [f"fuseopt_run{run}_values[{at}:{at + len(values)}] = {tuple_source(values)}"]
+        self.values.add([pointers.of(a, expr) for a in step.args] + sizes)
+        lines = []
         grid: tuple[int, ...] | str | None
         if step.static_grid is None:
             grid = "dynamic"
@@ -129,7 +152,7 @@ class TritonRunLaunches:
         else:
             grid = None if step.grid == k.grid else tuple(step.static_grid)
         self.pending.append(RunStep(k.launcher, k.ir_name, grid, len(step.args), len(sizes)))
-        self.fallback += call
+        self.fallback += pointers.tensors(list(step.args), self.made) + call
         return lines, name
 
     def flush(self, local: NameTable) -> list[str]:
@@ -138,10 +161,11 @@ class TritonRunLaunches:
             return []
         run = len(self.runs)
         self.runs.append(self.pending)
-        fallback, self.pending, self.fallback = self.fallback, [], []
+        fallback, self.pending, self.fallback, self.made = self.fallback, [], [], set()
         failed = local.fresh("failed")
         stream = "fuseopt_stream(fuseopt_device_index)"
         return [
+            *self.values.store(run),
             f"{failed} = fuseopt_launch_run(fuseopt_run{run}, {stream})",
             f"if {failed}:",
             f"    if {failed} != fuseopt_guard_failed:",

@@ -27,6 +27,7 @@ from fuseopt.backends.host_source import (
     HOST_HELPERS,
     PADDED_GEMM,
     HostInfo,
+    KernelPointers,
     buffer_spec,
     print_host,
     tuple_source,
@@ -225,10 +226,19 @@ class TritonLaunches:
         self.kernels = kernels
         self.owner = owner
 
+    def tensor_args(self, step: tile_host.Launch) -> range:
+        """Every argument: a launcher takes tensors."""
+        return range(len(step.args))
+
     def launch(
-        self, step: tile_host.Launch, expr: dict[SSAValue, str], local: NameTable
+        self,
+        step: tile_host.Launch,
+        expr: dict[SSAValue, str],
+        local: NameTable,
+        pointers: KernelPointers | None = None,
     ) -> tuple[list[str], str]:
-        """The launcher call of `step` (`host_source.LaunchPrinter`)."""
+        """The launcher call of `step` (`host_source.LaunchPrinter`); every buffer is a
+        tensor here (`tensor_args`), `pointers` has none of them."""
         k = self.kernels[step.kernel]
         if not k.args:
             k.args = [buffer_spec(a.type) for a in step.args]

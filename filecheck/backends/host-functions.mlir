@@ -6,7 +6,7 @@
 // RUN: sed -e 's/^  %c = .*//' %s | fuse-opt -t triton | filecheck %s --check-prefix=HOST
 // RUN: sed -e 's/^  %c = .*//' %s | fuse-opt -t cuda | filecheck %s --check-prefix=CUDA
 
-// TRITON: host-functions.mlir:[[# @LINE + 22]]:3: error: the triton target cannot print arith.constant in a host function
+// TRITON: host-functions.mlir:[[# @LINE + 24]]:3: error: the triton target cannot print arith.constant in a host function
 // HOST:      def main(x, *, device):
 // HOST-NEXT:     """Run the host code: 2 launch(es); returns the outputs."""
 // HOST-NEXT:     empty = fuseopt_empty[device.type]
@@ -17,10 +17,12 @@
 // HOST-NEXT:     launch_k(x, tmp)
 // HOST-NEXT:     launch_k(tmp, y)
 // HOST-NEXT:     return (y, )
-// The same lines on the CUDA backend, its two launches one run of the C launch loop:
-// CUDA:      tmp = fuseopt_reinterpret(workspace_float32, (64,), (1,), 0)
-// CUDA-NEXT: fuseopt_run0_values[0:2] = (x.data_ptr(), tmp.data_ptr(), )
-// CUDA-NEXT: fuseopt_run0_values[2:4] = (tmp.data_ptr(), y.data_ptr(), )
+// The same steps on the CUDA backend, its two launches one run of the C launch loop (its
+// values stored by one line); the temporary (and its view) only kernels read is the
+// workspace's pointer, with no tensor:
+// CUDA:      workspace = empty((256,), (1,), torch.uint8)
+// CUDA-NEXT: workspace_pointer = workspace.data_ptr()
+// CUDA-NEXT: fuseopt_run0_values[0:4] = (x.data_ptr(), workspace_pointer, workspace_pointer, y.data_ptr(), )
 // CUDA-NEXT: failed = fuseopt_launch_run(fuseopt_run0, fuseopt_stream(fuseopt_device_index))
 // CUDA-NEXT: if failed:
 // CUDA-NEXT:     raise fuseopt_launch_failed(failed, 0)
