@@ -137,33 +137,61 @@ def pointer_aliases(host: HostFunction) -> dict[SSAValue, SSAValue]:
     return aliases
 
 
-def kernel_only_temporaries(
+@dataclass(frozen=True)
+class WorkspaceUses:
+    """How a host function uses the bytes of its workspace (`workspace_uses`):
+    `offsets[value]`, the byte offset of each temporary and of each view of one (of a
+    static shape), so every one of them is made straight from the workspace when a
+    tensor is needed, and its data pointer is the workspace's plus the offset;
+    `tensors`, those some step reads as a tensor; `pointers`, those a kernel launch
+    reads through their data pointer (a value in both has a tensor and its pointer is
+    still the workspace's plus its offset)."""
+
+    offsets: dict[SSAValue, int]
+    tensors: set[SSAValue]
+    pointers: set[SSAValue]
+
+
+def workspace_uses(
     host: HostFunction,
     plan: WorkspacePlan,
     aliases: dict[SSAValue, SSAValue],
     tensor_args: Callable[[Launch], Collection[int]],
-) -> set[SSAValue]:
-    """The workspace temporaries no step reads as a tensor: kernel launches take their
-    data pointer (or a pointer alias's, `pointer_aliases`), and nothing else uses them.
+) -> WorkspaceUses:
+    """The workspace values of `host` (planned by `plan`) and how its steps read them.
 
-    Their pointer is the workspace's plus their offset, an integer add per call: the
-    host function makes no tensor for them (a view through PyTorch costs a microsecond
-    or two of host time, per temporary, per call). `tensor_args(launch)` gives the
-    argument positions a backend's launch reads as tensors (a launcher call, a size
-    read from a shape); a library GEMM, a PyTorch call, a view of its own or a
-    shape-reading step needs the tensor too."""
-    needs_tensor: set[SSAValue] = set()
-    pointer_read: set[SSAValue] = set()
+    A view of a temporary is the bytes at the temporary's offset (plus its own offset
+    in elements), so making it needs no tensor of its source: a view of the workspace
+    serves. A pointer alias (`pointer_aliases`) is printed as its source: what reads
+    it reads the source. A view of another buffer reads its source as a tensor.
+    `tensor_args(launch)` gives the argument positions a backend's launch reads as
+    tensors (a launcher call, a size read from a shape); a library GEMM, a PyTorch
+    call and a shape-reading step read tensors.
+    A temporary only kernels read through pointers (a view of a PyTorch call costs a
+    microsecond or two of host time, per call) then needs no tensor at all."""
+    offsets = dict(plan.offsets)
+    for step in host.steps:
+        if isinstance(step, View) and step.source in offsets and -1 not in step.shape:
+            start = offsets[step.source] + (step.offset or 0) * element_bytes(step.element)
+            if start % element_bytes(step.element) == 0:
+                offsets[step.value] = start
+    tensors: set[SSAValue] = set()
+    pointers: set[SSAValue] = set()
     for step in host.steps:
         if isinstance(step, Launch):
             read = tensor_args(step)
-            used = [a for i, a in enumerate(step.args) if i in read]
-            pointer_read.update(aliases.get(a, a) for i, a in enumerate(step.args) if i not in read)
-        elif isinstance(step, View) and step.value in aliases:
-            continue  # the same pointer as its source: nothing read
+            tensors.update(a for i, a in enumerate(step.args) if i in read)
+            pointers.update(a for i, a in enumerate(step.args) if i not in read)
         elif isinstance(step, View):
-            used = [step.source]
+            if step.value not in offsets and step.value not in aliases:
+                tensors.add(step.source)  # made from its source's tensor
         else:
-            used = list(step_buffers(step))
-        needs_tensor.update(aliases.get(v, v) for v in used)
-    return {v for v in plan.offsets if v in pointer_read and v not in needs_tensor}
+            tensors.update(step_buffers(step))
+    # a pointer alias is printed as its source (no view): reading it reads the source
+    tensors |= {aliases[v] for v in tensors if v in aliases}
+    pointers |= {aliases[v] for v in pointers if v in aliases}
+    return WorkspaceUses(
+        offsets,
+        {v for v in tensors if v in offsets},
+        {v for v in pointers if v in offsets},
+    )

@@ -34,9 +34,9 @@ from xdsl.ir import SSAValue
 
 from fuseopt.backends.host_memory import (
     contiguous_strides,
-    kernel_only_temporaries,
     plan_workspace,
     pointer_aliases,
+    workspace_uses,
 )
 from fuseopt.backends.library_gemm import gemm_columns, gemm_depth, padded_outputs
 from fuseopt.backends.python_names import NameTable
@@ -217,12 +217,35 @@ def print_host(
     workspace = local.fresh("workspace")
     if plan.offsets:
         body.append(f"{workspace} = {empty}(({plan.nbytes},), (1,), torch.uint8)")
-    kernel_only = kernel_only_temporaries(host, plan, aliases, launches.tensor_args)
+    uses = workspace_uses(host, plan, aliases, launches.tensor_args)
     pointers = KernelPointers()
     workspace_pointer = local.fresh("workspace_pointer")
-    if kernel_only:
+    if uses.pointers:
         body.append(f"{workspace_pointer} = {workspace}.data_ptr()")
     typed: dict[str, str] = {}  # dtype -> the workspace viewed as that dtype
+
+    def workspace_view(buffer: tile_host.Alloc | tile_host.View) -> None:
+        """Name `buffer`, a temporary or a view of one: its tensor made from the
+        workspace where a step reads it so, its pointer the workspace's plus its
+        offset where a kernel reads only that (and its tensor for a fallback)."""
+        shape, dtype = buffer_spec(buffer.value.type)
+        hint = "tmp" if isinstance(buffer, tile_host.Alloc) else "view"
+        name = expr[buffer.value] = local.fresh(buffer.value.name_hint or hint)
+        nbytes = uses.offsets[buffer.value]
+        elements = nbytes // element_bytes(buffer.element)
+        place = f"{shape!r}, {contiguous_strides(shape)!r}, {elements}"
+        if buffer.value in uses.pointers:
+            pointers.pointer[buffer.value] = workspace_pointer + (f" + {nbytes}" if nbytes else "")
+        if buffer.value in uses.tensors:
+            if dtype not in typed:
+                typed[dtype] = local.fresh(f"{workspace}_{dtype.removeprefix('torch.')}")
+                body.append(f"{typed[dtype]} = {workspace}.view({dtype})")
+            body.append(f"{name} = fuseopt_reinterpret({typed[dtype]}, {place})")
+        elif buffer.value in uses.pointers:
+            pointers.tensor_line[buffer.value] = (
+                f"{name} = fuseopt_reinterpret({workspace}.view({dtype}), {place})"
+            )
+
     for step in host.steps:
         if isinstance(step, tile_host.Index):
             expr[step.value] = local.fresh(step.value.name_hint or "n")
@@ -233,31 +256,14 @@ def print_host(
             shape_of = tuple(n if n >= 0 else expr[next(sizes)] for n in step.shape)
             dtype = buffer_spec(step.value.type)[1]
             body.append(f"{expr[step.value]} = {_output_allocation(empty, shape_of, dtype, None)}")
-        elif isinstance(step, tile_host.Alloc) and step.value in kernel_only:
-            shape, dtype = buffer_spec(step.value.type)
-            name = expr[step.value] = local.fresh(step.value.name_hint or "tmp")
-            nbytes = plan.offsets[step.value]
-            pointers.pointer[step.value] = workspace_pointer + (f" + {nbytes}" if nbytes else "")
-            pointers.tensor_line[step.value] = (
-                f"{name} = fuseopt_reinterpret({workspace}.view({dtype}), {shape!r}, "
-                f"{contiguous_strides(shape)!r}, {nbytes // element_bytes(step.element)})"
-            )
-        elif isinstance(step, tile_host.Alloc):
-            shape, dtype = buffer_spec(step.value.type)
-            if dtype not in typed:
-                typed[dtype] = local.fresh(f"{workspace}_{dtype.removeprefix('torch.')}")
-                body.append(f"{typed[dtype]} = {workspace}.view({dtype})")
-            expr[step.value] = local.fresh(step.value.name_hint or "tmp")
-            offset = plan.offsets[step.value] // element_bytes(step.element)
-            body.append(
-                f"{expr[step.value]} = fuseopt_reinterpret({typed[dtype]}, {shape!r}, "
-                f"{contiguous_strides(shape)!r}, {offset})"
-            )
         elif isinstance(step, tile_host.View) and step.value in aliases:
             expr[step.value] = expr[step.source]  # kernels read the pointer: no view
             if step.source in pointers.pointer:
                 pointers.pointer[step.value] = pointers.pointer[step.source]
+            if step.source in pointers.tensor_line:
                 pointers.tensor_line[step.value] = pointers.tensor_line[step.source]
+        elif isinstance(step, tile_host.Alloc | tile_host.View) and step.value in uses.offsets:
+            workspace_view(step)
         elif isinstance(step, tile_host.View):
             expr[step.value] = local.fresh(step.value.name_hint or "view")
             body.append(f"{expr[step.value]} = {_view_expr(step, expr)}")

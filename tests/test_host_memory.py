@@ -125,30 +125,37 @@ def test_pointer_aliases_skip_views_only_kernels_read() -> None:
     assert aliases == {v1: a, v2: a, v4: v3}
 
 
-def test_kernel_only_temporaries_are_those_no_step_reads_as_a_tensor() -> None:
-    """a (read by launches, once through a pointer alias) needs no tensor; b is read by a
-    PyTorch call, c at a launch position the backend reads as a tensor, d by a view of
-    its own, e by nothing: they keep theirs."""
-    from fuseopt.backends.host_memory import kernel_only_temporaries, pointer_aliases
-    from fuseopt.dialects.tile_host import TorchCall
+def test_workspace_uses_place_views_of_temporaries_and_split_tensor_and_pointer_reads() -> None:
+    """Views of a temporary live at its offset (plus theirs); a (read by launches, once
+    through a view) needs no tensor; b is read by a PyTorch call, c at a launch position
+    the backend reads as a tensor, the view of d by a GEMM (d itself only by a kernel),
+    e by nothing."""
+    from fuseopt.backends.host_memory import pointer_aliases, workspace_uses
+    from fuseopt.dialects.tile_host import Gemm, TorchCall
 
-    a, av, b, c, d, dv, e = (Value(n) for n in ("a", "av", "b", "c", "d", "dv", "e"))
+    a, av, b, c, d, dv, e, w, out = (
+        Value(n) for n in ("a", "av", "b", "c", "d", "dv", "e", "w", "out")
+    )
     f32 = ELEMENTS[0]
     steps = [
         *(Alloc(v, (8,), f32) for v in (a, b, c, d, e)),  # type: ignore[arg-type]
         View(av, (2, 4), f32, source=a),  # type: ignore[arg-type]
-        View(dv, (4,), f32, source=d, offset=4),  # type: ignore[arg-type]
+        View(dv, (2, 2), f32, source=d, offset=4),  # type: ignore[arg-type]
         Launch("k", (1,), (a, b)),  # type: ignore[arg-type]
         Launch("k", (1,), (av, c)),  # type: ignore[arg-type]
-        Launch("k", (1,), (dv, d)),  # type: ignore[arg-type]
+        Launch("k", (1,), (d,)),  # type: ignore[arg-type]
+        Gemm(None, dv, w, out, False, False),  # type: ignore[arg-type]
         TorchCall("aten.relu.default", "{}", (b,), ()),  # type: ignore[arg-type]
     ]
     host = HostFunction("main", (), tuple(steps))  # type: ignore[arg-type]
-    plan, aliases = plan_workspace(host), pointer_aliases(host)
-    assert aliases == {av: a}
+    plan = plan_workspace(host)
+    aliases = pointer_aliases(host)
 
     def second_is_a_tensor(launch: Launch) -> set[int]:
-        return {1} if launch.args[1] is c else set()
+        return {1} if launch.args[1:2] == (c,) else set()
 
-    assert kernel_only_temporaries(host, plan, aliases, second_is_a_tensor) == {a}
-    assert kernel_only_temporaries(host, plan, aliases, lambda launch: set()) == {a, c}
+    uses = workspace_uses(host, plan, aliases, second_is_a_tensor)
+    assert uses.offsets[av] == plan.offsets[a] and uses.offsets[dv] == plan.offsets[d] + 16
+    assert uses.tensors == {b, c, dv}
+    assert uses.pointers == {a, av, b, d}
+    assert workspace_uses(host, plan, aliases, lambda launch: set()).tensors == {b, dv}

@@ -178,13 +178,16 @@ def test_a_misaligned_input_sends_its_run_through_the_launchers(kind: str) -> No
 
 
 def test_temporaries_only_kernels_read_are_workspace_pointers() -> None:
-    """Between the GEMM and the return, the temporary the two kernels pass between them
-    is the workspace's pointer (no tensor per call); the GEMM's operands are tensors."""
+    """Every temporary a kernel reads is passed as the workspace's pointer plus its
+    offset; the one the two last kernels pass between them gets no tensor per call (the
+    GEMM's operand and result do, made from the workspace)."""
     form, _ = _form(THREE_KERNELS)
     source = form["source"]
     (run1,) = [line.strip() for line in source.splitlines() if "fuseopt_run1_values[" in line]
-    assert run1.startswith("fuseopt_run1_values[0:5] = (tmp_1.data_ptr(), in2.data_ptr(), ")
-    assert run1.endswith("workspace_pointer, workspace_pointer, out0.data_ptr(), )")
+    assert run1 == (
+        "fuseopt_run1_values[0:5] = (workspace_pointer + 65536, in2.data_ptr(), "
+        "workspace_pointer, workspace_pointer, out0.data_ptr(), )"
+    )
     main_path = source.split("    if failed_1:")[0]  # the lines every call runs
     assert main_path.count("fuseopt_reinterpret(") == 2  # the GEMM's input and output
 
