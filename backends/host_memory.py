@@ -43,9 +43,10 @@ def _aligned(n: int) -> int:
 
 
 def plan_workspace(host: HostFunction) -> WorkspacePlan:
-    """Offsets for every `Alloc` of `host` (see the module doc): each temporary lives
-    from its allocation to its last use, directly or through views; a new temporary
-    takes the lowest aligned gap between the live ones that fits it."""
+    """Offsets for every `Alloc` of `host` some step uses (see the module doc): each
+    temporary lives from its allocation to its last use, directly or through views; a
+    new temporary takes the lowest aligned gap between the live ones that fits it. A
+    temporary nothing uses gets no bytes."""
     root: dict[SSAValue, SSAValue] = {}
     born: dict[SSAValue, int] = {}
     size: dict[SSAValue, int] = {}
@@ -62,10 +63,11 @@ def plan_workspace(host: HostFunction) -> WorkspacePlan:
         for v in step_buffers(step):
             if v in root:
                 last[root[v]] = i
+    used = {root[v] for step in host.steps for v in step_buffers(step) if v in root}
     offsets: dict[SSAValue, int] = {}
     live: list[tuple[int, int, SSAValue]] = []  # (offset, bytes, value), by offset
     end = 0
-    for value in sorted(born, key=born.__getitem__):
+    for value in sorted(used, key=born.__getitem__):
         live = [block for block in live if last[block[2]] >= born[value]]
         cursor = 0
         for offset, nbytes, _ in live:
@@ -163,18 +165,17 @@ def workspace_uses(
     A view of a temporary is the bytes at the temporary's offset (plus its own offset
     in elements), so making it needs no tensor of its source: a view of the workspace
     serves. A pointer alias (`pointer_aliases`) is printed as its source: what reads
-    it reads the source. A view of another buffer reads its source as a tensor.
-    `tensor_args(launch)` gives the argument positions a backend's launch reads as
-    tensors (a launcher call, a size read from a shape); a library GEMM, a PyTorch
-    call and a shape-reading step read tensors.
-    A temporary only kernels read through pointers (a view of a PyTorch call costs a
-    microsecond or two of host time, per call) then needs no tensor at all."""
+    it reads the source. `tensor_args(launch)` gives the argument positions a
+    backend's launch reads as tensors (a launcher call, a size read from a shape); a
+    library GEMM, a PyTorch call and a shape-reading step read tensors. A temporary
+    only kernels read through pointers then needs no tensor at all (a view through
+    PyTorch costs a microsecond or two of host time, per temporary, per call)."""
     offsets = dict(plan.offsets)
-    for step in host.steps:
-        if isinstance(step, View) and step.source in offsets and -1 not in step.shape:
-            start = offsets[step.source] + (step.offset or 0) * element_bytes(step.element)
-            if start % element_bytes(step.element) == 0:
-                offsets[step.value] = start
+    for step in host.steps:  # a view has its source's element type and, here, static dims
+        if isinstance(step, View) and step.source in offsets:
+            offsets[step.value] = offsets[step.source] + (step.offset or 0) * element_bytes(
+                step.element
+            )
     tensors: set[SSAValue] = set()
     pointers: set[SSAValue] = set()
     for step in host.steps:
@@ -182,10 +183,7 @@ def workspace_uses(
             read = tensor_args(step)
             tensors.update(a for i, a in enumerate(step.args) if i in read)
             pointers.update(a for i, a in enumerate(step.args) if i not in read)
-        elif isinstance(step, View):
-            if step.value not in offsets and step.value not in aliases:
-                tensors.add(step.source)  # made from its source's tensor
-        else:
+        elif not isinstance(step, View):  # a view of a temporary is made from the workspace
             tensors.update(step_buffers(step))
     # a pointer alias is printed as its source (no view): reading it reads the source
     tensors |= {aliases[v] for v in tensors if v in aliases}

@@ -8,9 +8,10 @@ their dynamic dims read from the inputs: `tile.dims_from`) and one workspace for
 temporaries (`host_memory.plan_workspace`), computes the host's index arithmetic as
 plain integer expressions, makes views, calls library GEMMs through their `out=`
 variants and PyTorch ops kept as calls, and returns the outputs. Nothing is looked up
-per call and no list of steps is walked: every step is a line. A temporary that only
-kernels read through their data pointers (`host_memory.kernel_only_temporaries`) gets
-no tensor: its pointer is the workspace's plus its offset (`KernelPointers`).
+per call and no list of steps is walked: every step is a line. A kernel reads a
+temporary (or a view of one) through the workspace's pointer plus its offset
+(`KernelPointers`), and a temporary gets a tensor, made straight from the workspace,
+only where a step reads it as one (`host_memory.workspace_uses`).
 
 How a kernel is launched is the backend's (`LaunchPrinter`): the Triton module's own
 host function calls the kernel's launcher (`triton/printer.py` TritonLaunches); the
@@ -90,10 +91,10 @@ class HostInfo:
 
 @dataclass
 class KernelPointers:
-    """The temporaries a host function makes no tensor for (`host_memory.
-    kernel_only_temporaries`): each one's data pointer as a Python expression (the
-    workspace's pointer plus its offset) and the line that makes its tensor, for a
-    launch path that needs one after all (a fallback through launchers)."""
+    """The data pointers of the temporaries kernels read (`host_memory.workspace_uses`),
+    each a Python expression: the workspace's pointer plus the temporary's offset; and,
+    for those that get no tensor on the main path, the line that makes one, for a
+    launch path that needs it after all (a fallback through launchers)."""
 
     pointer: dict[SSAValue, str] = field(default_factory=dict)
     tensor_line: dict[SSAValue, str] = field(default_factory=dict)
@@ -114,8 +115,9 @@ class KernelPointers:
 class RunValues:
     """The argument values of a pending run's launches (`launch_loop`), as Python
     expressions, stored by one line when the run is issued: one store into the run's
-    `values` array per run, not per launch. The expressions only read names bound
-    before the run is issued, never rebound, so storing them late reads the same."""
+    `values` array per run, not per launch. The names the expressions read are bound
+    before the run is issued and never rebound (a fallback rebinds only the tensors of
+    temporaries, which no value expression reads), so storing them late reads the same."""
 
     def __init__(self) -> None:
         self.values: list[str] = []
@@ -150,8 +152,9 @@ class LaunchPrinter(Protocol):
         pointers: KernelPointers,
     ) -> tuple[list[str], str]:
         """Lines launching `step` (buffers and sizes are the Python expressions `expr`
-        gives; a temporary in `pointers` has a pointer and no tensor), and the name
-        the launch is recorded under (`HostInfo.launches`)."""
+        gives; a temporary's data pointer is `pointers.of`'s expression, and one made
+        without a tensor has its tensor line in `pointers`), and the name the launch
+        is recorded under (`HostInfo.launches`)."""
         ...
 
     def flush(self, local: NameTable) -> list[str]:
@@ -264,6 +267,8 @@ def print_host(
                 pointers.tensor_line[step.value] = pointers.tensor_line[step.source]
         elif isinstance(step, tile_host.Alloc | tile_host.View) and step.value in uses.offsets:
             workspace_view(step)
+        elif isinstance(step, tile_host.Alloc):
+            pass  # nothing uses it: no bytes, no tensor
         elif isinstance(step, tile_host.View):
             expr[step.value] = local.fresh(step.value.name_hint or "view")
             body.append(f"{expr[step.value]} = {_view_expr(step, expr)}")

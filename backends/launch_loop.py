@@ -1,13 +1,14 @@
 """Runs of kernel launches issued by one call: the launch loop in C, for both backends.
 
 A printed host function (`backends/cuda/host_function.py`, `backends/triton/host_runs.py`)
-launches the kernels between two library or PyTorch calls as one *run*: it stores each
-launch's pointer and size arguments in the run's `values` (and, for a grid of dynamic
-size, the grid in its `geometry`), then makes one call, `launch_run(run, stream)`. That
+launches the kernels between two library or PyTorch calls as one *run*: it stores the
+pointer and size arguments of the run's launches in the run's `values` with one line
+(and, for a grid of dynamic size, the grid in its `geometry`), then makes one call,
+`launch_run(run, stream)`. That
 call is a short C loop over `cuLaunchKernel` (`SOURCE`), built once per machine with
 the host's C compiler and cached in the kernel cache (keyed by the compiler, its
-version and the platform), so a launch costs the driver's own time plus two stores
-from Python, not a Python call through ctypes each. Without a C compiler (or when the
+version and the platform), so a launch costs the driver's own time plus its share of
+one store from Python, not a Python call through ctypes each. Without a C compiler (or when the
 build fails, or a cached build does not load: logged once) the same runs go through
 `launch_run_in_python`, one ctypes call per launch.
 

@@ -16,9 +16,11 @@ the same add launched through its compiled launcher directly (`CompiledKernel.ru
 fuseopt's fast path once called), no Python around it: the least a launch through
 Triton's launcher costs; and `driver-floor`: the same kernel launched N times by one
 call of fuseopt's C launch loop with every argument stored beforehand, so its slope is
-`cuLaunchKernel` alone: what the driver costs per launch on this host, the floor of
-every system. The output of every system is checked against eager before it is
-timed. Needs a CUDA GPU.
+about what `cuLaunchKernel` costs per launch on this host (plus the loop's own
+nanoseconds; one function launched N times, where fuseopt launches N distinct ones),
+what no host code can go below. It reads the kernel's launch parameters as the Triton
+run form does, so it runs where that does (Triton 3.6). The output of every system is
+checked against eager before it is timed. Needs a CUDA GPU.
 """
 
 from __future__ import annotations

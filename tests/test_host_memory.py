@@ -48,10 +48,12 @@ def host_functions(draw: st.DrawFn) -> HostFunction:
 
 
 def _lifetimes(host: HostFunction) -> dict[object, tuple[int, int, int]]:
-    """Each temporary's (first step, last step, bytes), computed the plain way."""
+    """Each used temporary's (first step, last step, bytes), computed the plain way (a
+    temporary no step uses gets no bytes)."""
     root: dict[object, object] = {}
     life: dict[object, list[int]] = {}
     size: dict[object, int] = {}
+    used: set[object] = set()
     for i, step in enumerate(host.steps):
         if isinstance(step, Alloc):
             root[step.value] = step.value
@@ -60,10 +62,12 @@ def _lifetimes(host: HostFunction) -> dict[object, tuple[int, int, int]]:
         elif isinstance(step, View):
             root[step.value] = root[step.source]
             life[root[step.source]][1] = i
+            used.add(root[step.source])
         else:
             for a in step.args:  # type: ignore[union-attr]
                 life[root[a]][1] = i
-    return {v: (a, b, size[v]) for v, (a, b) in life.items()}
+                used.add(root[a])
+    return {v: (a, b, size[v]) for v, (a, b) in life.items() if v in used}
 
 
 @settings(max_examples=200, deadline=None)

@@ -238,7 +238,7 @@ class TritonLaunches:
         pointers: KernelPointers | None = None,
     ) -> tuple[list[str], str]:
         """The launcher call of `step` (`host_source.LaunchPrinter`); every buffer is a
-        tensor here (`tensor_args`), `pointers` has none of them."""
+        tensor here (`tensor_args`), so `pointers` is not read."""
         k = self.kernels[step.kernel]
         if not k.args:
             k.args = [buffer_spec(a.type) for a in step.args]

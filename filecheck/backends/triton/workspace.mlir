@@ -5,9 +5,8 @@
 // its views too) came before it is allocated; one view of the workspace per element type.
 // Outputs and the workspace come from PyTorch's fast allocator for the device type.
 // %a dies at the second launch, so %c takes its bytes; %b is still read by the third
-// launch (through %bv), so %c must not overlap it; the i32 temporary %d reuses offset 0
-// after %c's last use, and nothing reads it: it gets no tensor. Outputs are allocated on
-// their own (they outlive the call).
+// launch (through %bv), so %c must not overlap it; nothing uses the i32 temporary %d: it
+// gets no bytes and no tensor. Outputs are allocated on their own (they outlive the call).
 // Views used only as launch arguments print no view: kernels read the pointer
 // (backends/host_memory.py, pointer_aliases), so %bv is passed as b and %cv as c.
 // CHECK:       def main(x, *, device):
