@@ -4,13 +4,12 @@ A printed host function (`backends/cuda/host_function.py`, `backends/triton/host
 launches the kernels between two library or PyTorch calls as one *run*: it stores the
 pointer and size arguments of the run's launches in the run's `values` with one line
 (and, for a grid of dynamic size, the grid in its `geometry`), then makes one call,
-`launch_run(run, stream)`. That
-call is a short C loop over `cuLaunchKernel` (`SOURCE`), built once per machine with
-the host's C compiler and cached in the kernel cache (keyed by the compiler, its
-version and the platform), so a launch costs the driver's own time plus its share of
-one store from Python, not a Python call through ctypes each. Without a C compiler (or when the
-build fails, or a cached build does not load: logged once) the same runs go through
-`launch_run_in_python`, one ctypes call per launch.
+`launch_run(run, stream)`. That call is a short C loop over `cuLaunchKernel` (`SOURCE`),
+built once per machine with the host's C compiler and cached in the kernel cache (keyed
+by the compiler, its version and the platform), so a launch costs the driver's own time
+plus its share of one store from Python, not a Python call through ctypes each.
+Without a C compiler (or when the build fails, or a cached build does not load: logged
+once) the same runs go through `launch_run_in_python`, one ctypes call per launch.
 
 Before launching anything the loop checks the run's *guards*: value slots that must
 hold a 16-byte-aligned pointer and slots that must hold a size below 2**31 (a Triton
