@@ -369,3 +369,39 @@ def test_each_compiled_module_starts_static(caplog: pytest.LogCaptureFixture) ->
         a, b = randn(3, 5, 2), randn(3, 2, 6)
         assert_close(compiled(a, b), torch.bmm(a, b))
     assert [r for r in caplog.records if "symbolic sizes" in r.getMessage()]
+
+
+def test_a_compiled_graph_runs_its_generated_code_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The function handed back to AOTAutograd is the partitioned graph's generated
+    `forward` itself, not the lazy graph module's wrapper that calls the module through
+    `nn.Module`'s call path on every call (`dynamo_backend.generated_forward`)."""
+    from torch.fx import GraphModule
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    from fuseopt.frontends.fx.dynamo_backend import generated_forward
+
+    class AddOne(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + 1
+
+    def lazy_module() -> GraphModule:
+        gm = _LazyGraphModule(AddOne(), torch.fx.symbolic_trace(AddOne()).graph)
+        gm.recompile()  # regenerated at its next call, as a backend receives it
+        return gm
+
+    forward, wrapper = generated_forward(lazy_module()), lazy_module().forward
+    model = randomize(MLP())
+    x = randn(4, 8)
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="fuseopt")
+        want = model(x)
+        assert_close(compiled(x), want)  # compiled here, through any path
+
+        def no_module_call(self: GraphModule, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("called through the module")
+
+        monkeypatch.setattr(GraphModule, "__call__", no_module_call)
+        torch.testing.assert_close(forward(x), x + 1)
+        with pytest.raises(AssertionError, match="through the module"):
+            wrapper(x)  # what the lazy module's `forward` would have done
+        assert_close(compiled(x), want)  # the partitioned graph's code, called directly

@@ -129,6 +129,18 @@ InstanceNorm without running statistics never reaches the table: Dynamo's graph 
 fuseopt's substitute (`norm_decompositions.substitute_composites`)."""
 
 
+
+def generated_forward(gm: GraphModule) -> Callable[..., Any]:
+    """`gm`'s generated `forward`, called directly on every call. A graph module whose
+    code is regenerated lazily (`_LazyGraphModule`, what Dynamo and AOTAutograd hand a
+    backend) has as `forward` a wrapper that checks for regeneration and then calls the
+    module (`GraphModule.__call__`, `nn.Module`'s call path: a handful of Python frames
+    per call); regenerated now, `forward` is the code itself."""
+    regenerate = getattr(gm, "real_recompile", None)
+    if regenerate is not None:
+        regenerate()
+    return gm.forward
+
 def decompositions() -> dict[Any, Callable[..., Any]]:
     """The decomposition table handed to AOTAutograd: PyTorch's for DECOMPOSED_OPS, with
     fuseopt's own GroupNorm (`norm_decompositions`: one form on every device, without
@@ -188,7 +200,7 @@ def fuseopt_backend(
     log = record if record is not None else CompileRecord()
     if on_meta_device(example_inputs):
         logger.info("fuseopt: a graph traced on meta tensors runs eagerly (no data to compute)")
-        return gm.forward
+        return generated_forward(gm)
 
     def compile_region(
         module: ModuleOp | SizedFunction, func_name: str
@@ -245,7 +257,7 @@ def fuseopt_backend(
                 symbol=symbol,
                 output_views=kind == "inference",
             )
-            forward = align_attention_biases(compiled).forward
+            forward = generated_forward(align_attention_biases(compiled))
             if graphing:  # one CUDA graph over its regions and PyTorch ops, where it can
                 forward = replayed_whole(
                     forward, compiled, name, inputs, log, kind == "inference" and guarded
