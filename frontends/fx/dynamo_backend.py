@@ -129,7 +129,6 @@ InstanceNorm without running statistics never reaches the table: Dynamo's graph 
 fuseopt's substitute (`norm_decompositions.substitute_composites`)."""
 
 
-
 def generated_forward(gm: GraphModule) -> Callable[..., Any]:
     """`gm`'s generated `forward`, called directly on every call. A graph module whose
     code is regenerated lazily (`_LazyGraphModule`, what Dynamo and AOTAutograd hand a
@@ -140,6 +139,7 @@ def generated_forward(gm: GraphModule) -> Callable[..., Any]:
     if regenerate is not None:
         regenerate()
     return gm.forward
+
 
 def decompositions() -> dict[Any, Callable[..., Any]]:
     """The decomposition table handed to AOTAutograd: PyTorch's for DECOMPOSED_OPS, with
