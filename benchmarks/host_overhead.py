@@ -267,12 +267,18 @@ def main(argv: list[str] | None = None) -> int:
                 if r["profile"]:
                     lines += [f"### cProfile of {r['system']} ({args.calls} calls)", "", "```"]
                     lines += r["profile"].strip().splitlines() + ["```", ""]
+        _write(args.out, lines)  # what is measured so far survives a later timeout
     report = "\n".join(lines) + "\n"
     print(report)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(report)
+    _write(args.out, lines)
     return 1 if bad else 0
+
+
+def _write(out: str | None, lines: list[str]) -> None:
+    """Write the report's `lines` to `out` (when given), replacing what was there."""
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ several rounds, the median round shown (the GPU measurement itself runs on a GPU
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -68,3 +70,27 @@ def test_report_runs_every_system_in_rounds(monkeypatch: pytest.MonkeyPatch) -> 
     )
     assert calls == ["eager", "torch.compile", "fuseopt-triton"] * 2
     assert rc == 1  # torch.compile's output was judged wrong
+
+
+def test_each_instance_is_written_as_soon_as_it_is_measured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With --out, the report is written after every instance: a run stopped in a later
+    instance (a timeout) keeps the earlier ones."""
+    out = tmp_path / "report.md"
+
+    def child(flag: str, entry: str, name: str, args: object) -> list[dict]:
+        if entry == "gpt2:prefill":
+            assert "## llama decode" in out.read_text()  # already on disk
+            raise KeyboardInterrupt  # what a timeout's signal does to the run
+        return [_result(name, 100.0)]
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Fake GPU")
+    monkeypatch.setattr(host_overhead, "_in_child", child)
+    with pytest.raises(KeyboardInterrupt):
+        host_overhead.main(
+            ["--models", "llama:decode,gpt2:prefill", "--systems", "fuseopt-triton",
+             "--rounds", "1", "--out", str(out)]
+        )  # fmt: skip
+    assert "| fuseopt-triton | yes | 100.0 |" in out.read_text()
