@@ -258,7 +258,7 @@ class AutotunedFunction:
             log.info("autotune: %s has dynamic sizes: not timed", k["name"])
             return math.inf
         if device.type == "cuda":
-            from fuseopt.backends.triton.runtime import FastLauncher
+            from fuseopt.backends.triton.launchers import FastLauncher
 
             kernel = getattr(module, k["python"])
             launcher = FastLauncher(kernel, tuple(k["grid"]), k["num_warps"], k["num_stages"])

@@ -110,7 +110,7 @@ def test_random_row_lengths_blocks_and_sizes() -> None:
 def test_on_the_gpu_one_compiled_kernel_serves_every_size() -> None:
     """The GridLauncher compiles once, then launches the compiled kernel directly at
     every size; a misaligned input (a view one element in) takes the JIT path, right."""
-    from fuseopt.backends.triton.runtime import GridLauncher
+    from fuseopt.backends.triton.launchers import GridLauncher
 
     f = fuseopt.load_mlir(ROWS, backend="triton")
     for n in (*SIZES, 1000, 4097):

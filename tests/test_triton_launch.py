@@ -1,4 +1,4 @@
-"""The Triton direct launch path (`runtime.direct_runner`) without a GPU.
+"""The Triton direct launch path (`launchers.direct_runner`) without a GPU.
 
 Triton 3.6 and later always install launch hooks as (empty) `HookChain`s, so an empty
 chain must not send every launch through the slow standard runner, while a hook that a
@@ -15,7 +15,7 @@ import pytest
 import torch
 from triton import knobs
 
-from fuseopt.backends.triton import runtime
+from fuseopt.backends.triton import launchers
 
 
 class FakeCompiled:
@@ -62,7 +62,7 @@ def fake_stream(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_empty_hook_chains_take_the_direct_path(fake_stream: None) -> None:
     k = FakeCompiled()
-    launch = runtime.direct_runner(k, (4, 2))
+    launch = launchers.direct_runner(k, (4, 2))
     a, b = Buffer("a"), Buffer("b")
     assert launch(a, b)
     assert k.standard == []
@@ -71,13 +71,13 @@ def test_empty_hook_chains_take_the_direct_path(fake_stream: None) -> None:
 
 def test_the_stream_is_the_kernels_device_s(fake_stream: None) -> None:
     k = FakeCompiled()
-    assert runtime.direct_runner(k, (1,), device=3)(Buffer("x", device=3))
+    assert launchers.direct_runner(k, (1,), device=3)(Buffer("x", device=3))
     assert k.direct[0][3] == 1003
 
 
 def test_a_misaligned_pointer_launches_nothing(fake_stream: None) -> None:
     k = FakeCompiled()
-    launch = runtime.direct_runner(k, (1,))
+    launch = launchers.direct_runner(k, (1,))
     assert not launch(Buffer("a"), Buffer("b", pointer=4100))
     assert k.direct == [] and k.standard == []
 
@@ -87,7 +87,7 @@ def test_an_installed_hook_takes_the_standard_runner(
     fake_stream: None, monkeypatch: pytest.MonkeyPatch, hook: str
 ) -> None:
     k = FakeCompiled()
-    launch = runtime.direct_runner(k, (3,))
+    launch = launchers.direct_runner(k, (3,))
     if hook == "chain":
         chain = knobs.HookChain()
         monkeypatch.setattr(knobs.runtime, "launch_exit_hook", chain)
@@ -125,7 +125,7 @@ def test_the_c_launcher_is_called_only_where_its_layout_is_known(
     k = FakeCompiled()
     k.run = CudaLauncher(scratch)  # type: ignore[method-assign]
     a = Buffer("a")
-    assert runtime.direct_runner(k, (2,))(a)
+    assert launchers.direct_runner(k, (2,))(a)
     if direct:
         assert (
             k.run.calls
@@ -143,7 +143,7 @@ def test_a_runner_launches_only_on_its_own_device(fake_stream: None) -> None:
     on another device launch nothing (the FastLauncher then finds or builds that
     device's runner)."""
     k = FakeCompiled()
-    launch = runtime.direct_runner(k, (1,), device=1)
+    launch = launchers.direct_runner(k, (1,), device=1)
     assert not launch(Buffer("a", device=0))
     assert launch(Buffer("b", device=1))
     assert [call[3] for call in k.direct] == [1001]  # device 1's stream
@@ -162,7 +162,7 @@ def test_fast_launcher_keeps_a_runner_per_device(fake_stream: None) -> None:
             return run
 
     jit = Jit()
-    launcher = runtime.FastLauncher(jit, (2,), num_warps=4, num_stages=1)
+    launcher = launchers.FastLauncher(jit, (2,), num_warps=4, num_stages=1)
     a0, a1 = Buffer("a0", device=0), Buffer("a1", device=1)
     launcher(a0)  # JIT on device 0
     launcher(a1)  # device 0's runner declines; JIT on device 1

@@ -171,7 +171,7 @@ class FakeJit:
 
 
 def test_fast_launcher_skips_the_jit_after_the_first_launch() -> None:
-    from fuseopt.backends.triton.runtime import FastLauncher
+    from fuseopt.backends.triton.launchers import FastLauncher
 
     jit = FakeJit()
     launch = FastLauncher(jit, (4,), num_warps=4, num_stages=1)
@@ -188,7 +188,7 @@ def test_fast_launcher_skips_the_jit_after_the_first_launch() -> None:
 
 
 def test_fast_launcher_installs_a_plain_launcher_for_the_printed_grid() -> None:
-    from fuseopt.backends.triton.runtime import FastLauncher
+    from fuseopt.backends.triton.launchers import FastLauncher
 
     jit, installed = FakeJit(), []
     launcher = FastLauncher(jit, (4,), num_warps=4, num_stages=1, install=installed.append)

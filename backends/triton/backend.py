@@ -33,12 +33,9 @@ from fuseopt.backends.kernel_cache import KernelCache, cache_key
 from fuseopt.backends.per_size import PerSizeFunction, parse_specialized
 from fuseopt.backends.targets import TRITON
 from fuseopt.backends.triton.host_runs import print_run_host
+from fuseopt.backends.triton.launchers import install_fast_launchers
 from fuseopt.backends.triton.printer import KernelInfo, assemble, print_triton, standalone
-from fuseopt.backends.triton.runtime import (
-    TritonFunction,
-    install_fast_launchers,
-    load_module,
-)
+from fuseopt.backends.triton.runtime import TritonFunction, load_module
 from fuseopt.diagnostics import CompileError
 from fuseopt.dialects import tile_host, torch_call
 from fuseopt.passes.generalize_sizes import (

@@ -22,7 +22,7 @@ call of the C loop over `cuLaunchKernel`.
 Triton compiles a kernel at its first launch, specialized on its arguments, so the run
 form is bound (`bind_run_host`) per device and host thread only once each of its Triton
 kernels has a compiled kernel on that device, made for 16-byte-aligned pointers and
-int32 sizes (the launchers keep one: `runtime.FastLauncher.compiled`), and only where
+int32 sizes (the launchers keep one: `launchers.FastLauncher.compiled`), and only where
 the compiled kernel's parameters are known (`kernel_parameters`). The run's guards
 check those assumptions per call; a run whose guard fails (an input at an odd
 address) goes through the launchers, which take Triton's JIT path, as it would without
