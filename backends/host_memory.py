@@ -63,7 +63,7 @@ def plan_workspace(host: HostFunction) -> WorkspacePlan:
         for v in step_buffers(step):
             if v in root:
                 last[root[v]] = i
-    used = {root[v] for step in host.steps for v in step_buffers(step) if v in root}
+    used = [v for v in born if last[v] > born[v]]  # a use comes after the allocation
     offsets: dict[SSAValue, int] = {}
     live: list[tuple[int, int, SSAValue]] = []  # (offset, bytes, value), by offset
     end = 0

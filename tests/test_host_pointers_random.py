@@ -17,6 +17,7 @@ form, and the run form with its guards failing must call the launchers with it t
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -220,8 +221,6 @@ def _run(source: str, name: str, runs: list[list[int]] | None, fail: bool) -> li
 
 def _launcher_names(source: str) -> list[str]:
     """The launchers a module form's host function calls (`launch_...(`)."""
-    import re
-
     return sorted(set(re.findall(r"\b(launch_\w+)\(", source)))
 
 

@@ -40,6 +40,7 @@ import logging
 import math
 import operator
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -210,12 +211,17 @@ def _operand(node: Node) -> Node | None:
     return operand if isinstance(operand, Node) and len(operand.users) == 1 else None
 
 
+@dataclass(frozen=True)
 class _Chain:
-    """One matched chain: SDPA's arguments and the nodes it replaces."""
+    """One matched chain: SDPA's arguments (`mask_drops`: the mask is masked_fill's
+    boolean one, true where a score is dropped, so SDPA gets its negation)."""
 
-    def __init__(self, q: Node, k: Node, v: Node, mask: Node | None, keep: bool, scale: float):
-        self.q, self.k, self.v = q, k, v
-        self.mask, self.mask_keeps, self.scale = mask, keep, scale
+    q: Node
+    k: Node
+    v: Node
+    mask: Node | None
+    mask_drops: bool
+    scale: float
 
 
 def _match(out: Node) -> _Chain | None:
@@ -240,7 +246,7 @@ def _match(out: Node) -> _Chain | None:
         return None
     if _kind(node) == "cast" and _cast(node, torch.float32) and (node := _operand(node)) is None:
         return None
-    mask, keep = None, False
+    mask, drops = None, False
     if _kind(node) == "masked_fill":
         fill = _arg(node, 2, "value")
         drop = _arg(node, 1, "mask")
@@ -248,7 +254,7 @@ def _match(out: Node) -> _Chain | None:
             return None
         if not _fits(drop, node.args[0], node, torch.bool):
             return None
-        mask, keep, node = drop, True, node.args[0]
+        mask, drops, node = drop, True, node.args[0]
     elif _kind(node) == "add" and len(node.args) == 2:
         a, b = node.args
         for scores_side, other in ((a, b), (b, a)):
@@ -289,7 +295,7 @@ def _match(out: Node) -> _Chain | None:
         return None
     if q_value.shape[-1] != k_value.shape[-1] or k_value.shape[-2] != v_value.shape[-2]:
         return None
-    return _Chain(q, k, v, mask, keep, scale)  # type: ignore[arg-type]
+    return _Chain(q, k, v, mask, drops, scale)  # type: ignore[arg-type]
 
 
 def _erase_unused(graph: torch.fx.Graph, node: Node) -> None:
@@ -321,7 +327,7 @@ def sdpa_from_explicit(gm: GraphModule) -> GraphModule:
             continue
         with graph.inserting_before(out):
             mask = chain.mask
-            if mask is not None and chain.mask_keeps:
+            if mask is not None and chain.mask_drops:
                 kept = graph.call_function(torch.logical_not, (mask,))
                 kept.meta["example_value"] = mask.meta.get("example_value")
                 mask = kept
